@@ -1,0 +1,1 @@
+"""The distlint rule set: one module per rule (installed as ``distlint.rules``)."""
