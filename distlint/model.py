@@ -120,6 +120,8 @@ class FileResult:
     errors: Tuple[FileError, ...] = ()
     # Set when fixes were computed: the new source text (None = unchanged).
     fixed_source: Optional[str] = None
+    # fixed_source encoded like the input file (encoding, BOM), when the input was bytes.
+    fixed_bytes: Optional[bytes] = None
     # How many fixes were applied to produce fixed_source.
     fixes_applied: int = 0
     # Suppressed findings (kept for --ignore-noqa / unused-noqa bookkeeping and statistics).

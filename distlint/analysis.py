@@ -1,0 +1,818 @@
+"""One pass over a LibCST tree that gives rules what they need to understand a script.
+
+LibCST's ScopeProvider + QualifiedNameProvider resolve every name of every file; on a corpus of
+real torch code that costs ~10x the parse itself. Training-script rules need much less: which
+imported name an expression refers to, what values a name or attribute was assigned, and which
+statement / function / class a node sits in. `Index` collects exactly that in a single iterative
+walk that skips whitespace and punctuation nodes, then answers queries lazily.
+
+Vocabulary:
+- *qualified name*: the dotted import path an expression refers to, canonicalised
+  (`T.manual_seed` with `import torch as T` -> ``torch.manual_seed``). A call appends ``()``:
+  ``accelerator`` bound by ``accelerator = Accelerator()`` resolves to ``accelerate.Accelerator()``
+  and ``accelerator.num_processes`` to ``accelerate.Accelerator().num_processes``.
+- *assignment*: one place a name (or a dotted target such as ``args.lr`` / ``self.lr`` /
+  ``config["lr"]``) receives a value, with its statement and its position in source order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+# --------------------------------------------------------------------------------------------
+# Fast child iteration
+# --------------------------------------------------------------------------------------------
+
+# Fields that only ever hold whitespace, punctuation or comments: never worth walking.
+_SKIP_FIELDS = frozenset(
+    {
+        "lpar",
+        "rpar",
+        "comma",
+        "semicolon",
+        "colon",
+        "equal",
+        "dot",
+        "header",
+        "footer",
+        "leading_lines",
+        "lines_after_decorators",
+        "newline",
+        "operator",
+        "lbracket",
+        "rbracket",
+        "lbrace",
+        "rbrace",
+        "star",
+        "arrow",
+        "asynchronous",
+        "whitespace",
+        "first_line",
+        "empty_lines",
+        "trailing_whitespace",
+    }
+)
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _fields_of(tp: type) -> Tuple[str, ...]:
+    names = _FIELDS.get(tp)
+    if names is None:
+        names = tuple(
+            f.name
+            for f in dataclasses.fields(tp)
+            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
+        )
+        _FIELDS[tp] = names
+    return names
+
+
+def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Child nodes that carry meaning, in source order (no whitespace/punctuation)."""
+    for name in _fields_of(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Pre-order walk of ``node`` and its meaningful descendants (iterative: no recursion limit)."""
+    stack = [node]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        current = pop()
+        yield current
+        children = list(iter_children(current))
+        children.reverse()
+        extend(children)
+
+
+# --------------------------------------------------------------------------------------------
+# Canonical names
+# --------------------------------------------------------------------------------------------
+
+# Re-exports and legacy paths that mean the same object. Longest prefix wins.
+CANONICAL_PREFIXES: Dict[str, str] = {
+    "accelerate.accelerator.Accelerator": "accelerate.Accelerator",
+    "accelerate.state.PartialState": "accelerate.PartialState",
+    "accelerate.state.AcceleratorState": "accelerate.AcceleratorState",
+    "accelerate.utils.random.set_seed": "accelerate.utils.set_seed",
+    "accelerate.utils.dataclasses.DataLoaderConfiguration": "accelerate.utils.DataLoaderConfiguration",
+    "accelerate.DataLoaderConfiguration": "accelerate.utils.DataLoaderConfiguration",
+    "torch.random.manual_seed": "torch.manual_seed",
+    "torch.random.seed": "torch.seed",
+    "transformers.trainer_utils.set_seed": "transformers.set_seed",
+    "transformers.optimization.AdamW": "transformers.AdamW",
+    "transformers.optimization.get_scheduler": "transformers.get_scheduler",
+    "lightning.pytorch.seed_everything": "lightning.seed_everything",
+    "lightning.fabric.utilities.seed.seed_everything": "lightning.seed_everything",
+    "lightning.fabric.seed_everything": "lightning.seed_everything",
+    "lightning_fabric.utilities.seed.seed_everything": "lightning.seed_everything",
+    "lightning_fabric.seed_everything": "lightning.seed_everything",
+    "pytorch_lightning.seed_everything": "lightning.seed_everything",
+    "pytorch_lightning.utilities.seed.seed_everything": "lightning.seed_everything",
+    "lightning.fabric.Fabric": "lightning.Fabric",
+    "lightning_fabric.Fabric": "lightning.Fabric",
+    "torch.utils.data.dataloader.DataLoader": "torch.utils.data.DataLoader",
+    "torch.utils.data.distributed.DistributedSampler": "torch.utils.data.DistributedSampler",
+    "torch.nn.parallel.distributed.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "numpy.random.mtrand": "numpy.random",
+}
+
+
+def canonical(qualname: str) -> str:
+    for prefix in sorted(CANONICAL_PREFIXES, key=len, reverse=True):
+        if qualname == prefix or qualname.startswith(prefix + ".") or qualname.startswith(prefix + "("):
+            return CANONICAL_PREFIXES[prefix] + qualname[len(prefix):]
+    return qualname
+
+
+def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: List[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def string_value(node: cst.CSTNode) -> Optional[str]:
+    """The value of a plain (non-f) string literal, else None."""
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        try:
+            value = node.evaluated_value
+        except Exception:  # pragma: no cover - malformed escapes
+            return None
+        return value if isinstance(value, str) else None
+    return None
+
+
+def target_key(node: cst.BaseExpression) -> Optional[str]:
+    """Key for an assignable place: ``lr``, ``args.lr``, ``self.lr``, ``config[lr]``, ``cfg.opt.lr``."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = target_key(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        element = node.slice[0].slice
+        if isinstance(element, cst.Index):
+            key = string_value(element.value)
+            if key is None and isinstance(element.value, cst.Integer):
+                key = element.value.value
+            base = target_key(node.value)
+            if key is not None and base is not None:
+                return f"{base}[{key}]"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Scopes and bindings
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Assignment:
+    """One place where a name / dotted target receives a value."""
+
+    key: str
+    value: Optional[cst.BaseExpression]  # None: value unknown (parameter, for target, unpacking)
+    node: cst.CSTNode  # the statement (or Param / For / With item) that binds it
+    order: int
+    op: str = "="  # '=', '*=', '+=', ..., 'param', 'for', 'with', 'import', 'def', 'class', 'global'
+    scope: Optional["Scope"] = None
+    qualname: Optional[str] = None  # for imports
+    target: Optional[cst.CSTNode] = None  # the target expression node, when there is one
+
+
+@dataclass(eq=False)
+class Scope:
+    kind: str  # module | class | function | lambda | comprehension
+    node: cst.CSTNode
+    parent: Optional["Scope"]
+    name: str = ""
+    bindings: Dict[str, List[Assignment]] = field(default_factory=dict)
+    globals: Set[str] = field(default_factory=set)
+    nonlocals: Set[str] = field(default_factory=set)
+
+    def add(self, assignment: Assignment) -> None:
+        assignment.scope = self
+        self.bindings.setdefault(assignment.key, []).append(assignment)
+
+    @property
+    def enclosing_class(self) -> Optional["Scope"]:
+        """For a method scope: the class scope it is defined in."""
+        if self.kind == "function" and self.parent is not None and self.parent.kind == "class":
+            return self.parent
+        return None
+
+
+_FUNCTION_NODES = (cst.FunctionDef, cst.Lambda)
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
+
+class Index:
+    """Everything the rules ask about one module, computed in one walk."""
+
+    def __init__(self, module: cst.Module, source: str = "") -> None:
+        self.module = module
+        self.source = source
+        # node -> (parent, scope, order)
+        self._info: Dict[cst.CSTNode, Tuple[Optional[cst.CSTNode], Scope, int]] = {}
+        self.module_scope = Scope("module", module, None)
+        self.scopes: List[Scope] = [self.module_scope]
+        self.calls: List[cst.Call] = []
+        self.functions: Dict[str, List[cst.FunctionDef]] = {}
+        self.classes: Dict[str, List[cst.ClassDef]] = {}
+        self.loops: List[cst.CSTNode] = []  # For / While / comprehension-free loops
+        # Dotted targets: `args.lr = ...`, `self.lr = ...` (key 'self.lr@Class'), `cfg["lr"] = ...`
+        self.attr_assignments: Dict[str, List[Assignment]] = {}
+        self.returns: Dict[cst.CSTNode, List[cst.Return]] = {}
+        self._qual_cache: Dict[cst.CSTNode, Optional[str]] = {}
+        self._build()
+
+    # ---------------------------------------------------------------- construction
+    def _build(self) -> None:
+        info = self._info
+        module_scope = self.module_scope
+        order = 0
+        # stack of (node, parent, scope)
+        stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode], Scope]] = [(self.module, None, module_scope)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node, parent, scope = pop()
+            order += 1
+            info[node] = (parent, scope, order)
+            child_scope = scope
+            tp = type(node)
+            if tp is cst.Call:
+                self.calls.append(node)
+            elif tp is cst.Name:
+                pass
+            elif tp is cst.SimpleStatementLine or tp is cst.Expr or tp is cst.Attribute:
+                pass
+            elif tp is cst.Assign:
+                for t in node.targets:
+                    self._bind_target(t.target, node.value, node, order, scope, "=")
+            elif tp is cst.AnnAssign:
+                self._bind_target(node.target, node.value, node, order, scope, "=")
+            elif tp is cst.AugAssign:
+                op = type(node.operator).__name__
+                self._bind_target(node.target, node.value, node, order, scope, _AUG_OPS.get(op, "op="))
+            elif tp is cst.NamedExpr:
+                self._bind_target(node.target, node.value, node, order, scope, "=")
+            elif tp is cst.Import:
+                for alias in node.names:
+                    full = _attr_to_str(alias.name)
+                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                        local, qual = alias.asname.name.value, full
+                    else:
+                        local = full.split(".")[0]
+                        qual = local
+                    scope.add(Assignment(local, None, node, order, "import", qualname=canonical(qual)))
+            elif tp is cst.ImportFrom:
+                self._bind_import_from(node, order, scope)
+            elif tp is cst.FunctionDef:
+                scope.add(Assignment(node.name.value, None, node, order, "def"))
+                qual = node.name.value if scope.kind != "class" else f"{scope.name}.{node.name.value}"
+                self.functions.setdefault(qual, []).append(node)
+                if scope.kind == "module":
+                    pass
+                child_scope = Scope("function", node, scope, name=node.name.value)
+                self.scopes.append(child_scope)
+                self._bind_params(node.params, node, order, child_scope)
+                # decorators and defaults evaluate in the enclosing scope; body in the new one
+                for child in reversed(list(iter_children(node))):
+                    push((child, node, child_scope if child is node.body or child is node.params else scope))
+                continue
+            elif tp is cst.Lambda:
+                child_scope = Scope("lambda", node, scope, name="<lambda>")
+                self.scopes.append(child_scope)
+                self._bind_params(node.params, node, order, child_scope)
+            elif tp is cst.ClassDef:
+                scope.add(Assignment(node.name.value, None, node, order, "class"))
+                self.classes.setdefault(node.name.value, []).append(node)
+                child_scope = Scope("class", node, scope, name=node.name.value)
+                self.scopes.append(child_scope)
+                for child in reversed(list(iter_children(node))):
+                    push((child, node, child_scope if child is node.body else scope))
+                continue
+            elif tp is cst.For:
+                self.loops.append(node)
+                self._bind_target(node.target, None, node, order, scope, "for", source=node.iter)
+            elif tp is cst.While:
+                self.loops.append(node)
+            elif tp in _COMPREHENSIONS:
+                child_scope = Scope("comprehension", node, scope)
+                self.scopes.append(child_scope)
+            elif tp is cst.CompFor:
+                self._bind_target(node.target, None, node, order, scope, "for", source=node.iter)
+            elif tp is cst.WithItem:
+                if node.asname is not None:
+                    self._bind_target(node.asname.name, node.item, node, order, scope, "with")
+            elif tp is cst.Return:
+                fn = self._function_node(scope)
+                if fn is not None:
+                    self.returns.setdefault(fn, []).append(node)
+            elif tp is cst.Global:
+                for item in node.names:
+                    scope.globals.add(item.name.value)
+            elif tp is cst.Nonlocal:
+                for item in node.names:
+                    scope.nonlocals.add(item.name.value)
+            elif tp is cst.ExceptHandler:
+                if node.name is not None and isinstance(node.name.name, cst.Name):
+                    scope.add(Assignment(node.name.name.value, None, node, order, "except"))
+            children = list(iter_children(node))
+            for child in reversed(children):
+                push((child, node, child_scope))
+
+    @staticmethod
+    def _function_node(scope: Scope) -> Optional[cst.CSTNode]:
+        while scope is not None and scope.kind not in ("function", "lambda", "module"):
+            scope = scope.parent  # type: ignore[assignment]
+        if scope is None or scope.kind == "module":
+            return None
+        return scope.node
+
+    def _bind_import_from(self, node: cst.ImportFrom, order: int, scope: Scope) -> None:
+        if node.relative:
+            return  # a sibling module of the user's project: not a library we know
+        module = _attr_to_str(node.module) if node.module is not None else ""
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = _attr_to_str(alias.name)
+            local = (
+                alias.asname.name.value
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                else name
+            )
+            scope.add(Assignment(local, None, node, order, "import", qualname=canonical(f"{module}.{name}")))
+
+    def _bind_params(self, params: cst.Parameters, fn: cst.CSTNode, order: int, scope: Scope) -> None:
+        all_params = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+        if isinstance(params.star_arg, cst.Param):
+            all_params.append(params.star_arg)
+        if isinstance(params.star_kwarg, cst.Param):
+            all_params.append(params.star_kwarg)
+        for param in all_params:
+            scope.add(Assignment(param.name.value, param.default, param, order, "param", target=param.name))
+
+    def _bind_target(
+        self,
+        target: cst.BaseExpression,
+        value: Optional[cst.BaseExpression],
+        stmt: cst.CSTNode,
+        order: int,
+        scope: Scope,
+        op: str,
+        source: Optional[cst.BaseExpression] = None,
+    ) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            elements = [e.value for e in target.elements]
+            values: Sequence[Optional[cst.BaseExpression]]
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
+                values = [e.value for e in value.elements]
+            else:
+                values = [None] * len(elements)
+            for el, val in zip(elements, values):
+                if isinstance(el, cst.StarredElement):
+                    el = el.value
+                self._bind_target(el, val, stmt, order, scope, op if val is not None else "unpack")
+            return
+        if isinstance(target, cst.Name):
+            name = target.value
+            dest = scope
+            if name in scope.globals:
+                dest = self.module_scope
+            dest.add(Assignment(name, value, stmt, order, op, target=target))
+            return
+        key = target_key(target)
+        if key is None:
+            return
+        if key.startswith("self.") or key.startswith("cls."):
+            cls = scope.enclosing_class if scope.kind == "function" else None
+            if cls is not None:
+                key = f"{key}@{cls.name}"
+        self.attr_assignments.setdefault(key, []).append(
+            Assignment(key, value, stmt, order, op, scope=scope, target=target)
+        )
+
+    # ---------------------------------------------------------------- structure queries
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        entry = self._info.get(node)
+        return entry[0] if entry else None
+
+    def scope(self, node: cst.CSTNode) -> Scope:
+        entry = self._info.get(node)
+        return entry[1] if entry else self.module_scope
+
+    def order(self, node: cst.CSTNode) -> int:
+        entry = self._info.get(node)
+        return entry[2] if entry else 0
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        parent = self.parent(node)
+        while parent is not None:
+            yield parent
+            parent = self.parent(parent)
+
+    def statement(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The innermost statement (simple line or compound) containing ``node``."""
+        current: Optional[cst.CSTNode] = node
+        while current is not None and not isinstance(current, _STATEMENTS):
+            current = self.parent(current)
+        return current
+
+    def enclosing(self, node: cst.CSTNode, types) -> Optional[cst.CSTNode]:
+        for anc in self.ancestors(node):
+            if isinstance(anc, types):
+                return anc
+        return None
+
+    def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        found = self.enclosing(node, cst.FunctionDef)
+        return found  # type: ignore[return-value]
+
+    def enclosing_class_name(self, node: cst.CSTNode) -> Optional[str]:
+        scope = self.scope(node)
+        while scope is not None:
+            if scope.kind == "class":
+                return scope.name
+            scope = scope.parent  # type: ignore[assignment]
+        return None
+
+    def is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        return node is container or any(anc is container for anc in self.ancestors(node))
+
+    # ---------------------------------------------------------------- name resolution
+    def lookup(self, name: str, scope: Scope, before: Optional[int] = None) -> List[Assignment]:
+        """Assignments of ``name`` visible from ``scope`` (LEGB; class bodies are not enclosing).
+
+        ``before``: only assignments earlier in source order, for names bound in ``scope`` itself;
+        names bound in an enclosing scope are taken whole (a function runs after module setup).
+        """
+        current: Optional[Scope] = scope
+        first = True
+        while current is not None:
+            if current.kind == "class" and not first:
+                current = current.parent
+                continue
+            if name in current.globals and current is not self.module_scope:
+                current = self.module_scope
+                first = False
+                continue
+            found = current.bindings.get(name)
+            if found:
+                if first and before is not None and current.kind != "class":
+                    earlier = [a for a in found if a.order < before]
+                    # A name used before any assignment in a loop can still see later ones
+                    return earlier or (found if self._in_loop(current, found) else [])
+                return list(found)
+            current = current.parent
+            first = False
+        return []
+
+    def _in_loop(self, scope: Scope, found: List[Assignment]) -> bool:
+        return any(self.enclosing(a.node, (cst.For, cst.While)) is not None for a in found)
+
+    def bindings_of(self, name_node: cst.Name) -> List[Assignment]:
+        return self.lookup(name_node.value, self.scope(name_node), self.order(name_node))
+
+    def attribute_assignments(self, node: cst.BaseExpression) -> List[Assignment]:
+        """Assignments to a dotted target such as ``args.lr``, ``self.lr`` or ``config["lr"]``."""
+        key = target_key(node)
+        if key is None:
+            return []
+        if key.startswith("self.") or key.startswith("cls."):
+            cls = self.enclosing_class_name(node)
+            if cls is not None:
+                key = f"{key}@{cls}"
+        return list(self.attr_assignments.get(key, ()))
+
+    def qualname(self, node: cst.CSTNode) -> Optional[str]:
+        """Canonical qualified name of an expression (see module doc), or None."""
+        cache = self._qual_cache
+        if node in cache:
+            return cache[node]
+        cache[node] = None  # cycle guard
+        result = self._qualname(node)
+        cache[node] = result
+        return result
+
+    def _qualname(self, node: cst.CSTNode) -> Optional[str]:
+        if isinstance(node, cst.Name):
+            bindings = self.bindings_of(node)
+            quals = set()
+            for b in bindings:
+                if b.op == "import":
+                    quals.add(b.qualname)
+                elif b.op in ("=", "with") and b.value is not None:
+                    q = self.qualname(b.value)
+                    if q is None:
+                        return None
+                    quals.add(q)
+                else:
+                    return None
+            if len(quals) == 1:
+                return quals.pop()
+            return None
+        if isinstance(node, cst.Attribute):
+            base = self.qualname(node.value)
+            if base is not None:
+                return canonical(f"{base}.{node.attr.value}")
+            # `self.accelerator` / `args.x`: what was assigned to that attribute
+            assigns = [a for a in self.attribute_assignments(node) if a.op == "=" and a.value is not None]
+            quals = {self.qualname(a.value) for a in assigns}  # type: ignore[arg-type]
+            if len(quals) == 1:
+                q = quals.pop()
+                return q
+            return None
+        if isinstance(node, cst.Call):
+            func = self.qualname(node.func)
+            return None if func is None else func + "()"
+        if isinstance(node, cst.Subscript):
+            base = self.qualname(node.value)
+            key = target_key(node)
+            if base is not None and key is not None and "[" in key:
+                return f"{base}[{key.rsplit('[', 1)[1]}"
+            return None
+        return None
+
+    def binding_for(self, qualname: str, at: Optional[cst.CSTNode] = None) -> Optional[str]:
+        """An existing local name (or dotted path) that refers to ``qualname``, visible at ``at``.
+
+        Used by fixes to reuse an import the file already has (``set_seed`` imported from
+        ``accelerate.utils``, or ``import accelerate`` -> ``accelerate.utils.set_seed``).
+        """
+        scope = self.scope(at) if at is not None else self.module_scope
+        chain: List[Scope] = []
+        current: Optional[Scope] = scope
+        while current is not None:
+            chain.append(current)
+            current = current.parent
+        for sc in chain:
+            for local, assigns in sc.bindings.items():
+                imports = [a for a in assigns if a.op == "import"]
+                if not imports or len(assigns) != len(imports):
+                    continue
+                q = imports[0].qualname or ""
+                if q == qualname:
+                    return local
+        for sc in chain:
+            for local, assigns in sc.bindings.items():
+                imports = [a for a in assigns if a.op == "import"]
+                if not imports or len(assigns) != len(imports):
+                    continue
+                q = imports[0].qualname or ""
+                if q and qualname.startswith(q + ".") and imports[0].node is not None:
+                    # `import accelerate` binds the package: the full path is importable only if
+                    # the import statement itself named the submodule path.
+                    node = imports[0].node
+                    if isinstance(node, cst.Import):
+                        full = [_attr_to_str(a.name) for a in node.names]
+                        rest = qualname[len(q) + 1:]
+                        needed = qualname.rsplit(".", 1)[0]
+                        if any(f == needed or needed.startswith(f + ".") and f != q for f in full) or (
+                            "." not in rest
+                        ):
+                            return local + "." + rest
+        return None
+
+    def is_bound(self, name: str, at: Optional[cst.CSTNode] = None) -> bool:
+        scope = self.scope(at) if at is not None else self.module_scope
+        return bool(self.lookup(name, scope)) or name in _BUILTINS
+
+    # ---------------------------------------------------------------- calls
+    def calls_to(self, *qualnames: str) -> List[cst.Call]:
+        """Calls whose callee resolves to one of ``qualnames`` (prefix ``x.*`` matches members)."""
+        exact = {q for q in qualnames if not q.endswith(".*")}
+        prefixes = tuple(q[:-1] for q in qualnames if q.endswith(".*"))
+        out = []
+        for call in self.calls:
+            q = self.qualname(call.func)
+            if q is None:
+                continue
+            if q in exact or (prefixes and q.startswith(prefixes)):
+                out.append(call)
+        return out
+
+    def local_function(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+        """The FunctionDef a call's callee refers to, when it is defined in this file."""
+        if isinstance(func, cst.Name):
+            for b in self.bindings_of(func):
+                if b.op == "def" and isinstance(b.node, cst.FunctionDef):
+                    return b.node
+            return None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            cls = self.enclosing_class_name(func)
+            if cls is not None:
+                defs = self.functions.get(f"{cls}.{func.attr.value}")
+                if defs:
+                    return defs[-1]
+        return None
+
+    def callers(self, fn: cst.FunctionDef) -> List[cst.Call]:
+        """Calls in this file of a function or method (``f(...)``, ``self.f(...)``, ``Cls(...)``)."""
+        out = []
+        name = fn.name.value
+        for call in self.calls:
+            func = call.func
+            if isinstance(func, cst.Name) and func.value == name:
+                if self.local_function(func) is fn:
+                    out.append(call)
+            elif isinstance(func, cst.Attribute) and func.attr.value == name:
+                out.append(call)
+        if name == "__init__":
+            cls_scope = self.scope(fn)
+            if cls_scope.kind == "function" and cls_scope.parent is not None and cls_scope.parent.kind == "class":
+                cls_name = cls_scope.parent.name
+                out.extend(c for c in self.calls if isinstance(c.func, cst.Name) and c.func.value == cls_name)
+        return out
+
+    @staticmethod
+    def argument(call: cst.Call, keyword: Optional[str] = None, position: Optional[int] = None) -> Optional[cst.Arg]:
+        """The argument given as ``keyword=`` or at ``position`` (0-based, positional only)."""
+        positional = 0
+        for arg in call.args:
+            if arg.keyword is not None:
+                if keyword is not None and arg.keyword.value == keyword:
+                    return arg
+            elif arg.star:
+                positional = 10_000  # unknown positions after *args
+            else:
+                if position is not None and positional == position:
+                    return arg
+                positional += 1
+        return None
+
+    def argument_for_param(self, call: cst.Call, fn: cst.FunctionDef, param_name: str) -> Optional[cst.Arg]:
+        params = list(fn.params.posonly_params) + list(fn.params.params)
+        names = [p.name.value for p in params]
+        is_method = self.scope(fn).kind == "class"
+        if is_method and names and names[0] in ("self", "cls"):
+            names = names[1:]
+        position = names.index(param_name) if param_name in names else None
+        return self.argument(call, keyword=param_name, position=position)
+
+    # ---------------------------------------------------------------- dataflow
+    def reaches(
+        self,
+        expr: cst.CSTNode,
+        predicate: Callable[[cst.CSTNode, Optional[str]], bool],
+        *,
+        depth: int = 8,
+        _seen: Optional[Set[int]] = None,
+    ) -> bool:
+        """Does any value flowing into ``expr`` satisfy ``predicate(node, qualname)``?
+
+        Follows names to their assignments (earlier in the same scope, any in enclosing scopes),
+        dotted targets (``args.lr``, ``self.lr``, ``cfg["lr"]``) to every assignment in the file,
+        parameters to the arguments of in-file call sites, and calls of in-file functions to
+        their return values. Flow-insensitive across branches: both arms of an ``if`` count.
+        """
+        if depth <= 0:
+            return False
+        seen = _seen if _seen is not None else set()
+        for node in walk(expr):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            q = self.qualname(node) if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else None
+            if predicate(node, q):
+                return True
+            for value in self.values_of(node):
+                if value is not None and self.reaches(value, predicate, depth=depth - 1, _seen=seen):
+                    return True
+        return False
+
+    def values_of(self, node: cst.CSTNode) -> List[Optional[cst.CSTNode]]:
+        """Expressions whose value may flow into ``node`` one step back."""
+        out: List[Optional[cst.CSTNode]] = []
+        if isinstance(node, cst.Name):
+            parent = self.parent(node)
+            # only names in load position
+            if isinstance(parent, cst.Attribute) and parent.attr is node:
+                return out
+            if isinstance(parent, cst.Arg) and parent.keyword is node:
+                return out
+            for b in self.bindings_of(node):
+                if b.op == "param":
+                    out.extend(self._param_sources(b))
+                elif b.op == "for" and isinstance(b.node, (cst.For, cst.CompFor)):
+                    out.append(b.node.iter)
+                else:
+                    out.append(b.value)
+                    if b.op not in ("=", "with", "param", "import", "def", "class", "for", "unpack", "except") and b.target is not None:
+                        pass
+        elif isinstance(node, (cst.Attribute, cst.Subscript)):
+            for a in self.attribute_assignments(node):
+                out.append(a.value)
+            if isinstance(node, cst.Subscript) or isinstance(node, cst.Attribute):
+                # `cfg.lr` where `cfg = Config(lr=...)` / `dict(lr=...)` / {"lr": ...}
+                out.extend(self._constructor_field(node))
+        elif isinstance(node, cst.Call):
+            fn = self.local_function(node.func)
+            if fn is not None:
+                for ret in self.returns.get(fn, ()):
+                    if ret.value is not None:
+                        out.append(ret.value)
+        return out
+
+    def _param_sources(self, binding: Assignment) -> List[Optional[cst.CSTNode]]:
+        out: List[Optional[cst.CSTNode]] = []
+        param = binding.node
+        if isinstance(param, cst.Param) and param.default is not None:
+            out.append(param.default)
+        fn = self.parent(self.parent(param)) if param is not None else None
+        # Param -> Parameters -> FunctionDef
+        if isinstance(fn, cst.FunctionDef):
+            for call in self.callers(fn):
+                arg = self.argument_for_param(call, fn, binding.key)
+                if arg is not None:
+                    out.append(arg.value)
+        return out
+
+    def _constructor_field(self, node: cst.BaseExpression) -> List[Optional[cst.CSTNode]]:
+        if isinstance(node, cst.Attribute):
+            base, field_name = node.value, node.attr.value
+        elif isinstance(node, cst.Subscript):
+            key = target_key(node)
+            if key is None or "[" not in key:
+                return []
+            base, field_name = node.value, key.rsplit("[", 1)[1][:-1]
+        else:
+            return []
+        out: List[Optional[cst.CSTNode]] = []
+        for value in self.values_of(base) if isinstance(base, (cst.Name, cst.Attribute)) else []:
+            if isinstance(value, cst.Call):
+                arg = self.argument(value, keyword=field_name)
+                if arg is not None:
+                    out.append(arg.value)
+            elif isinstance(value, cst.Dict):
+                for el in value.elements:
+                    if isinstance(el, cst.DictElement) and string_value(el.key) == field_name:
+                        out.append(el.value)
+        return out
+
+    def constant_value(self, expr: cst.CSTNode) -> Optional[object]:
+        """Value of a literal, or of a name bound once to a literal; else None."""
+        if isinstance(expr, cst.Integer):
+            return int(expr.value.replace("_", ""), 0)
+        if isinstance(expr, cst.Float):
+            return float(expr.value.replace("_", ""))
+        if isinstance(expr, cst.Name):
+            if expr.value in ("True", "False", "None"):
+                return {"True": True, "False": False, "None": None}[expr.value]
+            bindings = self.bindings_of(expr)
+            if len(bindings) == 1 and bindings[0].op == "=" and bindings[0].value is not None:
+                return self.constant_value(bindings[0].value)
+        s = string_value(expr)
+        return s
+
+
+_AUG_OPS = {
+    "MultiplyAssign": "*=",
+    "DivideAssign": "/=",
+    "FloorDivideAssign": "//=",
+    "AddAssign": "+=",
+    "SubtractAssign": "-=",
+    "PowerAssign": "**=",
+}
+
+_BUILTINS = frozenset(dir(__import__("builtins")))
+
+
+def _attr_to_str(node: cst.CSTNode) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_attr_to_str(node.value)}.{node.attr.value}"
+    return ""
+
+
+def call_keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def iter_names(node: cst.CSTNode) -> Iterable[cst.Name]:
+    for sub in walk(node):
+        if isinstance(sub, cst.Name):
+            yield sub

@@ -1,0 +1,137 @@
+"""The one entry point shared by the CLI, the language server, pre-commit and the tests.
+
+- :func:`lint_source` lints (and optionally fixes) a source text as if it were a given path.
+- :func:`lint_file` does the same for a file on disk, and can write the fixes back atomically.
+- :func:`lint_paths` walks files and directories and yields one :class:`FileResult` per file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+from distlint.config import Config, ConfigError, resolve_config
+from distlint.discovery import iter_source_files
+from distlint.fixes import write_atomic
+from distlint.model import FileError, FileResult, Finding
+from distlint.runner import lint_source as _lint_source
+
+__all__ = ["LintOptions", "lint_source", "lint_file", "lint_paths", "Finding", "FileResult", "Config", "ConfigError"]
+
+
+@dataclass(frozen=True)
+class LintOptions:
+    """Command-line level choices that override the configuration file."""
+
+    select: Optional[Tuple[str, ...]] = None
+    ignore: Optional[Tuple[str, ...]] = None
+    extend_select: Optional[Tuple[str, ...]] = None
+    unsafe_fixes: Optional[bool] = None
+    fix: bool = False
+    write: bool = True  # with fix: write fixed files back (False for --diff / stdin)
+    ignore_noqa: bool = False
+    config_path: Optional[str] = None
+    isolated: bool = False
+    debug: bool = False
+
+    def apply_to(self, config: Config) -> Config:
+        changes = {}
+        if self.select is not None:
+            changes["select"] = tuple(self.select)
+        if self.ignore is not None:
+            changes["ignore"] = tuple(config.ignore) + tuple(self.ignore)
+        if self.extend_select is not None:
+            changes["extend_select"] = tuple(config.extend_select) + tuple(self.extend_select)
+        if self.unsafe_fixes is not None:
+            changes["unsafe_fixes"] = self.unsafe_fixes
+        return replace(config, **changes) if changes else config
+
+
+def config_for(path: str, options: LintOptions = LintOptions()) -> Config:
+    base = resolve_config(path, options.config_path, options.isolated)
+    return options.apply_to(base)
+
+
+def lint_source(
+    source: Union[str, bytes],
+    path: str = "<stdin>",
+    config: Optional[Config] = None,
+    *,
+    fix: bool = False,
+    unsafe_fixes: Optional[bool] = None,
+    ignore_noqa: bool = False,
+    debug: bool = False,
+) -> FileResult:
+    """Lint ``source`` as the file ``path``; see :func:`distlint.runner.lint_source`."""
+    if path.endswith(".ipynb"):
+        from distlint import notebook
+
+        return notebook.lint_notebook_source(
+            source, path, config or Config(), fix=fix, unsafe_fixes=unsafe_fixes, ignore_noqa=ignore_noqa, debug=debug
+        )
+    return _lint_source(source, path, config, fix=fix, unsafe_fixes=unsafe_fixes, ignore_noqa=ignore_noqa, debug=debug)
+
+
+def read_source(path: str) -> Union[bytes, FileError]:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except IsADirectoryError:
+        return FileError(path, "is a directory, not a Python file")
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return FileError(path, "broken symbolic link")
+        return FileError(path, "no such file")
+    except PermissionError:
+        return FileError(path, "permission denied")
+    except OSError as exc:
+        return FileError(path, f"cannot read: {exc.strerror or exc}")
+
+
+def lint_file(path: str, config: Optional[Config] = None, options: LintOptions = LintOptions()) -> FileResult:
+    """Lint one file; with ``options.fix`` and ``options.write``, write the fixed file back."""
+    if config is None:
+        try:
+            config = config_for(path, options)
+        except ConfigError as exc:
+            return FileResult(path, errors=(FileError(path, str(exc)),))
+    data = read_source(path)
+    if isinstance(data, FileError):
+        return FileResult(path, errors=(data,))
+    result = lint_source(
+        data, path, config, fix=options.fix, unsafe_fixes=options.unsafe_fixes,
+        ignore_noqa=options.ignore_noqa, debug=options.debug,
+    )
+    if options.fix and options.write and result.fixed_bytes is not None:
+        try:
+            with open(path, "rb") as handle:
+                if handle.read() != data:
+                    raise _Changed()
+            write_atomic(path, result.fixed_bytes)
+        except _Changed:
+            return replace(result, fixed_source=None, fixed_bytes=None, fixes_applied=0, errors=result.errors + (
+                FileError(path, "file changed on disk while it was being fixed; not written"),))
+        except FileNotFoundError:
+            return replace(result, errors=result.errors + (FileError(path, "file vanished before the fix was written"),))
+        except PermissionError:
+            return replace(result, fixed_source=None, fixed_bytes=None, fixes_applied=0,
+                           errors=result.errors + (FileError(path, "permission denied: fixes not written"),))
+        except OSError as exc:
+            return replace(result, fixed_source=None, fixed_bytes=None, fixes_applied=0,
+                           errors=result.errors + (FileError(path, f"cannot write fixes: {exc.strerror or exc}"),))
+    return result
+
+
+class _Changed(Exception):
+    pass
+
+
+def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> Iterator[FileResult]:
+    """Lint every Python file under ``paths``, one result per file, in a stable order."""
+    for item in iter_source_files(paths, lambda p: config_for(p, options)):
+        if isinstance(item, FileError):
+            yield FileResult(item.path, errors=(item,))
+            continue
+        yield lint_file(item, None, options)

@@ -1,0 +1,285 @@
+"""The ``distlint`` command: a thin click layer over :mod:`distlint.api`."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from typing import List, Optional, Sequence, TextIO, Tuple
+
+import click
+
+from distlint import __version__
+from distlint.api import LintOptions, config_for, lint_paths, lint_source
+from distlint.config import ConfigError
+from distlint.model import FileError, FileResult
+from distlint.reporting import FORMATS, ReportContext, renderer
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _split_codes(values: Sequence[str]) -> Optional[Tuple[str, ...]]:
+    if not values:
+        return None
+    out: List[str] = []
+    for value in values:
+        out += [v.strip().upper() for v in value.split(",") if v.strip()]
+    return tuple(out)
+
+
+def _validate_selectors(codes: Optional[Tuple[str, ...]], option: str) -> None:
+    if not codes:
+        return
+    from distlint.registry import all_rules
+
+    known = [r.CODE for r in all_rules()]
+    for code in codes:
+        if code != "ALL" and not any(k.startswith(code) for k in known):
+            raise click.BadParameter(f"unknown rule code or prefix {code!r}", param_hint=option)
+
+
+def _common_options(f):
+    options = [
+        click.argument("paths", nargs=-1, type=click.Path()),
+        click.option("--select", multiple=True, metavar="CODES", help="Only these rule codes or prefixes (DL1, DL101, ALL); comma-separated or repeated."),
+        click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes."),
+        click.option("--extend-select", multiple=True, metavar="CODES", help="Add these codes to the selection."),
+        click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply (and count as fixable) unsafe fixes."),
+        click.option("--diff", is_flag=True, help="Print the diff of the fixes instead of writing them."),
+        click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain."),
+        click.option("--statistics", is_flag=True, help="Print the number of findings per rule."),
+        click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Output format."),
+        click.option("--output-file", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file."),
+        click.option("--config", "config_path", type=click.Path(), help="Use this configuration file (pyproject.toml or distlint.toml)."),
+        click.option("--isolated", is_flag=True, help="Ignore all configuration files."),
+        click.option("--ignore-noqa", is_flag=True, help="Report findings even where `# noqa` suppresses them."),
+        click.option("--stdin-filename", metavar="PATH", help="The path to lint stdin as (with `-` as the path)."),
+        click.option("--debug", is_flag=True, help="Show tracebacks of internal errors."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="distlint")
+def main() -> None:
+    """Find (and fix) what makes a training script give different results on 1 GPU, N GPUs
+    and TPU pods: partial seeding, per-device batch sizes taken as global, unscaled learning
+    rates. `check`, `fix` and `lsp` only read your code; only `verify` runs it."""
+
+
+def _verify_options(f):
+    try:
+        from distlint.verify.cli import verify_options
+    except ImportError:  # pragma: no cover - verify package missing from a partial install
+        return f
+    return verify_options(f)
+
+
+@main.command(context_settings={"ignore_unknown_options": False})
+@_common_options
+@click.option("--fix", is_flag=True, help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
+@click.option("--verify", "verify", is_flag=True, help="Also RUN the script on 1 and N processes and compare (executes your code).")
+@_verify_options
+@click.pass_context
+def check(ctx: click.Context, **kwargs) -> None:
+    """Lint PATHS (files or directories; default: the current directory)."""
+    ctx.exit(_run(fix=kwargs.pop("fix"), **kwargs))
+
+
+@main.command()
+@_common_options
+@click.pass_context
+def fix(ctx: click.Context, **kwargs) -> None:
+    """Apply fixes to PATHS (same as `check --fix`)."""
+    ctx.exit(_run(fix=True, **kwargs))
+
+
+def _run(
+    paths: Tuple[str, ...],
+    fix: bool,
+    select, ignore, extend_select, unsafe_fixes, diff, exit_zero, statistics, fmt, output_file,
+    config_path, isolated, ignore_noqa, stdin_filename, debug, verify: bool = False, **verify_kwargs,
+) -> int:
+    select_t, ignore_t, extend_t = _split_codes(select), _split_codes(ignore), _split_codes(extend_select)
+    _validate_selectors(select_t, "--select")
+    _validate_selectors(ignore_t, "--ignore")
+    _validate_selectors(extend_t, "--extend-select")
+    if config_path is not None and not os.path.isfile(config_path):
+        click.echo(f"error: configuration file {config_path} not found", err=True)
+        return EXIT_ERROR
+    options = LintOptions(
+        select=select_t, ignore=ignore_t, extend_select=extend_t, unsafe_fixes=unsafe_fixes,
+        fix=fix or diff, write=not diff, ignore_noqa=ignore_noqa, config_path=config_path,
+        isolated=isolated, debug=debug,
+    )
+    if verify:
+        return _run_verify(paths, options, fmt, verify_kwargs)
+
+    stdin_mode = list(paths) == ["-"] or (stdin_filename is not None and not paths)
+    if stdin_mode:
+        return _run_stdin(stdin_filename or "<stdin>", options, fmt, output_file, exit_zero, diff, statistics)
+
+    results: List[FileResult] = []
+    diffs: List[str] = []
+    for result in lint_paths(list(paths) or ["."], options):
+        results.append(result)
+        for error in result.errors:
+            click.echo(str(error), err=True)
+        if diff and result.fixed_source is not None:
+            diffs.append(_unified_diff(result))
+    context = ReportContext(fix_mode=fix, unsafe_fixes=bool(unsafe_fixes), show_statistics=statistics, diff=diff)
+    if diff:
+        out = "".join(diffs)
+        sys.stdout.write(out)
+        if fmt == "text":
+            _emit(results, "text", output_file, context, stream=sys.stderr)
+        else:
+            _emit(results, fmt, output_file, context)
+    else:
+        _emit(results, fmt, output_file, context)
+    return _exit_code(results, exit_zero, diff_changed=bool(diffs) and diff)
+
+
+def _run_stdin(path: str, options: LintOptions, fmt: str, output_file, exit_zero: bool, diff: bool, statistics: bool) -> int:
+    data = sys.stdin.buffer.read()
+    try:
+        config = config_for(path if path != "<stdin>" else os.getcwd(), options)
+    except ConfigError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return EXIT_ERROR
+    result = lint_source(data, path, config, fix=options.fix, unsafe_fixes=options.unsafe_fixes,
+                         ignore_noqa=options.ignore_noqa, debug=options.debug)
+    for error in result.errors:
+        click.echo(str(error), err=True)
+    context = ReportContext(fix_mode=options.fix, unsafe_fixes=bool(options.unsafe_fixes), show_statistics=statistics, diff=diff)
+    if options.fix and not diff:
+        # `distlint fix -`: the fixed source on stdout and nothing else (editors pipe through it)
+        out = result.fixed_bytes if result.fixed_bytes is not None else data
+        if result.errors and result.fixed_bytes is None:
+            out = data
+        sys.stdout.buffer.write(out)
+        sys.stdout.flush()
+        if result.errors:
+            return EXIT_ERROR
+        return EXIT_CLEAN if exit_zero or not result.findings else EXIT_FINDINGS
+    if diff:
+        if result.fixed_source is not None:
+            sys.stdout.write(_unified_diff(result))
+        return _exit_code([result], exit_zero, diff_changed=result.fixed_source is not None)
+    _emit([result], fmt, output_file, context)
+    return _exit_code([result], exit_zero)
+
+
+def _unified_diff(result: FileResult) -> str:
+    try:
+        with open(result.path, "rb") as handle:
+            from distlint.runner import decode
+
+            before = decode(handle.read())
+    except OSError:
+        before = ""
+    after = result.fixed_source or ""
+    return "".join(difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True),
+        fromfile=f"a/{result.path}", tofile=f"b/{result.path}",
+    ))
+
+
+def _emit(results, fmt: str, output_file: Optional[str], context: ReportContext, stream: Optional[TextIO] = None) -> None:
+    render = renderer(fmt)
+    if output_file:
+        with open(output_file, "w", encoding="utf-8", newline="\n") as handle:
+            render(results, handle, context)
+    else:
+        render(results, stream or sys.stdout, context)
+
+
+def _exit_code(results: Sequence[FileResult], exit_zero: bool, diff_changed: bool = False) -> int:
+    if any(r.errors for r in results):
+        return EXIT_ERROR
+    if exit_zero:
+        return EXIT_CLEAN
+    if diff_changed or any(r.findings for r in results):
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def _run_verify(paths: Tuple[str, ...], options: LintOptions, fmt: str, verify_kwargs) -> int:
+    from distlint.verify.cli import run_verify_command  # imported only when asked to run code
+
+    if not paths:
+        raise click.UsageError("--verify needs the training script: distlint check --verify train.py [-- args]")
+    script, script_args = paths[0], tuple(paths[1:])
+    static = []
+    for result in lint_paths([script], LintOptions(
+        select=options.select, ignore=options.ignore, extend_select=options.extend_select,
+        config_path=options.config_path, isolated=options.isolated,
+    )):
+        static.extend(result.findings)
+        for error in result.errors:
+            click.echo(str(error), err=True)
+    return run_verify_command(script, script_args, fmt, static, **verify_kwargs)
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("script", type=click.Path())
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_verify_options
+@click.pass_context
+def verify(ctx: click.Context, script: str, script_args: Tuple[str, ...], fmt: str, **verify_kwargs) -> None:
+    """RUN SCRIPT on 1 and N processes and compare the runs (executes your code).
+
+    Arguments after `--` are passed to the script."""
+    ctx.exit(_run_verify((script,) + tuple(script_args), LintOptions(), fmt, verify_kwargs))
+
+
+@main.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def rules_cmd(fmt: str) -> None:
+    """List all rules."""
+    from distlint.registry import all_rules
+
+    rules = all_rules()
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps([
+            {"code": r.CODE, "name": r.NAME, "fix": r.FIX_SAFETY.value if r.FIX_SAFETY else None,
+             "default": r.DEFAULT_ENABLED, "summary": r.summary()} for r in rules
+        ], indent=2))
+        return
+    for r in rules:
+        fixable = f"fix: {r.FIX_SAFETY.value:<6}" if r.FIX_SAFETY else "fix: -     "
+        opt_in = "" if r.DEFAULT_ENABLED else " (opt-in)"
+        click.echo(f"{r.CODE}  {r.NAME:<32} {fixable}  {r.summary()}{opt_in}")
+
+
+@main.command("rule")
+@click.argument("code")
+def rule_cmd(code: str) -> None:
+    """Print the documentation of rule CODE (or its name)."""
+    from distlint.registry import lookup
+
+    try:
+        rule = lookup(code)
+    except KeyError:
+        raise click.BadParameter(f"no rule {code!r} (see `distlint rules`)", param_hint="CODE")
+    click.echo(rule.docs(), nl=False)
+
+
+@main.command()
+def lsp() -> None:
+    """Start the language server over stdio (needs the `lsp` extra)."""
+    try:
+        from distlint.lsp import serve
+    except ImportError as exc:
+        click.echo(f"error: the language server needs the lsp extra: pip install 'distlint[lsp]' ({exc})", err=True)
+        sys.exit(EXIT_ERROR)
+    serve()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

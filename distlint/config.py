@@ -1,0 +1,292 @@
+"""Configuration: ``[tool.distlint]`` in pyproject.toml or a ``distlint.toml``.
+
+Discovery: the nearest ``pyproject.toml`` with a ``[tool.distlint]`` table (or a ``distlint.toml``)
+in the linted file's directory or above. Command-line options override the file. ``--config``
+names a file; ``--isolated`` ignores every file. Parsing uses ``tomllib`` only: nothing from the
+user's project is ever executed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[no-redef]
+
+
+class ConfigError(Exception):
+    """A configuration problem: reported with the file and key, exit status 2."""
+
+    def __init__(self, message: str, path: Optional[str] = None, key: Optional[str] = None):
+        self.path = path
+        self.key = key
+        where = path or "<command line>"
+        if key:
+            where += f": [tool.distlint] {key}"
+        super().__init__(f"{where}: {message}")
+
+
+DEFAULT_EXCLUDE: Tuple[str, ...] = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    ".env",
+    "env",
+    "__pycache__",
+    "build",
+    "dist",
+    "site-packages",
+    "node_modules",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".distlint_cache",
+    ".eggs",
+    "*.egg-info",
+    ".ipynb_checkpoints",
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    select: Tuple[str, ...] = ()  # empty: every default-enabled rule
+    ignore: Tuple[str, ...] = ()
+    extend_select: Tuple[str, ...] = ()
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    exclude: Tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: Tuple[str, ...] = ()
+    unsafe_fixes: bool = False
+    extend_safe_fixes: Tuple[str, ...] = ()
+    extend_unsafe_fixes: Tuple[str, ...] = ()
+    rule_options: Tuple[Tuple[str, Tuple[Tuple[str, Any], ...]], ...] = ()  # (CODE, ((key, value), ...))
+    root: Optional[str] = None  # directory of the config file: patterns are relative to it
+    source: Optional[str] = None  # path of the config file
+
+    # ------------------------------------------------------------ rule selection
+    def enabled_codes(self, all_codes: Mapping[str, bool], path: Optional[str] = None) -> FrozenSet[str]:
+        """Codes to run on ``path``. ``all_codes`` maps each code to whether it is on by default."""
+        if self.select:
+            chosen = {c for c in all_codes if _matches(c, self.select)}
+        else:
+            chosen = {c for c, default in all_codes.items() if default}
+        chosen |= {c for c in all_codes if _matches(c, self.extend_select, explicit_only=False)}
+        chosen -= {c for c in chosen if _matches(c, self.ignore)}
+        if path is not None and self.per_file_ignores:
+            rel = self.relative(path)
+            for pattern, codes in self.per_file_ignores:
+                if _glob_match(rel, pattern):
+                    chosen -= {c for c in chosen if _matches(c, codes)}
+        return frozenset(chosen)
+
+    def options_for(self, code: str) -> Dict[str, Any]:
+        for c, items in self.rule_options:
+            if c == code:
+                return dict(items)
+        return {}
+
+    def applicability_override(self, code: str) -> Optional[str]:
+        if _matches(code, self.extend_unsafe_fixes):
+            return "unsafe"
+        if _matches(code, self.extend_safe_fixes):
+            return "safe"
+        return None
+
+    # ------------------------------------------------------------ paths
+    def relative(self, path: str) -> str:
+        p = Path(path)
+        if self.root is not None:
+            try:
+                return PurePosixPath(p.resolve().relative_to(Path(self.root).resolve())).as_posix()
+            except ValueError:
+                pass
+        return PurePosixPath(p).as_posix()
+
+    def is_excluded(self, path: str) -> bool:
+        """True when ``path`` (a file or directory) matches exclude / extend-exclude."""
+        rel = self.relative(path)
+        name = os.path.basename(os.path.normpath(path))
+        for pattern in self.exclude + self.extend_exclude:
+            if fnmatch.fnmatchcase(name, pattern) or _glob_match(rel, pattern):
+                return True
+        return False
+
+    def with_overrides(self, **changes: Any) -> "Config":
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _matches(code: str, selectors: Iterable[str], explicit_only: bool = False) -> bool:
+    for sel in selectors:
+        sel = sel.strip().upper()
+        if sel == "ALL" or code.startswith(sel):
+            return True
+    return False
+
+
+def _glob_match(rel: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatchcase(rel, pattern):
+        return True
+    # a pattern without a slash matches any path component / basename; "dir/" prefixes match
+    if "/" not in pattern:
+        return any(fnmatch.fnmatchcase(part, pattern) for part in rel.split("/"))
+    return rel.startswith(pattern + "/")
+
+
+# ------------------------------------------------------------------------------------------
+# Loading
+# ------------------------------------------------------------------------------------------
+
+_LIST_KEYS = {
+    "select",
+    "ignore",
+    "extend-select",
+    "exclude",
+    "extend-exclude",
+    "extend-safe-fixes",
+    "extend-unsafe-fixes",
+}
+_KNOWN_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes"}
+
+
+def find_config_file(start: str) -> Optional[Path]:
+    """The nearest distlint.toml, or pyproject.toml with [tool.distlint], at or above ``start``."""
+    here = Path(start).resolve()
+    if not here.is_dir():
+        here = here.parent
+    return _find_from_dir(str(here))
+
+
+@lru_cache(maxsize=256)
+def _find_from_dir(directory: str) -> Optional[Path]:
+    here = Path(directory)
+    for candidate in (here / "distlint.toml", here / ".distlint.toml"):
+        if candidate.is_file():
+            return candidate
+    pyproject = here / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            with open(pyproject, "rb") as handle:
+                data = tomllib.load(handle)
+        except (OSError, tomllib.TOMLDecodeError):
+            data = {}
+        if isinstance(data.get("tool"), dict) and "distlint" in data["tool"]:
+            return pyproject
+    if here.parent == here:
+        return None
+    return _find_from_dir(str(here.parent))
+
+
+@lru_cache(maxsize=64)
+def load_config_file(path: str) -> Config:
+    """Parse and validate one configuration file. Raises ConfigError."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration: {exc.strerror or exc}", str(p)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML: {exc}", str(p)) from None
+    if p.name == "pyproject.toml":
+        table = data.get("tool", {}).get("distlint", {})
+    else:
+        table = data.get("tool", {}).get("distlint", data)
+    if not isinstance(table, dict):
+        raise ConfigError("expected a table", str(p), "tool.distlint")
+    return config_from_table(table, str(p), str(p.resolve().parent))
+
+
+def config_from_table(table: Mapping[str, Any], source: Optional[str] = None, root: Optional[str] = None) -> Config:
+    from distlint.registry import all_rules
+
+    rules = all_rules()
+    codes = {r.CODE for r in rules}
+    by_key = {}
+    for r in rules:
+        by_key[r.CODE] = r
+        by_key[r.NAME] = r
+    values: Dict[str, Any] = {}
+    rule_options: Dict[str, Dict[str, Any]] = {}
+    for key, value in table.items():
+        if key in _LIST_KEYS:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"expected a list of strings, got {value!r}", source, key)
+            if key in ("select", "ignore", "extend-select", "extend-safe-fixes", "extend-unsafe-fixes"):
+                for v in value:
+                    _check_selector(v, codes, source, key)
+            values[key.replace("-", "_")] = tuple(value)
+        elif key == "unsafe-fixes":
+            if not isinstance(value, bool):
+                raise ConfigError(f"expected true or false, got {value!r}", source, key)
+            values["unsafe_fixes"] = value
+        elif key == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError("expected a table of glob = [codes]", source, key)
+            items = []
+            for pattern, sel in value.items():
+                if not isinstance(sel, list) or not all(isinstance(v, str) for v in sel):
+                    raise ConfigError(f"expected a list of codes for {pattern!r}, got {sel!r}", source, key)
+                for v in sel:
+                    _check_selector(v, codes, source, f"{key}.{pattern!r}")
+                items.append((pattern, tuple(sel)))
+            values["per_file_ignores"] = tuple(items)
+        elif key in by_key:
+            rule = by_key[key]
+            if not isinstance(value, dict):
+                raise ConfigError("expected a table of rule options", source, key)
+            for opt_name, opt_value in value.items():
+                opt = rule.OPTIONS.get(opt_name)
+                if opt is None:
+                    known = ", ".join(rule.OPTIONS) or "none"
+                    raise ConfigError(f"unknown option {opt_name!r} for {rule.CODE} (known: {known})", source, f"{key}.{opt_name}")
+                problem = opt.validate(opt_value)
+                if problem:
+                    raise ConfigError(problem, source, f"{key}.{opt_name}")
+                rule_options.setdefault(rule.CODE, {})[opt_name] = opt_value
+        else:
+            option_owner = [r for r in rules if key in r.OPTIONS]
+            if len(option_owner) == 1:
+                rule = option_owner[0]
+                problem = rule.OPTIONS[key].validate(value)
+                if problem:
+                    raise ConfigError(problem, source, key)
+                rule_options.setdefault(rule.CODE, {})[key] = value
+                continue
+            known = sorted(_KNOWN_KEYS | {o for r in rules for o in r.OPTIONS})
+            raise ConfigError(f"unknown key {key!r} (known keys: {', '.join(known)})", source, key)
+    if "exclude" in values:
+        values["exclude"] = tuple(values["exclude"])
+    values["rule_options"] = tuple((code, tuple(sorted(opts.items()))) for code, opts in sorted(rule_options.items()))
+    return Config(root=root, source=source, **values)
+
+
+def _check_selector(sel: str, codes: Iterable[str], source: Optional[str], key: str) -> None:
+    s = sel.strip().upper()
+    if s == "ALL":
+        return
+    if not any(c.startswith(s) for c in codes):
+        raise ConfigError(f"unknown rule code or prefix {sel!r}", source, key)
+
+
+def resolve_config(path: str, explicit: Optional[str] = None, isolated: bool = False) -> Config:
+    """The configuration that applies to ``path``."""
+    if isolated:
+        return Config(root=os.getcwd())
+    if explicit is not None:
+        return load_config_file(str(Path(explicit).resolve()))
+    found = find_config_file(path)
+    if found is None:
+        return Config(root=os.getcwd())
+    return load_config_file(str(found))

@@ -1,0 +1,57 @@
+"""The one place rules are found: every Rule subclass in the ``distlint.rules`` package."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import lru_cache
+from typing import Dict, Iterable, List, Tuple, Type
+
+from distlint.rule import Rule
+
+
+class RegistryError(Exception):
+    pass
+
+
+@lru_cache(maxsize=1)
+def all_rules() -> Tuple[Type[Rule], ...]:
+    """All rules, sorted by code. Raises RegistryError on duplicate codes or names."""
+    import distlint.rules as package
+
+    found: List[Type[Rule]] = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and value.__module__ == module.__name__:
+                found.append(value)
+    _check_unique(found)
+    return tuple(sorted(found, key=lambda r: r.CODE))
+
+
+def _check_unique(rules: Iterable[Type[Rule]]) -> None:
+    codes: Dict[str, str] = {}
+    names: Dict[str, str] = {}
+    for rule in rules:
+        if not rule.CODE or not rule.NAME:
+            raise RegistryError(f"{rule.__module__}.{rule.__name__} has no CODE or NAME")
+        if rule.CODE in codes:
+            raise RegistryError(f"duplicate rule code {rule.CODE}: {codes[rule.CODE]} and {rule.__name__}")
+        if rule.NAME in names:
+            raise RegistryError(f"duplicate rule name {rule.NAME}: {names[rule.NAME]} and {rule.__name__}")
+        codes[rule.CODE] = rule.__name__
+        names[rule.NAME] = rule.__name__
+
+
+def by_code() -> Dict[str, Type[Rule]]:
+    return {r.CODE: r for r in all_rules()}
+
+
+def lookup(code_or_name: str) -> Type[Rule]:
+    key = code_or_name.strip()
+    for rule in all_rules():
+        if rule.CODE.upper() == key.upper() or rule.NAME == key:
+            return rule
+    raise KeyError(code_or_name)

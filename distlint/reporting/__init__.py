@@ -1,0 +1,30 @@
+"""Renderers for lint results: text (default), json, github, sarif, junit.
+
+Each renderer is ``render(results, stream, context) -> None``; ``results`` is the list of
+:class:`~distlint.model.FileResult` of the run.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Sequence, TextIO
+
+from distlint.model import FileResult
+
+FORMATS = ("text", "json", "github", "sarif", "junit")
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    fix_mode: bool = False  # results are what remains after fixes were applied
+    unsafe_fixes: bool = False
+    show_statistics: bool = False
+    diff: bool = False
+
+
+def renderer(fmt: str) -> Callable[[Sequence[FileResult], TextIO, ReportContext], None]:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}")
+    module = importlib.import_module(f"distlint.reporting.{fmt}_format")
+    return module.render

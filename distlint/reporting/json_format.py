@@ -1,0 +1,14 @@
+"""``--format json``: one JSON array of findings with the keys fixed in issue #2."""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence, TextIO
+
+from distlint.model import FileResult
+
+
+def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
+    findings = [f.to_json() for r in results for f in r.findings]
+    json.dump(findings, stream, indent=2)
+    stream.write("\n")

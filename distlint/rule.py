@@ -1,0 +1,168 @@
+"""The Rule base class: one subclass per module in ``rules/``.
+
+A rule declares its identity (CODE, NAME, MESSAGE), its fix (FIX_TITLE, FIX_SAFETY), its
+options, its documentation (the class docstring, in DESIGN.md's fixed sections) and small
+VALID / INVALID snippets, then implements ``check(ctx)``. ``check`` reads the shared
+:class:`~distlint.analysis.Index` (built once per file for all rules) and calls ``ctx.report``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from distlint.analysis import Index
+from distlint.fixes import Fix
+from distlint.model import Applicability
+
+
+@dataclass(frozen=True)
+class Option:
+    """A per-rule option, set under ``[tool.distlint.<rule-name>]`` or ``[tool.distlint.<CODE>]``."""
+
+    default: Any
+    help: str
+    choices: Optional[Tuple[Any, ...]] = None
+    type: Optional[type] = None
+
+    def validate(self, value: Any) -> Optional[str]:
+        """An error message for a bad value, or None."""
+        expected = self.type or type(self.default)
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            return f"expected {expected.__name__}, got {type(value).__name__} {value!r}"
+        if self.choices is not None and value not in self.choices:
+            return f"expected one of {', '.join(map(repr, self.choices))}, got {value!r}"
+        return None
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An INVALID snippet: code that must be reported, and (if the rule fixes it) the fix."""
+
+    code: str
+    fixed: Optional[str] = None  # expected output of the fix (unsafe fixes included)
+    count: int = 1  # how many findings this snippet yields
+    options: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Valid:
+    code: str
+    options: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    rule: "Rule"
+    node: cst.CSTNode
+    message: str
+    fix: Optional[Fix]
+
+
+class RuleContext:
+    """What a rule sees of the file being linted; collects its reports."""
+
+    def __init__(self, index: Index, path: str, source: str) -> None:
+        self.index = index
+        self.path = path
+        self.source = source
+        self.reports: List[Report] = []
+        self._rule: Optional[Rule] = None
+
+    @property
+    def module(self) -> cst.Module:
+        return self.index.module
+
+    def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[Fix] = None) -> None:
+        rule = self._rule
+        assert rule is not None
+        if fix is not None and not fix.title:
+            fix.title = rule.FIX_TITLE or ""
+        self.reports.append(Report(rule, node, message or rule.MESSAGE, fix))
+
+
+class Rule:
+    CODE: ClassVar[str] = ""
+    NAME: ClassVar[str] = ""
+    MESSAGE: ClassVar[str] = ""
+    FIX_TITLE: ClassVar[Optional[str]] = None
+    FIX_SAFETY: ClassVar[Optional[Applicability]] = None
+    # Substrings one of which must appear in the source for this rule to be able to match.
+    # Files with none of the enabled rules' triggers are not even parsed.
+    TRIGGERS: ClassVar[Tuple[str, ...]] = ()
+    OPTIONS: ClassVar[Dict[str, Option]] = {}
+    # Opt-in rules (DL9xx) run only when selected explicitly.
+    DEFAULT_ENABLED: ClassVar[bool] = True
+    VALID: ClassVar[Sequence[Valid]] = ()
+    INVALID: ClassVar[Sequence[Invalid]] = ()
+    URL: ClassVar[Optional[str]] = None
+
+    def __init__(self, options: Optional[Dict[str, Any]] = None) -> None:
+        values = {name: opt.default for name, opt in self.OPTIONS.items()}
+        values.update(options or {})
+        self.options = values
+
+    def check(self, ctx: RuleContext) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- docs
+    @classmethod
+    def docs(cls) -> str:
+        """The rule's documentation, with Example / Use instead taken from its snippets."""
+        body = inspect.cleandoc(cls.__doc__ or "")
+        sections = _split_sections(body)
+        out = [f"# {cls.NAME} ({cls.CODE})", ""]
+        fixable = "always" if cls.FIX_SAFETY else "never"
+        if cls.FIX_SAFETY is not None:
+            fixable = f"yes ({cls.FIX_SAFETY.value})"
+        out.append(f"Fix: {fixable}.   Enabled by default: {'yes' if cls.DEFAULT_ENABLED else 'no (opt-in)'}.")
+        out.append("")
+        for title in ("What it does", "Why is this bad?"):
+            out += [f"## {title}", sections.get(title, "").strip(), ""]
+        if cls.INVALID:
+            out += ["## Example", "```python", cls.INVALID[0].code.strip("\n"), "```", ""]
+            replacement = cls.INVALID[0].fixed if cls.INVALID[0].fixed is not None else None
+            if replacement is None and cls.VALID:
+                replacement = cls.VALID[0].code
+            if replacement is not None:
+                out += ["## Use instead", "```python", replacement.strip("\n"), "```", ""]
+        out += ["## Fix safety", sections.get("Fix safety", "This rule has no fix.").strip(), ""]
+        if cls.OPTIONS:
+            lines = []
+            for name, opt in cls.OPTIONS.items():
+                choices = f" (one of {', '.join(map(repr, opt.choices))})" if opt.choices else ""
+                lines.append(f"- `{name}` (default {opt.default!r}){choices}: {opt.help}")
+            extra = sections.get("Options", "").strip()
+            out += ["## Options", "\n".join(lines) + ("\n\n" + extra if extra else ""), ""]
+        else:
+            out += ["## Options", "None.", ""]
+        refs = sections.get("References", "").strip()
+        if refs:
+            out += ["## References", refs, ""]
+        return "\n".join(out).rstrip() + "\n"
+
+    @classmethod
+    def summary(cls) -> str:
+        return cls.MESSAGE.split(":")[0].split(". ")[0]
+
+
+def _split_sections(text: str) -> Dict[str, str]:
+    sections: Dict[str, str] = {}
+    current = None
+    buf: List[str] = []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            if current is not None:
+                sections[current] = textwrap.dedent("\n".join(buf))
+            current, buf = line[3:].strip(), []
+        elif current is not None:
+            buf.append(line)
+    if current is not None:
+        sections[current] = textwrap.dedent("\n".join(buf))
+    return sections

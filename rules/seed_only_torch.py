@@ -1,0 +1,261 @@
+"""DL101 seed-only-torch."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set
+
+import libcst as cst
+
+from distlint.analysis import Index
+from distlint.fixes import Fix, import_name
+from distlint.model import Applicability
+from distlint.rule import Invalid, Option, Rule, RuleContext, Valid
+
+# Calls that seed torch's CPU generator and/or device generators by hand.
+TORCH_SEEDERS = frozenset(
+    {
+        "torch.manual_seed",
+        "torch.cuda.manual_seed",
+        "torch.cuda.manual_seed_all",
+        "torch.xpu.manual_seed",
+        "torch.xpu.manual_seed_all",
+        "torch.mps.manual_seed",
+        "torch.npu.manual_seed",
+        "torch.npu.manual_seed_all",
+        "torch.mlu.manual_seed",
+        "torch.mlu.manual_seed_all",
+    }
+)
+PYTHON_SEEDERS = frozenset({"random.seed"})
+NUMPY_SEEDERS = frozenset({"numpy.random.seed"})
+XLA_SEEDERS = frozenset({"torch_xla.core.xla_model.set_rng_state"})
+# Library helpers that seed python, numpy, torch and every device in one call.
+FULL_SEEDERS = frozenset(
+    {
+        "accelerate.utils.set_seed",
+        "transformers.set_seed",
+        "transformers.enable_full_determinism",
+        "lightning.seed_everything",
+        "lightning.pytorch.utilities.seed.seed_everything",
+        "lightning.pytorch.seed_everything",
+        "lightning.fabric.utilities.seed_everything",
+        "lightning.Fabric().seed_everything",
+        "lightning.fabric.Fabric().seed_everything",
+        "pytorch_lightning.utilities.seed.seed_everything",
+        "mmengine.runner.set_random_seed",
+        "mmcv.runner.set_random_seed",
+        "detectron2.utils.env.seed_all_rng",
+        "diffusers.training_utils.set_seed",
+        "timm.utils.random_seed",
+        "pytorch_lightning.seed_everything",
+    }
+)
+# Functions of `random` / `numpy.random` that do not draw from the module-level generator.
+_PY_NON_DRAWING = {"seed", "Random", "SystemRandom", "getstate", "setstate"}
+_NP_NON_DRAWING = {
+    "seed", "default_rng", "RandomState", "Generator", "SeedSequence", "PCG64", "PCG64DXSM",
+    "MT19937", "Philox", "SFC64", "BitGenerator", "get_state", "set_state",
+}
+
+SEED_FUNCTIONS = ("accelerate.utils.set_seed", "transformers.set_seed", "lightning.seed_everything")
+
+
+class SeedOnlyTorch(Rule):
+    """
+    ## What it does
+    Flags scripts that seed torch by hand (`torch.manual_seed`, `torch.cuda.manual_seed_all`, ...)
+    but leave unseeded another random generator the run depends on: python's `random` or numpy's
+    global generator when the script draws from them, the XLA generator when the script uses
+    torch_xla, and python/numpy whenever the script creates an Accelerate `Accelerator`.
+
+    ## Why is this bad?
+    Data shuffling, augmentation and sampling code often draws from `random` or `numpy.random`.
+    Seeding only torch leaves those generators in a different state on every run and on every
+    process, so a 1-GPU run and an N-GPU run (or two runs of the same setup) see different data
+    and cannot be compared. `accelerate.utils.set_seed(seed)` seeds all five generators that
+    matter: `random`, `numpy`, torch, every device (CUDA/XPU/NPU/MLU) and torch_xla.
+
+    A complete hand-written seeding (random + numpy + torch, also in a helper function of the
+    same file) is fine, as are per-rank seeds such as `seed + rank`.
+
+    ## Fix safety
+    The fix replaces the hand-written seeding calls that share one seed expression by a single
+    `set_seed(<seed>)` call and imports it. It is safe when the script already uses accelerate.
+    Otherwise it is unsafe: it adds a dependency on accelerate. When the calls use different seed
+    expressions (for example `seed + rank` for one generator), no fix is offered.
+
+    ## References
+    - Accelerate, "Comparing performance across distributed setups": setting the right seeds.
+    - `accelerate.utils.set_seed`.
+    """
+
+    CODE = "DL101"
+    NAME = "seed-only-torch"
+    MESSAGE = "torch is seeded by hand but other generators are not: use `accelerate.utils.set_seed(seed)`"
+    FIX_TITLE = "Replace the hand-written seeding with `set_seed(...)`"
+    FIX_SAFETY = Applicability.SAFE
+    TRIGGERS = ("manual_seed",)
+    OPTIONS = {
+        "seed-function": Option(
+            "accelerate.utils.set_seed",
+            "the function the fix calls, and that counts as complete seeding",
+            choices=SEED_FUNCTIONS,
+        )
+    }
+
+    VALID = (
+        Valid(
+            "import random\nimport numpy as np\nimport torch\n\n"
+            "def seed_all(seed):\n    random.seed(seed)\n    np.random.seed(seed)\n    torch.manual_seed(seed)\n\n"
+            "seed_all(42)\nidx = np.random.permutation(10)\n"
+        ),
+        Valid("from accelerate import Accelerator\nfrom accelerate.utils import set_seed\n\nset_seed(0)\naccelerator = Accelerator()\n"),
+        Valid("import torch\n\ntorch.manual_seed(0)\nx = torch.randn(3)\n"),
+        Valid(
+            "import random\nimport numpy as np\nimport torch\n\nrank = 0\n"
+            "torch.manual_seed(1234 + rank)\nnp.random.seed(1234 + rank)\nrandom.seed(1234 + rank)\nrandom.shuffle([1, 2])\n"
+        ),
+        Valid("import torch\nimport lightning as L\n\nL.seed_everything(7)\ntorch.manual_seed(7)\n"),
+        Valid("import numpy as np\nimport torch\n\ntorch.manual_seed(3)\nrng = np.random.default_rng(3)\nrng.permutation(5)\n"),
+    )
+    INVALID = (
+        Invalid(
+            "import numpy as np\nimport torch\nfrom accelerate import Accelerator\n\n"
+            "accelerator = Accelerator()\ntorch.manual_seed(42)\norder = np.random.permutation(100)\n",
+            fixed=(
+                "import numpy as np\nimport torch\nfrom accelerate import Accelerator\nfrom accelerate.utils import set_seed\n\n"
+                "accelerator = Accelerator()\nset_seed(42)\norder = np.random.permutation(100)\n"
+            ),
+        ),
+        Invalid(
+            "import random\nimport torch as T\n\nT.manual_seed(0)\nT.cuda.manual_seed_all(0)\nrandom.shuffle([1, 2, 3])\n",
+            fixed=(
+                "import random\nimport torch as T\nfrom accelerate.utils import set_seed\n\nset_seed(0)\nrandom.shuffle([1, 2, 3])\n"
+            ),
+        ),
+        Invalid(
+            "from torch import manual_seed\nimport accelerate\n\nacc = accelerate.Accelerator()\nmanual_seed(1)\n",
+            fixed=(
+                "from torch import manual_seed\nimport accelerate\nfrom accelerate.utils import set_seed\n\n"
+                "acc = accelerate.Accelerator()\nset_seed(1)\n"
+            ),
+        ),
+        Invalid(
+            "import random\nimport torch\n\nrank = 1\ntorch.manual_seed(5 + rank)\nrandom.seed(5)\nrandom.random()\n"
+            "import numpy as np\nnp.random.rand(2)\n",
+        ),
+        Invalid(
+            "import torch\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\ntorch.manual_seed(0)\n",
+            fixed=(
+                "import torch\nimport torch_xla.core.xla_model as xm\nfrom accelerate.utils import set_seed\n\n"
+                "device = xm.xla_device()\nset_seed(0)\n"
+            ),
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        index = ctx.index
+        seed_fn = self.options["seed-function"]
+        calls = [(c, index.qualname(c.func)) for c in index.calls]
+        by_kind: Dict[str, List[cst.Call]] = {"torch": [], "python": [], "numpy": [], "xla": []}
+        draws = {"python": False, "numpy": False}
+        for call, q in calls:
+            if q is None:
+                continue
+            if q in FULL_SEEDERS or q == seed_fn:
+                return  # a library helper seeds everything
+            if q in TORCH_SEEDERS:
+                by_kind["torch"].append(call)
+            elif q in PYTHON_SEEDERS:
+                by_kind["python"].append(call)
+            elif q in NUMPY_SEEDERS:
+                by_kind["numpy"].append(call)
+            elif q in XLA_SEEDERS:
+                by_kind["xla"].append(call)
+            elif q.startswith("random.") and q.count(".") == 1 and q[7:] not in _PY_NON_DRAWING:
+                draws["python"] = True
+            elif q.startswith("numpy.random.") and q.count(".") == 2 and q[13:] not in _NP_NON_DRAWING:
+                draws["numpy"] = True
+        if not by_kind["torch"]:
+            return
+        uses_accelerator = bool(index.calls_to("accelerate.Accelerator"))
+        uses_xla = _imports_module(index, "torch_xla")
+        missing: List[str] = []
+        if not by_kind["python"] and (draws["python"] or uses_accelerator):
+            missing.append("python `random`")
+        if not by_kind["numpy"] and (draws["numpy"] or uses_accelerator):
+            missing.append("numpy")
+        if uses_xla and not by_kind["xla"]:
+            missing.append("torch_xla")
+        if not missing:
+            return
+        first = min(by_kind["torch"], key=index.order)
+        what = " and ".join(missing) if len(missing) <= 2 else ", ".join(missing[:-1]) + " and " + missing[-1]
+        verb = "is" if len(missing) == 1 else "are"
+        short = seed_fn.rsplit(".", 1)[1]
+        message = (
+            f"torch is seeded by hand but {what} {verb} not: "
+            f"use `{seed_fn}(seed)`, which seeds random, numpy, torch, every device and XLA"
+        )
+        ctx.report(first, message, self._fix(index, first, by_kind, seed_fn, short))
+
+    def _fix(self, index: Index, first: cst.Call, by_kind: Dict[str, List[cst.Call]], seed_fn: str, short: str) -> Optional[Fix]:
+        seeders = [c for kind in ("torch", "python", "numpy", "xla") for c in by_kind[kind]]
+        seed_texts = {_seed_text(index, c) for c in seeders}
+        if len(seed_texts) != 1 or None in seed_texts:
+            return None  # different seeds per generator (e.g. seed + rank): a human decision
+        # Only calls used as plain statements in the same block as the first one can be merged.
+        first_stmt = _plain_call_statement(index, first)
+        if first_stmt is None:
+            return None
+        block = index.parent(first_stmt)
+        others = []
+        for call in seeders:
+            if call is first:
+                continue
+            stmt = _plain_call_statement(index, call)
+            if stmt is not None and index.parent(stmt) is block:
+                others.append(stmt)
+        name, spec = import_name(index, seed_fn, first)
+        seed_arg = first.args[0].value if first.args else cst.Name("seed")
+        new_call = cst.Call(func=cst.parse_expression(name), args=[cst.Arg(seed_arg)])
+        fix = Fix()
+        fix.replace[first] = new_call
+        body = getattr(block, "body", ())
+        remaining = len(body) - 1 - len(others)
+        for stmt in others:
+            if remaining >= 0:
+                fix.replace[stmt] = cst.RemovalSentinel.REMOVE
+        if spec is not None:
+            fix.imports.append(spec)
+        if not _imports_module(index, "accelerate") and seed_fn.startswith("accelerate"):
+            fix.applicability = Applicability.UNSAFE
+        fix.title = f"Replace the hand-written seeding with `{short}(...)`"
+        return fix
+
+
+def _seed_text(index: Index, call: cst.Call) -> Optional[str]:
+    arg = Index.argument(call, keyword="seed", position=0) or Index.argument(call, keyword="new_state", position=0)
+    if arg is None:
+        return None
+    return index.module.code_for_node(arg.value).strip()
+
+
+def _plain_call_statement(index: Index, call: cst.Call) -> Optional[cst.SimpleStatementLine]:
+    """The statement line when ``call`` is the whole of a one-statement line, else None."""
+    expr = index.parent(call)
+    if not isinstance(expr, cst.Expr) or expr.value is not call:
+        return None
+    line = index.parent(expr)
+    if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+        return line
+    return None
+
+
+def _imports_module(index: Index, top: str) -> bool:
+    for scope in index.scopes:
+        for assigns in scope.bindings.values():
+            for a in assigns:
+                if a.op == "import" and a.qualname and (a.qualname == top or a.qualname.startswith(top + ".")):
+                    return True
+    return False
