@@ -141,10 +141,10 @@ class _Probe:
         rnd = sys.modules.get("random")
         if rnd is not None:
             out["python"] = digest(repr(rnd.getstate()).encode())
-        np = sys.modules.get("numpy")
-        if np is not None and hasattr(np, "random") and hasattr(np.random, "get_state"):
+        np_random = sys.modules.get("numpy.random")
+        if np_random is not None and hasattr(np_random, "get_state"):
             try:
-                state = np.random.get_state()
+                state = np_random.get_state()
                 out["numpy"] = digest(state[1].tobytes() + repr(state[2:]).encode())
             except Exception:
                 pass
@@ -425,11 +425,15 @@ class _Probe:
                         length = len(dl)
                     except Exception:
                         length = None
+                    total = getattr(dl, "total_batch_size", None)
+                    per_device = getattr(dl, "batch_size", None)
+                    if total and not per_device:
+                        per_device = total // max(1, int(getattr(acc, "num_processes", 1) or 1))
                     probe.emit(
                         "dataloader",
                         become_rank=True,
-                        batch_size=getattr(dl, "batch_size", None),
-                        total_batch_size=getattr(dl, "total_batch_size", None),
+                        batch_size=per_device,
+                        total_batch_size=total,
                         native_batch_size=native,
                         length=length,
                         note=note,
