@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Collection, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from distlint.config import Config, ConfigError, resolve_config
 from distlint.discovery import iter_source_files
@@ -18,7 +18,7 @@ from distlint.fixes import write_atomic
 from distlint.model import FileError, FileResult, Finding
 from distlint.runner import lint_source as _lint_source
 
-__all__ = ["LintOptions", "lint_source", "lint_file", "lint_paths", "Finding", "FileResult", "Config", "ConfigError"]
+__all__ = ["LintOptions", "lint_source", "fix_source", "config_for", "lint_file", "lint_paths", "Finding", "FileResult", "Config", "ConfigError"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,32 @@ def lint_source(
             source, path, config or Config(), fix=fix, unsafe_fixes=unsafe_fixes, ignore_noqa=ignore_noqa, debug=debug
         )
     return _lint_source(source, path, config, fix=fix, unsafe_fixes=unsafe_fixes, ignore_noqa=ignore_noqa, debug=debug)
+
+
+def fix_source(
+    source: str,
+    path: str = "<stdin>",
+    config: Optional[Config] = None,
+    *,
+    fix_ids: Optional[Collection[int]] = None,
+    unsafe_fixes: Optional[bool] = None,
+    ignore_noqa: bool = False,
+) -> str:
+    """The text ``source`` with fixes applied, through the same fix rounds as ``distlint fix``.
+
+    With ``fix_ids``: only the fixes of those findings (their :attr:`Finding.fix_id` from a
+    lint of this same text and configuration), safe or unsafe, one round: a quick fix.
+    Without: every safe fix (unsafe ones too with ``unsafe_fixes``, default the config's
+    ``unsafe-fixes``), exactly as ``distlint fix`` computes them. Returns ``source`` unchanged
+    when nothing applies or the text does not parse.
+    """
+    if path.endswith(".ipynb"):
+        raise ValueError("fix_source works on Python source; notebooks go through lint_source")
+    result = _lint_source(
+        source, path, config, fix=True, unsafe_fixes=unsafe_fixes, ignore_noqa=ignore_noqa,
+        fix_ids=frozenset(fix_ids) if fix_ids is not None else None,
+    )
+    return result.fixed_source if result.fixed_source is not None else source
 
 
 def read_source(path: str) -> Union[bytes, FileError]:

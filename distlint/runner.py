@@ -11,7 +11,7 @@ import tokenize
 import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type, Union
+from typing import Collection, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type, Union
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -117,8 +117,13 @@ def lint_source(
     ignore_noqa: bool = False,
     rules: Optional[Sequence[Rule]] = None,
     debug: bool = False,
+    fix_ids: Optional[Collection[int]] = None,
 ) -> FileResult:
     """Lint ``source`` as the file ``path``; with ``fix``, also compute the fixed text.
+
+    ``fix_ids`` (with ``fix``) applies only the fixes of the findings with these
+    :attr:`Finding.fix_id` values, from a lint of this same text, safe or not, in one round
+    (the language server's per-finding quick fix).
 
     ``fixed_source`` of the result is the fixed text (None when nothing changed); when
     ``source`` was bytes, ``fixed_bytes`` holds it re-encoded in the file's own encoding with
@@ -162,10 +167,15 @@ def lint_source(
     applied = 0
     changed = False
     for _ in range(MAX_FIX_ROUNDS):
-        wanted = [
-            f for finding, f in current.fixes
-            if finding.fix is not None and (finding.fix.applicability is Applicability.SAFE or unsafe_fixes)
-        ]
+        if fix_ids is not None:
+            if applied:
+                break  # a quick fix is that finding's fix alone, not what it uncovers next
+            wanted = [f for finding, f in current.fixes if finding.fix_id in fix_ids]
+        else:
+            wanted = [
+                f for finding, f in current.fixes
+                if finding.fix is not None and (finding.fix.applicability is Applicability.SAFE or unsafe_fixes)
+            ]
         if not wanted or current.module is None or current.index is None:
             break
         try:
