@@ -676,6 +676,7 @@ class Index:
         predicate: Callable[[cst.CSTNode, Optional[str]], bool],
         *,
         depth: int = 8,
+        prune: Optional[Callable[[cst.CSTNode], bool]] = None,
         _seen: Optional[Set[int]] = None,
     ) -> bool:
         """Does any value flowing into ``expr`` satisfy ``predicate(node, qualname)``?
@@ -684,20 +685,29 @@ class Index:
         dotted targets (``args.lr``, ``self.lr``, ``cfg["lr"]``) to every assignment in the file,
         parameters to the arguments of in-file call sites, and calls of in-file functions to
         their return values. Flow-insensitive across branches: both arms of an ``if`` count.
+        ``prune(node)`` True: the predicate still sees ``node``, but nothing inside it or flowing
+        into it is followed (e.g. ``len(loader)`` must not look into how the loader was built).
         """
         if depth <= 0:
             return False
         seen = _seen if _seen is not None else set()
-        for node in walk(expr):
+        stack = [expr]
+        while stack:
+            node = stack.pop()
             if id(node) in seen:
                 continue
             seen.add(id(node))
             q = self.qualname(node) if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else None
             if predicate(node, q):
                 return True
+            if prune is not None and prune(node):
+                continue
             for value in self.values_of(node):
-                if value is not None and self.reaches(value, predicate, depth=depth - 1, _seen=seen):
+                if value is not None and self.reaches(value, predicate, depth=depth - 1, prune=prune, _seen=seen):
                     return True
+            children = list(iter_children(node))
+            children.reverse()
+            stack.extend(children)
         return False
 
     def values_of(self, node: cst.CSTNode) -> List[Optional[cst.CSTNode]]:

@@ -119,3 +119,79 @@ def _visible_names(index: Index, at: cst.CSTNode) -> List[str]:
         scope = scope.parent
         first = False
     return names
+
+
+# ---------------------------------------------------------------------------------------------
+# Learning-rate family helpers (DL201 / DL202 / DL203)
+# ---------------------------------------------------------------------------------------------
+
+# Identifiers that, by near-universal convention, hold the number of data-parallel processes.
+# They matter where the value cannot be traced (a `world_size` parameter of an `mp.spawn`
+# worker, `args.world_size` set by a launcher, `ngpus_per_node = torch.cuda.device_count()`).
+WORLD_SIZE_NAMES = frozenset(
+    {
+        "world_size", "worldsize", "world", "num_processes", "num_procs", "n_procs", "nprocs",
+        "num_replicas", "n_gpu", "n_gpus", "ngpus", "ngpu", "num_gpus", "ngpus_per_node",
+        "num_devices", "n_devices", "num_cores", "dp_size", "dp_world_size", "data_parallel_size",
+        "data_parallel_world_size", "num_data_parallel", "dp_degree",
+    }
+)
+
+
+def reads_world_size(node: cst.CSTNode, qualname: Optional[str]) -> bool:
+    """:func:`is_world_size`, plus names and attributes called like the process count."""
+    if is_world_size(node, qualname):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value.lower() in WORLD_SIZE_NAMES
+    if isinstance(node, cst.Attribute):
+        return node.attr.value.lower() in WORLD_SIZE_NAMES
+    if isinstance(node, cst.Subscript):
+        # config["world_size"], os.environ["WORLD_SIZE"] read through an alias
+        from distlint.analysis import target_key
+
+        key = target_key(node)
+        return key is not None and key.endswith("]") and key.rsplit("[", 1)[1][:-1].lower() in WORLD_SIZE_NAMES
+    return False
+
+
+def is_prepare_call(index: Index, node: cst.CSTNode) -> bool:
+    """``accelerator.prepare(...)`` / ``fabric.setup_dataloaders(...)``-style wrapping."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return False
+    if node.func.attr.value not in ("prepare", "prepare_data_loader", "prepare_scheduler"):
+        return False
+    q = index.qualname(node.func)
+    if q is not None:
+        return q.startswith(ACCELERATOR + "()") or q.startswith("accelerate.")
+    # `self.accelerator.prepare(...)` / an accelerator passed in as a parameter
+    return accelerator_expr(index, node) is not None
+
+
+def assigned_from(index: Index, assignment) -> Optional[cst.BaseExpression]:
+    """The right-hand side of the statement that made ``assignment`` (also for tuple unpacking)."""
+    if assignment.value is not None:
+        return assignment.value
+    stmt = assignment.node
+    if isinstance(stmt, (cst.Assign, cst.AnnAssign)):
+        return stmt.value
+    return None
+
+
+_MULTIPLY_SAFE = (cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.MatrixMultiply, cst.Power)
+
+
+def scaled_expression(expr: cst.BaseExpression, factor: str) -> cst.BaseExpression:
+    """``expr * <factor>``, parenthesising ``expr`` where ``*`` would bind tighter than it."""
+    needs_parens = isinstance(
+        expr, (cst.IfExp, cst.Lambda, cst.BooleanOperation, cst.Comparison, cst.NamedExpr, cst.Yield)
+    ) or (isinstance(expr, cst.BinaryOperation) and not isinstance(expr.operator, _MULTIPLY_SAFE)) or (
+        isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not)
+    )
+    if needs_parens and not expr.lpar:
+        expr = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.BinaryOperation(
+        left=expr,
+        operator=cst.Multiply(whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")),
+        right=cst.parse_expression(factor),
+    )
