@@ -80,7 +80,11 @@ class SeedOnlyTorch(Rule):
 
     ## Fix safety
     The fix replaces the hand-written seeding calls that share one seed expression by a single
-    `set_seed(<seed>)` call and imports it. It is safe when the script already uses accelerate.
+    `set_seed(<seed>)` call and imports it. `set_seed` seeds every device itself, so the call goes
+    where the first unguarded seeding call was, and seeding under `if torch.cuda.is_available():`
+    is removed with it (the whole `if` when it does nothing else; no fix when the seeding only
+    exists under such a check together with other statements). It is safe when the script already
+    uses accelerate.
     Otherwise it is unsafe: it adds a dependency on accelerate. When the calls use different seed
     expressions (for example `seed + rank` for one generator), no fix is offered.
 
@@ -151,6 +155,14 @@ class SeedOnlyTorch(Rule):
                 "device = xm.xla_device()\nset_seed(0)\n"
             ),
         ),
+        Invalid(
+            "import random\nimport torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+            "torch.manual_seed(0)\nif torch.cuda.is_available():\n    torch.cuda.manual_seed_all(0)\nrandom.seed(0)\n",
+            fixed=(
+                "import random\nimport torch\nfrom accelerate import Accelerator\nfrom accelerate.utils import set_seed\n\n"
+                "accelerator = Accelerator()\nset_seed(0)\n"
+            ),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:
@@ -200,38 +212,88 @@ class SeedOnlyTorch(Rule):
         ctx.report(first, message, self._fix(index, first, by_kind, seed_fn, short))
 
     def _fix(self, index: Index, first: cst.Call, by_kind: Dict[str, List[cst.Call]], seed_fn: str, short: str) -> Optional[Fix]:
-        seeders = [c for kind in ("torch", "python", "numpy", "xla") for c in by_kind[kind]]
+        seeders = sorted((c for kind in ("torch", "python", "numpy", "xla") for c in by_kind[kind]), key=index.order)
         seed_texts = {_seed_text(index, c) for c in seeders}
         if len(seed_texts) != 1 or None in seed_texts:
             return None  # different seeds per generator (e.g. seed + rank): a human decision
-        # Only calls used as plain statements in the same block as the first one can be merged.
-        first_stmt = _plain_call_statement(index, first)
-        if first_stmt is None:
-            return None
-        block = index.parent(first_stmt)
-        others = []
-        for call in seeders:
-            if call is first:
-                continue
-            stmt = _plain_call_statement(index, call)
-            if stmt is not None and index.parent(stmt) is block:
-                others.append(stmt)
-        name, spec = import_name(index, seed_fn, first)
-        seed_arg = first.args[0].value if first.args else cst.Name("seed")
-        new_call = cst.Call(func=cst.parse_expression(name), args=[cst.Arg(seed_arg)])
+        statements = [s for s in (_plain_call_statement(index, c) for c in seeders) if s is not None]
+        # `set_seed` seeds every device itself, so it belongs outside `if torch.cuda.is_available():`;
+        # it goes where the first unguarded seeding call was.
+        unguarded = [s for s in statements if _device_guard(index, s) is None]
         fix = Fix()
-        fix.replace[first] = new_call
-        body = getattr(block, "body", ())
-        remaining = len(body) - 1 - len(others)
-        for stmt in others:
-            if remaining >= 0:
+        if unguarded:
+            anchor: cst.CSTNode = unguarded[0]
+        else:
+            # All seeding sits under device checks: replace the whole check when it does nothing else.
+            guard = _device_guard(index, statements[0]) if statements else None
+            if guard is None or not _only_seeding(guard, statements):
+                return None
+            anchor = guard
+        block = index.parent(anchor)
+        removable = [s for s in statements if s is not anchor and not index.is_inside(s, anchor)]
+        for stmt in removable:
+            parent = index.parent(stmt)
+            if parent is block:
                 fix.replace[stmt] = cst.RemovalSentinel.REMOVE
+                continue
+            guard = _device_guard(index, stmt)
+            if guard is None or index.parent(guard) is not block:
+                continue  # seeding elsewhere (another function, another branch): left alone, harmless
+            if _only_seeding(guard, statements):
+                fix.replace[guard] = cst.RemovalSentinel.REMOVE  # never leave an empty `if` behind
+            elif any(not _is_seeding_stmt(s, statements) for s in parent.body):
+                fix.replace[stmt] = cst.RemovalSentinel.REMOVE
+        anchor_call = first if anchor is _plain_call_statement(index, first) else None
+        if anchor_call is None:
+            anchor_call = next(c for c in seeders if index.is_inside(c, anchor))
+        arg = Index.argument(anchor_call, keyword="seed", position=0) or Index.argument(anchor_call, keyword="new_state", position=0)
+        seed_arg = arg.value if arg is not None else cst.Name("seed")
+        name, spec = import_name(index, seed_fn, anchor)
+        new_call = cst.Call(func=cst.parse_expression(name), args=[cst.Arg(seed_arg)])
+        if isinstance(anchor, cst.SimpleStatementLine):
+            fix.replace[anchor_call] = new_call
+        else:
+            fix.replace[anchor] = cst.SimpleStatementLine(
+                body=[cst.Expr(new_call)], leading_lines=anchor.leading_lines
+            )
         if spec is not None:
             fix.imports.append(spec)
         if not _imports_module(index, "accelerate") and seed_fn.startswith("accelerate"):
             fix.applicability = Applicability.UNSAFE
         fix.title = f"Replace the hand-written seeding with `{short}(...)`"
         return fix
+
+
+_DEVICE_WORDS = ("cuda", "gpu", "mps", "xpu", "npu", "mlu", "device")
+
+
+def _device_guard(index: Index, stmt: cst.CSTNode) -> Optional[cst.If]:
+    """The `if torch.cuda.is_available():` (or `args.use_gpu`, ...) statement whose branch holds ``stmt``."""
+    block = index.parent(stmt)
+    owner = index.parent(block) if block is not None else None
+    if isinstance(owner, cst.Else):
+        owner = index.parent(owner)
+    if isinstance(owner, cst.If) and isinstance(block, cst.IndentedBlock):
+        test = index.module.code_for_node(owner.test).lower()
+        if any(word in test for word in _DEVICE_WORDS):
+            return owner
+    return None
+
+
+def _is_seeding_stmt(stmt: cst.CSTNode, statements: List[cst.SimpleStatementLine]) -> bool:
+    return any(stmt is s for s in statements)
+
+
+def _only_seeding(guard: cst.If, statements: List[cst.SimpleStatementLine]) -> bool:
+    """Every branch of ``guard`` holds only the seeding calls being replaced (no `elif`)."""
+    blocks = [guard.body]
+    if guard.orelse is not None:
+        if not isinstance(guard.orelse, cst.Else):
+            return False
+        blocks.append(guard.orelse.body)
+    return all(
+        isinstance(b, cst.IndentedBlock) and all(_is_seeding_stmt(s, statements) for s in b.body) for b in blocks
+    )
 
 
 def _seed_text(index: Index, call: cst.Call) -> Optional[str]:

@@ -1,0 +1,492 @@
+"""DL101 seed-only-torch and DL102 seed-after-model-init on the idioms of real training scripts.
+
+Each case is a small script and the lines (1-based) where the rule must report; an empty list
+means the script is correct and must stay silent.
+"""
+
+import textwrap
+
+import pytest
+
+from distlint.config import Config
+from distlint.runner import lint_source
+from distlint.rules.seed_only_torch import SeedOnlyTorch
+
+from helpers import undefined_names
+
+
+def _lint(rule, source, fix=False):
+    return lint_source(textwrap.dedent(source), "script.py", Config(), fix=fix, unsafe_fixes=True, rules=[rule])
+
+
+def _lines(rule, source):
+    result = _lint(rule, source)
+    assert not result.errors, result.errors
+    return [f.line for f in result.findings]
+
+
+# (id, source, lines where DL101 reports)
+DL101_CASES = [
+    ("alias-torch-as-T", """
+        import random
+        import torch as T
+        T.manual_seed(0)
+        random.shuffle([1, 2])
+        """, [4]),
+    ("from-torch-import-manual_seed", """
+        from torch import manual_seed
+        import numpy as np
+        manual_seed(0)
+        np.random.rand(3)
+        """, [4]),
+    ("from-torch.random-import-manual_seed", """
+        from torch.random import manual_seed
+        import numpy as np
+        manual_seed(0)
+        np.random.rand(3)
+        """, [4]),
+    ("import-numpy.random-as-npr", """
+        import numpy.random as npr
+        import torch
+        torch.manual_seed(0)
+        npr.permutation(10)
+        """, [4]),
+    ("from-numpy-import-random-as-npr", """
+        from numpy import random as npr
+        import torch
+        torch.manual_seed(0)
+        npr.randint(0, 5)
+        """, [4]),
+    ("from-random-import-shuffle", """
+        from random import shuffle
+        import torch
+        torch.manual_seed(0)
+        shuffle([1, 2, 3])
+        """, [4]),
+    ("numpy.random-alias-seeded-is-complete", """
+        import numpy.random as npr
+        import torch
+        torch.manual_seed(0)
+        npr.seed(0)
+        npr.permutation(10)
+        """, []),
+    ("from-random-import-seed-is-complete", """
+        from random import seed, shuffle
+        import torch
+        torch.manual_seed(0)
+        seed(0)
+        shuffle([1, 2, 3])
+        """, []),
+    ("transformers.set_seed", """
+        import numpy as np
+        import torch
+        import transformers
+        transformers.set_seed(1)
+        torch.manual_seed(1)
+        np.random.rand(2)
+        """, []),
+    ("from-transformers-import-set_seed", """
+        import numpy as np
+        import torch
+        from transformers import set_seed
+        set_seed(1)
+        torch.manual_seed(1)
+        np.random.rand(2)
+        """, []),
+    ("lightning-seed_everything", """
+        import numpy as np
+        import torch
+        from lightning import seed_everything
+        seed_everything(1)
+        torch.manual_seed(1)
+        np.random.rand(2)
+        """, []),
+    ("pytorch_lightning-seed_everything", """
+        import numpy as np
+        import torch
+        import pytorch_lightning as pl
+        pl.seed_everything(1)
+        torch.manual_seed(1)
+        np.random.rand(2)
+        """, []),
+    ("lightning_fabric-seed_everything", """
+        import numpy as np
+        import torch
+        from lightning_fabric.utilities.seed import seed_everything
+        seed_everything(1)
+        torch.manual_seed(1)
+        np.random.rand(2)
+        """, []),
+    ("fabric-instance-seed_everything", """
+        import numpy as np
+        import torch
+        from lightning.fabric import Fabric
+        fabric = Fabric(accelerator="cpu")
+        fabric.seed_everything(1)
+        torch.manual_seed(1)
+        np.random.rand(2)
+        """, []),
+    ("fabric-self-attribute-seed_everything", """
+        import numpy as np
+        import torch
+        import lightning as L
+
+        class Trainer:
+            def __init__(self):
+                self.fabric = L.Fabric()
+                self.fabric.seed_everything(3)
+                torch.manual_seed(3)
+                np.random.rand(2)
+        """, []),
+    ("local-helper-complete", """
+        import random
+        import numpy as np
+        import torch
+
+        def seed_all(seed):
+            random.seed(seed)
+            np.random.seed(seed)
+            torch.manual_seed(seed)
+
+        seed_all(0)
+        np.random.rand(2)
+        """, []),
+    ("local-helper-named-set_seed", """
+        import random
+        import numpy as np
+        import torch
+
+        def set_seed(seed):
+            random.seed(seed)
+            np.random.seed(seed)
+            torch.manual_seed(seed)
+            torch.cuda.manual_seed_all(seed)
+
+        set_seed(0)
+        random.shuffle([1, 2])
+        """, []),
+    ("local-helper-incomplete-is-reported", """
+        import numpy as np
+        import torch
+
+        def set_seed(seed):
+            torch.manual_seed(seed)
+            torch.cuda.manual_seed_all(seed)
+
+        set_seed(0)
+        np.random.rand(2)
+        """, [6]),
+    ("method-seed_all-complete", """
+        import random
+        import numpy as np
+        import torch
+
+        class Trainer:
+            def __init__(self, seed):
+                self.seed_all(seed)
+
+            def seed_all(self, seed):
+                random.seed(seed)
+                np.random.seed(seed)
+                torch.manual_seed(seed)
+
+            def data(self):
+                return np.random.permutation(10)
+        """, []),
+    ("seed-plus-rank-all-generators", """
+        import random
+        import numpy as np
+        import torch
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        rank = dist.get_rank()
+        random.seed(1234 + rank)
+        np.random.seed(1234 + rank)
+        torch.manual_seed(1234 + rank)
+        np.random.rand(2)
+        """, []),
+    ("seed-plus-rank-numpy-missing", """
+        import numpy as np
+        import torch
+        import torch.distributed as dist
+        rank = dist.get_rank()
+        torch.manual_seed(1234 + rank)
+        np.random.rand(2)
+        """, [6]),
+    ("cuda-available-block-complete", """
+        import random
+        import numpy as np
+        import torch
+        seed = 0
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        if torch.cuda.is_available():
+            torch.cuda.manual_seed_all(seed)
+        np.random.rand(2)
+        """, []),
+    ("cuda-available-block-incomplete", """
+        import numpy as np
+        import torch
+        seed = 0
+        if torch.cuda.is_available():
+            torch.cuda.manual_seed_all(seed)
+        torch.manual_seed(seed)
+        np.random.rand(2)
+        """, [6]),
+    ("worker_init_fn-seeds-numpy-from-initial_seed", """
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader
+
+        def worker_init_fn(worker_id):
+            np.random.seed(torch.initial_seed() % 2**32)
+
+        torch.manual_seed(0)
+        loader = DataLoader(range(10), num_workers=2, worker_init_fn=worker_init_fn)
+        def augment(x):
+            return x + np.random.rand()
+        """, []),
+    ("numpy-default_rng-local-generator", """
+        import numpy as np
+        import torch
+        torch.manual_seed(0)
+        rng = np.random.default_rng(0)
+        rng.permutation(10)
+        np.random.default_rng().integers(5)
+        """, []),
+    ("random-Random-instance", """
+        import random
+        import torch
+        torch.manual_seed(0)
+        r = random.Random(0)
+        r.shuffle([1, 2])
+        """, []),
+    ("xla-needs-set_rng_state", """
+        import torch
+        import torch_xla.core.xla_model as xm
+        torch.manual_seed(0)
+        device = xm.xla_device()
+        """, [4]),
+    ("xla-set_rng_state-present", """
+        import torch
+        import torch_xla.core.xla_model as xm
+        torch.manual_seed(0)
+        xm.set_rng_state(0)
+        device = xm.xla_device()
+        """, []),
+    ("mp.spawn-worker-seeds-inside", """
+        import numpy as np
+        import torch
+        import torch.multiprocessing as mp
+
+        def worker(rank, seed):
+            torch.manual_seed(seed + rank)
+            np.random.seed(seed + rank)
+            np.random.shuffle(list(range(4)))
+
+        if __name__ == "__main__":
+            mp.spawn(worker, args=(0,), nprocs=2)
+        """, []),
+    ("mp.spawn-worker-numpy-missing", """
+        import numpy as np
+        import torch
+        import torch.multiprocessing as mp
+
+        def worker(rank, seed):
+            torch.manual_seed(seed + rank)
+            np.random.shuffle(list(range(4)))
+
+        if __name__ == "__main__":
+            mp.spawn(worker, args=(0,), nprocs=2)
+        """, [7]),
+    ("trainer-__init__-seeds-torch-only", """
+        import random
+        import torch
+
+        class Trainer:
+            def __init__(self, seed):
+                torch.manual_seed(seed)
+
+            def batches(self, items):
+                random.shuffle(items)
+                return items
+        """, [7]),
+    ("trainer-__init__-complete", """
+        import random
+        import numpy as np
+        import torch
+
+        class Trainer:
+            def __init__(self, seed):
+                random.seed(seed)
+                np.random.seed(seed)
+                torch.manual_seed(seed)
+
+            def batches(self, items):
+                random.shuffle(items)
+                return np.random.permutation(items)
+        """, []),
+    ("torch-only-no-other-draws", """
+        import torch
+        torch.manual_seed(0)
+        x = torch.randn(3)
+        """, []),
+    ("torch.Generator-manual_seed-is-not-global", """
+        import numpy as np
+        import torch
+        g = torch.Generator()
+        g.manual_seed(0)
+        np.random.rand(2)
+        """, []),
+]
+
+
+@pytest.mark.parametrize("source,lines", [c[1:] for c in DL101_CASES], ids=[c[0] for c in DL101_CASES])
+def test_dl101_idioms(source, lines):
+    assert _lines(SeedOnlyTorch(), source) == lines
+
+
+# (id, source, exact output of the fix; None: reported without a fix)
+DL101_FIXES = [
+    ("cuda-block-with-only-seeding-is-removed", """
+        import numpy as np
+        import torch
+        from accelerate import Accelerator
+
+        def main(seed):
+            accelerator = Accelerator()
+            torch.manual_seed(seed)
+            if torch.cuda.is_available():
+                torch.cuda.manual_seed_all(seed)
+            np.random.rand(2)
+        """, """
+        import numpy as np
+        import torch
+        from accelerate import Accelerator
+        from accelerate.utils import set_seed
+
+        def main(seed):
+            accelerator = Accelerator()
+            set_seed(seed)
+            np.random.rand(2)
+        """),
+    ("cuda-block-keeps-its-other-statements-and-set_seed-stays-unguarded", """
+        import numpy as np
+        import torch
+        from accelerate import Accelerator
+
+        def main(seed):
+            accelerator = Accelerator()
+            if torch.cuda.is_available():
+                torch.cuda.manual_seed(seed)
+                torch.cuda.manual_seed_all(seed)
+                torch.backends.cudnn.deterministic = True
+            torch.manual_seed(seed)
+            np.random.rand(2)
+        """, """
+        import numpy as np
+        import torch
+        from accelerate import Accelerator
+        from accelerate.utils import set_seed
+
+        def main(seed):
+            accelerator = Accelerator()
+            if torch.cuda.is_available():
+                torch.backends.cudnn.deterministic = True
+            set_seed(seed)
+            np.random.rand(2)
+        """),
+    ("if-else-device-seeding-becomes-one-call", """
+        import numpy as np
+        import torch
+        from accelerate import Accelerator
+
+        def main(seed):
+            accelerator = Accelerator()
+            if torch.cuda.is_available():
+                torch.cuda.manual_seed_all(seed)
+            else:
+                torch.manual_seed(seed)
+            np.random.rand(2)
+        """, """
+        import numpy as np
+        import torch
+        from accelerate import Accelerator
+        from accelerate.utils import set_seed
+
+        def main(seed):
+            accelerator = Accelerator()
+            set_seed(seed)
+            np.random.rand(2)
+        """),
+    ("guarded-seeding-mixed-with-other-work-is-not-fixed", """
+        import numpy as np
+        import torch
+        from accelerate import Accelerator
+
+        def main(seed):
+            accelerator = Accelerator()
+            if torch.cuda.is_available():
+                torch.cuda.manual_seed_all(seed)
+                torch.backends.cudnn.benchmark = False
+            np.random.rand(2)
+        """, None),
+    ("seed-only-when-given", """
+        import random
+        import torch
+        from accelerate import Accelerator
+
+        accelerator = Accelerator()
+        seed = None
+        if seed is not None:
+            random.seed(seed)
+            torch.manual_seed(seed)
+        """, """
+        import random
+        import torch
+        from accelerate import Accelerator
+        from accelerate.utils import set_seed
+
+        accelerator = Accelerator()
+        seed = None
+        if seed is not None:
+            set_seed(seed)
+        """),
+    ("existing-set_seed-binding-is-reused", """
+        import torch
+        import accelerate.utils
+        from accelerate import Accelerator
+
+        acc = Accelerator()
+        torch.manual_seed(3)
+        """, """
+        import torch
+        import accelerate.utils
+        from accelerate import Accelerator
+
+        acc = Accelerator()
+        accelerate.utils.set_seed(3)
+        """),
+    ("per-rank-seed-differs-no-fix", """
+        import numpy as np
+        import torch
+        from accelerate import Accelerator
+
+        accelerator = Accelerator()
+        torch.manual_seed(1 + accelerator.process_index)
+        np.random.seed(1)
+        """, None),
+]
+
+
+@pytest.mark.parametrize("source,fixed", [c[1:] for c in DL101_FIXES], ids=[c[0] for c in DL101_FIXES])
+def test_dl101_fix(source, fixed):
+    assert len(_lint(SeedOnlyTorch(), source).findings) == 1
+    result = _lint(SeedOnlyTorch(), source, fix=True)
+    if fixed is None:
+        assert result.fixed_source is None
+        return
+    assert result.fixed_source == textwrap.dedent(fixed)
+    assert undefined_names(result.fixed_source) == []
+    assert _lint(SeedOnlyTorch(), result.fixed_source).findings == ()
