@@ -1,0 +1,331 @@
+"""DL202 scheduler-length-per-process."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from distlint.analysis import Index, call_keyword
+from distlint.fixes import Fix
+from distlint.model import Applicability
+from distlint.rule import Invalid, Rule, RuleContext, Valid
+from distlint.rules._common import (
+    accelerator_calls,
+    accelerator_expr,
+    assigned_from,
+    is_prepare_call,
+    reads_world_size,
+    scaled_expression,
+    split_batches_effective,
+)
+
+_TORCH = "torch.optim.lr_scheduler."
+_HF_WARMUP = ((1, "num_warmup_steps", "warmup"), (2, "num_training_steps", "total"))
+# scheduler -> arguments that count steps: (position, keyword, role); role "lambda" = lr_lambda.
+LENGTH_ARGUMENTS: Dict[str, Tuple[Tuple[int, str, str], ...]] = {
+    _TORCH + "OneCycleLR": ((2, "total_steps", "total"), (4, "steps_per_epoch", "total")),
+    _TORCH + "CosineAnnealingLR": ((1, "T_max", "total"),),
+    _TORCH + "LinearLR": ((3, "total_iters", "total"),),
+    _TORCH + "ConstantLR": ((2, "total_iters", "total"),),
+    _TORCH + "PolynomialLR": ((1, "total_iters", "total"),),
+    _TORCH + "StepLR": ((1, "step_size", "total"),),
+    _TORCH + "MultiStepLR": ((1, "milestones", "total"),),
+    _TORCH + "CosineAnnealingWarmRestarts": ((1, "T_0", "total"),),
+    _TORCH + "SequentialLR": ((2, "milestones", "warmup"),),
+    _TORCH + "CyclicLR": ((3, "step_size_up", "total"), (4, "step_size_down", "total")),
+    _TORCH + "LambdaLR": ((1, "lr_lambda", "lambda"),),
+    _TORCH + "MultiplicativeLR": ((1, "lr_lambda", "lambda"),),
+    "transformers.get_scheduler": ((2, "num_warmup_steps", "warmup"), (3, "num_training_steps", "total")),
+    "diffusers.optimization.get_scheduler": ((3, "num_warmup_steps", "warmup"), (4, "num_training_steps", "total")),
+}
+for _name in (
+    "get_linear_schedule_with_warmup",
+    "get_cosine_schedule_with_warmup",
+    "get_cosine_with_hard_restarts_schedule_with_warmup",
+    "get_polynomial_decay_schedule_with_warmup",
+    "get_constant_schedule_with_warmup",
+    "get_inverse_sqrt_schedule",
+    "get_wsd_schedule",
+):
+    LENGTH_ARGUMENTS["transformers." + _name] = _HF_WARMUP
+    LENGTH_ARGUMENTS["diffusers.optimization." + _name] = _HF_WARMUP
+
+
+def _scheduler_kind(qualname: Optional[str]) -> Optional[str]:
+    if qualname is None:
+        return None
+    qualname = qualname.replace("transformers.optimization.", "transformers.")
+    return qualname if qualname in LENGTH_ARGUMENTS else None
+
+
+class SchedulerLengthPerProcess(Rule):
+    """
+    ## What it does
+    Flags an LR scheduler that is passed to `accelerator.prepare` and whose length (total or
+    warmup steps: `num_training_steps`, `T_max`, `total_iters`, `total_steps`, arguments of an
+    `lr_lambda` factory, ...) is counted from the length of a DataLoader *after* it was prepared,
+    without a factor of `accelerator.num_processes`.
+
+    Not reported: schedules counted from the DataLoader before `prepare` (single-device steps,
+    the idiom of the Accelerate and `*_no_trainer` examples), lengths multiplied by the number of
+    processes, schedulers that are not prepared, `Accelerator(step_scheduler_with_optimizer=False)`
+    and `DataLoaderConfiguration(split_batches=True)`.
+
+    ## Why is this bad?
+    A prepared DataLoader yields only its shard: `len(loader)` is the number of steps *each
+    process* takes. A prepared scheduler, however, is stepped `num_processes` times per optimizer
+    step (Accelerate counts schedules in single-device steps, to match the larger observed
+    batch). A schedule sized from the per-process length therefore ends N times too early: a
+    cosine or linear decay reaches its minimum after 1/N of training and the rest of the run
+    trains at the final learning rate; warmup is N times too short.
+
+    ## Fix safety
+    The fix multiplies the per-process length argument(s) by `<accelerator>.num_processes`. It is
+    unsafe: it changes the learning-rate schedule of every multi-process run (to the one the script
+    meant), and a script that compensated elsewhere (for example by stepping the scheduler by hand)
+    would be changed too. No fix when no accelerator is visible at the scheduler.
+
+    ## References
+    - Accelerate, "Comparing performance across distributed setups": learning rates
+      (the prepared scheduler is stepped once per process).
+    - `accelerate.scheduler.AcceleratedScheduler`.
+    """
+
+    CODE = "DL202"
+    NAME = "scheduler-length-per-process"
+    MESSAGE = "scheduler length counted from the prepared (per-process) DataLoader: multiply by `accelerator.num_processes`"
+    FIX_TITLE = "Count the schedule in single-device steps (multiply by the number of processes)"
+    FIX_SAFETY = Applicability.UNSAFE
+    TRIGGERS = ("prepare",)
+
+    VALID = (
+        # counted before prepare: single-device steps
+        Valid(
+            "import torch\nfrom torch.utils.data import DataLoader\nfrom accelerate import Accelerator\n\n"
+            "accelerator = Accelerator()\nloader = DataLoader(range(64), batch_size=8)\n"
+            "opt = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1 * accelerator.num_processes)\n"
+            "sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=3 * len(loader))\n"
+            "opt, loader, sched = accelerator.prepare(opt, loader, sched)\n"
+        ),
+        # after prepare, multiplied by the number of processes
+        Valid(
+            "import torch\nfrom torch.utils.data import DataLoader\nfrom accelerate import Accelerator\n"
+            "from transformers import get_scheduler\n\n"
+            "accelerator = Accelerator()\nopt = torch.optim.SGD([torch.zeros(1)], lr=0.1)\n"
+            "opt, loader = accelerator.prepare(opt, DataLoader(range(64), batch_size=8))\n"
+            "steps = 2 * len(loader)\n"
+            "sched = get_scheduler('linear', opt, num_warmup_steps=0, num_training_steps=steps * accelerator.num_processes)\n"
+            "sched = accelerator.prepare(sched)\n"
+        ),
+        # step_scheduler_with_optimizer=False: stepped once per call, per-process count is right
+        Valid(
+            "import torch\nfrom accelerate import Accelerator\n\n"
+            "accelerator = Accelerator(step_scheduler_with_optimizer=False)\n"
+            "opt, loader = accelerator.prepare(torch.optim.SGD([torch.zeros(1)], lr=0.1), torch.utils.data.DataLoader(range(8)))\n"
+            "sched = accelerator.prepare(torch.optim.lr_scheduler.LinearLR(opt, total_iters=len(loader)))\n"
+        ),
+        # the scheduler is not prepared: the user steps it once per optimizer step
+        Valid(
+            "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+            "opt, loader = accelerator.prepare(torch.optim.SGD([torch.zeros(1)], lr=0.1), torch.utils.data.DataLoader(range(8)))\n"
+            "sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=len(loader))\n"
+        ),
+        Valid(
+            "import torch\nfrom accelerate import Accelerator\nfrom accelerate.utils import DataLoaderConfiguration as DLC\n\n"
+            "accelerator = Accelerator(dataloader_config=DLC(split_batches=True))\n"
+            "opt, loader = accelerator.prepare(torch.optim.SGD([torch.zeros(1)], lr=0.1), torch.utils.data.DataLoader(range(8)))\n"
+            "sched = accelerator.prepare(torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=len(loader)))\n"
+        ),
+        # the length after prepare is only used for the epoch count, after the scheduler exists
+        Valid(
+            "import math\nimport torch\nfrom accelerate import Accelerator\nfrom transformers import get_scheduler\n\n"
+            "def main(args, loader, opt):\n    accelerator = Accelerator()\n"
+            "    args.max_train_steps = args.epochs * len(loader)\n"
+            "    sched = get_scheduler('linear', opt, num_warmup_steps=0, num_training_steps=args.max_train_steps)\n"
+            "    loader, sched = accelerator.prepare(loader, sched)\n"
+            "    args.max_train_steps = args.epochs * math.ceil(len(loader))\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+            "opt, loader = accelerator.prepare(torch.optim.SGD([torch.zeros(1)], lr=0.1), torch.utils.data.DataLoader(range(8)))\n"
+            "max_steps = 3 * len(loader)\n"
+            "sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max_steps)\n"
+            "sched = accelerator.prepare(sched)\n",
+            fixed=(
+                "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+                "opt, loader = accelerator.prepare(torch.optim.SGD([torch.zeros(1)], lr=0.1), torch.utils.data.DataLoader(range(8)))\n"
+                "max_steps = 3 * len(loader)\n"
+                "sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max_steps * accelerator.num_processes)\n"
+                "sched = accelerator.prepare(sched)\n"
+            ),
+        ),
+        # transformers helper, warmup and total both per process; `import accelerate` form
+        Invalid(
+            "import math\nimport accelerate\nimport transformers\n\n"
+            "def train(model, opt, loader, epochs):\n    acc = accelerate.Accelerator()\n"
+            "    model, opt, loader = acc.prepare(model, opt, loader)\n"
+            "    total = epochs * math.ceil(len(loader) / 4)\n"
+            "    sched = transformers.get_linear_schedule_with_warmup(opt, total // 10, total)\n"
+            "    sched = acc.prepare(sched)\n",
+            fixed=(
+                "import math\nimport accelerate\nimport transformers\n\n"
+                "def train(model, opt, loader, epochs):\n    acc = accelerate.Accelerator()\n"
+                "    model, opt, loader = acc.prepare(model, opt, loader)\n"
+                "    total = epochs * math.ceil(len(loader) / 4)\n"
+                "    sched = transformers.get_linear_schedule_with_warmup(opt, total // 10 * acc.num_processes, total * acc.num_processes)\n"
+                "    sched = acc.prepare(sched)\n"
+            ),
+        ),
+        # a LambdaLR factory receives the per-process length; trainer class with self.accelerator
+        Invalid(
+            "import torch\nfrom accelerate import Accelerator\n\n"
+            "def warmup_decay(total):\n    return lambda step: max(0.0, 1 - step / total)\n\n"
+            "class Trainer:\n    def __init__(self, model, loader):\n        self.accelerator = Accelerator()\n"
+            "        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-3 * self.accelerator.num_processes)\n"
+            "        self.opt, self.loader = self.accelerator.prepare(self.opt, loader)\n"
+            "        sched = torch.optim.lr_scheduler.LambdaLR(self.opt, warmup_decay(10 * len(self.loader)))\n"
+            "        self.sched = self.accelerator.prepare(sched)\n",
+            fixed=(
+                "import torch\nfrom accelerate import Accelerator\n\n"
+                "def warmup_decay(total):\n    return lambda step: max(0.0, 1 - step / total)\n\n"
+                "class Trainer:\n    def __init__(self, model, loader):\n        self.accelerator = Accelerator()\n"
+                "        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-3 * self.accelerator.num_processes)\n"
+                "        self.opt, self.loader = self.accelerator.prepare(self.opt, loader)\n"
+                "        sched = torch.optim.lr_scheduler.LambdaLR(self.opt, warmup_decay(10 * len(self.loader) * self.accelerator.num_processes))\n"
+                "        self.sched = self.accelerator.prepare(sched)\n"
+            ),
+        ),
+        # SequentialLR wrapper prepared: the inner schedulers are stepped N times too
+        Invalid(
+            "from torch.optim.lr_scheduler import CosineAnnealingLR, SequentialLR, LinearLR\n"
+            "from accelerate import Accelerator as A\n\n"
+            "def setup(model, opt, loader):\n    accelerator = A()\n"
+            "    model, opt, loader = accelerator.prepare(model, opt, loader)\n"
+            "    sched = SequentialLR(opt, [LinearLR(opt, total_iters=5), CosineAnnealingLR(opt, T_max=len(loader))], milestones=[5])\n"
+            "    return accelerator.prepare(sched)\n",
+            fixed=(
+                "from torch.optim.lr_scheduler import CosineAnnealingLR, SequentialLR, LinearLR\n"
+                "from accelerate import Accelerator as A\n\n"
+                "def setup(model, opt, loader):\n    accelerator = A()\n"
+                "    model, opt, loader = accelerator.prepare(model, opt, loader)\n"
+                "    sched = SequentialLR(opt, [LinearLR(opt, total_iters=5), CosineAnnealingLR(opt, T_max=len(loader) * accelerator.num_processes)], milestones=[5])\n"
+                "    return accelerator.prepare(sched)\n"
+            ),
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        index = ctx.index
+        accelerators = accelerator_calls(index)
+        if not accelerators or split_batches_effective(index):
+            return
+        for acc in accelerators:
+            flag = call_keyword(acc, "step_scheduler_with_optimizer")
+            if flag is not None and index.constant_value(flag) is False:
+                return
+        prepare_args = [arg.value for call in index.calls if is_prepare_call(index, call) for arg in call.args]
+        if not prepare_args:
+            return
+        for sched in index.calls:
+            kind = _scheduler_kind(index.qualname(sched.func))
+            if kind is None:
+                continue
+            if not any(index.reaches(a, lambda n, _q, s=sched: n is s, depth=4) for a in prepare_args):
+                continue
+            per_process = [value for value, _role in self._length_values(sched, kind) if self._per_process(index, sched, value)]
+            if not per_process:
+                continue
+            totals = [v for v, role in self._length_values(sched, kind) if role != "warmup" and v in per_process]
+            report_at = totals[0] if totals else per_process[0]
+            text = index.module.code_for_node(report_at).strip()
+            subject = f"`{text}`" if len(text) <= 40 else "the schedule length"
+            message = (
+                f"{subject} counts the steps of the prepared (per-process) DataLoader, but the prepared "
+                "scheduler is stepped once per process on every optimizer step: the schedule ends "
+                "num_processes times too early; multiply by `accelerator.num_processes`"
+            )
+            ctx.report(report_at, message, self._fix(index, sched, per_process))
+
+    @staticmethod
+    def _length_values(sched: cst.Call, kind: str) -> List[Tuple[cst.BaseExpression, str]]:
+        out: List[Tuple[cst.BaseExpression, str]] = []
+        for position, keyword, role in LENGTH_ARGUMENTS[kind]:
+            arg = Index.argument(sched, keyword, position)
+            if arg is None:
+                continue
+            if role == "lambda":
+                # `LambdaLR(opt, warmup_decay(warmup, total))`: the factory's arguments carry the length
+                if isinstance(arg.value, cst.Call):
+                    out.extend((a.value, "total") for a in arg.value.args if not a.star)
+                else:
+                    out.append((arg.value, "total"))
+            elif isinstance(arg.value, (cst.List, cst.Tuple)):
+                out.extend((el.value, role) for el in arg.value.elements)
+            else:
+                out.append((arg.value, role))
+        return out
+
+    def _per_process(self, index: Index, sched: cst.Call, value: cst.BaseExpression) -> bool:
+        def is_len(node: cst.CSTNode) -> bool:
+            return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len"
+
+        def prepared_length(node: cst.CSTNode, _q: Optional[str]) -> bool:
+            if not is_len(node) or not node.args:  # type: ignore[union-attr]
+                return False
+            # a length taken later in the same function (e.g. to recount epochs) is not the one
+            # the scheduler was built with
+            fn = index.enclosing_function(node)
+            later = index.order(node) > index.order(sched) and not index.is_inside(node, sched)
+            if later and fn is index.enclosing_function(sched):
+                return False
+            return _is_prepared_loader(index, node.args[0].value, index.order(node))  # type: ignore[union-attr]
+
+        # `len(loader)` is where the count comes from: how the loader was built does not matter
+        if not index.reaches(value, prepared_length, prune=is_len):
+            return False
+        return not index.reaches(value, reads_world_size, prune=is_len)
+
+    @staticmethod
+    def _fix(index: Index, sched: cst.Call, values: List[cst.BaseExpression]) -> Optional[Fix]:
+        acc = accelerator_expr(index, sched)
+        if acc is None:
+            return None
+        fix = Fix()
+        for value in values:
+            fix.replace[value] = scaled_expression(value, f"{acc}.num_processes")
+        return fix
+
+
+def _is_prepared_loader(index: Index, loader: cst.BaseExpression, at: int, depth: int = 3) -> bool:
+    """Was ``loader`` (a name / attribute / call) returned by ``accelerator.prepare`` at ``at``?"""
+    if depth <= 0:
+        return False
+    if is_prepare_call(index, loader):
+        return True
+    if isinstance(loader, cst.Name):
+        bindings = index.bindings_of(loader)
+        if not bindings:
+            return False
+        latest = max(bindings, key=lambda b: b.order)
+        if latest.op == "param":
+            # a helper gets the loader passed in: prepared at the call sites?
+            return any(
+                v is not None and _is_prepared_loader(index, v, index.order(v), depth - 1)
+                for v in index.values_of(loader)
+                if not isinstance(v, cst.Param)
+            )
+        value = assigned_from(index, latest)
+        return value is not None and is_prepare_call(index, value)
+    if isinstance(loader, cst.Attribute):
+        assigns = [a for a in index.attribute_assignments(loader) if a.op in ("=", "unpack")]
+        if not assigns:
+            return False
+        fn = index.enclosing_function(loader)
+        same_fn = [a for a in assigns if index.enclosing_function(a.node) is fn and a.order < at]
+        latest = max(same_fn or assigns, key=lambda a: a.order)
+        value = assigned_from(index, latest)
+        return value is not None and is_prepare_call(index, value)
+    return False
