@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Callable, Collection, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from distlint.config import Config, ConfigError, resolve_config
 from distlint.discovery import iter_source_files
 from distlint.fixes import write_atomic
-from distlint.model import FileError, FileResult, Finding
+from distlint.model import Applicability, FileError, FileResult, Finding
 from distlint.runner import lint_source as _lint_source
 
 __all__ = ["LintOptions", "lint_source", "fix_source", "config_for", "lint_file", "lint_paths", "Finding", "FileResult", "Config", "ConfigError"]
@@ -35,6 +36,8 @@ class LintOptions:
     config_path: Optional[str] = None
     isolated: bool = False
     debug: bool = False
+    cache: bool = False  # reuse results from .distlint_cache (the CLI's default; --no-cache)
+    jobs: Optional[int] = None  # processes for many files; None: one per available core
 
     def apply_to(self, config: Config) -> Config:
         changes = {}
@@ -126,6 +129,10 @@ def lint_file(path: str, config: Optional[Config] = None, options: LintOptions =
     data = read_source(path)
     if isinstance(data, FileError):
         return FileResult(path, errors=(data,))
+    return _lint_data(path, data, config, options)
+
+
+def _lint_data(path: str, data: bytes, config: Config, options: LintOptions) -> FileResult:
     result = lint_source(
         data, path, config, fix=options.fix, unsafe_fixes=options.unsafe_fixes,
         ignore_noqa=options.ignore_noqa, debug=options.debug,
@@ -155,9 +162,71 @@ class _Changed(Exception):
 
 
 def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> Iterator[FileResult]:
-    """Lint every Python file under ``paths``, one result per file, in a stable order."""
+    """Lint every Python file under ``paths``, one result per file, in a stable order.
+
+    With ``options.cache``, files whose results are cached are answered from the cache; the
+    others are linted on a process pool when there are many of them (``options.jobs``).
+    """
+    from distlint.parallel import ordered_map
+
+    slots: List[Union[FileResult, str]] = []  # a ready result, or a path still to lint
     for item in iter_source_files(paths, lambda p: config_for(p, options)):
         if isinstance(item, FileError):
-            yield FileResult(item.path, errors=(item,))
-            continue
-        yield lint_file(item, None, options)
+            slots.append(FileResult(item.path, errors=(item,)))
+        else:
+            hit = _cached_result(item, options) if options.cache else None
+            slots.append(hit if hit is not None else item)
+    todo = [slot for slot in slots if isinstance(slot, str)]
+    linted = ordered_map(partial(_lint_and_cache, options), todo, options.jobs)
+    for slot in slots:
+        yield next(linted) if isinstance(slot, str) else slot
+
+
+def _cache_entry(path: str, data: bytes, config: Config, options: LintOptions):
+    from distlint.cache import cache_for, cache_key
+    from distlint.runner import enabled_rules
+
+    codes = frozenset(rule.CODE for rule in enabled_rules(config, path))
+    key = cache_key(data, path, config, codes, ignore_noqa=options.ignore_noqa, debug=options.debug)
+    return cache_for(config), key
+
+
+def _fix_wanted(result: FileResult, config: Config, options: LintOptions) -> bool:
+    unsafe = options.unsafe_fixes if options.unsafe_fixes is not None else config.unsafe_fixes
+    return any(
+        f.fix is not None and (f.fix.applicability is Applicability.SAFE or unsafe) for f in result.findings
+    )
+
+
+def _cached_result(path: str, options: LintOptions) -> Optional[FileResult]:
+    try:
+        config = config_for(path, options)
+    except ConfigError:
+        return None
+    data = read_source(path)
+    if isinstance(data, FileError):
+        return None
+    cache, key = _cache_entry(path, data, config, options)
+    result = cache.get(key, path)
+    if result is None or (options.fix and _fix_wanted(result, config, options)):
+        return None  # a fix run can reuse a result only when there is nothing to fix
+    return result
+
+
+def _lint_and_cache(options: LintOptions, path: str) -> FileResult:
+    """Lint one file (in a pool worker or in-process) and remember its result."""
+    if not options.cache:
+        return lint_file(path, None, options)
+    try:
+        config = config_for(path, options)
+    except ConfigError as exc:
+        return FileResult(path, errors=(FileError(path, str(exc)),))
+    data = read_source(path)
+    if isinstance(data, FileError):
+        return FileResult(path, errors=(data,))
+    result = _lint_data(path, data, config, options)
+    # A fix run's result equals the check result only when no fix was wanted.
+    if not options.fix or not _fix_wanted(result, config, options):
+        cache, key = _cache_entry(path, data, config, options)
+        cache.put(key, result)
+    return result

@@ -55,6 +55,9 @@ def _common_options(f):
         click.option("--ignore-noqa", is_flag=True, help="Report findings even where `# noqa` suppresses them."),
         click.option("--stdin-filename", metavar="PATH", help="The path to lint stdin as (with `-` as the path)."),
         click.option("--debug", is_flag=True, help="Show tracebacks of internal errors."),
+        click.option("--no-cache", is_flag=True, help="Lint every file again instead of reusing results from .distlint_cache."),
+        click.option("--jobs", "-j", type=click.IntRange(min=0), default=None, metavar="N",
+                     help="Processes for many files [default: one per CPU; 1: no pool]."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -100,7 +103,8 @@ def _run(
     paths: Tuple[str, ...],
     fix: bool,
     select, ignore, extend_select, unsafe_fixes, diff, exit_zero, statistics, fmt, output_file,
-    config_path, isolated, ignore_noqa, stdin_filename, debug, verify: bool = False, **verify_kwargs,
+    config_path, isolated, ignore_noqa, stdin_filename, debug, no_cache: bool = False, jobs: Optional[int] = None,
+    verify: bool = False, **verify_kwargs,
 ) -> int:
     select_t, ignore_t, extend_t = _split_codes(select), _split_codes(ignore), _split_codes(extend_select)
     _validate_selectors(select_t, "--select")
@@ -112,7 +116,7 @@ def _run(
     options = LintOptions(
         select=select_t, ignore=ignore_t, extend_select=extend_t, unsafe_fixes=unsafe_fixes,
         fix=fix or diff, write=not diff, ignore_noqa=ignore_noqa, config_path=config_path,
-        isolated=isolated, debug=debug,
+        isolated=isolated, debug=debug, cache=not no_cache, jobs=jobs,
     )
     if verify:
         return _run_verify(paths, options, fmt, verify_kwargs)
@@ -268,6 +272,24 @@ def rule_cmd(code: str) -> None:
     except KeyError:
         raise click.BadParameter(f"no rule {code!r} (see `distlint rules`)", param_hint="CODE")
     click.echo(rule.docs(), nl=False)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+def clean(paths: Tuple[str, ...]) -> None:
+    """Remove the result cache (.distlint_cache) of the project of PATHS (default: here)."""
+    from distlint.cache import clean as remove_cache
+
+    roots = []
+    for path in paths or (".",):
+        try:
+            roots.append(config_for(path).root or os.getcwd())
+        except ConfigError:
+            roots.append(os.getcwd())
+    for root in dict.fromkeys(os.path.abspath(r) for r in roots):
+        removed = remove_cache(root)
+        if removed:
+            click.echo(f"removed {removed}")
 
 
 @main.command()

@@ -133,6 +133,7 @@ def lint_source(
     if unsafe_fixes is None:
         unsafe_fixes = config.unsafe_fixes
     active = tuple(rules) if rules is not None else enabled_rules(config, path)
+    enabled = frozenset(r.CODE for r in active)  # before the trigger filter: for DL001 unused-noqa
 
     try:
         text = decode(source) if isinstance(source, bytes) else source
@@ -158,7 +159,7 @@ def lint_source(
 
     errors: List[FileError] = []
     try:
-        current = _lint_module(module, text, path, active, config, ignore_noqa, unsafe_fixes, errors, debug)
+        current = _lint_module(module, text, path, active, config, ignore_noqa, unsafe_fixes, errors, debug, enabled)
     except RecursionError:
         return FileResult(path, errors=(FileError(path, "source is too deeply nested to analyse"),))
     if not fix:
@@ -193,7 +194,7 @@ def lint_source(
         changed = True
         module = new_module
         text = module.code
-        current = _lint_module(module, text, path, active, config, ignore_noqa, unsafe_fixes, errors, debug)
+        current = _lint_module(module, text, path, active, config, ignore_noqa, unsafe_fixes, errors, debug, enabled)
     fixed_source = module.code if changed else None
     return FileResult(
         path,
@@ -223,6 +224,7 @@ def _lint_module(
     unsafe_fixes: bool,
     errors: List[FileError],
     debug: bool,
+    enabled: FrozenSet[str] = frozenset(),
 ) -> _Round:
     index = Index(module, text)
     ctx = RuleContext(index, path, text)
@@ -236,7 +238,8 @@ def _lint_module(
             detail = traceback.format_exc() if debug else f"{type(exc).__name__}: {exc}"
             errors.append(FileError(path, f"internal error in {rule.CODE}: {detail} (please report; --debug shows the traceback)"))
     noqa = Noqa.scan(text)
-    if not ctx.reports:
+    unused_noqa_rule = None if ignore_noqa else next((r for r in active if r.CODE == "DL001"), None)
+    if not ctx.reports and unused_noqa_rule is None:
         return _Round([], [], [], index, module, noqa)
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     findings: List[Finding] = []
@@ -272,5 +275,15 @@ def _lint_module(
         findings.append(finding)
         if report.fix is not None:
             fix_pairs.append((finding, report.fix))
+    if unused_noqa_rule is not None:
+        # after suppression: only now is it known which `# noqa` codes suppressed nothing
+        from distlint.rules import unused_noqa
+
+        known = {r.CODE for r in all_rules()}
+        for rng, message, fix in unused_noqa.unused_noqa(module, positions, noqa, enabled, known):
+            info = FixInfo(Applicability.SAFE, fix.title)
+            finding = Finding(path, rng, unused_noqa.CODE, unused_noqa_rule.NAME, message, info, fix_id=len(ctx.reports) + len(fix_pairs))
+            findings.append(finding)
+            fix_pairs.append((finding, fix))
     findings.sort(key=lambda f: (f.line, f.column, f.code))
     return _Round(findings, suppressed, fix_pairs, index, module, noqa)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Sequence, TextIO
+from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO
 
 from distlint.model import FileResult
 
@@ -21,6 +21,8 @@ class ReportContext:
     unsafe_fixes: bool = False
     show_statistics: bool = False
     diff: bool = False
+    # the run's LintOptions (sarif recomputes each finding's own fix with the same configuration)
+    options: Optional[Any] = None
 
 
 def renderer(fmt: str) -> Callable[[Sequence[FileResult], TextIO, ReportContext], None]:

@@ -1,0 +1,197 @@
+"""Content-hash cache of lint results, so a second run over an unchanged tree costs almost nothing.
+
+An entry is keyed by everything that decides a file's result: its bytes, the distlint version
+(plus a fingerprint of the engine and rule sources, so an edited rule in a development install
+invalidates old entries), the effective configuration, the rule codes enabled for the file, the
+file's absolute path and the options that change findings (``--ignore-noqa``, ``--debug``).
+
+Entries live in ``.distlint_cache/`` at the project root (the directory of the configuration
+file, else the current directory). The cache is best effort: an entry is written to a temporary
+file and renamed into place, so concurrent runs never see half an entry; an unreadable or
+corrupt entry is a miss; a read-only disk just means nothing is cached. Entries are JSON, never
+pickle: a cache directory checked into a repository must not be able to run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from functools import lru_cache
+from typing import Any, Dict, FrozenSet, Iterable, Optional, Tuple
+
+from distlint import __version__
+from distlint.config import Config
+from distlint.model import Applicability, FileError, FileResult, Finding, FixInfo, Range, Severity
+
+CACHE_DIR = ".distlint_cache"
+_FORMAT = 1  # bump when the entry layout changes
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# distlint cache; see https://bford.info/cachedir/\n"
+
+
+@lru_cache(maxsize=1)
+def engine_fingerprint() -> str:
+    """Version plus size/mtime of the engine and rule modules: a rule edited in a development
+    install must not be answered from entries computed by its older self."""
+    import distlint
+    import distlint.rules
+
+    parts = [__version__, str(_FORMAT)]
+    for package in (distlint, distlint.rules):
+        for directory in package.__path__:
+            try:
+                names = sorted(n for n in os.listdir(directory) if n.endswith(".py"))
+            except OSError:
+                continue
+            for name in names:
+                try:
+                    st = os.stat(os.path.join(directory, name))
+                except OSError:
+                    continue
+                parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def cache_key(
+    data: bytes,
+    path: str,
+    config: Config,
+    codes: FrozenSet[str],
+    ignore_noqa: bool = False,
+    debug: bool = False,
+) -> str:
+    h = hashlib.sha256()
+    for part in (
+        engine_fingerprint(),
+        repr(config),
+        ",".join(sorted(codes)),
+        os.path.abspath(path),
+        f"noqa={ignore_noqa};debug={debug}",
+    ):
+        h.update(part.encode("utf-8", "surrogateescape"))
+        h.update(b"\0")
+    h.update(data)
+    return h.hexdigest()
+
+
+class Cache:
+    """The entries of one project root."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.directory = os.path.join(root, CACHE_DIR)
+        self.entries = os.path.join(self.directory, "entries")
+        self._ready = False
+
+    def get(self, key: str, path: str) -> Optional[FileResult]:
+        """The cached result for ``key`` shown under ``path``, or None (missing or corrupt)."""
+        try:
+            with open(os.path.join(self.entries, key + ".json"), "rb") as handle:
+                raw = handle.read()
+        except OSError:
+            return None
+        try:
+            return _decode(json.loads(raw), path)
+        except Exception:  # corrupt, truncated or foreign entry: lint the file again
+            return None
+
+    def put(self, key: str, result: FileResult) -> None:
+        try:
+            self._prepare()
+            payload = json.dumps(_encode(result), separators=(",", ":")).encode("utf-8")
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.entries)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(payload)
+                os.replace(tmp, os.path.join(self.entries, key + ".json"))
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError:
+            pass  # read-only or full disk: run without caching rather than fail the lint
+
+    def _prepare(self) -> None:
+        if self._ready:
+            return
+        os.makedirs(self.entries, exist_ok=True)
+        # keep the cache out of version control and backups, as ruff and pytest do
+        for name, text in ((".gitignore", "# created by distlint\n*\n"), ("CACHEDIR.TAG", _TAG)):
+            target = os.path.join(self.directory, name)
+            if not os.path.exists(target):
+                try:
+                    with open(target, "x", encoding="utf-8") as handle:
+                        handle.write(text)
+                except FileExistsError:
+                    pass  # another run created it first
+        self._ready = True
+
+
+_CACHES: Dict[str, Cache] = {}
+
+
+def cache_for(config: Config) -> Cache:
+    root = os.path.abspath(config.root or os.getcwd())
+    cache = _CACHES.get(root)
+    if cache is None:
+        cache = _CACHES[root] = Cache(root)
+    return cache
+
+
+def clean(root: str) -> Optional[str]:
+    """Remove the cache under ``root``; the removed directory, or None when there was none."""
+    directory = os.path.join(os.path.abspath(root), CACHE_DIR)
+    if not os.path.isdir(directory) or os.path.islink(directory):
+        return None
+    shutil.rmtree(directory, ignore_errors=True)
+    _CACHES.pop(os.path.abspath(root), None)
+    return directory
+
+
+# ---------------------------------------------------------------------------------- encoding
+# Paths are not stored: the same file may be named `a.py` or `./a.py`; the caller's path is used.
+
+
+def _encode(result: FileResult) -> Dict[str, Any]:
+    return {
+        "findings": [_finding_out(f) for f in result.findings],
+        "suppressed": [_finding_out(f) for f in result.suppressed],
+        "errors": [[e.message, e.line, e.column] for e in result.errors],
+    }
+
+
+def _finding_out(f: Finding) -> list:
+    fix = [f.fix.applicability.value, f.fix.title] if f.fix is not None else None
+    return [list(_range_tuple(f.range)), f.code, f.name, f.message, fix, f.severity.value, f.cell, f.fix_id]
+
+
+def _range_tuple(r: Range) -> Tuple[int, int, int, int]:
+    return (r.line, r.column, r.end_line, r.end_column)
+
+
+def _decode(data: Dict[str, Any], path: str) -> FileResult:
+    return FileResult(
+        path,
+        findings=tuple(_finding_in(item, path) for item in data["findings"]),
+        errors=tuple(_error_in(item, path) for item in data["errors"]),
+        suppressed=tuple(_finding_in(item, path) for item in data["suppressed"]),
+    )
+
+
+def _finding_in(item: Iterable[Any], path: str) -> Finding:
+    rng, code, name, message, fix, severity, cell, fix_id = item
+    line, column, end_line, end_column = (int(v) for v in rng)
+    info = FixInfo(Applicability(fix[0]), str(fix[1])) if fix is not None else None
+    return Finding(
+        path, Range(line, column, end_line, end_column), str(code), str(name), str(message), info,
+        Severity(severity), None if cell is None else int(cell), None if fix_id is None else int(fix_id),
+    )
+
+
+def _error_in(item: Iterable[Any], path: str) -> FileError:
+    message, line, column = item
+    return FileError(path, str(message), None if line is None else int(line), None if column is None else int(column))

@@ -1,0 +1,206 @@
+"""The result cache changes how fast a run is, never what it reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from distlint import api, cache
+from distlint.api import LintOptions, lint_paths
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ROOT / "fixtures" / "scripts"
+DL101_BAD = ROOT / "fixtures" / "DL101" / "bad.py"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A project with its own config root: training scripts (with findings) plus a torch-free file."""
+    (tmp_path / "distlint.toml").write_text("# project root\n")
+    src = tmp_path / "src"
+    src.mkdir()
+    for path in sorted(SCRIPTS.glob("*.py"))[:12]:
+        shutil.copy(path, src / path.name)
+    shutil.copy(DL101_BAD, src / "seed_bad.py")
+    (src / "plain.py").write_text("print('no training here')\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+class Counter:
+    """Counts how many files are really linted (not answered from the cache)."""
+
+    def __init__(self, monkeypatch):
+        self.paths = []
+        real = api._lint_data
+
+        def counting(path, data, config, options):
+            self.paths.append(path)
+            return real(path, data, config, options)
+
+        monkeypatch.setattr(api, "_lint_data", counting)
+
+
+def run(paths=("src",), **kwargs):
+    kwargs.setdefault("jobs", 1)  # in-process, so the counter sees every lint
+    return list(lint_paths(list(paths), LintOptions(cache=True, **kwargs)))
+
+
+def entries(root: Path):
+    return sorted((root / cache.CACHE_DIR / "entries").glob("*.json"))
+
+
+def test_same_results_with_and_without_cache(project, monkeypatch):
+    uncached = list(lint_paths(["src"], LintOptions(jobs=1)))
+    assert any(r.findings for r in uncached), "the project must have findings for this test to mean anything"
+    assert not (project / cache.CACHE_DIR).exists(), "the API does not cache unless asked"
+    counter = Counter(monkeypatch)
+    cold = run()
+    warm = run()
+    assert cold == uncached
+    assert warm == uncached
+    assert len(counter.paths) == len(uncached), "the warm run must come entirely from the cache"
+    assert len(entries(project)) == len(uncached)
+
+
+def test_cache_is_at_the_config_root_and_paths_follow_the_caller(project, monkeypatch):
+    run(["src"])
+    assert (project / cache.CACHE_DIR / "CACHEDIR.TAG").is_file()
+    assert (project / cache.CACHE_DIR / ".gitignore").read_text().strip().endswith("*")
+    monkeypatch.chdir(project / "src")
+    counter = Counter(monkeypatch)
+    results = run(["."])
+    assert counter.paths == [], "same files, same config root: all hits"
+    assert all(r.path.startswith("./") for r in results)
+    assert all(f.path == r.path for r in results for f in r.findings)
+
+
+def test_content_change_invalidates_only_that_file(project, monkeypatch):
+    before = {r.path: r for r in run()}
+    target = project / "src" / "seed_bad.py"
+    assert before[os.path.join("src", "seed_bad.py")].findings
+    target.write_text("x = 1\n")
+    counter = Counter(monkeypatch)
+    after = {r.path: r for r in run()}
+    assert counter.paths == [os.path.join("src", "seed_bad.py")]
+    assert after[os.path.join("src", "seed_bad.py")].findings == ()
+
+
+def test_config_change_invalidates(project, monkeypatch):
+    first = run()
+    codes = {f.code for r in first for f in r.findings}
+    assert "DL101" in codes
+    (project / "distlint.toml").write_text('ignore = ["DL101"]\n')
+    from distlint import config as config_mod
+
+    config_mod._find_from_dir.cache_clear()
+    config_mod.load_config_file.cache_clear()
+    counter = Counter(monkeypatch)
+    second = run()
+    assert len(counter.paths) == len(first)
+    assert "DL101" not in {f.code for r in second for f in r.findings}
+    assert second == list(lint_paths(["src"], LintOptions(jobs=1)))
+
+
+def test_command_line_selection_invalidates(project, monkeypatch):
+    run()
+    counter = Counter(monkeypatch)
+    only = run(select=("DL101",))
+    assert counter.paths, "another rule selection is another key"
+    assert {f.code for r in only for f in r.findings} == {"DL101"}
+
+
+def test_version_change_invalidates(project, monkeypatch):
+    first = run()
+    monkeypatch.setattr(cache, "__version__", "999.0")
+    cache.engine_fingerprint.cache_clear()
+    try:
+        counter = Counter(monkeypatch)
+        assert run() == first
+        assert len(counter.paths) == len(first)
+    finally:
+        cache.engine_fingerprint.cache_clear()
+
+
+@pytest.mark.parametrize("garbage", [b"", b"\x00\xff not json", b'{"findings": [[1]]}', b"[]",
+                                     b'{"findings": [], "suppressed": [], "errors": [["m", "x", null]]}'])
+def test_corrupt_entries_are_ignored_and_replaced(project, monkeypatch, garbage):
+    expected = run()
+    for entry in entries(project):
+        entry.write_bytes(garbage)
+    counter = Counter(monkeypatch)
+    assert run() == expected
+    assert len(counter.paths) == len(expected)
+    for entry in entries(project):
+        json.loads(entry.read_bytes())  # rewritten with a valid entry
+
+
+def test_unwritable_cache_directory_does_not_fail_the_run(project):
+    (project / cache.CACHE_DIR).write_text("a file where the cache directory should be\n")
+    assert run() == list(lint_paths(["src"], LintOptions(jobs=1)))
+
+
+def test_fix_run_does_not_reuse_a_check_result_that_has_fixes(project):
+    target = project / "src" / "seed_bad.py"
+    original = target.read_text()
+    checked = {r.path: r for r in run()}
+    assert any(f.fix for f in checked[os.path.join("src", "seed_bad.py")].findings)
+    fixed = {r.path: r for r in run(fix=True, unsafe_fixes=True)}
+    assert fixed[os.path.join("src", "seed_bad.py")].fixes_applied > 0
+    assert target.read_text() != original
+    # and the next check sees the fixed file, not the cached findings of the old one
+    assert run() == list(lint_paths(["src"], LintOptions(jobs=1)))
+
+
+def test_pool_workers_fill_the_cache(project, monkeypatch):
+    expected = list(lint_paths(["src"], LintOptions(jobs=1)))
+    assert run(jobs=2) == expected
+    assert len(entries(project)) == len(expected)
+    counter = Counter(monkeypatch)
+    assert run(jobs=2) == expected
+    assert counter.paths == []
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "distlint", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_concurrent_runs_are_safe(project):
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "distlint", "check", "--format", "json", "src"], cwd=project,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 1 for p in procs), [err for _, err in outputs]
+    assert all(err == "" for _, err in outputs)
+    assert len({out for out, _ in outputs}) == 1
+    assert not [p for p in (project / cache.CACHE_DIR / "entries").iterdir() if p.name.startswith(".tmp-")]
+    warm = _cli("check", "--format", "json", "src", cwd=project)
+    assert warm.stdout == outputs[0][0]
+    uncached = _cli("check", "--no-cache", "--format", "json", "src", cwd=project)
+    assert uncached.stdout == outputs[0][0]
+
+
+def test_no_cache_and_clean(project):
+    assert _cli("check", "--no-cache", "src", cwd=project).returncode == 1
+    assert not (project / cache.CACHE_DIR).exists()
+    assert _cli("check", "src", cwd=project).returncode == 1
+    assert (project / cache.CACHE_DIR).is_dir()
+    cleaned = _cli("clean", cwd=project / "src")  # from a subdirectory: the project's cache
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert not (project / cache.CACHE_DIR).exists()
+    assert "removed" in cleaned.stdout
+
+
+def test_entries_are_json_never_pickle(project):
+    run()
+    for entry in entries(project):
+        data = json.loads(entry.read_bytes())
+        assert set(data) == {"findings", "suppressed", "errors"}
