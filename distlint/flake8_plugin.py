@@ -1,0 +1,42 @@
+"""flake8 plugin: distlint's findings as flake8 ``DL`` errors, for teams that run flake8.
+
+Installed with distlint (entry point ``flake8.extension``: ``DL``). The rules, their options and
+``select`` / ``per-file-ignores`` come from distlint's own configuration (``[tool.distlint]`` in
+pyproject.toml or distlint.toml) found from the linted file; flake8's ``--select`` /
+``--extend-ignore`` then filter the ``DL`` codes like any other. distlint's ``# noqa`` rules apply
+(the comment may also sit on the first line of a multi-line statement). flake8 never fixes: run
+``distlint fix`` for that.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence, Tuple, Type
+
+from distlint import __version__
+
+
+class Flake8Plugin:
+    name = "distlint"
+    version = __version__
+
+    def __init__(self, tree, filename: str, lines: Sequence[str]) -> None:
+        # `tree` is requested so that flake8 runs this once per file; distlint parses with LibCST.
+        self.filename = filename
+        self.lines = lines
+
+    def run(self) -> Iterator[Tuple[int, int, str, Type["Flake8Plugin"]]]:
+        from distlint.api import config_for, lint_source
+        from distlint.config import ConfigError
+
+        path = self.filename if self.filename not in ("stdin", "-", None) else "stdin.py"
+        try:
+            config = config_for(path)
+        except ConfigError as exc:
+            yield 1, 0, f"DL000 distlint configuration error: {exc}", type(self)
+            return
+        result = lint_source("".join(self.lines), path, config)
+        for finding in result.findings:
+            # flake8 columns are 0-based
+            yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
+        for error in result.errors:
+            yield error.line or 1, max((error.column or 1) - 1, 0), f"DL000 {error.message}", type(self)

@@ -1,0 +1,342 @@
+"""Jupyter notebooks: lint the code cells, report ``path:cell N:line:col``, fix in place.
+
+Training is often prototyped in a notebook (Accelerate ships ``notebook_launcher`` for that), and
+the hazards are the same as in a script. The code cells are linted as ONE module, in order, so
+an import in cell 1 resolves a call in cell 5 exactly as the kernel sees it. Between cells sits
+a marker statement; findings are mapped back to their cell with cell-relative lines, and fixed
+text is split at the markers and written back into the cells' ``source``.
+
+IPython syntax is not Python: ``%%`` cell magics are skipped whole; in a cell that does not
+compile, ``%line`` magics, ``!shell`` escapes, ``x = !cmd`` / ``x = %magic`` and ``obj?`` help
+lines are swapped for a placeholder name of the same indentation (so line numbers stay) and
+restored verbatim after fixing. A cell that still does not compile is reported and left out; the
+other cells are still linted.
+
+The notebook JSON is never re-serialised: only the ``source`` values of changed cells are
+replaced in the original text, in the file's own style (list or string, indentation, escaping),
+so outputs, metadata and formatting stay byte for byte.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field, replace
+from json.decoder import scanstring
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+
+from distlint.config import Config
+from distlint.model import FileError, FileResult, Finding, Range
+
+MARKER = "__distlint_cell__({})"
+_MARKER_RE = re.compile(r"__distlint_cell__\((\d+)\)\r?\n?")
+# An import statement, so that imports a fix adds still go after a cell's leading `!pip install`.
+PLACEHOLDER = "import __distlint_magic_{}__"
+_ASSIGN_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_COMPILE_FLAGS = ast.PyCF_ONLY_AST | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+
+
+@dataclass
+class _Cell:
+    number: int  # 1-based among the notebook's code cells
+    position: int  # index in the notebook's "cells" list
+    original: str  # the cell's source text
+    text: str = ""  # what is linted (magics replaced), ending with a newline
+    magics: Dict[str, str] = field(default_factory=dict)  # placeholder -> original line
+    start: int = 0  # first line of the cell in the linted module (1-based)
+
+
+def lint_notebook_source(
+    source: Union[str, bytes],
+    path: str,
+    config: Config,
+    *,
+    fix: bool = False,
+    unsafe_fixes: Optional[bool] = None,
+    ignore_noqa: bool = False,
+    debug: bool = False,
+) -> FileResult:
+    from distlint.runner import lint_source
+
+    bom = False
+    if isinstance(source, bytes):
+        bom = source.startswith(b"\xef\xbb\xbf")
+        try:
+            text = source.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            return FileResult(path, errors=(FileError(path, f"notebook is not UTF-8: {exc}"),))
+    else:
+        text = source
+    try:
+        notebook = json.loads(text)
+    except ValueError as exc:
+        return FileResult(path, errors=(FileError(path, f"invalid notebook JSON: {exc}"),))
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        return FileResult(path, errors=(FileError(path, "not a Jupyter notebook (nbformat 4): no \"cells\" list"),))
+    if not _is_python(notebook):
+        return FileResult(path)  # an R or Julia notebook: nothing for a Python linter to say
+
+    cells, errors = _code_cells(notebook["cells"], path)
+    if not cells:
+        return FileResult(path, errors=tuple(errors))
+    module_text = _join(cells)
+    result = lint_source(module_text, path, config, fix=fix, unsafe_fixes=unsafe_fixes, ignore_noqa=ignore_noqa, debug=debug)
+    errors += [_map_error(e, cells, path) for e in result.errors]
+    findings = tuple(_map_finding(f, cells) for f in result.findings)
+    suppressed = tuple(_map_finding(f, cells) for f in result.suppressed)
+    out = FileResult(path, findings, tuple(errors), suppressed=suppressed)
+    if result.fixed_source is None:
+        return out
+    new_sources = _split(result.fixed_source, cells)
+    if new_sources is None:
+        return replace(out, errors=out.errors + (FileError(path, "a fix moved code across cells; fixes not applied"),))
+    new_text = _splice(text, {cell.position: new for cell, new in new_sources if new != cell.original})
+    if new_text == text:
+        return out
+    data = new_text.encode("utf-8")
+    return replace(
+        out,
+        fixed_source=new_text,
+        fixed_bytes=(b"\xef\xbb\xbf" + data if bom else data) if isinstance(source, bytes) else None,
+        fixes_applied=result.fixes_applied,
+    )
+
+
+def _is_python(notebook: Dict[str, Any]) -> bool:
+    metadata = notebook.get("metadata") if isinstance(notebook.get("metadata"), dict) else {}
+    for key, sub in (("language_info", "name"), ("kernelspec", "language")):
+        value = metadata.get(key, {})
+        if isinstance(value, dict) and isinstance(value.get(sub), str):
+            return value[sub].lower() == "python"
+    return True
+
+
+def _cell_source(cell: Dict[str, Any]) -> Optional[str]:
+    src = cell.get("source", "")
+    if isinstance(src, list) and all(isinstance(s, str) for s in src):
+        return "".join(src)
+    if isinstance(src, str):
+        return src
+    return None
+
+
+def _compiles(text: str) -> Optional[SyntaxError]:
+    try:
+        compile(text, "<cell>", "exec", flags=_COMPILE_FLAGS, dont_inherit=True)
+    except SyntaxError as exc:
+        return exc
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return SyntaxError(str(exc))
+    return None
+
+
+def _is_magic(line: str) -> bool:
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#"):
+        return False
+    return stripped[0] in "%!?" or stripped.endswith("?") or bool(_ASSIGN_MAGIC.match(line))
+
+
+def _code_cells(raw_cells: List[Any], path: str) -> Tuple[List[_Cell], List[FileError]]:
+    cells: List[_Cell] = []
+    errors: List[FileError] = []
+    number = 0
+    for position, raw in enumerate(raw_cells):
+        if not isinstance(raw, dict) or raw.get("cell_type") != "code":
+            continue
+        number += 1
+        original = _cell_source(raw)
+        if original is None:
+            errors.append(FileError(path, f"cell {number}: \"source\" is neither a string nor a list of strings"))
+            continue
+        if not original.strip() or original.lstrip().startswith("%%"):
+            continue  # empty, or a cell magic (%%bash, %%writefile, ...): not Python
+        cell = _Cell(number, position, original)
+        lines = original.splitlines(keepends=True)
+        problem = _compiles(original)
+        if problem is not None:
+            continuing = False
+            for i, line in enumerate(lines):
+                body = line.rstrip("\r\n")
+                if continuing or _is_magic(body):
+                    key = PLACEHOLDER.format(len(cell.magics) + 1)
+                    indent = body[: len(body) - len(body.lstrip())]
+                    cell.magics[key] = body
+                    lines[i] = indent + key + line[len(body):]
+                    continuing = body.endswith("\\")
+            problem = _compiles("".join(lines))
+        if problem is not None:
+            where = f" at line {problem.lineno}" if problem.lineno else ""
+            errors.append(FileError(path, f"cell {number}: syntax error{where}: {problem.msg}; cell not linted"))
+            continue
+        cell.text = "".join(lines)
+        if not cell.text.endswith("\n"):
+            cell.text += "\n"
+        cells.append(cell)
+    return cells, errors
+
+
+def _join(cells: List[_Cell]) -> str:
+    parts: List[str] = []
+    line = 1
+    for i, cell in enumerate(cells):
+        if i:
+            parts.append(MARKER.format(cell.number) + "\n")
+            line += 1
+        cell.start = line
+        parts.append(cell.text)
+        line += cell.text.count("\n")
+    return "".join(parts)
+
+
+def _cell_at(line: int, cells: List[_Cell]) -> _Cell:
+    found = cells[0]
+    for cell in cells:
+        if cell.start <= line:
+            found = cell
+    return found
+
+
+def _map_finding(finding: Finding, cells: List[_Cell]) -> Finding:
+    cell = _cell_at(finding.line, cells)
+    offset = cell.start - 1
+    rng = finding.range
+    new = Range(max(1, rng.line - offset), rng.column, max(1, rng.end_line - offset), rng.end_column)
+    return replace(finding, range=new, cell=cell.number)
+
+
+def _map_error(error: FileError, cells: List[_Cell], path: str) -> FileError:
+    if error.line is None:
+        return error
+    cell = _cell_at(error.line, cells)
+    return FileError(path, f"cell {cell.number}, line {error.line - cell.start + 1}: {error.message}")
+
+
+def _split(fixed: str, cells: List[_Cell]) -> Optional[List[Tuple[_Cell, str]]]:
+    """The fixed module cut back into its cells (None when the markers did not survive)."""
+    segments: List[List[str]] = [[]]
+    numbers: List[int] = [cells[0].number]
+    for line in fixed.splitlines(keepends=True):
+        m = _MARKER_RE.fullmatch(line)
+        if m:
+            numbers.append(int(m.group(1)))
+            segments.append([])
+        else:
+            segments[-1].append(line)
+    if numbers != [c.number for c in cells]:
+        return None
+    out = []
+    for cell, segment in zip(cells, segments):
+        restored = []
+        for line in segment:
+            body = line.rstrip("\r\n")
+            key = body.strip()
+            restored.append(cell.magics[key] + line[len(body):] if key in cell.magics else line)
+        text = "".join(restored)
+        # the cell keeps its own ending (often no final newline); blank lines a fix leaves
+        # before the next cell's marker are dropped
+        body = cell.original.rstrip("\r\n")
+        text = text.rstrip("\r\n") + cell.original[len(body):]
+        out.append((cell, text))
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# Writing cells back into the original JSON text
+# ------------------------------------------------------------------------------------------
+
+
+def _skip(text: str, i: int) -> int:
+    return _WS.match(text, i).end()
+
+
+def _members(text: str, i: int) -> Iterator[Tuple[str, int, int]]:
+    """(key, value start, value end) of the JSON object starting at ``text[i] == '{'``."""
+    j = _skip(text, i + 1)
+    if text[j] == "}":
+        return
+    while True:
+        key, j = scanstring(text, j + 1)
+        j = _skip(text, _skip(text, j) + 1)  # past ':'
+        _, end = _DECODER.raw_decode(text, j)
+        yield key, j, end
+        j = _skip(text, end)
+        if text[j] == "}":
+            return
+        j = _skip(text, j + 1)
+
+
+def _elements(text: str, i: int) -> Iterator[Tuple[int, int]]:
+    """(start, end) of each value of the JSON array starting at ``text[i] == '['``."""
+    j = _skip(text, i + 1)
+    if text[j] == "]":
+        return
+    while True:
+        _, end = _DECODER.raw_decode(text, j)
+        yield j, end
+        j = _skip(text, end)
+        if text[j] == "]":
+            return
+        j = _skip(text, j + 1)
+
+
+def _source_spans(text: str) -> Dict[int, Tuple[int, int]]:
+    spans: Dict[int, Tuple[int, int]] = {}
+    for key, start, _ in _members(text, _skip(text, 0)):
+        if key != "cells":
+            continue
+        for position, (cell_start, _) in enumerate(_elements(text, start)):
+            if text[cell_start] != "{":
+                continue
+            for cell_key, s, e in _members(text, cell_start):
+                if cell_key == "source":
+                    spans[position] = (s, e)
+    return spans
+
+
+def _indent_unit(text: str) -> str:
+    second = text.split("\n", 2)[1] if text.count("\n") >= 1 else ""
+    unit = second[: len(second) - len(second.lstrip(" \t"))]
+    return unit or " "
+
+
+def _serialise(text: str, start: int, end: int, new_source: str, ensure_ascii: bool) -> str:
+    old = text[start:end]
+    dump = lambda s: json.dumps(s, ensure_ascii=ensure_ascii)  # noqa: E731
+    if old.startswith('"'):
+        return dump(new_source)
+    lines = new_source.splitlines(keepends=True)
+    if not lines:
+        return "[]"
+    items = list(_elements(text, start))
+    if items:
+        opening = text[start:items[0][0]]
+        closing = text[items[-1][1]:end]
+        between = text[items[0][1]:items[1][0]] if len(items) > 1 else "," + opening[1:]
+    else:
+        line_start = text.rfind("\n", 0, start) + 1
+        key_line = text[line_start:start]
+        key_indent = key_line[: len(key_line) - len(key_line.lstrip(" \t"))]
+        inner = key_indent + _indent_unit(text)
+        opening, between, closing = "[\n" + inner, ",\n" + inner, "\n" + key_indent + "]"
+    return opening + between.join(dump(line) for line in lines) + closing
+
+
+def _splice(text: str, new_sources: Dict[int, str]) -> str:
+    """``text`` with the ``source`` of the cells at the given positions replaced."""
+    if not new_sources:
+        return text
+    spans = _source_spans(text)
+    ensure_ascii = text.isascii() and bool(re.search(r"\\u(?!00[01][0-9a-fA-F])[0-9a-fA-F]{4}", text))
+    out: List[str] = []
+    last = 0
+    for position in sorted(new_sources):
+        start, end = spans[position]
+        out.append(text[last:start])
+        out.append(_serialise(text, start, end, new_sources[position], ensure_ascii))
+        last = end
+    out.append(text[last:])
+    return "".join(out)

@@ -1,0 +1,32 @@
+"""``--format junit``: JUnit XML for CI dashboards: one test case per file, one ``<failure>`` per
+finding, one ``<error>`` per problem reading or parsing the file."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Sequence, TextIO
+
+from distlint.model import FileResult
+from distlint.reporting.text_format import location
+
+
+def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
+    failures = sum(len(r.findings) for r in results)
+    errors = sum(len(r.errors) for r in results)
+    counts = {"tests": str(len(results)), "failures": str(failures), "errors": str(errors)}
+    root = ET.Element("testsuites", name="distlint", **counts)
+    suite = ET.SubElement(root, "testsuite", name="distlint", **counts)
+    for result in results:
+        case = ET.SubElement(suite, "testcase", name=result.path, classname="distlint", file=result.path)
+        for f in result.findings:
+            failure = ET.SubElement(case, "failure", message=f"{f.code} {f.message}", type=f.code)
+            failure.text = f"{location(f)}: {f.code} {f.message}"
+            if f.line:
+                failure.set("line", str(f.line))
+        for e in result.errors:
+            error = ET.SubElement(case, "error", message=e.message, type="error")
+            error.text = str(e)
+    ET.indent(root)
+    stream.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+    stream.write(ET.tostring(root, encoding="unicode"))
+    stream.write("\n")
