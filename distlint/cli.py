@@ -54,6 +54,7 @@ def _common_options(f):
         click.option("--isolated", is_flag=True, help="Ignore all configuration files."),
         click.option("--ignore-noqa", is_flag=True, help="Report findings even where `# noqa` suppresses them."),
         click.option("--stdin-filename", metavar="PATH", help="The path to lint stdin as (with `-` as the path)."),
+        click.option("--force-exclude", is_flag=True, help="Apply exclude / extend-exclude to files named on the command line too (for pre-commit)."),
         click.option("--debug", is_flag=True, help="Show tracebacks of internal errors."),
         click.option("--no-cache", is_flag=True, help="Lint every file again instead of reusing results from .distlint_cache."),
         click.option("--jobs", "-j", type=click.IntRange(min=0), default=None, metavar="N",
@@ -83,6 +84,7 @@ def _verify_options(f):
 @main.command(context_settings={"ignore_unknown_options": False})
 @_common_options
 @click.option("--fix", is_flag=True, help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments that suppress every current finding.")
 @click.option("--verify", "verify", is_flag=True, help="Also RUN the script on 1 and N processes and compare (executes your code).")
 @_verify_options
 @click.pass_context
@@ -104,7 +106,7 @@ def _run(
     fix: bool,
     select, ignore, extend_select, unsafe_fixes, diff, exit_zero, statistics, fmt, output_file,
     config_path, isolated, ignore_noqa, stdin_filename, debug, no_cache: bool = False, jobs: Optional[int] = None,
-    verify: bool = False, **verify_kwargs,
+    verify: bool = False, add_noqa: bool = False, force_exclude: bool = False, **verify_kwargs,
 ) -> int:
     select_t, ignore_t, extend_t = _split_codes(select), _split_codes(ignore), _split_codes(extend_select)
     _validate_selectors(select_t, "--select")
@@ -124,6 +126,14 @@ def _run(
     stdin_mode = list(paths) == ["-"] or (stdin_filename is not None and not paths)
     if stdin_mode:
         return _run_stdin(stdin_filename or "<stdin>", options, fmt, output_file, exit_zero, diff, statistics)
+    if force_exclude and paths:
+        paths = tuple(p for p in paths if not _excluded(p, options))
+        if not paths:
+            return EXIT_CLEAN  # every named file is excluded: nothing to lint (not "lint the cwd")
+    if add_noqa:
+        if fix or diff:
+            raise click.UsageError("--add-noqa cannot be combined with --fix or --diff")
+        return _run_add_noqa(paths, options)
 
     results: List[FileResult] = []
     diffs: List[str] = []
@@ -133,7 +143,7 @@ def _run(
             click.echo(str(error), err=True)
         if diff and result.fixed_source is not None:
             diffs.append(_unified_diff(result))
-    context = ReportContext(fix_mode=fix, unsafe_fixes=bool(unsafe_fixes), show_statistics=statistics, diff=diff)
+    context = ReportContext(fix_mode=fix, unsafe_fixes=bool(unsafe_fixes), show_statistics=statistics, diff=diff, options=options)
     if diff:
         out = "".join(diffs)
         sys.stdout.write(out)
@@ -157,7 +167,7 @@ def _run_stdin(path: str, options: LintOptions, fmt: str, output_file, exit_zero
                          ignore_noqa=options.ignore_noqa, debug=options.debug)
     for error in result.errors:
         click.echo(str(error), err=True)
-    context = ReportContext(fix_mode=options.fix, unsafe_fixes=bool(options.unsafe_fixes), show_statistics=statistics, diff=diff)
+    context = ReportContext(fix_mode=options.fix, unsafe_fixes=bool(options.unsafe_fixes), show_statistics=statistics, diff=diff, options=options)
     if options.fix and not diff:
         # `distlint fix -`: the fixed source on stdout and nothing else (editors pipe through it)
         out = result.fixed_bytes if result.fixed_bytes is not None else data
@@ -174,6 +184,51 @@ def _run_stdin(path: str, options: LintOptions, fmt: str, output_file, exit_zero
         return _exit_code([result], exit_zero, diff_changed=result.fixed_source is not None)
     _emit([result], fmt, output_file, context)
     return _exit_code([result], exit_zero)
+
+
+def _excluded(path: str, options: LintOptions) -> bool:
+    """--force-exclude: is a file named on the command line excluded by the configuration?"""
+    if not os.path.isfile(path):
+        return False
+    try:
+        return config_for(path, options).is_excluded(path)
+    except ConfigError:
+        return False  # reported when the file is linted
+
+
+def _run_add_noqa(paths: Tuple[str, ...], options: LintOptions) -> int:
+    """Write `# noqa: CODE` for every current finding; exit 0 unless a file could not be handled."""
+    import io
+    import tokenize
+
+    from distlint.add_noqa import add_noqa
+    from distlint.fixes import write_atomic
+    from distlint.runner import decode
+
+    added = 0
+    failed = False
+    for result in lint_paths(list(paths) or ["."], options):
+        for error in result.errors:
+            click.echo(str(error), err=True)
+            failed = True
+        if not result.findings:
+            continue
+        if result.path.endswith(".ipynb"):
+            click.echo(f"{result.path}: --add-noqa does not edit notebooks; add the comments in the cells", err=True)
+            continue
+        try:
+            with open(result.path, "rb") as handle:
+                data = handle.read()
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+            new_text, count = add_noqa(decode(data), result.findings)
+            if count:
+                write_atomic(result.path, new_text.encode(encoding))
+                added += count
+        except (OSError, SyntaxError, UnicodeError) as exc:
+            click.echo(f"{result.path}: error: cannot add noqa comments: {exc}", err=True)
+            failed = True
+    click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+    return EXIT_ERROR if failed else EXIT_CLEAN
 
 
 def _unified_diff(result: FileResult) -> str:
