@@ -1,0 +1,303 @@
+"""DL102 seed-after-model-init."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from distlint.analysis import Index
+from distlint.rule import Invalid, Rule, RuleContext, Valid
+from distlint.rules.seed_only_torch import FULL_SEEDERS, TORCH_SEEDERS
+
+# Seeding that fixes torch's global generator, the one module constructors draw initial weights from.
+SEEDERS = TORCH_SEEDERS | FULL_SEEDERS
+
+# torch.nn layers whose constructor draws random initial weights (norm layers, activations,
+# containers and losses initialise deterministically or hold no parameters).
+_TORCH_LAYER = re.compile(
+    r"torch\.nn\.(Lazy)?(Linear|Bilinear|Conv(Transpose)?[123]d|Embedding(Bag)?|RNN|LSTM|GRU|RNNCell|"
+    r"LSTMCell|GRUCell|Transformer\w*|MultiheadAttention)$"
+)
+# Base classes of model classes defined in the script.
+_MODEL_BASES = (
+    "torch.nn.Module",
+    "torch.nn.modules.module.Module",
+    "lightning.LightningModule",
+    "lightning.pytorch.LightningModule",
+    "pytorch_lightning.LightningModule",
+    "transformers.PreTrainedModel",
+    "diffusers.ModelMixin",
+)
+# transformers / diffusers model classes: `BertForSequenceClassification`, `AutoModelForCausalLM`,
+# `GPT2LMHeadModel`, `UNet2DConditionModel`, ... (not tokenizers, configs or processors).
+_HF_MODEL_CLASS = re.compile(r"(Model|For[A-Z]\w*)$")
+# Heads a task checkpoint usually lacks: `from_pretrained` draws them at random.
+_PRETRAINED_WITHOUT_HEAD = re.compile(
+    r"For(SequenceClassification|TokenClassification|QuestionAnswering|MultipleChoice|"
+    r"ImageClassification|AudioClassification|AudioFrameClassification|ObjectDetection|"
+    r"SemanticSegmentation|Classification|Regression)"
+)
+_MODEL_FACTORIES = frozenset(
+    {"timm.create_model", "peft.get_peft_model", "peft.inject_adapter_in_model", "torch.hub.load"}
+)
+
+
+@dataclass(frozen=True)
+class _Event:
+    kind: str  # "seed" or "model"
+    site: cst.Call  # the call in the function being analysed through which it happens
+    origin: cst.Call  # the seeding call (or seeding helper call) / the constructor itself
+
+
+class SeedAfterModelInit(Rule):
+    """
+    ## What it does
+    Flags seeding (`set_seed`, `seed_everything`, `torch.manual_seed`, a seeding helper of the
+    same file) that runs only after the script has built its model: a `torch.nn` layer, a model
+    class of the script, a transformers/diffusers/timm/peft model that gets fresh random weights,
+    or a `random_split` of the dataset without its own generator. "After" follows the script's
+    execution: source order in one function, helpers and trainer-class constructors called from
+    it, and methods of a trainer class whose `__init__` built the model. A second seeding later in
+    the run (for example `set_seed(seed + rank)` for the data) is fine when the model was built
+    after a first one.
+
+    Building a `DataLoader` before seeding is not flagged: a shuffling loader without its own
+    generator draws its order from torch's generator when it is iterated, not when it is built,
+    so seeding between the two still makes the first epoch reproducible.
+
+    ## Why is this bad?
+    Initial weights are drawn from torch's global generator when the model is constructed. Seeded
+    afterwards, every run (and on some setups every process) starts from different weights, so a
+    1-GPU run and an N-GPU run cannot be compared, and a bad result cannot be reproduced. A
+    randomly split dataset drawn before seeding differs per process: ranks then train and evaluate
+    on different, overlapping splits.
+
+    ## Fix safety
+    No automatic fix. Moving the seeding call earlier changes every random draw in between (data
+    generation, augmentation, dropout), and the seed value is often computed from objects built in
+    between (`args`, `accelerator.process_index`): move it to the start of the run by hand.
+
+    ## References
+    - Accelerate, "Comparing performance across distributed setups": set the seed first.
+    - PyTorch, "Reproducibility" notes; `torch.utils.data.RandomSampler` draws its seed per epoch.
+    """
+
+    CODE = "DL102"
+    NAME = "seed-after-model-init"
+    MESSAGE = "seeding runs after the model was built: its initial weights are not reproducible"
+    TRIGGERS = ("seed", "random_split")
+
+    VALID = (
+        Valid(
+            "import torch\nfrom accelerate.utils import set_seed\n\n"
+            "set_seed(0)\nmodel = torch.nn.Linear(4, 2)\n"
+        ),
+        Valid(
+            "import torch\nfrom torch.utils.data import DataLoader\n\n"
+            "loader = DataLoader(list(range(8)), batch_size=2, shuffle=True)\ntorch.manual_seed(0)\n"
+            "model = torch.nn.Linear(4, 2)\n"
+        ),
+        Valid(
+            "import torch\nfrom accelerate.utils import set_seed\n\n"
+            "set_seed(0)\nmodel = torch.nn.Linear(4, 2)\nrank = 1\nset_seed(rank)\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nfrom accelerate.utils import set_seed\n\n"
+            "model = torch.nn.Linear(4, 2)\nset_seed(0)\n"
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\n"
+            "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n"
+            "def seed_all(seed):\n    torch.manual_seed(seed)\n\n"
+            "def main():\n    model = Net()\n    seed_all(0)\n"
+        ),
+        Invalid(
+            "import torch\nfrom torch.utils.data import random_split\n\n"
+            "train, val = random_split(list(range(10)), [8, 2])\ntorch.manual_seed(0)\n"
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        analysis = _Analysis(ctx.index)
+        reported: Set[cst.Call] = set()
+        for root, prefix in analysis.roots():
+            events = prefix + analysis.events(root)
+            if not events or events[0].kind != "model":
+                continue  # seeded before anything was built (or never seeded: DL101's business)
+            seed = next((e for e in events if e.kind == "seed"), None)
+            if seed is None or seed.origin in reported:
+                continue
+            reported.add(seed.origin)
+            built = _short(ctx.index, events[0].site)
+            what = "the dataset was split" if analysis.is_split(events[0].origin) else "the model was built"
+            ctx.report(
+                seed.origin,
+                f"seeding runs after {what} (`{built}`): initial weights and splits are not "
+                "reproducible; seed before building anything random",
+            )
+
+
+class _Analysis:
+    """What runs before what, following calls to functions, classes and methods of the file."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self._memo: Dict[cst.CSTNode, List[_Event]] = {}
+        # Calls owned by each function (or the module), in source order; nested defs excluded.
+        self.calls_of: Dict[cst.CSTNode, List[cst.Call]] = {}
+        for call in index.calls:
+            owner = self._owner(call)
+            if owner is not None:
+                self.calls_of.setdefault(owner, []).append(call)
+
+    def _owner(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        scope = self.index.scope(node)
+        while scope.kind == "comprehension":
+            scope = scope.parent  # type: ignore[assignment]
+        if scope.kind in ("function", "module"):
+            return scope.node
+        return None  # lambda bodies and class bodies do not run in order with the rest
+
+    # ---------------------------------------------------------------- entry points
+    def roots(self) -> List[Tuple[cst.CSTNode, List[_Event]]]:
+        """The module, plus every function no call of the file reaches (mp.spawn workers, methods
+        called from outside); a method runs after its class's ``__init__``."""
+        called: Set[cst.CSTNode] = set()
+        for call in self.index.calls:
+            called.update(self.targets(call))
+        out: List[Tuple[cst.CSTNode, List[_Event]]] = [(self.index.module, [])]
+        for defs in self.index.functions.values():
+            for fn in defs:
+                if fn in called:
+                    continue
+                prefix: List[_Event] = []
+                init = self._init_of_class_of(fn)
+                if init is not None and init is not fn:
+                    prefix = self.events(init)
+                out.append((fn, prefix))
+        return out
+
+    def _init_of_class_of(self, fn: cst.FunctionDef) -> Optional[cst.FunctionDef]:
+        scope = self.index.scope(fn)  # the scope the `def` statement sits in
+        cls = scope if scope.kind == "class" else None
+        if cls is None:
+            return None
+        inits = self.index.functions.get(f"{cls.name}.__init__")
+        return inits[-1] if inits else None
+
+    # ---------------------------------------------------------------- events
+    def events(self, fn: cst.CSTNode) -> List[_Event]:
+        memo = self._memo
+        if fn in memo:
+            return memo[fn]
+        memo[fn] = []  # recursion guard
+        out: List[_Event] = []
+        for call in self.calls_of.get(fn, ()):
+            q = self.index.qualname(call.func)
+            if q in SEEDERS:
+                out.append(_Event("seed", call, call))
+                continue
+            if self.builds_model(call, q) or self.is_split(call):
+                out.append(_Event("model", call, call))
+                continue
+            for target in self.targets(call):
+                if isinstance(target, cst.ClassDef):
+                    if self._is_model_class(target, set()):
+                        out.append(_Event("model", call, call))
+                        break
+                    init = self.index.functions.get(f"{target.name.value}.__init__")
+                    if not init:
+                        continue
+                    target = init[-1]
+                inner = self.events(target)
+                if inner and inner[0].kind == "seed":
+                    out.append(_Event("seed", call, call))  # a seeding helper: the call is the seeding
+                else:
+                    out.extend(_Event(e.kind, call, e.origin) for e in inner)
+                break
+        memo[fn] = out
+        return out
+
+    def targets(self, call: cst.Call) -> List[cst.CSTNode]:
+        """Functions, methods or classes of this file that ``call`` runs."""
+        index = self.index
+        func = call.func
+        fn = index.local_function(func)
+        if fn is not None:
+            return [fn]
+        if isinstance(func, cst.Name):
+            return [b.node for b in index.bindings_of(func) if b.op == "class"]
+        if isinstance(func, cst.Attribute):
+            cls = self._instance_class(func.value)
+            if cls is not None:
+                return list(index.functions.get(f"{cls.name.value}.{func.attr.value}", ())[-1:])
+        return []
+
+    def _instance_class(self, expr: cst.BaseExpression) -> Optional[cst.ClassDef]:
+        """The class of this file that ``trainer`` (``trainer = Trainer(...)``) is an instance of."""
+        values: List[Optional[cst.CSTNode]] = [expr] if isinstance(expr, cst.Call) else []
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            values = self.index.values_of(expr)
+        classes = set()
+        for value in values:
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+                classes.update(b.node for b in self.index.bindings_of(value.func) if b.op == "class")
+        return classes.pop() if len(classes) == 1 else None  # type: ignore[return-value]
+
+    # ---------------------------------------------------------------- what draws initial weights
+    def builds_model(self, call: cst.Call, q: Optional[str]) -> bool:
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_adapter":
+            # `unet.add_adapter(LoraConfig(...))`: fresh LoRA weights are drawn here.
+            return any(self._is_peft_config(arg.value) for arg in call.args)
+        if q is None:
+            return False
+        if _TORCH_LAYER.match(q) or q in _MODEL_FACTORIES:
+            return True
+        if q.startswith("torchvision.models.") and q.rsplit(".", 1)[1][:1].islower():
+            return True
+        top = q.split(".", 1)[0]
+        if top not in ("transformers", "diffusers"):
+            return False
+        parts = q.split(".")
+        if parts[-1] == "from_config" and _HF_MODEL_CLASS.search(parts[-2]):
+            return True
+        if parts[-1] == "from_pretrained":
+            # Loads checkpoint weights; only a task head missing from the checkpoint is drawn.
+            return bool(_PRETRAINED_WITHOUT_HEAD.search(parts[-2])) or Index.argument(call, "num_labels") is not None
+        return bool(_HF_MODEL_CLASS.search(parts[-1])) and parts[-1][:1].isupper()
+
+    def _is_peft_config(self, expr: cst.BaseExpression) -> bool:
+        values = [expr] + [v for v in self.index.values_of(expr) if v is not None]
+        return any(
+            isinstance(v, cst.Call) and (self.index.qualname(v.func) or "").startswith("peft.") for v in values
+        )
+
+    def is_split(self, call: cst.Call) -> bool:
+        q = self.index.qualname(call.func)
+        if q not in ("torch.utils.data.random_split", "torch.utils.data.dataset.random_split"):
+            return False
+        return Index.argument(call, keyword="generator", position=2) is None
+
+    def _is_model_class(self, cls: cst.ClassDef, seen: Set[cst.ClassDef]) -> bool:
+        if cls in seen:
+            return False
+        seen.add(cls)
+        for base in cls.bases:
+            q = self.index.qualname(base.value)
+            if q is not None and (q in _MODEL_BASES or q.startswith("transformers.") and q.endswith("PreTrainedModel")):
+                return True
+            if isinstance(base.value, cst.Name):
+                for b in self.index.bindings_of(base.value):
+                    if b.op == "class" and self._is_model_class(b.node, seen):  # type: ignore[arg-type]
+                        return True
+        return False
+
+
+def _short(index: Index, call: cst.Call) -> str:
+    text = " ".join(index.module.code_for_node(call).split())
+    return text if len(text) <= 60 else text[:57] + "..."
