@@ -293,6 +293,7 @@ class RunOutcome:
     timed_out: bool
     output_path: str
     tag: str
+    launcher_stopped: bool = False  # every rank had finished; verify ended the launcher's teardown
     killed_after_timeout: Dict[int, Dict[str, str]] = field(default_factory=dict)
     leftovers: Dict[int, Dict[str, str]] = field(default_factory=dict)  # alive after the launcher ended
 
@@ -347,12 +348,13 @@ def run_plan(
             env=env,
             start_new_session=True,  # its own process group: one killpg reaches the launcher's family
         )
-    timed_out = False
+    timed_out = launcher_stopped = False
     killed: Dict[int, Dict[str, str]] = {}
+    all_done_since: Optional[float] = None
     try:
         while True:
             try:
-                popen.wait(timeout=0.2)
+                popen.wait(timeout=0.1)
                 break
             except subprocess.TimeoutExpired:
                 pass
@@ -363,6 +365,14 @@ def run_plan(
                 timed_out = True
                 killed = terminate_all(popen, tag)
                 break
+            if plan.nprocs > 1 and _ranks_done(record_dir, plan.nprocs, popen.pid, tag):
+                # Every rank has finished and exited: torchrun's own teardown (closing the
+                # rendezvous, ~1.5 s) is not part of the run. Give it a moment, then end it.
+                all_done_since = all_done_since or time.monotonic()
+                if time.monotonic() - all_done_since > 0.3:
+                    launcher_stopped = True
+                    terminate_all(popen, tag, grace=2.0)
+                    break
     except BaseException:
         terminate_all(popen, tag, grace=0.5)
         raise
@@ -387,4 +397,16 @@ def run_plan(
         tag=tag,
         killed_after_timeout=killed,
         leftovers=leftovers,
+        launcher_stopped=launcher_stopped,
     )
+
+
+def _ranks_done(record_dir: str, nprocs: int, launcher_pid: int, tag: str) -> bool:
+    """All N ranks wrote their `.done` marker and no process but the launcher is left."""
+    try:
+        done = sum(1 for name in os.listdir(record_dir) if name.endswith(".done"))
+    except OSError:
+        return False
+    if done < nprocs:
+        return False
+    return set(tagged_processes(tag)) <= {launcher_pid}

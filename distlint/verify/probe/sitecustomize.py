@@ -320,7 +320,15 @@ class _Probe:
                 stream.flush()
             except Exception:
                 pass
+        self.mark_done()
         os._exit(0)
+
+    def mark_done(self):
+        """`<pid>.done`: this rank is finished; the launcher's own teardown need not be waited for."""
+        try:
+            open(os.path.join(self.out_dir, f"{os.getpid()}.done"), "w").close()
+        except OSError:
+            pass
 
     # -- losses ----------------------------------------------------------------------------
 
@@ -626,6 +634,7 @@ class _Probe:
             return
         self.rng("end")
         self.emit("exit", updates=self.updates)
+        self.mark_done()
 
 
 _PATCHES = {

@@ -1,0 +1,198 @@
+"""Render a VerifyResult: a readable table, or JSON; and the progress lines shown while runs go."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from typing import Any, Dict, List, Optional, TextIO
+
+from distlint.verify.compare import RULES, RunSummary
+from distlint.verify.core import VerifyResult
+
+STATUS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_fmt(v) for v in value) if value else "-"
+    return str(value)
+
+
+def _run_rows(run: Optional[RunSummary], exact_note: str = "") -> Dict[str, str]:
+    if run is None:
+        return {}
+    backend = run.config("backend")
+    dtype = run.config("distributed_type")
+    device = run.device + (f" / {backend}" if backend else "")
+    ranks = run.records.ranks
+    end = None
+    if run.curve:
+        tail = [p.loss for p in run.curve[-max(1, len(run.curve) // 4):] if p.loss is not None]
+        end = sum(tail) / len(tail) if tail else None
+    return {
+        "launcher": run.launcher,
+        "device / backend": device + (f" ({dtype})" if dtype and dtype not in ("NO", "None") else ""),
+        "ranks in the group": f"{len(ranks)} of {run.nprocs}",
+        "mixed precision": _fmt(run.config("mixed_precision")),
+        "grad. accumulation": _fmt(run.config("gradient_accumulation_steps")),
+        "per-device batch": _fmt(run.per_device_batch) + exact_note,
+        "global batch / update": _fmt(run.global_batch),
+        "LR (first update)": _fmt(run.curve[0].lrs if run.curve else None),
+        "updates": _fmt(len(run.curve)),
+        "samples seen": _fmt(run.samples_seen),
+        "loss, last quarter": _fmt(end),
+        "time": f"{run.outcome.wall_s:.1f} s",
+    }
+
+
+def _wrap(text: str, indent: int, width: int = 100) -> str:
+    return textwrap.fill(text, width=width, initial_indent=" " * indent, subsequent_indent=" " * indent)
+
+
+def render_text(result: VerifyResult) -> str:
+    out: List[str] = []
+    rel = os.path.relpath(result.script) if not result.script.startswith("..") else result.script
+    out.append(f"distlint verify: {rel} {' '.join(result.script_args)}".rstrip())
+    many = result.many
+    how = many.launcher if many else "a launcher"
+    out.append(
+        f"--verify runs the script: 1 process, then {result.nprocs} processes ({how}), "
+        f"each stopped after {result.max_steps} updates (x{result.nprocs} for the 1-process run"
+        f"{', --exact' if result.exact else ''})."
+        if not result.exact
+        else f"--verify runs the script: {result.nprocs} processes ({how}), then 1 process with the "
+        f"{result.nprocs}-process run's LR and global batch (--exact); {result.max_steps} updates each."
+    )
+    out.append("")
+    if result.runs:
+        cols = [_run_rows(result.one, " x N (--exact)" if result.exact else ""), _run_rows(result.many)]
+        labels = [r.label if r else "-" for r in (result.one, result.many)]
+        keys = list(next(c for c in cols if c).keys())
+        w0 = max(len(k) for k in keys) + 2
+        w1 = max([len(labels[0])] + [len(v) for v in cols[0].values()]) + 3
+        out.append(" " * (w0 + 2) + labels[0].ljust(w1) + labels[1])
+        for key in keys:
+            out.append("  " + key.ljust(w0) + cols[0].get(key, "-").ljust(w1) + cols[1].get(key, "-"))
+        out.append("")
+    for run in result.runs:
+        if run.ok:
+            continue
+        out.append(f"The {run.label} run could not be made:")
+        for problem in run.problems:
+            out.append(_wrap(problem, 2))
+        for failure in run.failures:
+            who = f"rank {failure.rank}" if failure.rank is not None else "process"
+            out.append(f"  {who}: {failure.reason}")
+            detail = failure.detail.strip("\n")
+            if detail:
+                lines = detail.splitlines()[-12:]
+                out.extend("      | " + line for line in lines)
+        out.append(f"  command: {' '.join(run.command)}")
+        out.append("")
+    if result.checks:
+        out.append("Checks")
+        for check in result.checks:
+            rule = ""
+            if check.rule:
+                rule = f"  [{check.rule} {RULES[check.rule]}"
+                if check.static == "confirmed":
+                    rule += f": confirms the static finding at {', '.join(check.static_where)}"
+                elif check.static == "refuted":
+                    rule += f": refutes the static finding at {', '.join(check.static_where)}"
+                elif check.static == "missed":
+                    rule += ": happened at run time; not reported by the static check"
+                rule += "]"
+            out.append(f"  {STATUS[check.status]}  {check.title}{rule}")
+            out.append(_wrap(check.detail, 8))
+        out.append("")
+    if result.table:
+        t = result.table
+        out.append(
+            f"Equivalent setups (the guide's table for this script: a DataLoader batch of {t['global_batch']} "
+            "in all, per-device batch_size below):"
+        )
+        heads = [row["setup"] + (" (per device)" if i else "") for i, row in enumerate(t["rows"])]
+        vals = [_fmt(row["per_device_batch"]) for row in t["rows"]]
+        widths = [max(len(h), len(v)) + 3 for h, v in zip(heads, vals)]
+        out.append("  " + "".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip())
+        out.append("  " + "".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip())
+        if t.get("note"):
+            out.append("  (" + t["note"] + ")")
+        out.append("  and scale the LR with the number of processes: lr * accelerator.num_processes.")
+        out.append("")
+    notes = result.problems + result.notes + [n for r in result.runs for n in r.notes]
+    if notes:
+        out.append("Notes")
+        out.extend(_wrap("- " + n, 2) for n in notes)
+        out.append("")
+    out.append(f"Verdict: {result.verdict} (exit {result.exit_code}) in {result.wall_s:.1f} s")
+    return "\n".join(out) + "\n"
+
+
+def render_json(result: VerifyResult) -> str:
+    return json.dumps(result.to_json(), indent=2, default=str) + "\n"
+
+
+class Progress:
+    """Progress on stderr while the runs go: one live line on a terminal, start/end lines otherwise."""
+
+    def __init__(self, stream: TextIO = sys.stderr):
+        self.stream = stream
+        self.live = hasattr(stream, "isatty") and stream.isatty()
+        self.offsets: Dict[str, int] = {}
+        self.updates = 0
+        self.loss: Optional[float] = None
+        self.last_draw = 0.0
+
+    def __call__(self, event: str, payload: Any) -> None:
+        if event == "start":
+            self.offsets, self.updates, self.loss = {}, 0, None
+            self.stream.write(f"distlint verify: running {payload.label} ({payload.launcher}) ...\n")
+        elif event == "poll" and self.live:
+            plan, record_dir, elapsed = payload
+            if elapsed - self.last_draw < 0.5:
+                return
+            self.last_draw = elapsed
+            self._scan(record_dir)
+            loss = f"  loss {self.loss:.4g}" if self.loss is not None else ""
+            self.stream.write(f"\r  {plan.label}: update {self.updates}{loss}  {elapsed:.0f} s   ")
+        elif event == "end":
+            run = payload
+            if self.live:
+                self.stream.write("\r" + " " * 60 + "\r")
+            state = "ok" if run.ok else "FAILED: " + "; ".join(run.problems)
+            self.stream.write(
+                f"  {run.label}: {len(run.curve)} updates, {run.samples_seen} samples in {run.outcome.wall_s:.1f} s, {state}\n"
+            )
+        self.stream.flush()
+
+    def _scan(self, record_dir: str) -> None:
+        try:
+            names = os.listdir(record_dir)
+        except OSError:
+            return
+        for name in names:
+            path = os.path.join(record_dir, name)
+            try:
+                with open(path, "rb") as f:
+                    f.seek(self.offsets.get(path, 0))
+                    chunk = f.read()
+            except OSError:
+                continue
+            complete = chunk[: chunk.rfind(b"\n") + 1]  # a line may still be half written
+            self.offsets[path] = self.offsets.get(path, 0) + len(complete)
+            for line in complete.decode("utf-8", "replace").splitlines():
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if record.get("kind") == "step":
+                    self.updates = max(self.updates, int(record.get("n", 0)))
+                elif record.get("kind") == "loss":
+                    self.loss = record.get("value")
