@@ -15,9 +15,14 @@ from typing import Callable, Collection, Dict, Iterable, Iterator, List, Optiona
 
 from distlint.config import Config, ConfigError, resolve_config
 from distlint.discovery import iter_source_files
-from distlint.fixes import write_atomic
 from distlint.model import Applicability, FileError, FileResult, Finding
-from distlint.runner import lint_source as _lint_source
+
+def _lint_source(*args, **kwargs) -> FileResult:
+    # The engine (LibCST, the rules) loads on first use: a run answered from the cache never needs it.
+    from distlint.runner import lint_source
+
+    return lint_source(*args, **kwargs)
+
 
 __all__ = ["LintOptions", "lint_source", "fix_source", "config_for", "lint_file", "lint_paths", "Finding", "FileResult", "Config", "ConfigError"]
 
@@ -142,6 +147,8 @@ def _lint_data(path: str, data: bytes, config: Config, options: LintOptions) -> 
             with open(path, "rb") as handle:
                 if handle.read() != data:
                     raise _Changed()
+            from distlint.fixes import write_atomic
+
             write_atomic(path, result.fixed_bytes)
         except _Changed:
             return replace(result, fixed_source=None, fixed_bytes=None, fixes_applied=0, errors=result.errors + (
@@ -184,10 +191,8 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
 
 def _cache_entry(path: str, data: bytes, config: Config, options: LintOptions):
     from distlint.cache import cache_for, cache_key
-    from distlint.runner import enabled_rules
 
-    codes = frozenset(rule.CODE for rule in enabled_rules(config, path))
-    key = cache_key(data, path, config, codes, ignore_noqa=options.ignore_noqa, debug=options.debug)
+    key = cache_key(data, path, config, ignore_noqa=options.ignore_noqa, debug=options.debug)
     return cache_for(config), key
 
 
@@ -225,8 +230,9 @@ def _lint_and_cache(options: LintOptions, path: str) -> FileResult:
     if isinstance(data, FileError):
         return FileResult(path, errors=(data,))
     result = _lint_data(path, data, config, options)
-    # A fix run's result equals the check result only when no fix was wanted.
-    if not options.fix or not _fix_wanted(result, config, options):
+    # A fix run's result equals the check result only when no fix was wanted: nothing changed
+    # (a `--diff` run must not cache the post-fix findings under the unfixed file's key).
+    if not options.fix or (result.fixed_source is None and not _fix_wanted(result, config, options)):
         cache, key = _cache_entry(path, data, config, options)
         cache.put(key, result)
     return result

@@ -178,8 +178,15 @@ def _find_from_dir(directory: str) -> Optional[Path]:
     if pyproject.is_file():
         try:
             with open(pyproject, "rb") as handle:
-                data = tomllib.load(handle)
-        except (OSError, tomllib.TOMLDecodeError):
+                raw = handle.read()
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (OSError, UnicodeDecodeError):
+            data = {}
+        except tomllib.TOMLDecodeError:
+            # A broken pyproject.toml that configures distlint must not be silently skipped
+            # (the run would use the defaults): loading it reports the TOML error, exit 2.
+            if b"distlint" in raw:
+                return pyproject
             data = {}
         if isinstance(data.get("tool"), dict) and "distlint" in data["tool"]:
             return pyproject

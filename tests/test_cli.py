@@ -1,0 +1,152 @@
+"""End-to-end: the installed `distlint` command, run as a subprocess as users and CI run it."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES
+
+BAD = (FIXTURES / "DL101" / "bad.py").read_text()
+GOOD = (FIXTURES / "DL101" / "good.py").read_text()
+
+# A training script with a syntax error (it mentions manual_seed, so distlint must parse it).
+BROKEN = "import torch\n\ntorch.manual_seed(0)\nfor x in range(3)\n    print(x)\n"
+
+JSON_KEYS = {"path", "line", "column", "end_line", "end_column", "code", "name", "message", "fix"}
+
+
+def run(exe, *args, cwd, stdin=None):
+    return subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, input=stdin, timeout=120)
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "good.py").write_text(GOOD)
+    return tmp_path
+
+
+def test_exit_codes(distlint_exe, project):
+    assert run(distlint_exe, "check", "good.py", cwd=project).returncode == 0
+    bad = run(distlint_exe, "check", "bad.py", cwd=project)
+    assert bad.returncode == 1
+    assert "bad.py:20:5: DL101" in bad.stdout
+    missing = run(distlint_exe, "check", "nope.py", cwd=project)
+    assert missing.returncode == 2
+    assert "nope.py" in missing.stderr
+    assert run(distlint_exe, "check", "--exit-zero", "bad.py", cwd=project).returncode == 0
+    assert run(distlint_exe, "check", "--no-such-option", cwd=project).returncode == 2
+
+
+def test_json_schema_has_exactly_the_fixed_keys(distlint_exe, project):
+    proc = run(distlint_exe, "check", "--format", "json", ".", cwd=project)
+    assert proc.returncode == 1
+    findings = json.loads(proc.stdout)
+    assert [f["code"] for f in findings] == ["DL101"]
+    (finding,) = findings
+    assert set(finding) == JSON_KEYS
+    assert (os.path.normpath(finding["path"]), finding["line"], finding["column"]) == ("bad.py", 20, 5)
+    assert finding["end_line"] == 20 and finding["end_column"] > finding["column"]
+    assert set(finding["fix"]) == {"applicability", "title"}
+    assert finding["fix"]["applicability"] == "safe"
+
+
+def test_diff_leaves_files_untouched(distlint_exe, project):
+    before = (project / "bad.py").read_bytes()
+    proc = run(distlint_exe, "check", "--diff", "bad.py", cwd=project)
+    assert proc.returncode == 1
+    assert "-    torch.manual_seed(args.seed)" in proc.stdout
+    assert "+    set_seed(args.seed)" in proc.stdout
+    assert (project / "bad.py").read_bytes() == before
+    proc = run(distlint_exe, "fix", "--diff", "bad.py", cwd=project)
+    assert "+from accelerate.utils import set_seed" in proc.stdout
+    assert (project / "bad.py").read_bytes() == before
+
+
+def test_fix_writes_and_a_second_run_is_clean(distlint_exe, project):
+    proc = run(distlint_exe, "fix", "bad.py", cwd=project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "set_seed(args.seed)" in (project / "bad.py").read_text()
+    assert run(distlint_exe, "check", "bad.py", cwd=project).returncode == 0
+
+
+def test_syntax_error_is_reported_and_other_files_still_linted(distlint_exe, project):
+    (project / "broken.py").write_text(BROKEN)
+    proc = run(distlint_exe, "check", ".", cwd=project)
+    assert proc.returncode == 2
+    assert "broken.py:4:" in proc.stderr
+    assert "syntax error" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "bad.py:20:5: DL101" in proc.stdout  # the good and bad files were linted all the same
+
+
+@pytest.mark.parametrize(
+    "args,expected_rc",
+    [
+        (("--select", "DL1"), 1),
+        (("--select", "DL101"), 1),
+        (("--select", "dl10"), 1),
+        (("--select", "ALL"), 1),
+        (("--ignore", "DL1"), 0),
+        (("--ignore", "DL101"), 0),
+        (("--select", "DL1", "--ignore", "DL10"), 0),
+        (("--select", "DL3"), 0),
+    ],
+)
+def test_select_and_ignore_prefixes(distlint_exe, project, args, expected_rc):
+    proc = run(distlint_exe, "check", *args, "bad.py", cwd=project)
+    assert proc.returncode == expected_rc, proc.stdout + proc.stderr
+    assert ("DL101" in proc.stdout) == (expected_rc == 1)
+
+
+def test_unknown_selector_is_a_usage_error(distlint_exe, project):
+    proc = run(distlint_exe, "check", "--select", "XY9", "bad.py", cwd=project)
+    assert proc.returncode == 2
+    assert "XY9" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_statistics(distlint_exe, project):
+    (project / "bad2.py").write_text(BAD)
+    proc = run(distlint_exe, "check", "--statistics", ".", cwd=project)
+    assert proc.returncode == 1
+    lines = [line.split("\t") for line in proc.stdout.splitlines() if "\t" in line]
+    assert [(n.strip(), code) for n, code, *_ in lines] == [("2", "DL101")]
+    assert "seed-only-torch" in proc.stdout
+
+
+def test_rules_and_rule(distlint_exe, project):
+    rules = run(distlint_exe, "rules", cwd=project)
+    assert rules.returncode == 0
+    assert any(line.startswith("DL101  seed-only-torch") for line in rules.stdout.splitlines())
+    listed = json.loads(run(distlint_exe, "rules", "--format", "json", cwd=project).stdout)
+    assert {"DL101", "DL001"} <= {r["code"] for r in listed}
+    doc = run(distlint_exe, "rule", "DL101", cwd=project)
+    assert doc.returncode == 0
+    assert doc.stdout.startswith("# seed-only-torch (DL101)")
+    for section in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety"):
+        assert section in doc.stdout
+    unknown = run(distlint_exe, "rule", "DL999", cwd=project)
+    assert unknown.returncode == 2 and "DL999" in unknown.stderr
+
+
+def test_python_dash_m(project):
+    proc = subprocess.run([sys.executable, "-m", "distlint", "check", "bad.py"], cwd=project,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "bad.py:20:5: DL101" in proc.stdout
+
+
+def test_check_never_imports_torch_accelerate_or_numpy(project):
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "distlint", "check", "--no-cache", str(FIXTURES / "DL101" / "bad.py")],
+        cwd=project, capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert proc.returncode == 1, proc.stdout
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "libcst" in imported  # the report is real: it lists what the linter imported
+    heavy = sorted(m for m in imported if m.split(".")[0] in {"torch", "accelerate", "numpy", "torch_xla"})
+    assert heavy == []
