@@ -1,9 +1,11 @@
 """Content-hash cache of lint results, so a second run over an unchanged tree costs almost nothing.
 
 An entry is keyed by everything that decides a file's result: its bytes, the distlint version
-(plus a fingerprint of the engine and rule sources, so an edited rule in a development install
-invalidates old entries), the effective configuration, the rule codes enabled for the file, the
-file's absolute path and the options that change findings (``--ignore-noqa``, ``--debug``).
+plus a fingerprint of the engine and rule sources (so an edited or added rule in a development
+install invalidates old entries), the effective configuration, the file's absolute path and the
+options that change findings (``--ignore-noqa``, ``--debug``). The rule codes enabled for a file
+are a function of the configuration, the path and the rule set, all three in the key; computing
+them would import every rule (and LibCST), which is most of what a warm run would cost.
 
 Entries live in ``.distlint_cache/`` at the project root (the directory of the configuration
 file, else the current directory). The cache is best effort: an entry is written to a temporary
@@ -20,7 +22,7 @@ import os
 import shutil
 import tempfile
 from functools import lru_cache
-from typing import Any, Dict, FrozenSet, Iterable, Optional, Tuple
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 from distlint import __version__
 from distlint.config import Config
@@ -58,7 +60,6 @@ def cache_key(
     data: bytes,
     path: str,
     config: Config,
-    codes: FrozenSet[str],
     ignore_noqa: bool = False,
     debug: bool = False,
 ) -> str:
@@ -66,7 +67,6 @@ def cache_key(
     for part in (
         engine_fingerprint(),
         repr(config),
-        ",".join(sorted(codes)),
         os.path.abspath(path),
         f"noqa={ignore_noqa};debug={debug}",
     ):
