@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from distlint.analysis import Index
+from distlint.analysis import Index, iter_names
 from distlint.rule import Invalid, Rule, RuleContext, Valid
 from distlint.rules.seed_only_torch import FULL_SEEDERS, TORCH_SEEDERS
 
@@ -148,12 +148,24 @@ class _Analysis:
     def __init__(self, index: Index) -> None:
         self.index = index
         self._memo: Dict[cst.CSTNode, List[_Event]] = {}
+        self._trains: Optional[bool] = None
+        self._targets: Dict[cst.Call, List[cst.CSTNode]] = {}
         # Calls owned by each function (or the module), in source order; nested defs excluded.
         self.calls_of: Dict[cst.CSTNode, List[cst.Call]] = {}
         for call in index.calls:
             owner = self._owner(call)
             if owner is not None:
                 self.calls_of.setdefault(owner, []).append(call)
+
+    @property
+    def trains(self) -> bool:
+        """The script runs backward passes or optimizer steps (or hands off to a Lightning fit)."""
+        if self._trains is None:
+            self._trains = any(
+                isinstance(c.func, cst.Attribute) and c.func.attr.value in ("backward", "step", "fit")
+                for c in self.index.calls
+            )
+        return self._trains
 
     def _owner(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         scope = self.index.scope(node)
@@ -200,21 +212,26 @@ class _Analysis:
         for call in self.calls_of.get(fn, ()):
             q = self.index.qualname(call.func)
             if q in SEEDERS:
-                out.append(_Event("seed", call, call))
+                if not self._per_iteration(call, fn):
+                    out.append(_Event("seed", call, call))
                 continue
             if self.builds_model(call, q) or self.is_split(call):
                 out.append(_Event("model", call, call))
                 continue
             for target in self.targets(call):
+                model_class = False
                 if isinstance(target, cst.ClassDef):
-                    if self._is_model_class(target, set()):
-                        out.append(_Event("model", call, call))
-                        break
+                    model_class = self._is_model_class(target, set())
                     init = self.index.functions.get(f"{target.name.value}.__init__")
                     if not init:
+                        if model_class:
+                            out.append(_Event("model", call, call))
                         continue
                     target = init[-1]
                 inner = self.events(target)
+                if model_class and not (inner and inner[0].kind == "seed"):
+                    out.append(_Event("model", call, call))  # layers may be built by a base class
+                    break
                 if inner and inner[0].kind == "seed":
                     out.append(_Event("seed", call, call))  # a seeding helper: the call is the seeding
                 else:
@@ -223,8 +240,25 @@ class _Analysis:
         memo[fn] = out
         return out
 
+    def _per_iteration(self, call: cst.Call, fn: cst.CSTNode) -> bool:
+        """`torch.manual_seed(base + step)` inside `for step in ...`: a deliberate per-step reseed
+        of the data stream, not the run's seed."""
+        used = {n.value for arg in call.args for n in iter_names(arg.value)}
+        for anc in self.index.ancestors(call):
+            if anc is fn:
+                break
+            if isinstance(anc, cst.For) and used & {n.value for n in iter_names(anc.target)}:
+                return True
+        return False
+
     def targets(self, call: cst.Call) -> List[cst.CSTNode]:
         """Functions, methods or classes of this file that ``call`` runs."""
+        found = self._targets.get(call)
+        if found is None:
+            found = self._targets[call] = self._find_targets(call)
+        return found
+
+    def _find_targets(self, call: cst.Call) -> List[cst.CSTNode]:
         index = self.index
         func = call.func
         fn = index.local_function(func)
@@ -241,8 +275,10 @@ class _Analysis:
     def _instance_class(self, expr: cst.BaseExpression) -> Optional[cst.ClassDef]:
         """The class of this file that ``trainer`` (``trainer = Trainer(...)``) is an instance of."""
         values: List[Optional[cst.CSTNode]] = [expr] if isinstance(expr, cst.Call) else []
-        if isinstance(expr, (cst.Name, cst.Attribute)):
-            values = self.index.values_of(expr)
+        if isinstance(expr, cst.Name):
+            values = [b.value for b in self.index.bindings_of(expr) if b.op == "="]
+        elif isinstance(expr, cst.Attribute):  # `self.trainer = Trainer(...)`
+            values = [a.value for a in self.index.attribute_assignments(expr) if a.op == "="]
         classes = set()
         for value in values:
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
@@ -267,8 +303,10 @@ class _Analysis:
         if parts[-1] == "from_config" and _HF_MODEL_CLASS.search(parts[-2]):
             return True
         if parts[-1] == "from_pretrained":
-            # Loads checkpoint weights; only a task head missing from the checkpoint is drawn.
-            return bool(_PRETRAINED_WITHOUT_HEAD.search(parts[-2])) or Index.argument(call, "num_labels") is not None
+            # Loads checkpoint weights; only a task head missing from the checkpoint is drawn, and
+            # that matters when the script trains (an inference script loads a fine-tuned head).
+            head = bool(_PRETRAINED_WITHOUT_HEAD.search(parts[-2])) or Index.argument(call, "num_labels") is not None
+            return head and self.trains
         return bool(_HF_MODEL_CLASS.search(parts[-1])) and parts[-1][:1].isupper()
 
     def _is_peft_config(self, expr: cst.BaseExpression) -> bool:

@@ -686,6 +686,7 @@ DL102_CASES = [
         tok = AutoTokenizer.from_pretrained("bert-base-cased")
         model = AutoModelForSequenceClassification.from_pretrained("bert-base-cased")
         set_seed(0)
+        model(**tok("hi", return_tensors="pt")).loss.backward()
         """, [6]),
     ("transformers-full-checkpoint-from_pretrained", """
         from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
@@ -738,6 +739,39 @@ DL102_CASES = [
 ]
 
 
+DL102_CASES += [
+    ("model-class-seeding-itself-first", """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self, seed):
+                super().__init__()
+                torch.manual_seed(seed)
+                self.fc = nn.Linear(4, 2)
+
+        model = Net(0)
+        torch.manual_seed(1)
+        """, []),
+    ("inference-script-loads-fine-tuned-head", """
+        from transformers import AutoModelForSequenceClassification, set_seed
+
+        model = AutoModelForSequenceClassification.from_pretrained("./finetuned")
+        set_seed(0)
+        print(model(input_ids=None))
+        """, []),
+    ("training-script-with-fresh-head", """
+        import torch
+        from transformers import AutoModelForSequenceClassification, set_seed
+
+        model = AutoModelForSequenceClassification.from_pretrained("bert-base-cased", num_labels=3)
+        set_seed(0)
+        optimizer = torch.optim.AdamW(model.parameters())
+        optimizer.step()
+        """, [6]),
+]
+
+
 @pytest.mark.parametrize("source,lines", [c[1:] for c in DL102_CASES], ids=[c[0] for c in DL102_CASES])
 def test_dl102_idioms(source, lines):
     assert _lines(SeedAfterModelInit(), source) == lines
@@ -761,3 +795,16 @@ def test_dataloader_built_before_seeding_shuffles_reproducibly(tmp_path):
     orders = {subprocess.run([sys.executable, str(script), s], capture_output=True, text=True, check=True).stdout
               for s in ("1", "2")}
     assert len(orders) == 1
+
+
+def test_dl102_per_step_reseed_in_a_loop_is_not_the_run_seed():
+    source = """
+        import torch
+
+        model = torch.nn.Linear(4, 2)
+        for step in range(3):
+            torch.manual_seed(1337 + step)  # reshuffle the data differently each step, on purpose
+            x = torch.randn(8, 4)
+        """
+    assert _lines(SeedAfterModelInit(), source) == []
+    assert _lines(SeedAfterModelInit(), source.replace("1337 + step", "1337")) == [6]
