@@ -1,0 +1,145 @@
+"""--format github | sarif | junit and --output-file, through the installed command."""
+
+import json
+import os
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from distlint.api import fix_source
+from distlint.config import Config
+
+from conftest import FIXTURES, ROOT
+
+BAD = (FIXTURES / "DL101" / "bad.py").read_text()
+GOOD = (FIXTURES / "DL101" / "good.py").read_text()
+BROKEN = "import torch\ntorch.manual_seed(0)\nif True\n    pass\n"
+SARIF_SCHEMA = ROOT.parent / "shared" / "data" / "sarif-schema-2.1.0.json"
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "good.py").write_text(GOOD)
+    return tmp_path
+
+
+def run(exe, *args, cwd):
+    return subprocess.run([exe, "check", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_github_annotations(distlint_exe, project):
+    (project / "broken.py").write_text(BROKEN)
+    proc = run(distlint_exe, "--format", "github", "bad.py", "good.py", "broken.py", cwd=project)
+    assert proc.returncode == 2
+    lines = proc.stdout.splitlines()
+    finding = [line for line in lines if "DL101" in line]
+    assert len(finding) == 1
+    assert finding[0].startswith("::error title=distlint (DL101),file=bad.py,line=20,col=5,endLine=20,endColumn=")
+    assert finding[0].split("::", 2)[2].startswith("bad.py:20:5: DL101 torch is seeded by hand")
+    error = [line for line in lines if "broken.py" in line]
+    assert len(error) == 1 and error[0].startswith("::error title=distlint (error),file=broken.py,line=3")
+
+
+def test_github_escapes_workflow_command_characters():
+    from distlint.model import FileResult, Finding, Range
+    from distlint.reporting import ReportContext
+    from distlint.reporting.github_format import render
+    import io
+
+    f = Finding("a,b:c.py", Range(1, 1, 1, 2), "DL101", "seed-only-torch", "100% wrong\nsecond line")
+    out = io.StringIO()
+    render([FileResult("a,b:c.py", (f,))], out, ReportContext())
+    assert out.getvalue() == (
+        "::error title=distlint (DL101),file=a%2Cb%3Ac.py,line=1,col=1,endLine=1,endColumn=2"
+        "::a,b:c.py:1:1: DL101 100%25 wrong%0Asecond line\n"
+    )
+
+
+def test_junit_one_testcase_per_file_one_failure_per_finding(distlint_exe, project):
+    (project / "bad2.py").write_text(BAD + "\nimport random\nimport torch\ntorch.manual_seed(1)\nrandom.random()\n")
+    (project / "broken.py").write_text(BROKEN)
+    report = project / "report.xml"
+    proc = run(distlint_exe, "--format", "junit", "--output-file", str(report), ".", cwd=project)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    root = ET.parse(report).getroot()
+    suite = root.find("testsuite")
+    cases = {os.path.normpath(c.get("name")): c for c in suite.findall("testcase")}
+    assert set(cases) == {"bad.py", "bad2.py", "good.py", "broken.py"}
+    assert len(cases["bad.py"].findall("failure")) == 1
+    assert len(cases["bad2.py"].findall("failure")) >= 1
+    assert cases["good.py"].findall("failure") == [] and cases["good.py"].findall("error") == []
+    assert len(cases["broken.py"].findall("error")) == 1
+    failure = cases["bad.py"].find("failure")
+    assert failure.get("type") == "DL101" and "bad.py:20:5: DL101" in failure.text
+    total = sum(len(c.findall("failure")) for c in cases.values())
+    assert suite.get("failures") == root.get("failures") == str(total)
+    assert suite.get("tests") == "4" and suite.get("errors") == "1"
+
+
+def _sarif_validator():
+    jsonschema = pytest.importorskip("jsonschema")
+    if not SARIF_SCHEMA.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but the SARIF schema is missing at {SARIF_SCHEMA}")
+        pytest.skip(f"SARIF 2.1.0 schema not found at {SARIF_SCHEMA} (../shared/data is provided in CI)")
+    schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
+    return jsonschema.Draft4Validator(schema)
+
+
+def _apply(text, replacements):
+    for r in sorted(replacements, key=lambda r: r["deletedRegion"]["charOffset"], reverse=True):
+        start, length = r["deletedRegion"]["charOffset"], r["deletedRegion"]["charLength"]
+        text = text[:start] + r["insertedContent"]["text"] + text[start + length:]
+    return text
+
+
+def test_sarif_validates_and_carries_rules_locations_and_fixes(distlint_exe, project):
+    validator = _sarif_validator()
+    (project / "broken.py").write_text(BROKEN)
+    proc = run(distlint_exe, "--format", "sarif", ".", cwd=project)
+    assert proc.returncode == 2
+    log = json.loads(proc.stdout)
+    errors = sorted(validator.iter_errors(log), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:5])
+    assert log["version"] == "2.1.0"
+    (run_,) = log["runs"]
+    rules = run_["tool"]["driver"]["rules"]
+    by_id = {r["id"]: r for r in rules}
+    assert by_id["DL101"]["name"] == "seed-only-torch"
+    assert by_id["DL101"]["help"]["text"].startswith("# seed-only-torch (DL101)")
+    assert by_id["DL101"]["shortDescription"]["text"]
+    (result,) = run_["results"]
+    assert result["ruleId"] == "DL101" and rules[result["ruleIndex"]]["id"] == "DL101"
+    location = result["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "bad.py"
+    assert location["region"]["startLine"] == 20 and location["region"]["startColumn"] == 5
+    (fix,) = result["fixes"]
+    (change,) = fix["artifactChanges"]
+    # the replacements, applied to the file, give exactly that finding's fix
+    expected = fix_source(BAD, "bad.py", Config(), fix_ids=None)
+    assert _apply(BAD, change["replacements"]) == expected
+    notes = run_["invocations"][0]["toolExecutionNotifications"]
+    assert run_["invocations"][0]["executionSuccessful"] is False
+    assert len(notes) == 1 and "broken.py" in notes[0]["message"]["text"]
+
+
+def test_sarif_of_a_clean_run_validates(distlint_exe, project):
+    validator = _sarif_validator()
+    proc = run(distlint_exe, "--format", "sarif", "good.py", cwd=project)
+    assert proc.returncode == 0
+    log = json.loads(proc.stdout)
+    assert list(validator.iter_errors(log)) == []
+    assert log["runs"][0]["results"] == []
+
+
+def test_output_file_for_every_format(distlint_exe, project):
+    for fmt in ("text", "json", "github", "sarif", "junit"):
+        out = project / f"report.{fmt}"
+        proc = run(distlint_exe, "--format", fmt, "-o", str(out), "bad.py", cwd=project)
+        assert proc.returncode == 1, (fmt, proc.stderr)
+        assert proc.stdout == "", fmt
+        assert "DL101" in out.read_text(), fmt
