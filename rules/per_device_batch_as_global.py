@@ -325,7 +325,7 @@ class PerDeviceBatchAsGlobal(Rule):
 
 
 def _distributed_mode(index: Index) -> Optional[str]:
-    if _uses_xla_spmd(index):
+    if uses_xla_spmd(index):
         return None  # one process drives every device: the DataLoader batch is global
     if creates_accelerator(index):
         return None if split_batches_effective(index) else "accelerate"
@@ -338,7 +338,7 @@ def _distributed_mode(index: Index) -> Optional[str]:
     return None
 
 
-def _uses_xla_spmd(index: Index) -> bool:
+def uses_xla_spmd(index: Index) -> bool:
     if index.calls_to("torch_xla.runtime.use_spmd"):
         return True
     return any(

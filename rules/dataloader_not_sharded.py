@@ -1,0 +1,350 @@
+"""DL302 dataloader-not-sharded."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import libcst as cst
+
+from distlint.analysis import Assignment, Index, walk
+from distlint.fixes import Fix
+from distlint.model import Applicability
+from distlint.rule import Invalid, Rule, RuleContext, Valid
+from distlint.rules._common import accelerator_expr, creates_accelerator, is_world_size
+from distlint.rules.per_device_batch_as_global import DATALOADERS, DDP_CALLS, XLA_MULTIPROCESSING_CALLS, uses_xla_spmd
+
+SHARDED, UNSHARDED, UNKNOWN = "sharded", "unsharded", "unknown"
+
+# Wrappers that shard a loader across processes.
+PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
+PREPARE_FUNCTIONS = frozenset({"accelerate.data_loader.prepare_data_loader", "accelerate.utils.prepare_data_loader"})
+# Device loaders that iterate whatever loader they wrap.
+DEVICE_LOADERS = frozenset(
+    {
+        "torch_xla.distributed.parallel_loader.MpDeviceLoader",
+        "torch_xla.distributed.parallel_loader.ParallelLoader",
+    }
+)
+# Samplers that draw from the whole dataset in every process.
+WHOLE_DATASET_SAMPLERS = frozenset(
+    {
+        "torch.utils.data.RandomSampler",
+        "torch.utils.data.SequentialSampler",
+        "torch.utils.data.WeightedRandomSampler",
+        "torch.utils.data.SubsetRandomSampler",
+        "torch.utils.data.sampler.RandomSampler",
+        "torch.utils.data.sampler.SequentialSampler",
+        "torch.utils.data.sampler.WeightedRandomSampler",
+        "torch.utils.data.sampler.SubsetRandomSampler",
+    }
+)
+# Iteration helpers that yield the loader's batches unchanged.
+PASS_THROUGH = frozenset({"enumerate", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"})
+# Signs that a dataset shards itself by rank (streaming / iterable datasets).
+_RANK_WORDS = ("rank", "split_dataset_by_node", "split_by_node", "shard", "process_index", "ordinal")
+
+
+class DataloaderNotSharded(Rule):
+    """
+    ## What it does
+    Flags a `DataLoader` that is iterated in a training loop (a loop that calls `backward`) but
+    is never sharded across processes: in a script that creates an Accelerate `Accelerator`, a
+    loader that never went through `accelerator.prepare`; in a torch DDP script
+    (`init_process_group`, `DistributedDataParallel`, ...) or a torch_xla multiprocessing script,
+    a loader without a `DistributedSampler`.
+
+    The loader is followed through assignments, tuple unpacking, helper functions that build or
+    prepare it, `enumerate` / `tqdm`, and torch_xla's `MpDeviceLoader`. A loader whose origin
+    cannot be seen (built in another module, a custom sampler, a dataset that shards itself by
+    rank such as `split_dataset_by_node`) is not reported.
+
+    ## Why is this bad?
+    Every process then iterates the whole dataset, usually in the same order: N processes do N
+    times the work on duplicate batches, an epoch takes as long as on one device, and the
+    gradients averaged across processes are those of the same samples. The learning rate and the
+    schedule, scaled for N distinct batches per step, no longer match what is trained.
+
+    ## Fix safety
+    In an Accelerate script whose loader is a local name and whose accelerator is visible, the fix
+    inserts `<loader> = <accelerator>.prepare(<loader>)` before the training loop (before the
+    outermost enclosing loop that does not also rebuild the loader). It is unsafe: each process
+    then sees only its shard, so the number of steps per epoch, the batches each process draws and
+    the device placement of the batches change. Under DDP no fix is offered: a `DistributedSampler`
+    also needs `sampler.set_epoch(epoch)` every epoch and replaces `shuffle=True`, which is a
+    decision for the author.
+
+    ## References
+    - Accelerate, "Comparing performance across distributed setups" and `Accelerator.prepare`.
+    - PyTorch, `torch.utils.data.distributed.DistributedSampler`.
+    """
+
+    CODE = "DL302"
+    NAME = "dataloader-not-sharded"
+    MESSAGE = "a DataLoader iterated in the training loop is not sharded across processes"
+    FIX_TITLE = "Prepare the DataLoader with the accelerator"
+    FIX_SAFETY = Applicability.UNSAFE
+    TRIGGERS = ("DataLoader",)
+
+    VALID = (
+        Valid(
+            "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n\n"
+            "accelerator = Accelerator()\nloader = DataLoader(range(8), batch_size=2)\n"
+            "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+            "for batch in loader:\n    accelerator.backward(model(batch))\n"
+        ),
+        # built and prepared inside a helper, returned through a tuple
+        Valid(
+            "import accelerate\nfrom torch.utils.data import DataLoader as DL\n\n"
+            "def loaders(acc):\n    train = DL(range(8), batch_size=2)\n    train = acc.prepare(train)\n"
+            "    return train, acc.prepare(DL(range(4)))\n\n"
+            "acc = accelerate.Accelerator()\ntrain, valid = loaders(acc)\n"
+            "for step, batch in enumerate(train):\n    acc.backward(batch)\n"
+        ),
+        # DDP with a DistributedSampler
+        Valid(
+            "import torch.distributed as dist\nfrom torch.utils.data import DataLoader\n"
+            "from torch.utils.data.distributed import DistributedSampler\n\n"
+            "dist.init_process_group('gloo')\ndata = list(range(8))\nsampler = DistributedSampler(data)\n"
+            "loader = DataLoader(data, batch_size=2, sampler=sampler)\n"
+            "for x in loader:\n    loss = x.sum()\n    loss.backward()\n"
+        ),
+        # an unprepared eval loader (no backward in its loop) and a single-process script
+        Valid(
+            "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n\n"
+            "accelerator = Accelerator()\neval_loader = DataLoader(range(8))\n"
+            "for batch in eval_loader:\n    print(batch)\n"
+        ),
+        Valid(
+            "from torch.utils.data import DataLoader\n\nloader = DataLoader(range(8))\n"
+            "for batch in loader:\n    batch.backward()\n"
+        ),
+        # a streaming dataset split by rank, and a loader from another module
+        Valid(
+            "import torch.distributed as dist\nfrom datasets.distributed import split_dataset_by_node\n"
+            "from torch.utils.data import DataLoader\nfrom mydata import make_loader\n\n"
+            "dist.init_process_group('nccl')\n"
+            "ds = split_dataset_by_node(stream, rank=dist.get_rank(), world_size=dist.get_world_size())\n"
+            "loader = DataLoader(ds, batch_size=4)\nother = make_loader()\n"
+            "for x in loader:\n    x.backward()\nfor x in other:\n    x.backward()\n"
+        ),
+        # torch_xla: the per-core device loader wraps a loader with a DistributedSampler
+        Valid(
+            "import torch_xla.distributed.parallel_loader as pl\nimport torch_xla.runtime as xr\n"
+            "from torch.utils.data import DataLoader, DistributedSampler\n\n"
+            "data = list(range(8))\nsampler = DistributedSampler(data, num_replicas=xr.world_size(), rank=xr.global_ordinal())\n"
+            "device_loader = pl.MpDeviceLoader(DataLoader(data, sampler=sampler), 'xla')\n"
+            "for step, x in enumerate(device_loader):\n    x.backward()\n"
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n\n"
+            "accelerator = Accelerator()\nloader = DataLoader(range(8), batch_size=2)\n"
+            "model, optimizer = accelerator.prepare(object(), object())\n"
+            "for epoch in range(2):\n    for batch in loader:\n        accelerator.backward(model(batch))\n",
+            fixed=(
+                "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n\n"
+                "accelerator = Accelerator()\nloader = DataLoader(range(8), batch_size=2)\n"
+                "model, optimizer = accelerator.prepare(object(), object())\n"
+                "loader = accelerator.prepare(loader)\n"
+                "for epoch in range(2):\n    for batch in loader:\n        accelerator.backward(model(batch))\n"
+            ),
+        ),
+        # built in a helper, unpacked, iterated through tqdm(enumerate(...))
+        Invalid(
+            "import accelerate\nfrom tqdm.auto import tqdm\nimport torch.utils.data as tud\n\n"
+            "def get_loaders():\n    train = tud.DataLoader(range(8), batch_size=2, shuffle=True)\n"
+            "    return train, tud.DataLoader(range(4))\n\n"
+            "def main():\n    acc = accelerate.Accelerator()\n    train_dl, eval_dl = get_loaders()\n"
+            "    eval_dl = acc.prepare(eval_dl)\n"
+            "    for step, batch in tqdm(enumerate(train_dl)):\n        acc.backward(batch)\n",
+            fixed=(
+                "import accelerate\nfrom tqdm.auto import tqdm\nimport torch.utils.data as tud\n\n"
+                "def get_loaders():\n    train = tud.DataLoader(range(8), batch_size=2, shuffle=True)\n"
+                "    return train, tud.DataLoader(range(4))\n\n"
+                "def main():\n    acc = accelerate.Accelerator()\n    train_dl, eval_dl = get_loaders()\n"
+                "    eval_dl = acc.prepare(eval_dl)\n"
+                "    train_dl = acc.prepare(train_dl)\n"
+                "    for step, batch in tqdm(enumerate(train_dl)):\n        acc.backward(batch)\n"
+            ),
+        ),
+        # DDP without a sampler: report only
+        Invalid(
+            "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "from torch.utils.data import DataLoader\n\n"
+            "dist.init_process_group('nccl')\nmodel = DDP(net)\nloader = DataLoader(data, batch_size=8, shuffle=True)\n"
+            "for x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n"
+        ),
+        # a whole-dataset sampler under DDP, in a trainer class
+        Invalid(
+            "import torch.distributed as dist\nfrom torch.utils.data import DataLoader, RandomSampler\n\n"
+            "class Trainer:\n    def __init__(self, data):\n        dist.init_process_group('gloo')\n"
+            "        self.loader = DataLoader(data, sampler=RandomSampler(data))\n\n"
+            "    def fit(self):\n        for batch in self.loader:\n            batch.sum().backward()\n"
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        index = ctx.index
+        accelerate = creates_accelerator(index)
+        if not accelerate and not index.calls_to(*DDP_CALLS, *XLA_MULTIPROCESSING_CALLS):
+            return
+        if uses_xla_spmd(index):
+            return  # one process feeds every device; the compiler shards each batch
+        for loop in index.loops:
+            if not isinstance(loop, cst.For) or not _trains(loop):
+                continue
+            loader = _unwrap(index, loop.iter)
+            if not isinstance(loader, (cst.Name, cst.Attribute)):
+                continue
+            origins = _origins(index, loader, 6)
+            if not origins or any(o != UNSHARDED for o in origins):
+                continue
+            code = index.module.code_for_node(loader)
+            if accelerate:
+                message = (
+                    f"`{code}` is iterated in the training loop but never went through `accelerator.prepare`: "
+                    "every process trains on the whole dataset (N processes do N times the work on duplicate "
+                    "batches); prepare it"
+                )
+            else:
+                message = (
+                    f"`{code}` is iterated in the training loop without a `DistributedSampler`: every rank "
+                    "trains on the whole dataset (N ranks do N times the work on duplicate batches); pass "
+                    "`sampler=DistributedSampler(dataset)` and call `sampler.set_epoch(epoch)`"
+                )
+            ctx.report(loader, message, _fix(index, loop, loader) if accelerate else None)
+
+
+def _trains(loop: cst.For) -> bool:
+    """The loop body runs a backward pass (`loss.backward()`, `accelerator.backward(loss)`)."""
+    for node in walk(loop.body):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+            "backward",
+            "optimizer_step",
+        ):
+            return True
+    return False
+
+
+def _unwrap(index: Index, expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None:
+        func = expr.func
+        name = func.value if isinstance(func, cst.Name) and not index.bindings_of(func) else index.qualname(func)
+        if name not in PASS_THROUGH:
+            break
+        expr = expr.args[0].value
+    return expr
+
+
+def _origins(index: Index, expr: cst.CSTNode, depth: int, position: Optional[int] = None) -> List[str]:
+    """How each value that may flow into ``expr`` was made: SHARDED, UNSHARDED or UNKNOWN."""
+    if depth <= 0:
+        return [UNKNOWN]
+    if isinstance(expr, cst.Name):
+        bindings = index.bindings_of(expr)
+        return [o for b in bindings for o in _from_assignment(index, b, depth)] or [UNKNOWN]
+    if isinstance(expr, cst.Attribute):
+        assigns = index.attribute_assignments(expr)
+        return [o for a in assigns for o in _from_assignment(index, a, depth)] or [UNKNOWN]
+    if isinstance(expr, cst.Call):
+        return _from_call(index, expr, depth, position)
+    return [UNKNOWN]
+
+
+def _from_assignment(index: Index, assignment: Assignment, depth: int) -> List[str]:
+    if assignment.op == "=" and assignment.value is not None:
+        return _origins(index, assignment.value, depth - 1)
+    if assignment.op == "unpack" and isinstance(assignment.node, cst.Assign):
+        # `train_dl, eval_dl = make_loaders()` / `model, opt, dl = accelerator.prepare(...)`
+        targets = assignment.node.targets[0].target
+        if isinstance(targets, (cst.Tuple, cst.List)):
+            elements = [e.value for e in targets.elements]
+            position = next((i for i, e in enumerate(elements) if e is assignment.target), None)
+            if position is not None and isinstance(assignment.node.value, cst.Call):
+                return _from_call(index, assignment.node.value, depth - 1, position)
+    return [UNKNOWN]
+
+
+def _from_call(index: Index, call: cst.Call, depth: int, position: Optional[int]) -> List[str]:
+    func = call.func
+    qualname = index.qualname(func)
+    if qualname in PREPARE_FUNCTIONS or _is_prepare_method(index, call):
+        return [SHARDED]
+    if position is None and qualname in DATALOADERS:
+        return [_dataloader_origin(index, call)]
+    if position is None and qualname in DEVICE_LOADERS and call.args:
+        return _origins(index, call.args[0].value, depth - 1)
+    fn = index.local_function(func)
+    if fn is None:
+        return [UNKNOWN]
+    out: List[str] = []
+    for ret in index.returns.get(fn, ()):
+        value = ret.value
+        if position is not None:
+            if not isinstance(value, (cst.Tuple, cst.List)) or position >= len(value.elements):
+                return [UNKNOWN]
+            value = value.elements[position].value
+        out.extend(_origins(index, value, depth - 1) if value is not None else [UNKNOWN])
+    return out or [UNKNOWN]
+
+
+def _is_prepare_method(index: Index, call: cst.Call) -> bool:
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in PREPARE_METHODS:
+        return False
+    qualname = index.qualname(func.value)
+    if qualname is not None:
+        return qualname.startswith(("accelerate.", "lightning."))
+    # `self.accelerator.prepare(...)`, an accelerator passed in as a parameter
+    base = func.value
+    text = base.attr.value if isinstance(base, cst.Attribute) else base.value if isinstance(base, cst.Name) else ""
+    return any(word in text.lower() for word in ("acc", "fabric"))
+
+
+def _dataloader_origin(index: Index, call: cst.Call) -> str:
+    sampler = index.argument(call, "sampler") or index.argument(call, "batch_sampler")
+    if sampler is not None and index.constant_value(sampler.value) is not None:
+        sampler = None  # sampler=None
+    if sampler is not None:
+        if index.reaches(sampler.value, lambda node, q: q is not None and "Distributed" in q):
+            return SHARDED
+        if not index.reaches(sampler.value, lambda node, q: q is not None and q.rstrip("()") in WHOLE_DATASET_SAMPLERS):
+            return UNKNOWN  # a custom sampler may well shard by rank
+    dataset = index.argument(call, "dataset", 0)
+    if dataset is not None and index.reaches(dataset.value, _shards_by_rank):
+        return UNKNOWN
+    return UNSHARDED
+
+
+def _shards_by_rank(node: cst.CSTNode, qualname: Optional[str]) -> bool:
+    if is_world_size(node, qualname):
+        return True
+    text = qualname or (node.value if isinstance(node, cst.Name) else node.attr.value if isinstance(node, cst.Attribute) else "")
+    return any(word in text.lower() for word in _RANK_WORDS)
+
+
+def _fix(index: Index, loop: cst.For, loader: cst.BaseExpression) -> Optional[Fix]:
+    if not isinstance(loader, cst.Name):
+        return None
+    bindings = index.bindings_of(loader)
+    if not bindings or any(b.scope is not index.scope(loop) for b in bindings):
+        return None
+    # Prepare once, before the outermost enclosing loop that does not rebuild the loader
+    # (re-preparing every epoch would wrap the loader again and again).
+    anchor: cst.CSTNode = loop
+    function = index.enclosing_function(loop)
+    for ancestor in index.ancestors(loop):
+        if ancestor is function:
+            break
+        if isinstance(ancestor, (cst.For, cst.While)):
+            if any(index.is_inside(b.node, ancestor) for b in bindings):
+                break
+            anchor = ancestor
+    accelerator = accelerator_expr(index, anchor)
+    if accelerator is None:
+        return None
+    statement = cst.parse_statement(f"{loader.value} = {accelerator}.prepare({loader.value})\n")
+    return Fix(insert_before={anchor: [statement]})
