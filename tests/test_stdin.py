@@ -1,0 +1,57 @@
+"""`distlint check/fix --stdin-filename PATH -`: config applies as for PATH; fix prints only the source."""
+
+import subprocess
+
+from distlint.config import Config
+from distlint.runner import lint_source
+
+from conftest import FIXTURES
+
+BAD = (FIXTURES / "DL101" / "bad.py").read_text()
+
+
+def run(exe, *args, cwd, data):
+    return subprocess.run([exe, *args], cwd=cwd, input=data, capture_output=True, timeout=120)
+
+
+def test_check_from_stdin_reports_under_the_given_name(distlint_exe, tmp_path):
+    proc = run(distlint_exe, "check", "--stdin-filename", "train.py", "-", cwd=tmp_path, data=BAD.encode())
+    assert proc.returncode == 1
+    assert proc.stdout.decode().startswith("train.py:20:5: DL101 ")
+    clean = run(distlint_exe, "check", "--stdin-filename", "train.py", "-", cwd=tmp_path, data=b"import torch\n")
+    assert clean.returncode == 0
+
+
+def test_per_file_ignores_apply_to_the_stdin_filename(distlint_exe, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.distlint]\nper-file-ignores = {"scratch/*.py" = ["DL101"]}\n')
+    ignored = run(distlint_exe, "check", "--stdin-filename", "scratch/try.py", "-", cwd=tmp_path, data=BAD.encode())
+    assert ignored.returncode == 0, ignored.stdout
+    linted = run(distlint_exe, "check", "--stdin-filename", "train.py", "-", cwd=tmp_path, data=BAD.encode())
+    assert linted.returncode == 1
+
+
+def test_fix_writes_the_fixed_source_and_nothing_else(distlint_exe, tmp_path):
+    data = BAD.replace("\n", "\r\n").encode()
+    proc = run(distlint_exe, "fix", "--stdin-filename", "train.py", "-", cwd=tmp_path, data=data)
+    expected = lint_source(data, "train.py", Config(), fix=True).fixed_bytes
+    assert expected is not None and b"set_seed(args.seed)" in expected
+    assert proc.stdout == expected  # byte for byte: CRLF kept, no report mixed in
+    assert proc.returncode == 0
+    assert not list(tmp_path.glob("*.py"))  # nothing written to disk
+
+
+def test_fix_of_clean_or_unparsable_input_echoes_it(distlint_exe, tmp_path):
+    clean = b"import torch\nx = 1\n"
+    proc = run(distlint_exe, "fix", "--stdin-filename", "train.py", "-", cwd=tmp_path, data=clean)
+    assert (proc.returncode, proc.stdout) == (0, clean)
+    broken = b"import torch\ntorch.manual_seed(0)\nif True\n"
+    proc = run(distlint_exe, "fix", "--stdin-filename", "train.py", "-", cwd=tmp_path, data=broken)
+    assert proc.stdout == broken  # an editor piping through must never lose the buffer
+    assert proc.returncode == 2 and b"train.py:3" in proc.stderr
+
+
+def test_stdin_respects_selection_options(distlint_exe, tmp_path):
+    proc = run(distlint_exe, "check", "--ignore", "DL1", "--stdin-filename", "train.py", "-", cwd=tmp_path, data=BAD.encode())
+    assert proc.returncode == 0
+    proc = run(distlint_exe, "check", "--format", "json", "--stdin-filename", "t.py", "-", cwd=tmp_path, data=BAD.encode())
+    assert b'"path": "t.py"' in proc.stdout
