@@ -125,7 +125,23 @@ def read_source(path: str) -> Union[bytes, FileError]:
 
 
 def lint_file(path: str, config: Optional[Config] = None, options: LintOptions = LintOptions()) -> FileResult:
-    """Lint one file; with ``options.fix`` and ``options.write``, write the fixed file back."""
+    """Lint one file; with ``options.fix`` and ``options.write``, write the fixed file back.
+
+    Never raises: an unexpected problem becomes one error line naming the file (the traceback
+    with ``--debug``), and the other files go on.
+    """
+    try:
+        return _lint_file(path, config, options)
+    except RecursionError:
+        return FileResult(path, errors=(FileError(path, "source is too deeply nested to analyse"),))
+    except Exception as exc:  # noqa: BLE001 - the safety net of last resort
+        import traceback
+
+        detail = traceback.format_exc() if options.debug else f"{type(exc).__name__}: {exc}"
+        return FileResult(path, errors=(FileError(path, f"internal error: {detail} (--debug shows the traceback)"),))
+
+
+def _lint_file(path: str, config: Optional[Config], options: LintOptions) -> FileResult:
     if config is None:
         try:
             config = config_for(path, options)

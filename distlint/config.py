@@ -108,7 +108,7 @@ class Config:
         p = Path(path)
         if self.root is not None:
             try:
-                return PurePosixPath(p.resolve().relative_to(Path(self.root).resolve())).as_posix()
+                return PurePosixPath(Path(os.path.realpath(p)).relative_to(os.path.realpath(self.root))).as_posix()
             except ValueError:
                 pass
         return PurePosixPath(p).as_posix()
@@ -162,7 +162,7 @@ _KNOWN_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes"}
 
 def find_config_file(start: str) -> Optional[Path]:
     """The nearest distlint.toml, or pyproject.toml with [tool.distlint], at or above ``start``."""
-    here = Path(start).resolve()
+    here = Path(os.path.realpath(start))  # realpath: no exception on symlink loops
     if not here.is_dir():
         here = here.parent
     return _find_from_dir(str(here))
