@@ -6,13 +6,14 @@ from typing import List, Optional, Set
 
 import libcst as cst
 
-from distlint.analysis import Index, string_value
+from distlint.analysis import Index, string_value, walk
 from distlint.fixes import Fix, import_name
 from distlint.rule import Invalid, Option, Rule, RuleContext, Valid
 from distlint.model import Applicability
 from distlint.rules._common import (
     accelerator_expr,
     creates_accelerator,
+    is_prepare_call,
     reads_world_size,
     scaled_expression,
     split_batches_effective,
@@ -246,6 +247,14 @@ class UnscaledLearningRate(Rule):
             "def run(rank, world_size):\n    model = DDP(torch.nn.Linear(2, 2))\n"
             "    return torch.optim.SGD(model.parameters(), lr=0.1 * world_size)\n"
         ),
+        # a side model that each process trains on its own: never prepared, never synchronised
+        Valid(
+            "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+            "model, student = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)\n"
+            "optimizer = torch.optim.SGD(model.parameters(), lr=0.1 * accelerator.num_processes)\n"
+            "model, optimizer = accelerator.prepare(model, optimizer)\n"
+            "student_opt = torch.optim.SGD(student.parameters(), lr=0.1)\n"
+        ),
         # a single-process script: nothing to scale
         Valid("import torch\n\noptimizer = torch.optim.Adam(torch.nn.Linear(2, 2).parameters(), lr=1e-3)\n"),
         Valid(
@@ -316,8 +325,11 @@ class UnscaledLearningRate(Rule):
         model_parallel = uses_model_parallelism(index)
         schedulers = peak_lr_schedulers(index)
         exempt = self._driven_by_peak_lr_scheduler(index, optimizers, schedulers)
+        prepared = [arg.value for c in index.calls if is_prepare_call(index, c) for arg in c.args]
         for call in optimizers:
             if call in exempt:
+                continue
+            if kind == "accelerate" and prepared and not _trained_data_parallel(index, call, prepared):
                 continue
             lr = Index.argument(call, "lr", 1)
             if lr is None:
@@ -435,3 +447,19 @@ def _param_groups_scaled(index: Index, call: cst.Call) -> bool:
         )
 
     return index.reaches(params.value, scaled_group_lr, depth=4)
+
+
+def _trained_data_parallel(index: Index, call: cst.Call, prepared: List[cst.BaseExpression]) -> bool:
+    """Does the optimizer (or the model whose parameters it holds) go through `accelerator.prepare`?
+    An optimizer of a side model that each process trains on its own (never prepared, so never
+    synchronised) does not see a batch that grows with the processes."""
+    if any(index.reaches(value, lambda node, _q: node is call, depth=4) for value in prepared):
+        return True
+    params = Index.argument(call, "params", 0)
+    if params is None:
+        return True
+    prepared_texts = {index.module.code_for_node(v).strip() for v in prepared}
+    for node in walk(params.value):
+        if isinstance(node, (cst.Name, cst.Attribute)) and index.module.code_for_node(node).strip() in prepared_texts:
+            return True
+    return False
