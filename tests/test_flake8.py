@@ -1,0 +1,41 @@
+"""The flake8 plugin (entry point `DL`), run through the real flake8 command."""
+
+import subprocess
+import sys
+
+from conftest import FIXTURES
+
+BAD = (FIXTURES / "DL101" / "bad.py").read_text()
+GOOD = (FIXTURES / "DL101" / "good.py").read_text()
+
+
+def flake8(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "flake8", "--isolated", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_plugin_reports_dl_codes(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "good.py").write_text(GOOD)
+    proc = flake8("--select", "DL", "bad.py", "good.py", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "bad.py:20:5: DL101 torch is seeded by hand but python `random` and numpy are not: "
+        "use `accelerate.utils.set_seed(seed)`, which seeds random, numpy, torch, every device and XLA"
+    ]
+
+
+def test_plugin_is_registered_and_filtered_like_other_codes(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    version = subprocess.run([sys.executable, "-m", "flake8", "--version"], capture_output=True, text=True, timeout=60)
+    assert "distlint" in version.stdout
+    assert flake8("--select", "DL", "--extend-ignore", "DL101", "bad.py", cwd=tmp_path).returncode == 0
+    noqa = BAD.replace("torch.manual_seed(args.seed)  # expect: DL101", "torch.manual_seed(args.seed)  # noqa: DL101")
+    (tmp_path / "quiet.py").write_text(noqa)
+    assert flake8("--select", "DL", "quiet.py", cwd=tmp_path).returncode == 0
+
+
+def test_plugin_uses_distlint_configuration(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.distlint]\nignore = ["DL101"]\n')
+    (tmp_path / "bad.py").write_text(BAD)
+    assert flake8("--select", "DL", "bad.py", cwd=tmp_path).returncode == 0
