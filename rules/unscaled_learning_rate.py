@@ -6,7 +6,7 @@ from typing import List, Optional, Set
 
 import libcst as cst
 
-from distlint.analysis import Index, string_value, walk
+from distlint.analysis import Index, string_value
 from distlint.fixes import Fix, import_name
 from distlint.rule import Invalid, Option, Rule, RuleContext, Valid
 from distlint.model import Applicability
@@ -459,7 +459,9 @@ def _trained_data_parallel(index: Index, call: cst.Call, prepared: List[cst.Base
     if params is None:
         return True
     prepared_texts = {index.module.code_for_node(v).strip() for v in prepared}
-    for node in walk(params.value):
-        if isinstance(node, (cst.Name, cst.Attribute)) and index.module.code_for_node(node).strip() in prepared_texts:
-            return True
-    return False
+
+    def is_prepared(node: cst.CSTNode, _q: Optional[str]) -> bool:
+        return isinstance(node, (cst.Name, cst.Attribute)) and index.module.code_for_node(node).strip() in prepared_texts
+
+    # `params = list(model.parameters())`: follow the parameters back to the model they belong to
+    return index.reaches(params.value, is_prepared, depth=3)
