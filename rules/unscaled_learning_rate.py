@@ -151,6 +151,14 @@ def world_size_text(index: Index, kind: str, at: cst.CSTNode) -> Optional[tuple]
     if kind == "xla":
         name, spec = import_name(index, "torch_xla.runtime.world_size", at)
         return f"{name}()", spec
+    if kind == "fabric":
+        scope = index.scope(at)
+        while scope is not None:
+            for name, assigns in scope.bindings.items():
+                if assigns and all(a.op == "=" and a.value is not None and index.qualname(a.value) == "lightning.Fabric()" for a in assigns):
+                    if index.lookup(name, index.scope(at)) == assigns:
+                        return f"{name}.world_size", None
+            scope = scope.parent
     return None
 
 
@@ -179,7 +187,9 @@ class UnscaledLearningRate(Rule):
     `Accelerator(split_batches=True)` keyword is ignored by Accelerate 1.x and does not count),
     or when the script holds the global batch constant by dividing the per-device batch or the
     gradient accumulation steps by the world size (then the LR must *not* be scaled); torch_xla
-    SPMD scripts, which run as one process with a global batch.
+    SPMD scripts, which run as one process with a global batch; in an Accelerate script, an
+    optimizer of a side model that never goes through `accelerator.prepare` (neither the
+    optimizer nor the model it optimizes), which each process trains on its own batch.
 
     ## Why is this bad?
     Each process draws its own per-device batch and the gradients are averaged across processes,
@@ -196,7 +206,8 @@ class UnscaledLearningRate(Rule):
     scaling is debated for Adam-family optimizers (square-root scaling is an option). When the
     learning rate is a plain local name, `<name> *= <accelerator>.num_processes` is inserted just
     before the optimizer statement; otherwise the argument is multiplied in place. DDP and torch_xla
-    scripts use `torch.distributed.get_world_size()` / `torch_xla.runtime.world_size()`. No fix when
+    scripts use `torch.distributed.get_world_size()` / `torch_xla.runtime.world_size()`, Fabric
+    scripts `fabric.world_size`. No fix when
     no accelerator is visible at the optimizer, when the optimizer is given no `lr` at all (its
     default depends on the class and the torch version), and in model-parallel scripts.
 

@@ -259,6 +259,7 @@ def test_dl201_fabric_reported_and_scaled_by_world_size():
     result = lint(UnscaledLearningRate, code)
     assert lines(result, "DL201") == [6]
     assert "fabric.world_size" in result.findings[0].message
+    assert "lr=1e-3 * fabric.world_size)\nok =" in fixed(UnscaledLearningRate, code)
 
 
 def test_dl201_tensor_parallel_message_and_no_fix():
