@@ -68,8 +68,12 @@ _LOCAL_WORDS = {"local", "micro", "rank", "device", "gpu", "replica", "core", "p
 
 _WORD_RE = re.compile(r"[a-z]+|[A-Z][a-z]*|\d+")
 _PERCENT_RE = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?[diouxXeEfFgGcrsa%]")
-_MESSAGE_GLOBAL_RE = re.compile(r"\b(total|global|effective|observed|overall)\b")
-_MESSAGE_BATCH_RE = re.compile(r"\b(batch|bs|bsz)")
+# "Total train batch size", "global batch", "batch size (effective)": the global word is close to
+# the batch word, so "global step 3, batch size" does not count.
+_MESSAGE_GLOBAL_BATCH_RE = re.compile(
+    r"\b(total|global|effective|observed|overall)\W+(?:\w+\W+)?(batch|bs\b|bsz\b)"
+    r"|\b(batch|bs|bsz)\b[\w\s]{0,6}\W+(total|global|effective|observed|overall)\b"
+)
 _MESSAGE_LOCAL_RE = re.compile(r"per[\s_-]*(device|gpu|process|proc|rank|core|replica|worker|tpu)|\blocal\b|\bmicro")
 _MESSAGE_RATE_RE = re.compile(
     r"^\W*(samples|sample|examples|images|imgs|img|tokens|toks|seqs|sequences)\s*(/|per\b)"
@@ -112,7 +116,7 @@ def message_role(before: str, after: str, multiplied: bool) -> Optional[str]:
         return None
     if after.strip().startswith(("x", "*", "\u00d7", "times")):
         return None  # "{bs} x {world_size} = ...": the factor is shown next to it
-    if _MESSAGE_GLOBAL_RE.search(before) and _MESSAGE_BATCH_RE.search(before):
+    if _MESSAGE_GLOBAL_BATCH_RE.search(before):
         return GLOBAL
     if multiplied and (_MESSAGE_RATE_RE.search(after) or _MESSAGE_SEEN_RE.search(before)):
         return SAMPLES
