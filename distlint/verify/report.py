@@ -59,16 +59,15 @@ def render_text(result: VerifyResult) -> str:
     out: List[str] = []
     rel = os.path.relpath(result.script) if not result.script.startswith("..") else result.script
     out.append(f"distlint verify: {rel} {' '.join(result.script_args)}".rstrip())
-    many = result.many
-    how = many.launcher if many else "a launcher"
-    out.append(
-        f"--verify runs the script: 1 process, then {result.nprocs} processes ({how}), "
-        f"each stopped after {result.max_steps} updates (x{result.nprocs} for the 1-process run"
-        f"{', --exact' if result.exact else ''})."
-        if not result.exact
-        else f"--verify runs the script: {result.nprocs} processes ({how}), then 1 process with the "
-        f"{result.nprocs}-process run's LR and global batch (--exact); {result.max_steps} updates each."
-    )
+    n, k = result.nprocs, result.max_steps
+    if not result.runs:
+        out.append("The script was not run.")
+    elif result.exact:
+        out.append(f"Ran the script (only verify does): {n} processes, then 1 process with their LR and global "
+                   f"batch (--exact); {k} updates each.")
+    else:
+        out.append(f"Ran the script (only verify does): 1 process for {k * n} updates, then {n} processes for {k}, "
+                   "so both see the same samples.")
     out.append("")
     if result.runs:
         cols = [_run_rows(result.one, " x N (--exact)" if result.exact else ""), _run_rows(result.many)]

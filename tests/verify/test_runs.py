@@ -6,6 +6,7 @@ also checks the process table: nothing a run started may outlive `verify`.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -125,18 +126,30 @@ def test_exact_losses_match_step_by_step(exact):
 
 
 @pytest.fixture(scope="module")
-def unscaled(tmp_path_factory):
-    return run(tmp_path_factory, "unscaled_lr", static_findings=[finding("DL201")])
+def unscaled():
+    """Through the installed command, as users run it: the static check, then the runs."""
+    exe = shutil.which("distlint")
+    argv = [exe] if exe else [sys.executable, "-m", "distlint"]
+    proc = subprocess.run(
+        argv + ["check", "--verify", "--device", "cpu", "--format", "json", "fixtures/verify/unscaled_lr.py"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )
+    return proc, json.loads(proc.stdout)
 
 
-def test_unscaled_lr_confirms_dl201(unscaled):
-    assert unscaled.exit_code == 1
-    lr = unscaled.check("lr")
-    assert lr.status == "fail" and lr.confirms and lr.static == "confirmed"
-    assert lr.detail.startswith("global batch ×2, LR unchanged")
-    assert unscaled.check("loss").status == "fail"  # the 2-process run falls behind
-    assert unscaled.check("seeding").status == "pass"
-    assert_nothing_left(unscaled)
+def test_unscaled_lr_confirms_the_static_dl201(unscaled):
+    proc, report = unscaled
+    assert proc.returncode == 1, proc.stderr
+    checks = {c["id"]: c for c in report["checks"]}
+    lr = checks["lr"]
+    assert lr["status"] == "fail" and lr["confirms"] and lr["static"] == "confirmed"
+    assert lr["detail"].startswith("global batch ×2, LR unchanged")
+    assert [w.rsplit(":", 1)[0] for w in lr["static_where"]] == ["fixtures/verify/unscaled_lr.py"]
+    assert {f["code"] for f in report["static_findings"]} == {"DL201"}
+    assert checks["loss"]["status"] == "fail"  # the 2-process run falls behind
+    assert checks["seeding"]["status"] == "pass" and checks["seeding"]["static"] is None
+    for run_ in report["runs"].values():
+        assert processes_with_env("DISTLINT_VERIFY_TAG=" + run_["tag"]) == []
 
 
 @pytest.fixture(scope="module")
