@@ -1,0 +1,367 @@
+"""The language server, driven as editors drive it: the real `distlint lsp` process over stdio,
+a real LSP client (pytest-lsp), and the results compared with the CLI's own output."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+
+pytest.importorskip("pygls", reason="the lsp extra is not installed")
+pytest_lsp = pytest.importorskip("pytest_lsp")
+
+from lsprotocol import types as lsp  # noqa: E402
+
+from distlint.lsp import FIX_ALL_KIND, IMPORTED_MODULES_COMMAND, split_lines  # noqa: E402
+
+SERVER = [sys.executable, "-m", "distlint", "lsp"]
+TIMEOUT = 30
+
+# An Accelerate script: the hand-written torch seeding has a SAFE fix (accelerate is imported).
+SAFE_SCRIPT = '''\
+"""Train a tiny model with Accelerate."""
+import numpy as np
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def main(seed=42, batch_size=16):
+    accelerator = Accelerator()
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+    features = torch.randn(256, 8)
+    order = np.random.permutation(len(features))
+    loader = DataLoader(TensorDataset(features[order], torch.randn(256, 1)), batch_size=batch_size, shuffle=True)
+    model = torch.nn.Linear(8, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * accelerator.num_processes)
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+# Plain torch: the fix adds a dependency on accelerate, so it is UNSAFE.
+UNSAFE_SCRIPT = '''\
+import random
+
+import torch
+
+torch.manual_seed(0)
+data = list(range(10))
+random.shuffle(data)
+'''
+
+# The seeding call sits after non-ASCII text on its line: an emoji is 1 code point (our
+# columns) but 2 UTF-16 code units (LSP's default position encoding).
+EMOJI_SCRIPT = UNSAFE_SCRIPT.replace("torch.manual_seed(0)", 'label = "caf\u00e9 \U0001F600"; torch.manual_seed(0)')
+
+
+def _uri(path: Path) -> str:
+    return path.resolve().as_uri()
+
+
+class Session:
+    """One server process and a client talking to it."""
+
+    def __init__(self, client, workspace: Path):
+        self.client = client
+        self.workspace = workspace
+        self.versions: Dict[str, int] = {}
+        self.texts: Dict[str, str] = {}
+
+    async def open(self, path: Path, text: Optional[str] = None) -> str:
+        uri = _uri(path)
+        text = path.read_text() if text is None else text
+        self.versions[uri] = 1
+        self.texts[uri] = text
+        self.client.diagnostics.pop(uri, None)
+        self.client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+            text_document=lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+        return uri
+
+    async def change(self, uri: str, text: str) -> None:
+        self.versions[uri] += 1
+        self.texts[uri] = text
+        self.client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+
+    async def diagnostics(self, uri: str) -> List[lsp.Diagnostic]:
+        """Wait for the next diagnostics of ``uri``."""
+        async def wait():
+            while uri not in self.client.diagnostics:
+                await self.client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+            return self.client.diagnostics.pop(uri)
+        return await asyncio.wait_for(wait(), TIMEOUT)
+
+    async def code_actions(self, uri: str, rng: lsp.Range, diagnostics=(), only=None) -> List[lsp.CodeAction]:
+        result = await asyncio.wait_for(self.client.text_document_code_action_async(lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), range=rng,
+            context=lsp.CodeActionContext(diagnostics=list(diagnostics), only=only))), TIMEOUT)
+        return list(result or [])
+
+
+def apply_edit(text: str, uri: str, edit: lsp.WorkspaceEdit) -> str:
+    """Apply a WorkspaceEdit as an editor would (positions in UTF-16 code units)."""
+    edits: List[lsp.TextEdit] = []
+    if edit.document_changes:
+        for change in edit.document_changes:
+            assert change.text_document.uri == uri
+            edits.extend(change.edits)
+    else:
+        edits.extend(edit.changes[uri])
+    lines = split_lines(text)
+
+    def offset(pos: lsp.Position) -> int:
+        if pos.line >= len(lines):
+            return len(text)
+        line = lines[pos.line]
+        units = 0
+        for i, ch in enumerate(line):
+            if units >= pos.character:
+                return sum(map(len, lines[:pos.line])) + i
+            units += 2 if ord(ch) > 0xFFFF else 1
+        return sum(map(len, lines[:pos.line])) + len(line.rstrip("\r\n"))
+
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[:offset(e.range.start)] + e.new_text + text[offset(e.range.end):]
+    return text
+
+
+def cli(*args: str, cwd: Path, stdin: Optional[str] = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "distlint", *args], cwd=cwd, input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+@contextlib.asynccontextmanager
+async def session(workspace: Path, init_options=None):
+    client = pytest_lsp.make_test_lsp_client()
+    client.registrations = []
+
+    @client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
+    def register(params: lsp.RegistrationParams) -> None:
+        client.registrations.extend(params.registrations)
+
+    await client.start_io(*SERVER, cwd=str(workspace))
+    try:
+        await asyncio.wait_for(client.initialize_session(lsp.InitializeParams(
+            capabilities=pytest_lsp.client_capabilities("visual-studio-code"),
+            root_uri=_uri(workspace), initialization_options=init_options)), TIMEOUT)
+        yield Session(client, workspace)
+    finally:
+        # Always end the server, also when the test failed (a live server would hang the run).
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(client.shutdown_session(), 10)
+        server = getattr(client, "_server", None)
+        if server is not None and server.returncode is None:
+            server.kill()
+        await client.stop()
+
+
+def whole(text: str) -> lsp.Range:
+    return lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=len(split_lines(text)), character=0))
+
+
+@pytest.mark.asyncio
+async def test_diagnostics_match_the_cli_and_fix_all_matches_distlint_fix(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SAFE_SCRIPT)
+    expected = json.loads(cli("check", "--format", "json", "train.py", cwd=tmp_path).stdout)
+    expected = expected["findings"] if isinstance(expected, dict) else expected
+    assert any(f["code"] == "DL101" for f in expected)
+
+    async with session(tmp_path) as s:
+        uri = await s.open(script)
+        diags = await s.diagnostics(uri)
+        got = sorted((d.range.start.line + 1, d.range.start.character + 1, d.range.end.line + 1,
+                      d.range.end.character + 1, d.code, d.message) for d in diags)
+        want = sorted((f["line"], f["column"], f["end_line"], f["end_column"], f["code"], f["message"]) for f in expected)
+        assert got == want  # ASCII text: LSP columns are our columns minus one
+        assert all(d.source == "distlint" and d.severity is not None for d in diags)
+
+        actions = await s.code_actions(uri, whole(SAFE_SCRIPT), only=["source.fixAll"])
+        assert [a.kind for a in actions] == [FIX_ALL_KIND]
+        fixed = apply_edit(SAFE_SCRIPT, uri, actions[0].edit)
+
+    assert cli("fix", "train.py", cwd=tmp_path).returncode in (0, 1)
+    assert fixed == script.read_text() != SAFE_SCRIPT
+    assert "set_seed(seed)" in fixed and "manual_seed" not in fixed
+
+
+@pytest.mark.asyncio
+async def test_quick_fix_and_noqa_for_one_finding(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SAFE_SCRIPT)
+    async with session(tmp_path) as s:
+        uri = await s.open(script)
+        diags = await s.diagnostics(uri)
+        [seed] = [d for d in diags if d.code == "DL101"]
+        assert seed.range.start.line == SAFE_SCRIPT.splitlines().index("    torch.manual_seed(seed)")
+
+        actions = await s.code_actions(uri, seed.range, [seed])
+        quick = [a for a in actions if a.kind == lsp.CodeActionKind.QuickFix]
+        [fix] = [a for a in quick if "set_seed" in a.title]
+        assert fix.title.startswith("DL101:") and "unsafe" not in fix.title and fix.is_preferred
+        [noqa] = [a for a in quick if "noqa" in a.title]
+
+        fixed = apply_edit(SAFE_SCRIPT, uri, fix.edit)
+        assert "torch.manual_seed" not in fixed and "torch.cuda.manual_seed_all" not in fixed
+        assert "from accelerate.utils import set_seed" in fixed and "    set_seed(seed)\n" in fixed
+        await s.change(uri, fixed)
+        assert not [d for d in await s.diagnostics(uri) if d.code == "DL101"]
+
+        suppressed = apply_edit(SAFE_SCRIPT, uri, noqa.edit)
+        line = suppressed.splitlines()[seed.range.start.line]
+        assert line == "    torch.manual_seed(seed)  # noqa: DL101"
+        assert [l for l in suppressed.splitlines() if "noqa" not in l] == [l for l in SAFE_SCRIPT.splitlines() if l.strip() != "torch.manual_seed(seed)"]
+        await s.change(uri, suppressed)
+        assert not [d for d in await s.diagnostics(uri) if d.code == "DL101"]
+
+
+@pytest.mark.asyncio
+async def test_unsafe_fix_is_marked_in_the_title(tmp_path):
+    script = tmp_path / "seed.py"
+    script.write_text(UNSAFE_SCRIPT)
+    async with session(tmp_path) as s:
+        uri = await s.open(script)
+        [diag] = [d for d in await s.diagnostics(uri) if d.code == "DL101"]
+        actions = await s.code_actions(uri, diag.range, [diag])
+        [fix] = [a for a in actions if "set_seed" in a.title]
+        assert fix.title.endswith("(unsafe fix)") and not fix.is_preferred
+        fixed = apply_edit(UNSAFE_SCRIPT, uri, fix.edit)
+        assert "\nset_seed(0)\n" in fixed and "from accelerate.utils import set_seed" in fixed
+        # Without unsafe-fixes configured, fix-all has nothing to do (the only fix is unsafe).
+        assert await s.code_actions(uri, whole(UNSAFE_SCRIPT), only=[FIX_ALL_KIND]) == []
+
+
+@pytest.mark.asyncio
+async def test_positions_are_utf16_code_units(tmp_path):
+    script = tmp_path / "seed.py"
+    script.write_text(EMOJI_SCRIPT, encoding="utf-8")
+    async with session(tmp_path) as s:
+        uri = await s.open(script)
+        [diag] = [d for d in await s.diagnostics(uri) if d.code == "DL101"]
+        line = EMOJI_SCRIPT.splitlines()[4]
+        prefix = line[: line.index("torch.manual_seed")]
+        assert diag.range.start == lsp.Position(line=4, character=len(prefix.encode("utf-16-le")) // 2)
+        assert diag.range.start.character == len(prefix) + 1  # the emoji counts twice
+        assert diag.range.end.character == diag.range.start.character + len("torch.manual_seed(0)")
+        # The noqa edit lands on the right line, after the non-ASCII text.
+        [noqa] = [a for a in await s.code_actions(uri, diag.range, [diag]) if "noqa" in a.title]
+        assert apply_edit(EMOJI_SCRIPT, uri, noqa.edit).splitlines()[4] == line + "  # noqa: DL101"
+
+
+@pytest.mark.asyncio
+async def test_fix_all_applies_unsafe_fixes_when_configured(tmp_path):
+    (tmp_path / "distlint.toml").write_text("unsafe-fixes = true\n")
+    script = tmp_path / "seed.py"
+    script.write_text(UNSAFE_SCRIPT)
+    async with session(tmp_path) as s:
+        uri = await s.open(script)
+        await s.diagnostics(uri)
+        [action] = await s.code_actions(uri, whole(UNSAFE_SCRIPT), only=["source.fixAll"])
+        fixed = apply_edit(UNSAFE_SCRIPT, uri, action.edit)
+    assert cli("fix", "seed.py", cwd=tmp_path).returncode in (0, 1)
+    assert fixed == script.read_text() != UNSAFE_SCRIPT
+    assert "set_seed(0)" in fixed
+
+
+@pytest.mark.asyncio
+async def test_unparsable_text_keeps_the_server_alive_without_new_diagnostics(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SAFE_SCRIPT)
+    async with session(tmp_path) as s:
+        uri = await s.open(script)
+        first = await s.diagnostics(uri)
+        assert first
+        broken = SAFE_SCRIPT.replace("    model = torch.nn.Linear(8, 1)\n", "    model = torch.nn.Linear(8,\n")
+        await s.change(uri, broken)
+        await asyncio.sleep(1.0)  # well past the debounce
+        assert uri not in s.client.diagnostics, "a syntax error must not replace the diagnostics"
+        assert any("syntax error" in m.message for m in s.client.log_messages)
+        assert await s.code_actions(uri, whole(broken)) == []
+        # Typing goes on: the next parsable text is linted again.
+        await s.change(uri, SAFE_SCRIPT.replace("seed)", "seed )", 1))
+        assert [d.code for d in await s.diagnostics(uri)] == [d.code for d in first]
+
+
+@pytest.mark.asyncio
+async def test_debounce_lints_only_the_last_of_rapid_changes(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SAFE_SCRIPT)
+    async with session(tmp_path) as s:
+        uri = await s.open(script)
+        await s.diagnostics(uri)
+        for i in range(5):
+            await s.change(uri, SAFE_SCRIPT + "\n" * (i + 1))
+        published = []
+        while True:
+            try:
+                published.append(await asyncio.wait_for(s.diagnostics(uri), 1.5))
+            except asyncio.TimeoutError:
+                break
+        assert len(published) == 1
+
+
+@pytest.mark.asyncio
+async def test_bad_config_is_logged_and_does_not_crash(tmp_path):
+    config = tmp_path / "distlint.toml"
+    config.write_text('select = ["DL101"\n')  # invalid TOML
+    script = tmp_path / "train.py"
+    script.write_text(SAFE_SCRIPT)
+    async with session(tmp_path) as s:
+        uri = await s.open(script)
+        await asyncio.sleep(1.0)
+        assert uri not in s.client.diagnostics
+        assert any("distlint.toml" in m.message and m.type == lsp.MessageType.Error for m in s.client.log_messages)
+        hover = await s.client.text_document_hover_async(lsp.HoverParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=9, character=6)))
+        assert hover is None
+
+        config.write_text('select = ["DL1"]\n')
+        s.client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(
+            changes=[lsp.FileEvent(uri=_uri(config), type=lsp.FileChangeType.Changed)]))
+        assert [d.code for d in await s.diagnostics(uri)] == ["DL101"]
+
+
+@pytest.mark.asyncio
+async def test_hover_shows_the_rule_docs(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SAFE_SCRIPT)
+    async with session(tmp_path) as s:
+        uri = await s.open(script)
+        [seed] = [d for d in await s.diagnostics(uri) if d.code == "DL101"]
+        hover = await s.client.text_document_hover_async(lsp.HoverParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), position=seed.range.start))
+        text = hover.contents.value
+        assert "seed-only-torch (DL101)" in text and "## Why is this bad?" in text
+        nothing = await s.client.text_document_hover_async(lsp.HoverParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=0, character=0)))
+        assert nothing is None
+
+
+@pytest.mark.asyncio
+async def test_server_never_imports_torch(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SAFE_SCRIPT)
+    async with session(tmp_path) as s:
+        uri = await s.open(script)
+        assert await s.diagnostics(uri)
+        await s.code_actions(uri, whole(SAFE_SCRIPT))
+        modules = await asyncio.wait_for(s.client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams(command=IMPORTED_MODULES_COMMAND)), TIMEOUT)
+    assert "libcst" in modules and "distlint" in modules  # the command really lists the server's modules
+    assert not {"torch", "accelerate", "torch_xla", "numpy"} & set(modules)
