@@ -219,6 +219,12 @@ def summarize_run(outcome: RunOutcome, records: RunRecords, expected: int, max_s
                 f"expected {expected} ranks, but only {len(ranks)} process(es) recorded a rank "
                 f"(num_processes={reported or '?'}).{hint}"
             )
+        elif expected == 1:
+            if len(ranks) > 1 or any(n != 1 for n in reported):
+                run.problems.append(
+                    f"the 1-process run recorded {len(ranks)} ranks (num_processes={reported}): the script started "
+                    "a distributed group of its own"
+                )
         elif any(n != expected for n in reported) or sorted(i for i in indices if i is not None) != list(range(expected)):
             run.problems.append(
                 f"the ranks did not form one group of {expected}: num_processes={reported}, process indices {indices}"

@@ -201,6 +201,23 @@ def test_gradient_accumulation_through_accelerate_launch(accum):
     assert_nothing_left(accum)
 
 
+@pytest.fixture(scope="module")
+def plain_ddp(tmp_path_factory):
+    return run(tmp_path_factory, "plain_ddp")
+
+
+def test_plain_torch_ddp_script_is_recorded_too(plain_ddp):
+    r = plain_ddp
+    assert r.exit_code == 0, [c.detail for c in r.checks] + [p for x in r.runs for p in x.problems]
+    assert r.many.config("source") == "torch.distributed" and r.many.config("backend") == "gloo"
+    assert r.one.config("source") is None  # no process group on 1 process: still a run
+    assert (r.one.global_batch, r.many.global_batch) == (8, 16)
+    assert r.check("lr").data["scaling"] == "linear"
+    assert r.check("seeding").data["seeding_calls"] == ["numpy.random.seed", "random.seed", "torch.manual_seed"]
+    assert r.check("data").status == "pass" and r.check("loss").status == "pass"
+    assert_nothing_left(r)
+
+
 # -- the two launcher pitfalls -------------------------------------------------------------------
 
 
@@ -282,7 +299,7 @@ def test_forked_child_in_its_own_session_is_killed(forks):
 @pytest.fixture(scope="module")
 def hang_ignoring_sigterm(tmp_path_factory, correct_cli):
     # Long enough for the runs to reach the hang on a loaded machine, short enough for CI.
-    timeout = max(30.0, 2.5 * correct_cli[3])
+    timeout = max(20.0, 2.0 * correct_cli[3])
     started = time.monotonic()
     result = run(tmp_path_factory, "faults-sigterm", "--fault", "sigterm", timeout=timeout)
     return result, timeout, time.monotonic() - started
