@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
