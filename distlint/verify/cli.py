@@ -29,7 +29,8 @@ def verify_options(f: Callable) -> Callable:
         click.option("--launcher", type=click.Choice(["torchrun", "accelerate"]), default="torchrun",
                      show_default=True, help="Launcher of the N-process run."),
         click.option("--launcher-arg", "launcher_args", multiple=True, metavar="ARG",
-                     help="Extra argument passed to the launcher (repeatable), e.g. --launcher-arg=--config_file=cfg.yaml."),
+                     help="Extra argument passed to the launcher (repeatable), "
+                          "e.g. --launcher-arg=--config_file=cfg.yaml."),
         click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "xla"]), default="auto",
                      show_default=True, help="Where to run: GPUs when visible, else CPU (gloo); xla needs a TPU."),
         click.option("--exact", is_flag=True, default=False,

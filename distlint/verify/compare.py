@@ -214,7 +214,8 @@ def summarize_run(outcome: RunOutcome, records: RunRecords, expected: int, max_s
         elif expected > 1 and len(ranks) < expected:
             hint = ""
             if "--cpu" in plan.argv:
-                hint = " `accelerate launch --cpu` starts ONE process whatever --num_processes says; use torchrun, or --multi_gpu with ACCELERATE_USE_CPU=1."
+                hint = (" `accelerate launch --cpu` starts ONE process whatever --num_processes says; "
+                        "use torchrun, or --multi_gpu with ACCELERATE_USE_CPU=1.")
             run.problems.append(
                 f"expected {expected} ranks, but only {len(ranks)} process(es) recorded a rank "
                 f"(num_processes={reported or '?'}).{hint}"
@@ -225,7 +226,9 @@ def summarize_run(outcome: RunOutcome, records: RunRecords, expected: int, max_s
                     f"the 1-process run recorded {len(ranks)} ranks (num_processes={reported}): the script started "
                     "a distributed group of its own"
                 )
-        elif any(n != expected for n in reported) or sorted(i for i in indices if i is not None) != list(range(expected)):
+        elif any(n != expected for n in reported) or sorted(i for i in indices if i is not None) != list(
+            range(expected)
+        ):
             run.problems.append(
                 f"the ranks did not form one group of {expected}: num_processes={reported}, process indices {indices}"
             )
@@ -245,10 +248,12 @@ def summarize_run(outcome: RunOutcome, records: RunRecords, expected: int, max_s
                         )
                     )
             else:
-                run.failures.append(Failure(None, f"all ranks stuck at update {len(least.updates)}", outcome.output_tail(20)))
+                stuck_at = f"all ranks stuck at update {len(least.updates)}"
+                run.failures.append(Failure(None, stuck_at, outcome.output_tail(20)))
             run.problems.append(f"timed out after {outcome.wall_s:.0f} s: the processes were killed")
             for pid, info in outcome.killed_after_timeout.items():
-                run.notes.append(f"pid {pid} (rank {info.get('RANK', '?')}) ignored SIGTERM and was killed with SIGKILL")
+                rank = info.get("RANK", "?")
+                run.notes.append(f"pid {pid} (rank {rank}) ignored SIGTERM and was killed with SIGKILL")
         elif unfinished or any(r.exception for r in ranks):
             explicit = []
             for r in ranks:
@@ -334,7 +339,8 @@ def check_batch(one: RunSummary, many: RunSummary, exact: bool) -> Check:
     native = many.rank0.native_per_device_batch if many.rank0 else None
     g1, gn = one.global_batch, many.global_batch
     accum = many.config("gradient_accumulation_steps") or 1
-    data = {"per_device": per_device, "script_batch_size": native, "global_1": g1, "global_n": gn, "accumulation": accum}
+    data = {"per_device": per_device, "script_batch_size": native, "global_1": g1, "global_n": gn,
+            "accumulation": accum}
     if not g1 or not gn:
         return Check("batch", "observed batch", "skip", "no batches were recorded", "DL301", data=data)
     accum_txt = f" × {accum} accumulation steps" if accum > 1 else ""
@@ -371,7 +377,8 @@ def check_lr(one: RunSummary, many: RunSummary, exact: bool) -> Check:
     batch_ratio = gn / g1
     lr_ratio = lrn[0] / lr1[0]
     data.update(batch_ratio=batch_ratio, lr_ratio=lr_ratio)
-    head = f"LR {lr1[0]:g} on 1 process, {lrn[0]:g} on {many.nprocs}: ×{lr_ratio:.3g} for a global batch ×{batch_ratio:g}."
+    head = (f"LR {lr1[0]:g} on 1 process, {lrn[0]:g} on {many.nprocs}: ×{lr_ratio:.3g} "
+            f"for a global batch ×{batch_ratio:g}.")
     if _close(batch_ratio, 1.0, 1e-9):
         status = "pass" if _close(lr_ratio, 1.0, 1e-6) else "warn"
         return Check("lr", "learning rate", status, head + " Same global batch.", "DL201", False, data)
@@ -457,7 +464,8 @@ def check_seeding(one: RunSummary, many: RunSummary) -> Check:
     differ_where = "across ranks" if any("across ranks" in unseeded[g] for g in names) else "between the runs"
     detail = (
         f"{' and '.join(names)} RNG differ {differ_where}: seed them with set_seed "
-        f"(accelerate.utils.set_seed seeds python, numpy, torch and the accelerators). Differences: {'; '.join(parts)}. "
+        "(accelerate.utils.set_seed seeds python, numpy, torch and the accelerators). "
+        f"Differences: {'; '.join(parts)}. "
         f"Seeding calls that ran: {calls_txt}."
     )
     if device_specific:
@@ -560,7 +568,9 @@ def check_loss(one: RunSummary, many: RunSummary, exact: bool, rtol: Optional[fl
             compared += 1
         data.update(compared_updates=compared, max_rel_diff=worst, worst_update=worst_at)
         if compared == 0:
-            return Check("loss", "loss (exact)", "skip", "no update with the same global batch to compare", data=data)
+            return Check("loss", "loss (exact)", "skip",
+                         "no update with the same global batch to compare (--exact scales the batch through "
+                         "Accelerator.prepare; a script without it keeps its own batch size)", data=data)
         status = "pass" if worst <= tol else "fail"
         return Check(
             "loss",

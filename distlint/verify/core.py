@@ -62,7 +62,10 @@ class VerifyResult:
             "verdict": self.verdict,
             "problems": self.problems,
             "notes": self.notes,
-            "runs": {"one": self.one.to_json() if self.one else None, "many": self.many.to_json() if self.many else None},
+            "runs": {
+                "one": self.one.to_json() if self.one else None,
+                "many": self.many.to_json() if self.many else None,
+            },
             "checks": [c.to_json() for c in self.checks],
             "equivalence": self.table,
             "static_findings": None if self.static_findings is None else [f.to_json() for f in self.static_findings],

@@ -57,7 +57,8 @@ def _wrap(text: str, indent: int, width: int = 100) -> str:
 
 def render_text(result: VerifyResult) -> str:
     out: List[str] = []
-    rel = os.path.relpath(result.script) if not result.script.startswith("..") else result.script
+    rel = os.path.relpath(result.script)
+    rel = result.script if rel.startswith("..") else rel
     out.append(f"distlint verify: {rel} {' '.join(result.script_args)}".rstrip())
     n, k = result.nprocs, result.max_steps
     if not result.runs:
@@ -167,7 +168,8 @@ class Progress:
                 self.stream.write("\r" + " " * 60 + "\r")
             state = "ok" if run.ok else "FAILED: " + "; ".join(run.problems)
             self.stream.write(
-                f"  {run.label}: {len(run.curve)} updates, {run.samples_seen} samples in {run.outcome.wall_s:.1f} s, {state}\n"
+                f"  {run.label}: {len(run.curve)} updates, {run.samples_seen} samples "
+                f"in {run.outcome.wall_s:.1f} s, {state}\n"
             )
         self.stream.flush()
 

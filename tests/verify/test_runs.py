@@ -5,12 +5,10 @@ also checks the process table: nothing a run started may outlive `verify`.
 """
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
