@@ -101,7 +101,10 @@ def test_unreadable_file_is_reported(tmp_path, monkeypatch):
 
 def test_ten_megabyte_file(tmp_path):
     body = "import torch\nimport numpy as np\ntorch.manual_seed(0)\nnp.random.rand(3)\n"
-    filler = "".join(f"value_{i} = {i} * 2\n" for i in range(500_000))
+    # 10 MB, as generated files are: some code and a large embedded data literal. (10 MB of
+    # dense statements also works but costs LibCST ~80 CPU-seconds to parse: not for every CI run.)
+    code = "".join(f"value_{i} = {i} * 2\n" for i in range(5_000))
+    filler = code + 'DATA = """\n' + ("x" * 99 + "\n") * 100_000 + '"""\n'
     path = tmp_path / "big.py"
     path.write_text(body + filler)
     assert path.stat().st_size > 10_000_000
