@@ -126,7 +126,7 @@ def main() -> None:
     exe = shutil.which("distlint")
     command = [exe, "lsp"] if exe else [sys.executable, "-m", "distlint", "lsp"]
     print(f"server: {' '.join(command)}   python {sys.version.split()[0]}   {os.cpu_count()} CPUs   "
-          f"{args.repeats} rounds, medians")
+          f"{args.repeats} rounds, medians   load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         for lines in args.lines:
             path = Path(tmp) / f"train_{lines}.py"

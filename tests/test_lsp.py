@@ -265,16 +265,22 @@ async def test_positions_are_utf16_code_units(tmp_path):
 
 
 @pytest.mark.asyncio
-async def test_fix_all_applies_unsafe_fixes_when_configured(tmp_path):
-    (tmp_path / "distlint.toml").write_text("unsafe-fixes = true\n")
+@pytest.mark.parametrize("where", ["distlint.toml", "initializationOptions"])
+async def test_fix_all_applies_unsafe_fixes_when_configured(tmp_path, where):
+    init = None
+    if where == "distlint.toml":
+        (tmp_path / "distlint.toml").write_text("unsafe-fixes = true\n")
+    else:
+        init = {"unsafeFixes": True}
     script = tmp_path / "seed.py"
     script.write_text(UNSAFE_SCRIPT)
-    async with session(tmp_path) as s:
+    async with session(tmp_path, init) as s:
         uri = await s.open(script)
         await s.diagnostics(uri)
         [action] = await s.code_actions(uri, whole(UNSAFE_SCRIPT), only=["source.fixAll"])
         fixed = apply_edit(UNSAFE_SCRIPT, uri, action.edit)
-    assert cli("fix", "seed.py", cwd=tmp_path).returncode in (0, 1)
+    flags = () if init is None else ("--unsafe-fixes",)
+    assert cli("fix", *flags, "seed.py", cwd=tmp_path).returncode in (0, 1)
     assert fixed == script.read_text() != UNSAFE_SCRIPT
     assert "set_seed(0)" in fixed
 
