@@ -51,7 +51,7 @@ def training_script(lines: int) -> str:
     """A valid script of exactly ``lines`` lines: whole fixture scripts, then helpers, then blanks."""
     out: list = []
     for path in sorted(SCRIPTS.glob("*.py")):
-        body = [l for l in path.read_text().splitlines(keepends=True) if not l.startswith("from __future__")]
+        body = [line for line in path.read_text().splitlines(keepends=True) if not line.startswith("from __future__")]
         if len(out) + len(body) + 1 > lines:
             continue
         out += body + ["\n"]

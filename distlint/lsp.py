@@ -190,7 +190,8 @@ class DistlintServer(LanguageServer):
             end = lsp.Position(line=len(a) - 1, character=doc.position_codec.client_num_units(a[-1]))
         else:
             end = lsp.Position(line=end_a, character=0)
-        edit = lsp.TextEdit(range=lsp.Range(start=lsp.Position(line=start, character=0), end=end), new_text="".join(b[start:end_b]))
+        rng = lsp.Range(start=lsp.Position(line=start, character=0), end=end)
+        edit = lsp.TextEdit(range=rng, new_text="".join(b[start:end_b]))
         caps = self.client_capabilities.workspace
         if caps and caps.workspace_edit and caps.workspace_edit.document_changes:
             ident = lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=doc.version)
