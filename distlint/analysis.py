@@ -242,6 +242,7 @@ class Index:
         self.attr_assignments: Dict[str, List[Assignment]] = {}
         self.returns: Dict[cst.CSTNode, List[cst.Return]] = {}
         self._qual_cache: Dict[cst.CSTNode, Optional[str]] = {}
+        self._calls_by_name: Optional[Dict[str, List[cst.Call]]] = None  # callee name -> calls, built on demand
         self._build()
 
     # ---------------------------------------------------------------- construction
@@ -628,20 +629,29 @@ class Index:
 
     def callers(self, fn: cst.FunctionDef) -> List[cst.Call]:
         """Calls in this file of a function or method (``f(...)``, ``self.f(...)``, ``Cls(...)``)."""
+        if self._calls_by_name is None:  # profiled: rules ask this for every helper of a script
+            by_name: Dict[str, List[cst.Call]] = {}
+            for call in self.calls:
+                func = call.func
+                if isinstance(func, cst.Name):
+                    by_name.setdefault(func.value, []).append(call)
+                elif isinstance(func, cst.Attribute):
+                    by_name.setdefault(func.attr.value, []).append(call)
+            self._calls_by_name = by_name
         out = []
         name = fn.name.value
-        for call in self.calls:
+        for call in self._calls_by_name.get(name, ()):
             func = call.func
-            if isinstance(func, cst.Name) and func.value == name:
+            if isinstance(func, cst.Name):
                 if self.local_function(func) is fn:
                     out.append(call)
-            elif isinstance(func, cst.Attribute) and func.attr.value == name:
+            else:
                 out.append(call)
         if name == "__init__":
             cls_scope = self.scope(fn)
             if cls_scope.kind == "function" and cls_scope.parent is not None and cls_scope.parent.kind == "class":
                 cls_name = cls_scope.parent.name
-                out.extend(c for c in self.calls if isinstance(c.func, cst.Name) and c.func.value == cls_name)
+                out.extend(c for c in self._calls_by_name.get(cls_name, ()) if isinstance(c.func, cst.Name))
         return out
 
     @staticmethod
