@@ -124,7 +124,7 @@ def run_rounds(commands: dict, repeats: int, cwd, before=None) -> dict:
             if before and name in before:
                 subprocess.run(before[name], cwd=cwd, stdout=subprocess.DEVNULL, check=True)
             out[name].append(measure(cmd, cwd))
-        print(f"  round {r + 1}/{repeats}: " + ", ".join(f"{n} {v[-1][0]:.2f}s" for n, v in out.items()), flush=True)
+        print(f"  round {r + 1}/{repeats}: " + ", ".join(f"{n} {v[-1][0]:.2f}s wall {v[-1][1]:.2f}s CPU" for n, v in out.items()), flush=True)
     return out
 
 
@@ -132,7 +132,7 @@ def med(values, i):
     return statistics.median(v[i] for v in values)
 
 
-def paired(a, b, i, invert=False):
+def paired(a, b, i):
     """Median over rounds of a[i] / b[i] (paired: same round, machine state alike)."""
     ratios = [(x[i] / y[i]) for x, y in zip(a, b)]
     return statistics.median(ratios)
@@ -184,8 +184,9 @@ def main() -> None:
         cold["ruff"] = [peers["ruff"], "check", "--no-cache", "--isolated", str(script)]
     cold_res = run_rounds(cold, args.cold_repeats, WORK)
     for name, values in cold_res.items():
-        rows.append((f"cold start, 1 script: {name}", f"{med(values, 0):.3f} s wall",
-                     "1.00x floor" if name == "floor" else f"{paired(values, cold_res['floor'], 0):.2f}x floor"))
+        rows.append((f"cold start, 1 script: {name}", f"{med(values, 0):.3f} s wall, {med(values, 1):.3f} s CPU",
+                     "1.00x floor" if name == "floor" else
+                     f"{paired(values, cold_res['floor'], 0):.2f}x floor (wall), {paired(values, cold_res['floor'], 1):.2f}x (CPU)"))
 
     # 2. throughput on the corpus: files per CPU-second
     print(f"throughput: {corpus} ({n_files} files)", flush=True)
@@ -231,10 +232,10 @@ def main() -> None:
           f"{share:.0%} contain a rule trigger (the rest are skipped unparsed); cold script {script.read_text().count(chr(10))} lines; "
           f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; medians of {args.repeats} rounds ({args.cold_repeats} for cold start)")
     width = max(len(r[0]) for r in rows)
-    print(f"| {'measure':<{width}} | {'median':<22} | ratio |")
-    print(f"| {'-' * width} | {'-' * 22} | ----- |")
+    print(f"| {'measure':<{width}} | {'median':<32} | ratio |")
+    print(f"| {'-' * width} | {'-' * 32} | ----- |")
     for name, value, note in rows:
-        print(f"| {name:<{width}} | {value:<22} | {note} |")
+        print(f"| {name:<{width}} | {value:<32} | {note} |")
 
 
 if __name__ == "__main__":
