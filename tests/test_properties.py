@@ -404,3 +404,38 @@ def test_training_script_strategy_reaches_every_rule():
     sample()
     assert {"DL101", "DL201", "DL202", "DL203", "DL301", "DL302", "DL303"} <= seen, seen
     assert fixed >= 10
+
+
+CLI_EXAMPLES = SCRIPT_EXAMPLES // 10 if LONG else 8
+
+
+@settings(max_examples=CLI_EXAMPLES, **_COMMON)
+@given(script=training_scripts(), newline=st.sampled_from(["\n", "\r\n"]), latin1=st.booleans())
+def test_cli_fix_then_check(tmp_path_factory, script, newline, latin1):
+    """Through the command users run: `distlint fix --unsafe-fixes` then `distlint check` finds
+    nothing fixable; the file keeps its line endings and encoding, and untouched lines their bytes."""
+    from click.testing import CliRunner
+
+    from distlint.cli import main
+
+    source, keep = script
+    encoding = "latin-1" if latin1 else "utf-8"
+    if latin1:
+        source = "# -*- coding: latin-1 -*-\n" + source.replace("# untouched", "# untouched \u00e9t\u00e9")
+        keep = [line.replace("# untouched", "# untouched \u00e9t\u00e9") for line in keep]
+    path = tmp_path_factory.mktemp("cli") / "train.py"
+    path.write_bytes(source.replace("\n", newline).encode(encoding))
+    runner = CliRunner()
+    fixed = runner.invoke(main, ["fix", "--isolated", "--no-cache", "--unsafe-fixes", str(path)])
+    assert fixed.exit_code in (0, 1), fixed.output
+    assert "error" not in fixed.output.lower().replace("errors", ""), fixed.output
+    data = path.read_bytes()
+    text = data.decode(encoding)  # still in its own encoding
+    assert compile(text, str(path), "exec", flags=0x400, dont_inherit=True)
+    if newline == "\r\n":
+        assert "\n" not in text.replace("\r\n", ""), "line endings were mixed by the fix"
+    lines = text.replace("\r\n", "\n").splitlines(keepends=True)
+    assert all(_find_line(lines, line) is not None for line in keep)
+    checked = runner.invoke(main, ["check", "--isolated", "--no-cache", "--unsafe-fixes", str(path)])
+    assert checked.exit_code in (0, 1), checked.output
+    assert "[*]" not in checked.output, checked.output  # nothing fixable is left
