@@ -129,3 +129,85 @@ def test_join_static_confirms_refutes_and_misses():
     checks = [Check("lr", "learning rate", "fail", "", "DL201", confirms=True)]
     join_static(checks, None)  # the static check did not run: nothing is claimed
     assert checks[0].static is None
+
+
+# -- the comparisons on hand-made curves ---------------------------------------------------------
+
+from distlint.verify import compare  # noqa: E402
+from distlint.verify.compare import CurvePoint  # noqa: E402
+
+
+class FakeRun:
+    """Just what the checks read from a RunSummary."""
+
+    def __init__(self, label, nprocs, batch, losses, checksums, lrs=(0.1,), per_device=None, native_lrs=None):
+        self.label, self.nprocs = label, nprocs
+        self.curve, seen = [], 0
+        for i, (loss, checksum) in enumerate(zip(losses, checksums)):
+            seen += batch
+            self.curve.append(CurvePoint(i + 1, seen, batch, loss, list(lrs), checksum))
+        per_device = per_device or batch // nprocs
+        native = list(native_lrs or lrs)
+
+        class Rank0:
+            native_per_device_batch = per_device
+
+            @staticmethod
+            def native_lrs():
+                return native
+
+        self.rank0 = Rank0()
+        self.per_device_batch = per_device
+
+    def config(self, key, default=None):
+        return default
+
+    @property
+    def global_batch(self):
+        return self.curve[0].batch
+
+    @property
+    def samples_seen(self):
+        return self.curve[-1].samples
+
+
+def sums(values):
+    return [(float(v), float(v * v)) for v in values]
+
+
+def merged(*groups):
+    """Checksums of global batches made of the given 1-process batches."""
+    return [(sum(v for v in g), sum(v * v for v in g)) for g in groups]
+
+
+def test_data_order_same_and_different():
+    one = FakeRun("1 process", 1, 8, [1.0] * 4, sums([1, 2, 3, 4]))
+    same = FakeRun("2 processes", 2, 16, [1.0] * 2, merged((1, 2), (3, 4)))
+    assert compare.check_data_order(one, same, exact=False).status == "pass"
+    other = FakeRun("2 processes", 2, 16, [1.0] * 2, merged((1, 2), (3, 5)))
+    warn = compare.check_data_order(one, other, exact=False)
+    assert warn.status == "warn" and warn.data["first_difference_at"] == 32
+    fail = compare.check_data_order(one, other, exact=True)
+    assert fail.status == "fail" and "use_seedable_sampler=True" in fail.detail
+
+
+def test_exact_loss_tolerance_and_differing_inputs():
+    one = FakeRun("1 process", 1, 16, [1.0, 0.5, 0.25], sums([3, 7, 9]))
+    close = FakeRun("2 processes", 2, 16, [1.0, 0.5 * (1 + 5e-6), 0.25], sums([3, 7, 9]))
+    check = compare.check_loss(one, close, exact=True)
+    assert check.status == "pass" and check.data["worst_update"] == 2
+    far = FakeRun("2 processes", 2, 16, [1.0, 0.5 * (1 + 5e-5), 0.25], sums([3, 7, 9]))
+    assert compare.check_loss(one, far, exact=True).status == "fail"
+    shuffled = FakeRun("2 processes", 2, 16, [1.0, 0.5, 0.25], sums([3, 8, 9]))
+    differ = compare.check_loss(one, shuffled, exact=True)
+    assert differ.status == "fail" and differ.data["inputs_differ_at"] == 2 and "seeded generator" in differ.detail
+
+
+def test_lr_scaling_kinds():
+    one = FakeRun("1 process", 1, 8, [1.0], sums([1]), lrs=(0.1,))
+    for lr, scaling, status in ((0.4, "linear", "pass"), (0.2, "sqrt", "pass"), (0.1, "none", "fail"),
+                                (0.3, "other", "warn")):
+        many = FakeRun("4 processes", 4, 32, [1.0], sums([1]), lrs=(lr,))
+        check = compare.check_lr(one, many, exact=False)
+        assert (check.data["scaling"], check.status) == (scaling, status), lr
+        assert check.confirms is (scaling == "none")
