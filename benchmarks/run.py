@@ -86,8 +86,12 @@ def build_corpus(sample: int) -> Path:
 
 
 def cold_script() -> Path:
-    """A ~300-line training script: whole fixture scripts concatenated (so it has findings)."""
-    target = WORK / "cold_start_script.py"
+    """A ~300-line training script: whole fixture scripts concatenated (so it has findings).
+    In its own repository: Fixit skips files this repository's .gitignore ignores (_work/)."""
+    target = WORK / "cold" / "train.py"
+    if not (target.parent / ".git").exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "init", "-q", str(target.parent)], check=True)
     parts, lines = [], 0
     for path in sorted(ROOT.glob("fixtures/scripts/*.py")):
         text = path.read_text()
@@ -162,6 +166,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cold-repeats", type=int, default=9)
     parser.add_argument("--skip-peers", action="store_true")
+    parser.add_argument("--sections", default="cold,throughput,cache", help="comma-separated subset to run")
     args = parser.parse_args()
 
     WORK.mkdir(exist_ok=True)
@@ -172,6 +177,8 @@ def main() -> None:
     distlint = [PY, "-m", "distlint"]
     rows = []
 
+    sections = set(args.sections.split(","))
+    thr_res = None
     # 1. cold start on one script
     print(f"cold start: {script} ({script.read_text().count(chr(10))} lines)", flush=True)
     floor_code = "import libcst, sys; libcst.parse_module(open(sys.argv[1], 'rb').read())"
@@ -182,7 +189,7 @@ def main() -> None:
         cold["fixit"] = [peers["fixit"], "lint", str(script)]
     if "ruff" in peers:
         cold["ruff"] = [peers["ruff"], "check", "--no-cache", "--isolated", str(script)]
-    cold_res = run_rounds(cold, args.cold_repeats, WORK)
+    cold_res = run_rounds(cold, args.cold_repeats, script.parent) if "cold" in sections else {}
     for name, values in cold_res.items():
         rows.append((f"cold start, 1 script: {name}", f"{med(values, 0):.3f} s wall, {med(values, 1):.3f} s CPU",
                      "1.00x floor" if name == "floor" else
@@ -202,7 +209,7 @@ def main() -> None:
         thr["fixit"] = [peers["fixit"], "lint", "."]
     if "ruff" in peers:
         thr["ruff"] = [peers["ruff"], "check", "--no-cache", "--isolated", "--exit-zero", "."]
-    thr_res = run_rounds(thr, args.repeats, corpus)
+    thr_res = run_rounds(thr, args.repeats, corpus) if "throughput" in sections else {}
     for name, values in thr_res.items():
         rate = n_files / med(values, 1)
         if name == "distlint":
@@ -218,12 +225,14 @@ def main() -> None:
         "1 process": distlint + ["check", "--no-cache", "-j1", "--exit-zero", "."],
         "2 processes": distlint + ["check", "--no-cache", "-j2", "--exit-zero", "."],
     }
-    res = run_rounds(cache_cmds, args.repeats, corpus, before={"cold cache": distlint + ["clean"]})
-    rows.append(("cache: cold vs warm (wall)", f"{med(res['cold cache'], 0):.2f} s / {med(res['warm cache'], 0):.3f} s",
+    res = run_rounds(cache_cmds, args.repeats, corpus, before={"cold cache": distlint + ["clean"]}) if "cache" in sections else {}
+    if res:
+        rows.append(("cache: cold vs warm (wall)", f"{med(res['cold cache'], 0):.2f} s / {med(res['warm cache'], 0):.3f} s",
                  f"warm {paired(res['cold cache'], res['warm cache'], 0):.1f}x faster"))
-    rows.append(("pool: 1 vs 2 processes (wall)", f"{med(res['1 process'], 0):.2f} s / {med(res['2 processes'], 0):.2f} s",
+        rows.append(("pool: 1 vs 2 processes (wall)", f"{med(res['1 process'], 0):.2f} s / {med(res['2 processes'], 0):.2f} s",
                  f"speed-up {paired(res['1 process'], res['2 processes'], 0):.2f}x"))
-    rows.append(("peak RSS: distlint -j1 vs raw parse", f"{med(thr_res['distlint'], 2):.0f} MiB / {med(thr_res['raw parse'], 2):.0f} MiB",
+    if thr_res:
+        rows.append(("peak RSS: distlint -j1 vs raw parse", f"{med(thr_res['distlint'], 2):.0f} MiB / {med(thr_res['raw parse'], 2):.0f} MiB",
                  f"{paired(thr_res['distlint'], thr_res['raw parse'], 2):.2f}x raw parse"))
 
     share = prefilter_share(corpus)
