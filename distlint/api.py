@@ -200,6 +200,13 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
             hit = _cached_result(item, options) if options.cache else None
             slots.append(hit if hit is not None else item)
     todo = [slot for slot in slots if isinstance(slot, str)]
+    if todo:
+        # Load LibCST and the rules here, once: forked pool workers inherit them instead of
+        # each importing them again.
+        from distlint.registry import all_rules
+        from distlint.runner import lint_source  # noqa: F401
+
+        all_rules()
     linted = ordered_map(partial(_lint_and_cache, options), todo, options.jobs)
     for slot in slots:
         yield next(linted) if isinstance(slot, str) else slot
