@@ -256,12 +256,13 @@ def blocks(draw, n: Names, acc: str) -> List[List[str]]:
             seeding.append(f"{n.np_random}.seed({seed})")
         elif n.set_seed:
             seeding.append(f"{n.set_seed}({seed})")
-    kwargs = draw(st.sampled_from(["", "gradient_accumulation_steps=GA", "split_batches=True", "split_batches=flag", "config"]))
-    if kwargs == "config" and n.dl_config:
-        kwargs = f"dataloader_config={n.dl_config}(split_batches={draw(st.sampled_from(['True', 'False', 'flag']))})"
-    elif kwargs == "config":
-        kwargs = ""
-    kwargs = kwargs.replace("GA", ga)
+    split = draw(st.sampled_from(["", "split_batches=True", "split_batches=flag", "config"]))
+    if split == "config" and n.dl_config:
+        split = f"dataloader_config={n.dl_config}(split_batches={draw(st.sampled_from(['True', 'False', 'flag']))})"
+    elif split == "config":
+        split = ""
+    accumulation = f"gradient_accumulation_steps={ga}" if draw(st.booleans()) else ""
+    kwargs = ", ".join(k for k in draw(st.permutations([split, accumulation])) if k)
     creation = ["flag = True", f"{acc} = {n.accelerator_class}({kwargs})"]
     model = [f"model = {n.torch}.nn.Linear(4, 2)"]
     loader = [f"loader = {n.dataloader}(range(64), batch_size={bs}, shuffle={draw(st.sampled_from(['True', 'False']))})"]
@@ -270,7 +271,7 @@ def blocks(draw, n: Names, acc: str) -> List[List[str]]:
         creation.append(f"world_size = {acc}.num_processes")
     lr_arg = draw(st.sampled_from(["lr={}", "{}"])).format(lr + scaled)
     optimizer = [f"optimizer = {n.optimizer_class}(model.parameters(), {lr_arg})"]
-    prepared = draw(st.sampled_from(["model, optimizer, loader", "model, optimizer", "loader", None]))
+    prepared = draw(st.sampled_from(["model, optimizer, loader", "model, optimizer, loader", "model, optimizer", "loader", None]))
     prepare = [f"{prepared} = {acc}.prepare({prepared})"] if prepared else []
     total = draw(st.sampled_from([
         "epochs * len(loader)",
@@ -285,7 +286,7 @@ def blocks(draw, n: Names, acc: str) -> List[List[str]]:
         scheduler = [f"scheduler = {n.optim}.lr_scheduler.OneCycleLR(optimizer, max_lr={lr}, total_steps={total})"]
     elif sched_kind == "linear":
         scheduler = ["import transformers", f"scheduler = transformers.get_linear_schedule_with_warmup(optimizer, 0, {total})"]
-    if scheduler and draw(st.booleans()):
+    if scheduler and draw(st.integers(0, 2)) > 0:
         scheduler.append(f"scheduler = {acc}.prepare(scheduler)")
     report = draw(st.sampled_from([
         [f'print(f"total batch size: {{{bs} * {ga}}}")'],
@@ -319,6 +320,8 @@ def blocks(draw, n: Names, acc: str) -> List[List[str]]:
     elif helper == "seed" and seeding:
         out.append(["def seed_everything(seed):"] + ["    " + line for line in seeding])
         seeding[:] = [f"seed_everything({seed})"]
+    if draw(st.integers(0, 3)) == 0:
+        groups = [creation, model, seeding, loader, optimizer, prepare, scheduler, report, loop]  # seeding too late
     if draw(st.integers(0, 4)) == 0:
         groups = draw(st.permutations(groups))  # out-of-order scripts: linted, never crash
     out += [g for g in groups if g]
