@@ -130,7 +130,7 @@ def _walk(top: str, inherited: List[_Pattern], config: Config, seen: set) -> Ite
             continue
         subdirs = []
         for entry in entries:
-            full = entry.path
+            full = os.path.normpath(entry.path)  # `./x.py` -> `x.py`, as ruff prints it
             abs_full = os.path.abspath(full)
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
