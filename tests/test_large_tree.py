@@ -10,7 +10,6 @@ enough to catch a leak of trees.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -84,18 +83,14 @@ LINE_RE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):\d+: (?P<code>DL\d{3}) ")
 
 
 MEASURE = r"""
-import os, resource, subprocess, sys
-proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-first = None
-out = []
-for line in proc.stdout:
-    if first is None:
-        first = line
-    out.append(line)
-err = proc.stderr.read()
-_, status, usage = os.wait4(proc.pid, 0)
-sys.stdout.buffer.write(b"".join(out))
-sys.stderr.buffer.write(err)
+import os, subprocess, sys, tempfile
+with tempfile.TemporaryFile() as err:
+    proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=err)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS (and its reaped workers')
+    err.seek(0)
+    sys.stdout.buffer.write(out)
+    sys.stderr.buffer.write(err.read())
 sys.stderr.write("\nPEAK_RSS_KB=%d EXIT=%d\n" % (usage.ru_maxrss, os.waitstatus_to_exitcode(status)))
 """
 
