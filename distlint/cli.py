@@ -74,10 +74,8 @@ def main() -> None:
 
 
 def _verify_options(f):
-    try:
-        from distlint.verify.cli import verify_options
-    except ImportError:  # pragma: no cover - verify package missing from a partial install
-        return f
+    from distlint.verify_options import verify_options
+
     return verify_options(f)
 
 

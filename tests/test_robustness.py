@@ -263,7 +263,7 @@ def test_linting_never_executes_the_script(tmp_path):
         "import sys, runpy\n"
         f"sys.argv = ['distlint', 'check', '--exit-zero', {str(script)!r}]\n"
         "try:\n    runpy.run_module('distlint', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "bad = [m for m in ('torch', 'accelerate', 'torch_xla', 'numpy', 'sideeffect') if m in sys.modules]\n"
+        "bad = [m for m in ('torch', 'accelerate', 'torch_xla', 'numpy', 'sideeffect', 'distlint.verify', 'distlint.lsp') if m in sys.modules]\n"
         "print('IMPORTED', bad)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
