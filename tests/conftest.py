@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures"
+from helpers import FIXTURES, ROOT  # noqa: F401
 
 
 def pytest_addoption(parser):

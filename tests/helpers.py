@@ -6,6 +6,9 @@ import re
 from pathlib import Path
 from typing import List, Set, Tuple
 
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
 EXPECT_RE = re.compile(r"#\s*expect:\s*(?P<codes>DL\d{3}(?:\s*,\s*DL\d{3})*)")
 
 

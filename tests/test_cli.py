@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 BAD = (FIXTURES / "DL101" / "bad.py").read_text()
 GOOD = (FIXTURES / "DL101" / "good.py").read_text()

@@ -7,7 +7,7 @@ import pytest
 
 from distlint.config import Config, ConfigError, config_from_table, resolve_config
 
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 BAD = (FIXTURES / "DL101" / "bad.py").read_text()
 

@@ -18,7 +18,7 @@ import pytest
 from distlint.config import Config
 from distlint.runner import lint_source
 
-from conftest import FIXTURES
+from helpers import FIXTURES
 from helpers import expected_findings, undefined_names
 
 RULE_DIRS = sorted(p for p in FIXTURES.glob("DL[0-9][0-9][0-9]") if p.is_dir())

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 BAD = (FIXTURES / "DL101" / "bad.py").read_text()
 GOOD = (FIXTURES / "DL101" / "good.py").read_text()

@@ -11,7 +11,7 @@ import pytest
 from distlint.api import fix_source
 from distlint.config import Config
 
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 
 BAD = (FIXTURES / "DL101" / "bad.py").read_text()
 GOOD = (FIXTURES / "DL101" / "good.py").read_text()

@@ -7,7 +7,7 @@ import pytest
 from distlint.config import Config
 from distlint.runner import lint_source
 
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 BAD = (FIXTURES / "DL101" / "bad.py").read_text()
 SEED_LINE = "    torch.manual_seed(args.seed)  # expect: DL101\n"

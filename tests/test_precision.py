@@ -14,7 +14,7 @@ from distlint.config import Config
 from distlint.registry import all_rules
 from distlint.runner import lint_source
 
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 from helpers import expected_findings
 
 FILES = sorted((FIXTURES / "scripts").glob("*.py")) + [

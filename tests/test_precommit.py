@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is needed to run pre-commit")
 

@@ -5,7 +5,7 @@ import subprocess
 from distlint.config import Config
 from distlint.runner import lint_source
 
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 BAD = (FIXTURES / "DL101" / "bad.py").read_text()
 

@@ -15,7 +15,7 @@ import pytest
 from distlint.model import Finding, Range
 from distlint.verify.core import verify
 
-from conftest import ROOT, fixture_script, processes_with_env
+from verify_helpers import ROOT, fixture_script, processes_with_env
 
 pytestmark = [pytest.mark.verify, pytest.mark.usefixtures("linux_proc")]
 

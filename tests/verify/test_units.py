@@ -11,7 +11,7 @@ from distlint.verify import launch
 from distlint.verify.compare import Check, join_static
 from distlint.model import Finding, Range
 
-from conftest import ROOT, fixture_script
+from verify_helpers import ROOT, fixture_script
 
 
 def test_torchrun_command_is_standalone_with_logs():
