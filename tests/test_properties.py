@@ -442,3 +442,65 @@ def test_cli_fix_then_check(tmp_path_factory, script, newline, latin1):
     checked = runner.invoke(main, ["check", "--isolated", "--no-cache", "--unsafe-fixes", str(path)])
     assert checked.exit_code in (0, 1), checked.output
     assert "[*]" not in checked.output, checked.output  # nothing fixable is left
+
+
+# Valid but unusual code around the names the rules follow: star-args, walrus, lambdas, chained
+# and annotated assignments, async loops, match, comprehensions, deletions, semicolons.
+ODD_STATEMENTS = [
+    "optimizer = torch.optim.AdamW(*params, **kw)",
+    "lr = lambda: 1e-3",
+    "loader = DataLoader(**cfg)",
+    "objs = accelerator.prepare(*objs)",
+    "torch.manual_seed(*s)",
+    "for (a, b) in loader:\n    pass",
+    "async def fetch():\n    async for batch in loader:\n        loss = batch / accum\n        accelerator.backward(loss)",
+    "del lr",
+    "def g():\n    global lr\n    lr = 5\n    return torch.optim.SGD([], lr)",
+    "lr: float = 1e-3",
+    "(lr := 3e-4)",
+    "optimizer = torch.optim.AdamW(model.parameters(), lr=lr if flag else 2 * lr)",
+    "match config:\n    case {'lr': lr}:\n        pass\n    case _:\n        pass",
+    "loss = model(1); loss /= accum; accelerator.backward(loss)",
+    "accelerator = Accelerator(**{'split_batches': True})",
+    "loader = DataLoader(range(8), batch_size)",
+    "@torch.no_grad()\ndef evaluate(loader=loader):\n    return [b for b in loader]",
+    "print(f'{batch_size=}')",
+    "lr = args.lr = 1e-3",
+    "lr, batch_size = 1e-3, 8",
+    "seeds = [torch.manual_seed(i) for i in range(3)]",
+    "class Cfg:\n    lr = 1e-3\n    batch_size = 4",
+    "optimizer = torch.optim.SGD(model.parameters(), lr=Cfg.lr * accelerator.num_processes)",
+    "scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=len(loader))",
+    "try:\n    import numpy as np\nexcept ImportError:\n    np = None",
+    "if TYPE_CHECKING:\n    from accelerate import Accelerator",
+    "with open('x') as fh, accelerator.accumulate(model):\n    pass",
+    "set_seed = None",
+    "torch = None",
+    "accelerator.backward(loss / accum)",
+]
+
+
+@st.composite
+def odd_training_scripts(draw) -> Tuple[str, List[str]]:
+    source, keep = draw(training_scripts())
+    lines = source.split("\n")
+    for statement in draw(st.lists(st.sampled_from(ODD_STATEMENTS), min_size=1, max_size=6)):
+        # a line at column 0 after the imports starts a module-level statement
+        starts = [
+            i for i, line in enumerate(lines)
+            if i > 1 and line[:1].isalpha() and not lines[i - 1].startswith("@")
+            and not line.startswith(("import ", "from ", "except", "else", "elif", "finally"))
+        ]
+        at = draw(st.sampled_from(starts))
+        lines[at:at] = statement.split("\n")
+    return "\n".join(lines), keep
+
+
+@settings(max_examples=SCRIPT_EXAMPLES // 2, **_COMMON)
+@given(script=odd_training_scripts())
+def test_training_scripts_with_unusual_code(script):
+    source, keep = script
+    note(f"source:\n{source}")
+    assert _compiles(source), source
+    result = check_properties(source, keep)
+    assert not result.errors, result.errors
