@@ -27,6 +27,7 @@ def main():
     model = torch.nn.Linear(8, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    accelerator.print(f"Total train batch size = {args.batch_size}")
     for x, y in loader:
         loss = torch.nn.functional.mse_loss(model(x), y)
         accelerator.backward(loss)
