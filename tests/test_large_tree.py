@@ -21,6 +21,9 @@ import pytest
 
 from distlint.api import LintOptions, lint_paths
 
+# Peak memory is read with wait4(2) and /proc/self/status.
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="measures memory through Linux interfaces")
+
 # One in 50 files is a whole training script with three findings (DL101, DL201, DL302).
 TRAINING = """\
 import numpy as np
