@@ -9,7 +9,6 @@ plain frozen dataclasses of :mod:`distlint.model`, which pickle as they are.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from typing import Callable, Iterable, Iterator, List, Optional, TypeVar
 
@@ -28,6 +27,8 @@ def available_cpus() -> int:
 
 
 def can_fork() -> bool:
+    import multiprocessing  # only when a pool is possible: ~7 ms of every cold start otherwise
+
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -50,6 +51,8 @@ def ordered_map(func: Callable[[T], R], items: Iterable[T], jobs: Optional[int] 
         return
     # Small chunks keep both cores busy when one file is much bigger than the rest.
     chunksize = max(1, min(8, len(todo) // (workers * 8)))
+    import multiprocessing
+
     pool = multiprocessing.get_context("fork").Pool(workers)
     try:
         yield from pool.imap(func, todo, chunksize)

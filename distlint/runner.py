@@ -14,12 +14,12 @@ from functools import lru_cache
 from typing import Collection, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type, Union
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from distlint import fixes as fixes_mod
 from distlint.analysis import Index
 from distlint.config import Config
 from distlint.fixes import Fix
+from distlint.positions import all_positions, positions_of
 from distlint.model import Applicability, FileError, FileResult, Finding, FixInfo, Range
 from distlint.registry import all_rules
 from distlint.rule import Report, Rule, RuleContext
@@ -287,7 +287,12 @@ def _lint_module(
     unused_noqa_rule = None if ignore_noqa else next((r for r in active if r.CODE == "DL001"), None)
     if not ctx.reports and unused_noqa_rule is None:
         return _Round([], [], [], index, module, noqa)
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    if unused_noqa_rule is not None:
+        positions = all_positions(module)  # DL001 needs every comment's position
+    else:
+        wanted = [r.node for r in ctx.reports]
+        wanted += [s for s in (index.statement(n) for n in wanted) if s is not None]
+        positions = positions_of(module, wanted)
     findings: List[Finding] = []
     suppressed: List[Finding] = []
     fix_pairs: List[Tuple[Finding, Fix]] = []
