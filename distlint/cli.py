@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 import os
 import sys
 from typing import List, Optional, Sequence, TextIO, Tuple
@@ -136,11 +137,12 @@ def _run(
     results: List[FileResult] = []
     diffs: List[str] = []
     for result in lint_paths(list(paths) or ["."], options):
-        results.append(result)
         for error in result.errors:
             click.echo(str(error), err=True)
         if diff and result.fixed_source is not None:
             diffs.append(_unified_diff(result))
+        # keep findings, not the text of every fixed file, across a large tree
+        results.append(replace(result, fixed_source=None, fixed_bytes=None) if result.fixed_source is not None else result)
     context = ReportContext(fix_mode=fix, unsafe_fixes=bool(unsafe_fixes), show_statistics=statistics, diff=diff, options=options)
     if diff:
         out = "".join(diffs)
