@@ -561,37 +561,28 @@ class Index:
         ``accelerate.utils``, or ``import accelerate`` -> ``accelerate.utils.set_seed``).
         """
         scope = self.scope(at) if at is not None else self.module_scope
-        chain: List[Scope] = []
+        imports: List[Tuple[str, Assignment]] = []  # (local name, its import), innermost scope first
         current: Optional[Scope] = scope
         while current is not None:
-            chain.append(current)
+            for local, assigns in current.bindings.items():
+                if assigns and all(a.op == "import" for a in assigns):
+                    imports.append((local, assigns[0]))
             current = current.parent
-        for sc in chain:
-            for local, assigns in sc.bindings.items():
-                imports = [a for a in assigns if a.op == "import"]
-                if not imports or len(assigns) != len(imports):
-                    continue
-                q = imports[0].qualname or ""
-                if q == qualname:
-                    return local
-        for sc in chain:
-            for local, assigns in sc.bindings.items():
-                imports = [a for a in assigns if a.op == "import"]
-                if not imports or len(assigns) != len(imports):
-                    continue
-                q = imports[0].qualname or ""
-                if q and qualname.startswith(q + ".") and imports[0].node is not None:
-                    # `import accelerate` binds the package: the full path is importable only if
-                    # the import statement itself named the submodule path.
-                    node = imports[0].node
-                    if isinstance(node, cst.Import):
-                        full = [_attr_to_str(a.name) for a in node.names]
-                        rest = qualname[len(q) + 1:]
-                        needed = qualname.rsplit(".", 1)[0]
-                        if any(f == needed or needed.startswith(f + ".") and f != q for f in full) or (
-                            "." not in rest
-                        ):
-                            return local + "." + rest
+        for local, imp in imports:
+            if imp.qualname == qualname:
+                return local
+        module = qualname.rsplit(".", 1)[0]
+        for local, imp in imports:
+            q = imp.qualname or ""
+            if not q or not qualname.startswith(q + "."):
+                continue
+            rest = qualname[len(q) + 1:]
+            # `import accelerate.utils as au` -> `au.set_seed`. A deeper path through a bare
+            # package binding is reused only when the import statement itself loaded that
+            # submodule (`import torch.distributed` -> `torch.distributed.get_world_size`).
+            named = [_attr_to_str(a.name) for a in imp.node.names] if isinstance(imp.node, cst.Import) else []
+            if "." not in rest or any(module == n or module.startswith(n + ".") for n in named if n != q):
+                return f"{local}.{rest}"
         return None
 
     def is_bound(self, name: str, at: Optional[cst.CSTNode] = None) -> bool:

@@ -131,7 +131,7 @@ def lint_file(path: str, config: Optional[Config] = None, options: LintOptions =
     with ``--debug``), and the other files go on.
     """
     try:
-        return _lint_file(path, config, options)
+        return _lint_file(path, config, options, cache=options.cache)
     except RecursionError:
         return FileResult(path, errors=(FileError(path, "source is too deeply nested to analyse"),))
     except Exception as exc:  # noqa: BLE001 - the safety net of last resort
@@ -141,7 +141,7 @@ def lint_file(path: str, config: Optional[Config] = None, options: LintOptions =
         return FileResult(path, errors=(FileError(path, f"internal error: {detail} (--debug shows the traceback)"),))
 
 
-def _lint_file(path: str, config: Optional[Config], options: LintOptions) -> FileResult:
+def _lint_file(path: str, config: Optional[Config], options: LintOptions, cache: bool = False) -> FileResult:
     if config is None:
         try:
             config = config_for(path, options)
@@ -150,7 +150,13 @@ def _lint_file(path: str, config: Optional[Config], options: LintOptions) -> Fil
     data = read_source(path)
     if isinstance(data, FileError):
         return FileResult(path, errors=(data,))
-    return _lint_data(path, data, config, options)
+    result = _lint_data(path, data, config, options)
+    # A fix run's result equals the check result only when no fix was wanted: nothing changed
+    # (a `--diff` run must not cache the post-fix findings under the unfixed file's key).
+    if cache and (not options.fix or (result.fixed_source is None and not _fix_wanted(result, config, options))):
+        store, key = _cache_entry(path, data, config, options)
+        store.put(key, result)
+    return result
 
 
 def _lint_data(path: str, data: bytes, config: Config, options: LintOptions) -> FileResult:
@@ -207,7 +213,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
         from distlint.runner import lint_source  # noqa: F401
 
         all_rules()
-    linted = ordered_map(partial(_lint_and_cache, options), todo, options.jobs)
+    linted = ordered_map(partial(lint_file, config=None, options=options), todo, options.jobs)
     for slot in slots:
         yield next(linted) if isinstance(slot, str) else slot
 
@@ -238,24 +244,4 @@ def _cached_result(path: str, options: LintOptions) -> Optional[FileResult]:
     result = cache.get(key, path)
     if result is None or (options.fix and _fix_wanted(result, config, options)):
         return None  # a fix run can reuse a result only when there is nothing to fix
-    return result
-
-
-def _lint_and_cache(options: LintOptions, path: str) -> FileResult:
-    """Lint one file (in a pool worker or in-process) and remember its result."""
-    if not options.cache:
-        return lint_file(path, None, options)
-    try:
-        config = config_for(path, options)
-    except ConfigError as exc:
-        return FileResult(path, errors=(FileError(path, str(exc)),))
-    data = read_source(path)
-    if isinstance(data, FileError):
-        return FileResult(path, errors=(data,))
-    result = _lint_data(path, data, config, options)
-    # A fix run's result equals the check result only when no fix was wanted: nothing changed
-    # (a `--diff` run must not cache the post-fix findings under the unfixed file's key).
-    if not options.fix or (result.fixed_source is None and not _fix_wanted(result, config, options)):
-        cache, key = _cache_entry(path, data, config, options)
-        cache.put(key, result)
     return result

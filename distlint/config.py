@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -105,22 +106,19 @@ class Config:
 
     # ------------------------------------------------------------ paths
     def relative(self, path: str) -> str:
-        p = Path(path)
         if self.root is not None:
-            try:
-                return PurePosixPath(Path(os.path.realpath(p)).relative_to(os.path.realpath(self.root))).as_posix()
-            except ValueError:
-                pass
-        return PurePosixPath(p).as_posix()
+            # the cheap way first; realpath only when links put the file outside the root
+            for resolve in (os.path.abspath, os.path.realpath):
+                rel = os.path.relpath(resolve(path), resolve(self.root))
+                if not rel.startswith(".."):
+                    return PurePosixPath(Path(rel)).as_posix()
+        return PurePosixPath(Path(path)).as_posix()
 
     def is_excluded(self, path: str) -> bool:
         """True when ``path`` (a file or directory) matches exclude / extend-exclude."""
-        rel = self.relative(path)
-        name = os.path.basename(os.path.normpath(path))
-        for pattern in self.exclude + self.extend_exclude:
-            if fnmatch.fnmatchcase(name, pattern) or _glob_match(rel, pattern):
-                return True
-        return False
+        return _exclusion_matcher(self.exclude + self.extend_exclude)(
+            self.relative(path), os.path.basename(os.path.normpath(path))
+        )
 
     def with_overrides(self, **changes: Any) -> "Config":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -135,13 +133,30 @@ def _matches(code: str, selectors: Iterable[str], explicit_only: bool = False) -
 
 
 def _glob_match(rel: str, pattern: str) -> bool:
-    pattern = pattern.rstrip("/")
-    if fnmatch.fnmatchcase(rel, pattern):
-        return True
-    # a pattern without a slash matches any path component / basename; "dir/" prefixes match
-    if "/" not in pattern:
-        return any(fnmatch.fnmatchcase(part, pattern) for part in rel.split("/"))
-    return rel.startswith(pattern + "/")
+    return _exclusion_matcher((pattern,))(rel, rel.rsplit("/", 1)[-1])
+
+
+@lru_cache(maxsize=64)
+def _exclusion_matcher(patterns: Tuple[str, ...]):
+    """One compiled test for a list of glob patterns (directory walks ask it for every entry).
+
+    A pattern matches the path relative to the configuration root; one without a slash also
+    matches any single path component (``build``, ``*.egg-info``); one with a slash also matches
+    everything below it (``legacy/`` excludes ``legacy/a/b.py``).
+    """
+    stripped = [p.rstrip("/") for p in patterns]
+    whole = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in stripped) or "(?!)")
+    component = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in stripped if "/" not in p) or "(?!)")
+    prefixes = tuple(p + "/" for p in stripped if "/" in p)
+
+    def matches(rel: str, name: str) -> bool:
+        if whole.match(rel) or component.match(name):
+            return True
+        if prefixes and rel.startswith(prefixes):
+            return True
+        return any(component.match(part) for part in rel.split("/")[:-1])
+
+    return matches
 
 
 # ------------------------------------------------------------------------------------------
