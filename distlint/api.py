@@ -8,10 +8,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
-from pathlib import Path
-from typing import Callable, Collection, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Collection, Iterator, List, Optional, Sequence, Tuple, Union
 
 from distlint.config import Config, ConfigError, resolve_config
 from distlint.discovery import iter_source_files

@@ -13,7 +13,7 @@ import click
 from distlint import __version__
 from distlint.api import LintOptions, config_for, lint_paths, lint_source
 from distlint.config import ConfigError
-from distlint.model import FileError, FileResult
+from distlint.model import FileResult
 from distlint.reporting import FORMATS, ReportContext, renderer
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from distlint.config import Config, ConfigError
 from distlint.model import FileError

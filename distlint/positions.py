@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager, nullcontext
-from typing import Collection, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Collection, Dict, Iterator, List, Set, Tuple
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # stable since LibCST 0.3; guarded below

@@ -11,7 +11,7 @@ import tokenize
 import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Collection, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type, Union
+from typing import Collection, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -22,7 +22,7 @@ from distlint.fixes import Fix
 from distlint.positions import all_positions, positions_of
 from distlint.model import Applicability, FileError, FileResult, Finding, FixInfo, Range
 from distlint.registry import all_rules
-from distlint.rule import Report, Rule, RuleContext
+from distlint.rule import Rule, RuleContext
 
 MAX_FIX_ROUNDS = 6
 

@@ -6,11 +6,11 @@ batch is global (effective ``split_batches``), and how to refer to the accelerat
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import FrozenSet, List, Optional
 
 import libcst as cst
 
-from distlint.analysis import Index, call_keyword, string_value
+from distlint.analysis import Index, call_keyword, string_value, target_key
 
 ACCELERATOR = "accelerate.Accelerator"
 STATE_CLASSES = ("accelerate.PartialState", "accelerate.AcceleratorState", "accelerate.state.GradientState")
@@ -138,21 +138,27 @@ WORLD_SIZE_NAMES = frozenset(
 )
 
 
-def reads_world_size(node: cst.CSTNode, qualname: Optional[str]) -> bool:
-    """:func:`is_world_size`, plus names and attributes called like the process count."""
-    if is_world_size(node, qualname):
-        return True
-    if isinstance(node, cst.Name):
-        return node.value.lower() in WORLD_SIZE_NAMES
-    if isinstance(node, cst.Attribute):
-        return node.attr.value.lower() in WORLD_SIZE_NAMES
-    if isinstance(node, cst.Subscript):
-        # config["world_size"], os.environ["WORLD_SIZE"] read through an alias
-        from distlint.analysis import target_key
+def world_size_reader(names: FrozenSet[str], qualnames: FrozenSet[str] = frozenset()):
+    """A predicate for :meth:`Index.reaches`: :func:`is_world_size`, one of ``qualnames``, or a
+    name / attribute / string subscript called like the process count (one of ``names``)."""
 
-        key = target_key(node)
-        return key is not None and key.endswith("]") and key.rsplit("[", 1)[1][:-1].lower() in WORLD_SIZE_NAMES
-    return False
+    def reads(node: cst.CSTNode, qualname: Optional[str]) -> bool:
+        if is_world_size(node, qualname) or qualname in qualnames:
+            return True
+        if isinstance(node, cst.Name):
+            return node.value.lower() in names
+        if isinstance(node, cst.Attribute):
+            return node.attr.value.lower() in names
+        if isinstance(node, cst.Subscript):
+            # config["world_size"], os.environ["WORLD_SIZE"] read through an alias
+            key = target_key(node)
+            return key is not None and key.endswith("]") and key.rsplit("[", 1)[1][:-1].lower() in names
+        return False
+
+    return reads
+
+
+reads_world_size = world_size_reader(WORLD_SIZE_NAMES)
 
 
 def is_prepare_call(index: Index, node: cst.CSTNode) -> bool:

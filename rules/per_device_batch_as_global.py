@@ -13,7 +13,7 @@ from distlint.analysis import Assignment, Index, string_value, target_key, walk
 from distlint.fixes import Fix
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid
-from distlint.rules._common import accelerator_expr, creates_accelerator, is_world_size, split_batches_effective
+from distlint.rules._common import accelerator_expr, creates_accelerator, split_batches_effective, world_size_reader
 
 DATALOADERS = (
     "torch.utils.data.DataLoader",
@@ -691,18 +691,8 @@ def _format_around(text: str, call: cst.Call, arg: cst.Arg) -> Optional[Tuple[st
 # ------------------------------------------------------------------------------------------
 
 
-def is_process_count(node: cst.CSTNode, qualname: Optional[str]) -> bool:
-    """Predicate for :meth:`Index.reaches`: the number of (data-parallel) processes."""
-    if is_world_size(node, qualname) or qualname in DEVICE_COUNTS:
-        return True
-    if isinstance(node, cst.Name):
-        return node.value.lower() in PROCESS_COUNT_NAMES
-    if isinstance(node, cst.Attribute):
-        return node.attr.value.lower() in PROCESS_COUNT_NAMES
-    if isinstance(node, cst.Subscript):
-        key = target_key(node)
-        return bool(key) and key.endswith("]") and key.rsplit("[", 1)[1][:-1].lower() in PROCESS_COUNT_NAMES  # type: ignore[union-attr]
-    return False
+# the number of (data-parallel) processes, device counts included
+is_process_count = world_size_reader(PROCESS_COUNT_NAMES, DEVICE_COUNTS)
 
 
 def _has_process_factor(index: Index, use: _Use) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 from urllib.parse import quote

@@ -6,9 +6,7 @@ Importing this module is cheap: no torch, no accelerate; the runs import them in
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Sequence
-
-import click
+from typing import Any, Sequence
 
 from distlint.verify_options import VERIFY_HELP, verify_options  # noqa: F401 (re-exported)
 
