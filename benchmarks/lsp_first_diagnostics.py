@@ -51,7 +51,11 @@ def training_script(lines: int) -> str:
     """A valid script of exactly ``lines`` lines: whole fixture scripts, then helpers, then blanks."""
     out: list = []
     for path in sorted(SCRIPTS.glob("*.py")):
-        body = [line for line in path.read_text().splitlines(keepends=True) if not line.startswith("from __future__")]
+        body = [
+            line
+            for line in path.read_text().splitlines(keepends=True)
+            if not line.startswith("from __future__")
+        ]
         if len(out) + len(body) + 1 > lines:
             continue
         out += body + ["\n"]
@@ -74,7 +78,9 @@ def _receive(proc: subprocess.Popen) -> dict:
     while True:
         line = proc.stdout.readline()
         if not line:
-            raise RuntimeError("the server exited: " + proc.stderr.read().decode(errors="replace")[-2000:])
+            raise RuntimeError(
+                "the server exited: " + proc.stderr.read().decode(errors="replace")[-2000:]
+            )
         line = line.strip()
         if not line:
             break
@@ -88,17 +94,46 @@ def server_round(command: list, path: Path) -> tuple:
     """(seconds to the initialize answer, seconds to the first diagnostics, number of diagnostics)."""
     uri = path.resolve().as_uri()
     start = time.perf_counter()
-    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=path.parent)
+    proc = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=path.parent,
+    )
     try:
-        _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "processId": os.getpid(), "rootUri": path.parent.resolve().as_uri(), "capabilities": {}}})
+        _send(
+            proc,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "processId": os.getpid(),
+                    "rootUri": path.parent.resolve().as_uri(),
+                    "capabilities": {},
+                },
+            },
+        )
         while "id" not in (msg := _receive(proc)) or msg.get("method"):
             pass
         initialized = time.perf_counter() - start
         _send(proc, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        _send(proc, {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
-            "uri": uri, "languageId": "python", "version": 1, "text": path.read_text()}}})
+        _send(
+            proc,
+            {
+                "jsonrpc": "2.0",
+                "method": "textDocument/didOpen",
+                "params": {
+                    "textDocument": {
+                        "uri": uri,
+                        "languageId": "python",
+                        "version": 1,
+                        "text": path.read_text(),
+                    }
+                },
+            },
+        )
         while (msg := _receive(proc)).get("method") != "textDocument/publishDiagnostics":
             pass
         first = time.perf_counter() - start
@@ -114,26 +149,35 @@ def server_round(command: list, path: Path) -> tuple:
 
 def floor_round(path: Path) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", f"import libcst; libcst.parse_module(open({str(path)!r}).read())"], check=True)
+    subprocess.run(
+        [sys.executable, "-c", f"import libcst; libcst.parse_module(open({str(path)!r}).read())"],
+        check=True,
+    )
     return time.perf_counter() - start
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--lines", type=int, nargs="+", default=[500, 300])
     args = parser.parse_args()
     exe = shutil.which("distlint")
     command = [exe, "lsp"] if exe else [sys.executable, "-m", "distlint", "lsp"]
-    print(f"server: {' '.join(command)}   python {sys.version.split()[0]}   {os.cpu_count()} CPUs   "
-          f"{args.repeats} rounds, medians   load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"server: {' '.join(command)}   python {sys.version.split()[0]}   {os.cpu_count()} CPUs   "
+        f"{args.repeats} rounds, medians   load average {os.getloadavg()[0]:.1f}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for lines in args.lines:
             path = Path(tmp) / f"train_{lines}.py"
             path.write_text(training_script(lines))
             assert path.read_text().count("\n") == lines
             init, first, floor, ratio = [], [], [], []
-            server_round(command, path)  # warm the OS file cache and .pyc files: editors start warm too
+            server_round(
+                command, path
+            )  # warm the OS file cache and .pyc files: editors start warm too
             for _ in range(args.repeats):
                 i, f, n = server_round(command, path)
                 fl = floor_round(path)

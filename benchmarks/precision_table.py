@@ -82,7 +82,9 @@ def markdown(table: Dict[str, Row], n_files: int) -> str:
     total = Row()
     for code in sorted(table):
         row = table[code]
-        lines.append(f"| {code} | {row.expected} | {row.found} | {len(row.missed)} | {len(row.false_positives)} |")
+        lines.append(
+            f"| {code} | {row.expected} | {row.found} | {len(row.missed)} | {len(row.false_positives)} |"
+        )
         total.expected += row.expected
         total.found += row.found
         total.missed += row.missed
@@ -91,7 +93,11 @@ def markdown(table: Dict[str, Row], n_files: int) -> str:
         f"| **all** | {total.expected} | {total.found} | {len(total.missed)} | {len(total.false_positives)} |"
     )
     details = [f"- missed {code}: {w}" for code in sorted(table) for w in table[code].missed]
-    details += [f"- false positive {code}: {w}" for code in sorted(table) for w in table[code].false_positives]
+    details += [
+        f"- false positive {code}: {w}"
+        for code in sorted(table)
+        for w in table[code].false_positives
+    ]
     if details:
         lines += [""] + details
     return "\n".join(lines) + "\n"

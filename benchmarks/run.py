@@ -49,7 +49,9 @@ def install_peers() -> dict:
                 sh([PY, "-m", "venv", str(venv)])
                 sh([str(venv / "bin" / "pip"), "install", "-q", spec])
             except subprocess.CalledProcessError as exc:
-                print(f"!! could not install {spec}: {exc}; it is left out of the table", flush=True)
+                print(
+                    f"!! could not install {spec}: {exc}; it is left out of the table", flush=True
+                )
                 continue
         found[name] = str(exe)
     return found
@@ -62,7 +64,19 @@ def build_corpus(sample: int) -> Path:
     download = WORK / "download"
     wheels = glob.glob(str(download / f"diffusers-{DIFFUSERS}-*.whl"))
     if not wheels:
-        sh([PY, "-m", "pip", "download", "-q", "--no-deps", f"diffusers=={DIFFUSERS}", "-d", str(download)])
+        sh(
+            [
+                PY,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                f"diffusers=={DIFFUSERS}",
+                "-d",
+                str(download),
+            ]
+        )
         wheels = glob.glob(str(download / f"diffusers-{DIFFUSERS}-*.whl"))
     tmp = corpus.with_name(corpus.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -128,7 +142,11 @@ def run_rounds(commands: dict, repeats: int, cwd, before=None) -> dict:
             if before and name in before:
                 subprocess.run(before[name], cwd=cwd, stdout=subprocess.DEVNULL, check=True)
             out[name].append(measure(cmd, cwd))
-        print(f"  round {r + 1}/{repeats}: " + ", ".join(f"{n} {v[-1][0]:.2f}s wall {v[-1][1]:.2f}s CPU" for n, v in out.items()), flush=True)
+        print(
+            f"  round {r + 1}/{repeats}: "
+            + ", ".join(f"{n} {v[-1][0]:.2f}s wall {v[-1][1]:.2f}s CPU" for n, v in out.items()),
+            flush=True,
+        )
     return out
 
 
@@ -161,12 +179,18 @@ def prefilter_share(corpus: Path) -> float:
 
 # ------------------------------------------------------------------------------------ main
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sample", type=int, default=120, help="diffusers files in the corpus (0: all %(default)s)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sample", type=int, default=120, help="diffusers files in the corpus (0: all %(default)s)"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cold-repeats", type=int, default=9)
     parser.add_argument("--skip-peers", action="store_true")
-    parser.add_argument("--sections", default="cold,throughput,cache", help="comma-separated subset to run")
+    parser.add_argument(
+        "--sections", default="cold,throughput,cache", help="comma-separated subset to run"
+    )
     args = parser.parse_args()
     # Measure what installed users get: bytecode caches on. (Some environments set
     # PYTHONDONTWRITEBYTECODE, which makes every run recompile the modules of an editable
@@ -186,7 +210,10 @@ def main() -> None:
     # 1. cold start on one script
     print(f"cold start: {script} ({script.read_text().count(chr(10))} lines)", flush=True)
     floor_code = "import libcst, sys; libcst.parse_module(open(sys.argv[1], 'rb').read())"
-    cold = {"floor": [PY, "-c", floor_code, str(script)], "distlint": distlint + ["check", "--no-cache", str(script)]}
+    cold = {
+        "floor": [PY, "-c", floor_code, str(script)],
+        "distlint": distlint + ["check", "--no-cache", str(script)],
+    }
     if "torchfix" in peers:
         cold["torchfix"] = [peers["torchfix"], str(script)]
     if "fixit" in peers:
@@ -195,9 +222,15 @@ def main() -> None:
         cold["ruff"] = [peers["ruff"], "check", "--no-cache", "--isolated", str(script)]
     cold_res = run_rounds(cold, args.cold_repeats, script.parent) if "cold" in sections else {}
     for name, values in cold_res.items():
-        rows.append((f"cold start, 1 script: {name}", f"{med(values, 0):.3f} s wall, {med(values, 1):.3f} s CPU",
-                     "1.00x floor" if name == "floor" else
-                     f"{paired(values, cold_res['floor'], 0):.2f}x floor (wall), {paired(values, cold_res['floor'], 1):.2f}x (CPU)"))
+        rows.append(
+            (
+                f"cold start, 1 script: {name}",
+                f"{med(values, 0):.3f} s wall, {med(values, 1):.3f} s CPU",
+                "1.00x floor"
+                if name == "floor"
+                else f"{paired(values, cold_res['floor'], 0):.2f}x floor (wall), {paired(values, cold_res['floor'], 1):.2f}x (CPU)",
+            )
+        )
 
     # 2. throughput on the corpus: files per CPU-second
     print(f"throughput: {corpus} ({n_files} files)", flush=True)
@@ -229,21 +262,42 @@ def main() -> None:
         "1 process": distlint + ["check", "--no-cache", "-j1", "--exit-zero", "."],
         "2 processes": distlint + ["check", "--no-cache", "-j2", "--exit-zero", "."],
     }
-    res = run_rounds(cache_cmds, args.repeats, corpus, before={"cold cache": distlint + ["clean"]}) if "cache" in sections else {}
+    res = (
+        run_rounds(cache_cmds, args.repeats, corpus, before={"cold cache": distlint + ["clean"]})
+        if "cache" in sections
+        else {}
+    )
     if res:
-        rows.append(("cache: cold vs warm (wall)", f"{med(res['cold cache'], 0):.2f} s / {med(res['warm cache'], 0):.3f} s",
-                 f"warm {paired(res['cold cache'], res['warm cache'], 0):.1f}x faster"))
-        rows.append(("pool: 1 vs 2 processes (wall)", f"{med(res['1 process'], 0):.2f} s / {med(res['2 processes'], 0):.2f} s",
-                 f"speed-up {paired(res['1 process'], res['2 processes'], 0):.2f}x"))
+        rows.append(
+            (
+                "cache: cold vs warm (wall)",
+                f"{med(res['cold cache'], 0):.2f} s / {med(res['warm cache'], 0):.3f} s",
+                f"warm {paired(res['cold cache'], res['warm cache'], 0):.1f}x faster",
+            )
+        )
+        rows.append(
+            (
+                "pool: 1 vs 2 processes (wall)",
+                f"{med(res['1 process'], 0):.2f} s / {med(res['2 processes'], 0):.2f} s",
+                f"speed-up {paired(res['1 process'], res['2 processes'], 0):.2f}x",
+            )
+        )
     if thr_res:
-        rows.append(("peak RSS: distlint -j1 vs raw parse", f"{med(thr_res['distlint'], 2):.0f} MiB / {med(thr_res['raw parse'], 2):.0f} MiB",
-                 f"{paired(thr_res['distlint'], thr_res['raw parse'], 2):.2f}x raw parse"))
+        rows.append(
+            (
+                "peak RSS: distlint -j1 vs raw parse",
+                f"{med(thr_res['distlint'], 2):.0f} MiB / {med(thr_res['raw parse'], 2):.0f} MiB",
+                f"{paired(thr_res['distlint'], thr_res['raw parse'], 2):.2f}x raw parse",
+            )
+        )
 
     share = prefilter_share(corpus)
     print()
-    print(f"corpus: diffusers {DIFFUSERS} ({'all' if not args.sample else args.sample} files) + fixtures = {n_files} files; "
-          f"{share:.0%} contain a rule trigger (the rest are skipped unparsed); cold script {script.read_text().count(chr(10))} lines; "
-          f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; medians of {args.repeats} rounds ({args.cold_repeats} for cold start)")
+    print(
+        f"corpus: diffusers {DIFFUSERS} ({'all' if not args.sample else args.sample} files) + fixtures = {n_files} files; "
+        f"{share:.0%} contain a rule trigger (the rest are skipped unparsed); cold script {script.read_text().count(chr(10))} lines; "
+        f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; medians of {args.repeats} rounds ({args.cold_repeats} for cold start)"
+    )
     width = max(len(r[0]) for r in rows)
     print(f"| {'measure':<{width}} | {'median':<32} | ratio |")
     print(f"| {'-' * width} | {'-' * 32} | ----- |")

@@ -26,13 +26,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def timed(argv, env=None):
     start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(
+        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     took = time.perf_counter() - start
     return took, proc
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--script", default=os.path.join(ROOT, "fixtures", "verify", "correct.py"))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--nprocs", type=int, default=2)
@@ -43,14 +47,39 @@ def main() -> int:
     n, k = args.nprocs, args.max_steps
     cpu_env = dict(os.environ, ACCELERATE_USE_CPU="1", CUDA_VISIBLE_DEVICES="")
     bare_one = [sys.executable, args.script, "--steps", str(k * n)]
-    bare_many = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(n),
-                 args.script, "--steps", str(k)]
-    verify = [sys.executable, "-m", "distlint.verify", "--device", "cpu", "--format", "json", "-n", str(n),
-              "--max-steps", str(k), args.script]
+    bare_many = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        str(n),
+        args.script,
+        "--steps",
+        str(k),
+    ]
+    verify = [
+        sys.executable,
+        "-m",
+        "distlint.verify",
+        "--device",
+        "cpu",
+        "--format",
+        "json",
+        "-n",
+        str(n),
+        "--max-steps",
+        str(k),
+        args.script,
+    ]
 
     samples = {"bare_1": [], "bare_n": [], "verify": [], "verify_run_1": [], "verify_run_n": []}
     for i in range(args.repeat):
-        for name, argv, env in (("bare_1", bare_one, cpu_env), ("bare_n", bare_many, cpu_env), ("verify", verify, None)):
+        for name, argv, env in (
+            ("bare_1", bare_one, cpu_env),
+            ("bare_n", bare_many, cpu_env),
+            ("verify", verify, None),
+        ):
             took, proc = timed(argv, env)
             if name == "verify":
                 if proc.returncode not in (0, 1):
@@ -63,8 +92,11 @@ def main() -> int:
                 sys.stderr.write(proc.stderr[-3000:])
                 raise SystemExit(f"{name} failed with status {proc.returncode}")
             samples[name].append(took)
-        sys.stderr.write(f"repetition {i + 1}/{args.repeat}: " + ", ".join(
-            f"{k}={v[-1]:.2f}s" for k, v in samples.items()) + "\n")
+        sys.stderr.write(
+            f"repetition {i + 1}/{args.repeat}: "
+            + ", ".join(f"{k}={v[-1]:.2f}s" for k, v in samples.items())
+            + "\n"
+        )
 
     med = {name: statistics.median(values) for name, values in samples.items()}
     bare = med["bare_1"] + med["bare_n"]
@@ -83,13 +115,21 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"script {result['script']}  N={n}  max-steps={k}  repeat={args.repeat}  cpus={result['cpus']}  "
-              f"load {result['load_average'][0]:.1f}" if result["load_average"] else "")
+        print(
+            f"script {result['script']}  N={n}  max-steps={k}  repeat={args.repeat}  cpus={result['cpus']}  "
+            f"load {result['load_average'][0]:.1f}"
+            if result["load_average"]
+            else ""
+        )
         print(f"  bare 1-process run     {med['bare_1']:6.2f} s")
         print(f"  bare {n}-process run     {med['bare_n']:6.2f} s")
-        print(f"  verify (total)         {med['verify']:6.2f} s   (its 1-process run {med['verify_run_1']:.2f} s, "
-              f"{n}-process run {med['verify_run_n']:.2f} s)")
-        print(f"  overhead ratio         {result['overhead_ratio']:6.3f}   (verify / (bare 1 + bare {n}); target <= 1.2)")
+        print(
+            f"  verify (total)         {med['verify']:6.2f} s   (its 1-process run {med['verify_run_1']:.2f} s, "
+            f"{n}-process run {med['verify_run_n']:.2f} s)"
+        )
+        print(
+            f"  overhead ratio         {result['overhead_ratio']:6.3f}   (verify / (bare 1 + bare {n}); target <= 1.2)"
+        )
     return 0
 
 

@@ -25,9 +25,18 @@ def _line_info(text: str) -> Tuple[Set[int], Dict[int, int]]:
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             kind = tok.type
-            if kind in (tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", -1)) and tok.end[0] > tok.start[0]:
+            if (
+                kind in (tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", -1))
+                and tok.end[0] > tok.start[0]
+            ):
                 blocked.update(range(tok.start[0], tok.end[0]))
-            if kind in (tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING):
+            if kind in (
+                tokenize.COMMENT,
+                tokenize.NL,
+                tokenize.INDENT,
+                tokenize.DEDENT,
+                tokenize.ENCODING,
+            ):
                 continue
             if start is None:
                 start = tok.start[0]
@@ -71,7 +80,7 @@ def add_noqa(text: str, findings: Sequence[Finding]) -> Tuple[str, int]:
             new = [c for c in codes if c.upper() not in {p.upper() for p in present}]
             if not new:
                 continue
-            body = body[: m.start()] + "# noqa: " + ", ".join(present + new) + body[m.end():]
+            body = body[: m.start()] + "# noqa: " + ", ".join(present + new) + body[m.end() :]
         else:
             body = body.rstrip() + "  # noqa: " + ", ".join(codes)
         lines[number - 1] = body + cr

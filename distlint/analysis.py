@@ -131,8 +131,12 @@ CANONICAL_PREFIXES: Dict[str, str] = {
 
 def canonical(qualname: str) -> str:
     for prefix in sorted(CANONICAL_PREFIXES, key=len, reverse=True):
-        if qualname == prefix or qualname.startswith(prefix + ".") or qualname.startswith(prefix + "("):
-            return CANONICAL_PREFIXES[prefix] + qualname[len(prefix):]
+        if (
+            qualname == prefix
+            or qualname.startswith(prefix + ".")
+            or qualname.startswith(prefix + "(")
+        ):
+            return CANONICAL_PREFIXES[prefix] + qualname[len(prefix) :]
     return qualname
 
 
@@ -191,7 +195,9 @@ class Assignment:
     value: Optional[cst.BaseExpression]  # None: value unknown (parameter, for target, unpacking)
     node: cst.CSTNode  # the statement (or Param / For / With item) that binds it
     order: int
-    op: str = "="  # '=', '*=', '+=', ..., 'param', 'for', 'with', 'import', 'def', 'class', 'global'
+    op: str = (
+        "="  # '=', '*=', '+=', ..., 'param', 'for', 'with', 'import', 'def', 'class', 'global'
+    )
     scope: Optional["Scope"] = None
     qualname: Optional[str] = None  # for imports
     target: Optional[cst.CSTNode] = None  # the target expression node, when there is one
@@ -242,7 +248,9 @@ class Index:
         self.attr_assignments: Dict[str, List[Assignment]] = {}
         self.returns: Dict[cst.CSTNode, List[cst.Return]] = {}
         self._qual_cache: Dict[cst.CSTNode, Optional[str]] = {}
-        self._calls_by_name: Optional[Dict[str, List[cst.Call]]] = None  # callee name -> calls, built on demand
+        self._calls_by_name: Optional[Dict[str, List[cst.Call]]] = (
+            None  # callee name -> calls, built on demand
+        )
         self._build()
 
     # ---------------------------------------------------------------- construction
@@ -251,7 +259,9 @@ class Index:
         module_scope = self.module_scope
         order = 0
         # stack of (node, parent, scope)
-        stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode], Scope]] = [(self.module, None, module_scope)]
+        stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode], Scope]] = [
+            (self.module, None, module_scope)
+        ]
         pop, push = stack.pop, stack.append
         while stack:
             node, parent, scope = pop()
@@ -272,7 +282,9 @@ class Index:
                 self._bind_target(node.target, node.value, node, order, scope, "=")
             elif tp is cst.AugAssign:
                 op = type(node.operator).__name__
-                self._bind_target(node.target, node.value, node, order, scope, _AUG_OPS.get(op, "op="))
+                self._bind_target(
+                    node.target, node.value, node, order, scope, _AUG_OPS.get(op, "op=")
+                )
             elif tp is cst.NamedExpr:
                 self._bind_target(node.target, node.value, node, order, scope, "=")
             elif tp is cst.Import:
@@ -283,12 +295,16 @@ class Index:
                     else:
                         local = full.split(".")[0]
                         qual = local
-                    scope.add(Assignment(local, None, node, order, "import", qualname=canonical(qual)))
+                    scope.add(
+                        Assignment(local, None, node, order, "import", qualname=canonical(qual))
+                    )
             elif tp is cst.ImportFrom:
                 self._bind_import_from(node, order, scope)
             elif tp is cst.FunctionDef:
                 scope.add(Assignment(node.name.value, None, node, order, "def"))
-                qual = node.name.value if scope.kind != "class" else f"{scope.name}.{node.name.value}"
+                qual = (
+                    node.name.value if scope.kind != "class" else f"{scope.name}.{node.name.value}"
+                )
                 self.functions.setdefault(qual, []).append(node)
                 if scope.kind == "module":
                     pass
@@ -297,7 +313,13 @@ class Index:
                 self._bind_params(node.params, node, order, child_scope)
                 # decorators and defaults evaluate in the enclosing scope; body in the new one
                 for child in reversed(list(iter_children(node))):
-                    push((child, node, child_scope if child is node.body or child is node.params else scope))
+                    push(
+                        (
+                            child,
+                            node,
+                            child_scope if child is node.body or child is node.params else scope,
+                        )
+                    )
                 continue
             elif tp is cst.Lambda:
                 child_scope = Scope("lambda", node, scope, name="<lambda>")
@@ -362,16 +384,26 @@ class Index:
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
                 else name
             )
-            scope.add(Assignment(local, None, node, order, "import", qualname=canonical(f"{module}.{name}")))
+            scope.add(
+                Assignment(
+                    local, None, node, order, "import", qualname=canonical(f"{module}.{name}")
+                )
+            )
 
-    def _bind_params(self, params: cst.Parameters, fn: cst.CSTNode, order: int, scope: Scope) -> None:
+    def _bind_params(
+        self, params: cst.Parameters, fn: cst.CSTNode, order: int, scope: Scope
+    ) -> None:
         all_params = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
         if isinstance(params.star_arg, cst.Param):
             all_params.append(params.star_arg)
         if isinstance(params.star_kwarg, cst.Param):
             all_params.append(params.star_kwarg)
         for param in all_params:
-            scope.add(Assignment(param.name.value, param.default, param, order, "param", target=param.name))
+            scope.add(
+                Assignment(
+                    param.name.value, param.default, param, order, "param", target=param.name
+                )
+            )
 
     def _bind_target(
         self,
@@ -537,7 +569,9 @@ class Index:
             if base is not None:
                 return canonical(f"{base}.{node.attr.value}")
             # `self.accelerator` / `args.x`: what was assigned to that attribute
-            assigns = [a for a in self.attribute_assignments(node) if a.op == "=" and a.value is not None]
+            assigns = [
+                a for a in self.attribute_assignments(node) if a.op == "=" and a.value is not None
+            ]
             quals = {self.qualname(a.value) for a in assigns}  # type: ignore[arg-type]
             if len(quals) == 1:
                 q = quals.pop()
@@ -561,7 +595,9 @@ class Index:
         ``accelerate.utils``, or ``import accelerate`` -> ``accelerate.utils.set_seed``).
         """
         scope = self.scope(at) if at is not None else self.module_scope
-        imports: List[Tuple[str, Assignment]] = []  # (local name, its import), innermost scope first
+        imports: List[
+            Tuple[str, Assignment]
+        ] = []  # (local name, its import), innermost scope first
         current: Optional[Scope] = scope
         while current is not None:
             for local, assigns in current.bindings.items():
@@ -576,12 +612,18 @@ class Index:
             q = imp.qualname or ""
             if not q or not qualname.startswith(q + "."):
                 continue
-            rest = qualname[len(q) + 1:]
+            rest = qualname[len(q) + 1 :]
             # `import accelerate.utils as au` -> `au.set_seed`. A deeper path through a bare
             # package binding is reused only when the import statement itself loaded that
             # submodule (`import torch.distributed` -> `torch.distributed.get_world_size`).
-            named = [_attr_to_str(a.name) for a in imp.node.names] if isinstance(imp.node, cst.Import) else []
-            if "." not in rest or any(module == n or module.startswith(n + ".") for n in named if n != q):
+            named = (
+                [_attr_to_str(a.name) for a in imp.node.names]
+                if isinstance(imp.node, cst.Import)
+                else []
+            )
+            if "." not in rest or any(
+                module == n or module.startswith(n + ".") for n in named if n != q
+            ):
                 return f"{local}.{rest}"
         return None
 
@@ -610,7 +652,11 @@ class Index:
                 if b.op == "def" and isinstance(b.node, cst.FunctionDef):
                     return b.node
             return None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value in ("self", "cls")
+        ):
             cls = self.enclosing_class_name(func)
             if cls is not None:
                 defs = self.functions.get(f"{cls}.{func.attr.value}")
@@ -640,13 +686,21 @@ class Index:
                 out.append(call)
         if name == "__init__":
             cls_scope = self.scope(fn)
-            if cls_scope.kind == "function" and cls_scope.parent is not None and cls_scope.parent.kind == "class":
+            if (
+                cls_scope.kind == "function"
+                and cls_scope.parent is not None
+                and cls_scope.parent.kind == "class"
+            ):
                 cls_name = cls_scope.parent.name
-                out.extend(c for c in self._calls_by_name.get(cls_name, ()) if isinstance(c.func, cst.Name))
+                out.extend(
+                    c for c in self._calls_by_name.get(cls_name, ()) if isinstance(c.func, cst.Name)
+                )
         return out
 
     @staticmethod
-    def argument(call: cst.Call, keyword: Optional[str] = None, position: Optional[int] = None) -> Optional[cst.Arg]:
+    def argument(
+        call: cst.Call, keyword: Optional[str] = None, position: Optional[int] = None
+    ) -> Optional[cst.Arg]:
         """The argument given as ``keyword=`` or at ``position`` (0-based, positional only)."""
         positional = 0
         for arg in call.args:
@@ -661,7 +715,9 @@ class Index:
                 positional += 1
         return None
 
-    def argument_for_param(self, call: cst.Call, fn: cst.FunctionDef, param_name: str) -> Optional[cst.Arg]:
+    def argument_for_param(
+        self, call: cst.Call, fn: cst.FunctionDef, param_name: str
+    ) -> Optional[cst.Arg]:
         params = list(fn.params.posonly_params) + list(fn.params.params)
         names = [p.name.value for p in params]
         is_method = self.scope(fn).kind == "class"
@@ -698,13 +754,19 @@ class Index:
             if id(node) in seen:
                 continue
             seen.add(id(node))
-            q = self.qualname(node) if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else None
+            q = (
+                self.qualname(node)
+                if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
+                else None
+            )
             if predicate(node, q):
                 return True
             if prune is not None and prune(node):
                 continue
             for value in self.values_of(node):
-                if value is not None and self.reaches(value, predicate, depth=depth - 1, prune=prune, _seen=seen):
+                if value is not None and self.reaches(
+                    value, predicate, depth=depth - 1, prune=prune, _seen=seen
+                ):
                     return True
             children = list(iter_children(node))
             children.reverse()
@@ -728,7 +790,21 @@ class Index:
                     out.append(b.node.iter)
                 else:
                     out.append(b.value)
-                    if b.op not in ("=", "with", "param", "import", "def", "class", "for", "unpack", "except") and b.target is not None:
+                    if (
+                        b.op
+                        not in (
+                            "=",
+                            "with",
+                            "param",
+                            "import",
+                            "def",
+                            "class",
+                            "for",
+                            "unpack",
+                            "except",
+                        )
+                        and b.target is not None
+                    ):
                         pass
         elif isinstance(node, (cst.Attribute, cst.Subscript)):
             for a in self.attribute_assignments(node):

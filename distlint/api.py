@@ -16,6 +16,7 @@ from distlint.config import Config, ConfigError, resolve_config
 from distlint.discovery import iter_source_files
 from distlint.model import Applicability, FileError, FileResult, Finding
 
+
 def _lint_source(*args, **kwargs) -> FileResult:
     # The engine (LibCST, the rules) loads on first use: a run answered from the cache never needs it.
     from distlint.runner import lint_source
@@ -23,7 +24,18 @@ def _lint_source(*args, **kwargs) -> FileResult:
     return lint_source(*args, **kwargs)
 
 
-__all__ = ["LintOptions", "lint_source", "fix_source", "config_for", "lint_file", "lint_paths", "Finding", "FileResult", "Config", "ConfigError"]
+__all__ = [
+    "LintOptions",
+    "lint_source",
+    "fix_source",
+    "config_for",
+    "lint_file",
+    "lint_paths",
+    "Finding",
+    "FileResult",
+    "Config",
+    "ConfigError",
+]
 
 
 @dataclass(frozen=True)
@@ -76,9 +88,23 @@ def lint_source(
         from distlint import notebook
 
         return notebook.lint_notebook_source(
-            source, path, config or Config(), fix=fix, unsafe_fixes=unsafe_fixes, ignore_noqa=ignore_noqa, debug=debug
+            source,
+            path,
+            config or Config(),
+            fix=fix,
+            unsafe_fixes=unsafe_fixes,
+            ignore_noqa=ignore_noqa,
+            debug=debug,
         )
-    return _lint_source(source, path, config, fix=fix, unsafe_fixes=unsafe_fixes, ignore_noqa=ignore_noqa, debug=debug)
+    return _lint_source(
+        source,
+        path,
+        config,
+        fix=fix,
+        unsafe_fixes=unsafe_fixes,
+        ignore_noqa=ignore_noqa,
+        debug=debug,
+    )
 
 
 def fix_source(
@@ -101,7 +127,12 @@ def fix_source(
     if path.endswith(".ipynb"):
         raise ValueError("fix_source works on Python source; notebooks go through lint_source")
     result = _lint_source(
-        source, path, config, fix=True, unsafe_fixes=unsafe_fixes, ignore_noqa=ignore_noqa,
+        source,
+        path,
+        config,
+        fix=True,
+        unsafe_fixes=unsafe_fixes,
+        ignore_noqa=ignore_noqa,
         fix_ids=frozenset(fix_ids) if fix_ids is not None else None,
     )
     return result.fixed_source if result.fixed_source is not None else source
@@ -123,7 +154,9 @@ def read_source(path: str) -> Union[bytes, FileError]:
         return FileError(path, f"cannot read: {exc.strerror or exc}")
 
 
-def lint_file(path: str, config: Optional[Config] = None, options: LintOptions = LintOptions()) -> FileResult:
+def lint_file(
+    path: str, config: Optional[Config] = None, options: LintOptions = LintOptions()
+) -> FileResult:
     """Lint one file; with ``options.fix`` and ``options.write``, write the fixed file back.
 
     Never raises: an unexpected problem becomes one error line naming the file (the traceback
@@ -137,10 +170,15 @@ def lint_file(path: str, config: Optional[Config] = None, options: LintOptions =
         import traceback
 
         detail = traceback.format_exc() if options.debug else f"{type(exc).__name__}: {exc}"
-        return FileResult(path, errors=(FileError(path, f"internal error: {detail} (--debug shows the traceback)"),))
+        return FileResult(
+            path,
+            errors=(FileError(path, f"internal error: {detail} (--debug shows the traceback)"),),
+        )
 
 
-def _lint_file(path: str, config: Optional[Config], options: LintOptions, cache: bool = False) -> FileResult:
+def _lint_file(
+    path: str, config: Optional[Config], options: LintOptions, cache: bool = False
+) -> FileResult:
     if config is None:
         try:
             config = config_for(path, options)
@@ -152,7 +190,10 @@ def _lint_file(path: str, config: Optional[Config], options: LintOptions, cache:
     result = _lint_data(path, data, config, options)
     # A fix run's result equals the check result only when no fix was wanted: nothing changed
     # (a `--diff` run must not cache the post-fix findings under the unfixed file's key).
-    if cache and (not options.fix or (result.fixed_source is None and not _fix_wanted(result, config, options))):
+    if cache and (
+        not options.fix
+        or (result.fixed_source is None and not _fix_wanted(result, config, options))
+    ):
         store, key = _cache_entry(path, data, config, options)
         store.put(key, result)
     return result
@@ -160,8 +201,13 @@ def _lint_file(path: str, config: Optional[Config], options: LintOptions, cache:
 
 def _lint_data(path: str, data: bytes, config: Config, options: LintOptions) -> FileResult:
     result = lint_source(
-        data, path, config, fix=options.fix, unsafe_fixes=options.unsafe_fixes,
-        ignore_noqa=options.ignore_noqa, debug=options.debug,
+        data,
+        path,
+        config,
+        fix=options.fix,
+        unsafe_fixes=options.unsafe_fixes,
+        ignore_noqa=options.ignore_noqa,
+        debug=options.debug,
     )
     if options.fix and options.write and result.fixed_bytes is not None:
         try:
@@ -172,16 +218,37 @@ def _lint_data(path: str, data: bytes, config: Config, options: LintOptions) -> 
 
             write_atomic(path, result.fixed_bytes)
         except _Changed:
-            return replace(result, fixed_source=None, fixed_bytes=None, fixes_applied=0, errors=result.errors + (
-                FileError(path, "file changed on disk while it was being fixed; not written"),))
+            return replace(
+                result,
+                fixed_source=None,
+                fixed_bytes=None,
+                fixes_applied=0,
+                errors=result.errors
+                + (FileError(path, "file changed on disk while it was being fixed; not written"),),
+            )
         except FileNotFoundError:
-            return replace(result, errors=result.errors + (FileError(path, "file vanished before the fix was written"),))
+            return replace(
+                result,
+                errors=result.errors
+                + (FileError(path, "file vanished before the fix was written"),),
+            )
         except PermissionError:
-            return replace(result, fixed_source=None, fixed_bytes=None, fixes_applied=0,
-                           errors=result.errors + (FileError(path, "permission denied: fixes not written"),))
+            return replace(
+                result,
+                fixed_source=None,
+                fixed_bytes=None,
+                fixes_applied=0,
+                errors=result.errors + (FileError(path, "permission denied: fixes not written"),),
+            )
         except OSError as exc:
-            return replace(result, fixed_source=None, fixed_bytes=None, fixes_applied=0,
-                           errors=result.errors + (FileError(path, f"cannot write fixes: {exc.strerror or exc}"),))
+            return replace(
+                result,
+                fixed_source=None,
+                fixed_bytes=None,
+                fixes_applied=0,
+                errors=result.errors
+                + (FileError(path, f"cannot write fixes: {exc.strerror or exc}"),),
+            )
     return result
 
 
@@ -227,7 +294,8 @@ def _cache_entry(path: str, data: bytes, config: Config, options: LintOptions):
 def _fix_wanted(result: FileResult, config: Config, options: LintOptions) -> bool:
     unsafe = options.unsafe_fixes if options.unsafe_fixes is not None else config.unsafe_fixes
     return any(
-        f.fix is not None and (f.fix.applicability is Applicability.SAFE or unsafe) for f in result.findings
+        f.fix is not None and (f.fix.applicability is Applicability.SAFE or unsafe)
+        for f in result.findings
     )
 
 

@@ -166,7 +166,16 @@ def _encode(result: FileResult) -> Dict[str, Any]:
 
 def _finding_out(f: Finding) -> list:
     fix = [f.fix.applicability.value, f.fix.title] if f.fix is not None else None
-    return [list(_range_tuple(f.range)), f.code, f.name, f.message, fix, f.severity.value, f.cell, f.fix_id]
+    return [
+        list(_range_tuple(f.range)),
+        f.code,
+        f.name,
+        f.message,
+        fix,
+        f.severity.value,
+        f.cell,
+        f.fix_id,
+    ]
 
 
 def _range_tuple(r: Range) -> Tuple[int, int, int, int]:
@@ -187,11 +196,23 @@ def _finding_in(item: Iterable[Any], path: str) -> Finding:
     line, column, end_line, end_column = (int(v) for v in rng)
     info = FixInfo(Applicability(fix[0]), str(fix[1])) if fix is not None else None
     return Finding(
-        path, Range(line, column, end_line, end_column), str(code), str(name), str(message), info,
-        Severity(severity), None if cell is None else int(cell), None if fix_id is None else int(fix_id),
+        path,
+        Range(line, column, end_line, end_column),
+        str(code),
+        str(name),
+        str(message),
+        info,
+        Severity(severity),
+        None if cell is None else int(cell),
+        None if fix_id is None else int(fix_id),
     )
 
 
 def _error_in(item: Iterable[Any], path: str) -> FileError:
     message, line, column = item
-    return FileError(path, str(message), None if line is None else int(line), None if column is None else int(column))
+    return FileError(
+        path,
+        str(message),
+        None if line is None else int(line),
+        None if column is None else int(column),
+    )

@@ -42,24 +42,81 @@ def _validate_selectors(codes: Optional[Tuple[str, ...]], option: str) -> None:
 def _common_options(f):
     options = [
         click.argument("paths", nargs=-1, type=click.Path()),
-        click.option("--select", multiple=True, metavar="CODES", help="Only these rule codes or prefixes (DL1, DL101, ALL); comma-separated or repeated."),
-        click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes."),
-        click.option("--extend-select", multiple=True, metavar="CODES", help="Add these codes to the selection."),
-        click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply (and count as fixable) unsafe fixes."),
-        click.option("--diff", is_flag=True, help="Print the diff of the fixes instead of writing them."),
+        click.option(
+            "--select",
+            multiple=True,
+            metavar="CODES",
+            help="Only these rule codes or prefixes (DL1, DL101, ALL); comma-separated or repeated.",
+        ),
+        click.option(
+            "--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes."
+        ),
+        click.option(
+            "--extend-select",
+            multiple=True,
+            metavar="CODES",
+            help="Add these codes to the selection.",
+        ),
+        click.option(
+            "--unsafe-fixes/--no-unsafe-fixes",
+            default=None,
+            help="Also apply (and count as fixable) unsafe fixes.",
+        ),
+        click.option(
+            "--diff", is_flag=True, help="Print the diff of the fixes instead of writing them."
+        ),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain."),
         click.option("--statistics", is_flag=True, help="Print the number of findings per rule."),
-        click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Output format."),
-        click.option("--output-file", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file."),
-        click.option("--config", "config_path", type=click.Path(), help="Use this configuration file (pyproject.toml or distlint.toml)."),
+        click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(FORMATS),
+            default="text",
+            show_default=True,
+            help="Output format.",
+        ),
+        click.option(
+            "--output-file",
+            "-o",
+            type=click.Path(dir_okay=False, writable=True),
+            help="Write the report to this file.",
+        ),
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(),
+            help="Use this configuration file (pyproject.toml or distlint.toml).",
+        ),
         click.option("--isolated", is_flag=True, help="Ignore all configuration files."),
-        click.option("--ignore-noqa", is_flag=True, help="Report findings even where `# noqa` suppresses them."),
-        click.option("--stdin-filename", metavar="PATH", help="The path to lint stdin as (with `-` as the path)."),
-        click.option("--force-exclude", is_flag=True, help="Apply exclude / extend-exclude to files named on the command line too (for pre-commit)."),
+        click.option(
+            "--ignore-noqa",
+            is_flag=True,
+            help="Report findings even where `# noqa` suppresses them.",
+        ),
+        click.option(
+            "--stdin-filename",
+            metavar="PATH",
+            help="The path to lint stdin as (with `-` as the path).",
+        ),
+        click.option(
+            "--force-exclude",
+            is_flag=True,
+            help="Apply exclude / extend-exclude to files named on the command line too (for pre-commit).",
+        ),
         click.option("--debug", is_flag=True, help="Show tracebacks of internal errors."),
-        click.option("--no-cache", is_flag=True, help="Lint every file again instead of reusing results from .distlint_cache."),
-        click.option("--jobs", "-j", type=click.IntRange(min=0), default=None, metavar="N",
-                     help="Processes for many files [default: one per CPU; 1: no pool]."),
+        click.option(
+            "--no-cache",
+            is_flag=True,
+            help="Lint every file again instead of reusing results from .distlint_cache.",
+        ),
+        click.option(
+            "--jobs",
+            "-j",
+            type=click.IntRange(min=0),
+            default=None,
+            metavar="N",
+            help="Processes for many files [default: one per CPU; 1: no pool].",
+        ),
     ]
     for option in reversed(options):
         f = option(f)
@@ -83,8 +140,17 @@ def _verify_options(f):
 @main.command(context_settings={"ignore_unknown_options": False})
 @_common_options
 @click.option("--fix", is_flag=True, help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
-@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments that suppress every current finding.")
-@click.option("--verify", "verify", is_flag=True, help="Also RUN the script on 1 and N processes and compare (executes your code).")
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Add `# noqa: CODE` comments that suppress every current finding.",
+)
+@click.option(
+    "--verify",
+    "verify",
+    is_flag=True,
+    help="Also RUN the script on 1 and N processes and compare (executes your code).",
+)
 @_verify_options
 @click.pass_context
 def check(ctx: click.Context, **kwargs) -> None:
@@ -103,11 +169,32 @@ def fix(ctx: click.Context, **kwargs) -> None:
 def _run(
     paths: Tuple[str, ...],
     fix: bool,
-    select, ignore, extend_select, unsafe_fixes, diff, exit_zero, statistics, fmt, output_file,
-    config_path, isolated, ignore_noqa, stdin_filename, debug, no_cache: bool = False, jobs: Optional[int] = None,
-    verify: bool = False, add_noqa: bool = False, force_exclude: bool = False, **verify_kwargs,
+    select,
+    ignore,
+    extend_select,
+    unsafe_fixes,
+    diff,
+    exit_zero,
+    statistics,
+    fmt,
+    output_file,
+    config_path,
+    isolated,
+    ignore_noqa,
+    stdin_filename,
+    debug,
+    no_cache: bool = False,
+    jobs: Optional[int] = None,
+    verify: bool = False,
+    add_noqa: bool = False,
+    force_exclude: bool = False,
+    **verify_kwargs,
 ) -> int:
-    select_t, ignore_t, extend_t = _split_codes(select), _split_codes(ignore), _split_codes(extend_select)
+    select_t, ignore_t, extend_t = (
+        _split_codes(select),
+        _split_codes(ignore),
+        _split_codes(extend_select),
+    )
     _validate_selectors(select_t, "--select")
     _validate_selectors(ignore_t, "--ignore")
     _validate_selectors(extend_t, "--extend-select")
@@ -115,16 +202,27 @@ def _run(
         click.echo(f"error: configuration file {config_path} not found", err=True)
         return EXIT_ERROR
     options = LintOptions(
-        select=select_t, ignore=ignore_t, extend_select=extend_t, unsafe_fixes=unsafe_fixes,
-        fix=fix or diff, write=not diff, ignore_noqa=ignore_noqa, config_path=config_path,
-        isolated=isolated, debug=debug, cache=not no_cache, jobs=jobs,
+        select=select_t,
+        ignore=ignore_t,
+        extend_select=extend_t,
+        unsafe_fixes=unsafe_fixes,
+        fix=fix or diff,
+        write=not diff,
+        ignore_noqa=ignore_noqa,
+        config_path=config_path,
+        isolated=isolated,
+        debug=debug,
+        cache=not no_cache,
+        jobs=jobs,
     )
     if verify:
         return _run_verify(paths, options, fmt, verify_kwargs)
 
     stdin_mode = list(paths) == ["-"] or (stdin_filename is not None and not paths)
     if stdin_mode:
-        return _run_stdin(stdin_filename or "<stdin>", options, fmt, output_file, exit_zero, diff, statistics)
+        return _run_stdin(
+            stdin_filename or "<stdin>", options, fmt, output_file, exit_zero, diff, statistics
+        )
     if force_exclude and paths:
         paths = tuple(p for p in paths if not _excluded(p, options))
         if not paths:
@@ -142,8 +240,18 @@ def _run(
         if diff and result.fixed_source is not None:
             diffs.append(_unified_diff(result))
         # keep findings, not the text of every fixed file, across a large tree
-        results.append(replace(result, fixed_source=None, fixed_bytes=None) if result.fixed_source is not None else result)
-    context = ReportContext(fix_mode=fix, unsafe_fixes=bool(unsafe_fixes), show_statistics=statistics, diff=diff, options=options)
+        results.append(
+            replace(result, fixed_source=None, fixed_bytes=None)
+            if result.fixed_source is not None
+            else result
+        )
+    context = ReportContext(
+        fix_mode=fix,
+        unsafe_fixes=bool(unsafe_fixes),
+        show_statistics=statistics,
+        diff=diff,
+        options=options,
+    )
     if diff:
         out = "".join(diffs)
         sys.stdout.write(out)
@@ -156,18 +264,39 @@ def _run(
     return _exit_code(results, exit_zero, diff_changed=bool(diffs) and diff)
 
 
-def _run_stdin(path: str, options: LintOptions, fmt: str, output_file, exit_zero: bool, diff: bool, statistics: bool) -> int:
+def _run_stdin(
+    path: str,
+    options: LintOptions,
+    fmt: str,
+    output_file,
+    exit_zero: bool,
+    diff: bool,
+    statistics: bool,
+) -> int:
     data = sys.stdin.buffer.read()
     try:
         config = config_for(path if path != "<stdin>" else os.getcwd(), options)
     except ConfigError as exc:
         click.echo(f"error: {exc}", err=True)
         return EXIT_ERROR
-    result = lint_source(data, path, config, fix=options.fix, unsafe_fixes=options.unsafe_fixes,
-                         ignore_noqa=options.ignore_noqa, debug=options.debug)
+    result = lint_source(
+        data,
+        path,
+        config,
+        fix=options.fix,
+        unsafe_fixes=options.unsafe_fixes,
+        ignore_noqa=options.ignore_noqa,
+        debug=options.debug,
+    )
     for error in result.errors:
         click.echo(str(error), err=True)
-    context = ReportContext(fix_mode=options.fix, unsafe_fixes=bool(options.unsafe_fixes), show_statistics=statistics, diff=diff, options=options)
+    context = ReportContext(
+        fix_mode=options.fix,
+        unsafe_fixes=bool(options.unsafe_fixes),
+        show_statistics=statistics,
+        diff=diff,
+        options=options,
+    )
     if options.fix and not diff:
         # `distlint fix -`: the fixed source on stdout and nothing else (editors pipe through it)
         out = result.fixed_bytes if result.fixed_bytes is not None else data
@@ -214,7 +343,10 @@ def _run_add_noqa(paths: Tuple[str, ...], options: LintOptions) -> int:
         if not result.findings:
             continue
         if result.path.endswith(".ipynb"):
-            click.echo(f"{result.path}: --add-noqa does not edit notebooks; add the comments in the cells", err=True)
+            click.echo(
+                f"{result.path}: --add-noqa does not edit notebooks; add the comments in the cells",
+                err=True,
+            )
             continue
         try:
             with open(result.path, "rb") as handle:
@@ -240,13 +372,23 @@ def _unified_diff(result: FileResult) -> str:
     except OSError:
         before = ""
     after = result.fixed_source or ""
-    return "".join(difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True),
-        fromfile=f"a/{result.path}", tofile=f"b/{result.path}",
-    ))
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"a/{result.path}",
+            tofile=f"b/{result.path}",
+        )
+    )
 
 
-def _emit(results, fmt: str, output_file: Optional[str], context: ReportContext, stream: Optional[TextIO] = None) -> None:
+def _emit(
+    results,
+    fmt: str,
+    output_file: Optional[str],
+    context: ReportContext,
+    stream: Optional[TextIO] = None,
+) -> None:
     render = renderer(fmt)
     if output_file:
         with open(output_file, "w", encoding="utf-8", newline="\n") as handle:
@@ -269,13 +411,21 @@ def _run_verify(paths: Tuple[str, ...], options: LintOptions, fmt: str, verify_k
     from distlint.verify.cli import run_verify_command  # imported only when asked to run code
 
     if not paths:
-        raise click.UsageError("--verify needs the training script: distlint check --verify train.py [-- args]")
+        raise click.UsageError(
+            "--verify needs the training script: distlint check --verify train.py [-- args]"
+        )
     script, script_args = paths[0], tuple(paths[1:])
     static = []
-    for result in lint_paths([script], LintOptions(
-        select=options.select, ignore=options.ignore, extend_select=options.extend_select,
-        config_path=options.config_path, isolated=options.isolated,
-    )):
+    for result in lint_paths(
+        [script],
+        LintOptions(
+            select=options.select,
+            ignore=options.ignore,
+            extend_select=options.extend_select,
+            config_path=options.config_path,
+            isolated=options.isolated,
+        ),
+    ):
         static.extend(result.findings)
         for error in result.errors:
             click.echo(str(error), err=True)
@@ -285,10 +435,14 @@ def _run_verify(paths: Tuple[str, ...], options: LintOptions, fmt: str, verify_k
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("script", type=click.Path())
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 @_verify_options
 @click.pass_context
-def verify(ctx: click.Context, script: str, script_args: Tuple[str, ...], fmt: str, **verify_kwargs) -> None:
+def verify(
+    ctx: click.Context, script: str, script_args: Tuple[str, ...], fmt: str, **verify_kwargs
+) -> None:
     """RUN SCRIPT on 1 and N processes and compare the runs (executes your code).
 
     Arguments after `--` are passed to the script."""
@@ -305,10 +459,21 @@ def rules_cmd(fmt: str) -> None:
     if fmt == "json":
         import json
 
-        click.echo(json.dumps([
-            {"code": r.CODE, "name": r.NAME, "fix": r.FIX_SAFETY.value if r.FIX_SAFETY else None,
-             "default": r.DEFAULT_ENABLED, "summary": r.summary()} for r in rules
-        ], indent=2))
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "code": r.CODE,
+                        "name": r.NAME,
+                        "fix": r.FIX_SAFETY.value if r.FIX_SAFETY else None,
+                        "default": r.DEFAULT_ENABLED,
+                        "summary": r.summary(),
+                    }
+                    for r in rules
+                ],
+                indent=2,
+            )
+        )
         return
     for r in rules:
         fixable = f"fix: {r.FIX_SAFETY.value:<6}" if r.FIX_SAFETY else "fix: -     "
@@ -353,7 +518,10 @@ def lsp() -> None:
     try:
         from distlint.lsp import serve
     except ImportError as exc:
-        click.echo(f"error: the language server needs the lsp extra: pip install 'distlint[lsp]' ({exc})", err=True)
+        click.echo(
+            f"error: the language server needs the lsp extra: pip install 'distlint[lsp]' ({exc})",
+            err=True,
+        )
         sys.exit(EXIT_ERROR)
     serve()
 

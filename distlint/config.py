@@ -71,12 +71,16 @@ class Config:
     unsafe_fixes: bool = False
     extend_safe_fixes: Tuple[str, ...] = ()
     extend_unsafe_fixes: Tuple[str, ...] = ()
-    rule_options: Tuple[Tuple[str, Tuple[Tuple[str, Any], ...]], ...] = ()  # (CODE, ((key, value), ...))
+    rule_options: Tuple[
+        Tuple[str, Tuple[Tuple[str, Any], ...]], ...
+    ] = ()  # (CODE, ((key, value), ...))
     root: Optional[str] = None  # directory of the config file: patterns are relative to it
     source: Optional[str] = None  # path of the config file
 
     # ------------------------------------------------------------ rule selection
-    def enabled_codes(self, all_codes: Mapping[str, bool], path: Optional[str] = None) -> FrozenSet[str]:
+    def enabled_codes(
+        self, all_codes: Mapping[str, bool], path: Optional[str] = None
+    ) -> FrozenSet[str]:
         """Codes to run on ``path``. ``all_codes`` maps each code to whether it is on by default."""
         if self.select:
             chosen = {c for c in all_codes if _matches(c, self.select)}
@@ -146,7 +150,9 @@ def _exclusion_matcher(patterns: Tuple[str, ...]):
     """
     stripped = [p.rstrip("/") for p in patterns]
     whole = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in stripped) or "(?!)")
-    component = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in stripped if "/" not in p) or "(?!)")
+    component = re.compile(
+        "|".join(f"(?:{fnmatch.translate(p)})" for p in stripped if "/" not in p) or "(?!)"
+    )
     prefixes = tuple(p + "/" for p in stripped if "/" in p)
 
     def matches(rel: str, name: str) -> bool:
@@ -230,7 +236,9 @@ def load_config_file(path: str) -> Config:
     return config_from_table(table, str(p), str(p.resolve().parent))
 
 
-def config_from_table(table: Mapping[str, Any], source: Optional[str] = None, root: Optional[str] = None) -> Config:
+def config_from_table(
+    table: Mapping[str, Any], source: Optional[str] = None, root: Optional[str] = None
+) -> Config:
     from distlint.registry import all_rules
 
     rules = all_rules()
@@ -245,7 +253,13 @@ def config_from_table(table: Mapping[str, Any], source: Optional[str] = None, ro
         if key in _LIST_KEYS:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"expected a list of strings, got {value!r}", source, key)
-            if key in ("select", "ignore", "extend-select", "extend-safe-fixes", "extend-unsafe-fixes"):
+            if key in (
+                "select",
+                "ignore",
+                "extend-select",
+                "extend-safe-fixes",
+                "extend-unsafe-fixes",
+            ):
                 for v in value:
                     _check_selector(v, codes, source, key)
             values[key.replace("-", "_")] = tuple(value)
@@ -259,7 +273,9 @@ def config_from_table(table: Mapping[str, Any], source: Optional[str] = None, ro
             items = []
             for pattern, sel in value.items():
                 if not isinstance(sel, list) or not all(isinstance(v, str) for v in sel):
-                    raise ConfigError(f"expected a list of codes for {pattern!r}, got {sel!r}", source, key)
+                    raise ConfigError(
+                        f"expected a list of codes for {pattern!r}, got {sel!r}", source, key
+                    )
                 for v in sel:
                     _check_selector(v, codes, source, f"{key}.{pattern!r}")
                 items.append((pattern, tuple(sel)))
@@ -272,7 +288,11 @@ def config_from_table(table: Mapping[str, Any], source: Optional[str] = None, ro
                 opt = rule.OPTIONS.get(opt_name)
                 if opt is None:
                     known = ", ".join(rule.OPTIONS) or "none"
-                    raise ConfigError(f"unknown option {opt_name!r} for {rule.CODE} (known: {known})", source, f"{key}.{opt_name}")
+                    raise ConfigError(
+                        f"unknown option {opt_name!r} for {rule.CODE} (known: {known})",
+                        source,
+                        f"{key}.{opt_name}",
+                    )
                 problem = opt.validate(opt_value)
                 if problem:
                     raise ConfigError(problem, source, f"{key}.{opt_name}")
@@ -290,7 +310,9 @@ def config_from_table(table: Mapping[str, Any], source: Optional[str] = None, ro
             raise ConfigError(f"unknown key {key!r} (known keys: {', '.join(known)})", source, key)
     if "exclude" in values:
         values["exclude"] = tuple(values["exclude"])
-    values["rule_options"] = tuple((code, tuple(sorted(opts.items()))) for code, opts in sorted(rule_options.items()))
+    values["rule_options"] = tuple(
+        (code, tuple(sorted(opts.items()))) for code, opts in sorted(rule_options.items())
+    )
     return Config(root=root, source=source, **values)
 
 

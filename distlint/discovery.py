@@ -35,7 +35,11 @@ class _Pattern:
             return False
         if self.anchored:
             return fnmatch.fnmatchcase(rel, self.pattern)
-        return fnmatch.fnmatchcase(os.path.basename(path), self.pattern) or fnmatch.fnmatchcase(rel, "*/" + self.pattern) or fnmatch.fnmatchcase(rel, self.pattern)
+        return (
+            fnmatch.fnmatchcase(os.path.basename(path), self.pattern)
+            or fnmatch.fnmatchcase(rel, "*/" + self.pattern)
+            or fnmatch.fnmatchcase(rel, self.pattern)
+        )
 
 
 def _read_gitignore(directory: str) -> List[_Pattern]:
@@ -118,7 +122,9 @@ def iter_source_files(
         yield from _walk(given, inherited, config, seen)
 
 
-def _walk(top: str, inherited: List[_Pattern], config: Config, seen: set) -> Iterator[Union[str, FileError]]:
+def _walk(
+    top: str, inherited: List[_Pattern], config: Config, seen: set
+) -> Iterator[Union[str, FileError]]:
     stack: List[Tuple[str, List[_Pattern]]] = [(top, inherited)]
     while stack:
         directory, patterns = stack.pop()

@@ -49,7 +49,9 @@ class FixError(Exception):
     pass
 
 
-def import_name(index: "Index", qualname: str, at: Optional[cst.CSTNode] = None) -> Tuple[str, Optional[ImportSpec]]:
+def import_name(
+    index: "Index", qualname: str, at: Optional[cst.CSTNode] = None
+) -> Tuple[str, Optional[ImportSpec]]:
     """How to refer to ``qualname`` at ``at``: reuse an existing binding, else import it.
 
     Returns the expression text to use and the import to add (None when already bound).
@@ -75,7 +77,11 @@ def _module_level_names(index: "Index") -> Set[str]:
 
 
 class _ApplyTransformer(cst.CSTTransformer):
-    def __init__(self, replace: Dict[cst.CSTNode, Replacement], inserts: Dict[cst.CSTNode, List[cst.BaseStatement]]):
+    def __init__(
+        self,
+        replace: Dict[cst.CSTNode, Replacement],
+        inserts: Dict[cst.CSTNode, List[cst.BaseStatement]],
+    ):
         super().__init__()
         self.replace = replace
         self.inserts = inserts
@@ -92,16 +98,24 @@ class _ApplyTransformer(cst.CSTTransformer):
         return result
 
 
-def _conflicts(index: "Index", fix: Fix, claimed: Set[cst.CSTNode], claimed_ancestors: Set[cst.CSTNode]) -> bool:
+def _conflicts(
+    index: "Index", fix: Fix, claimed: Set[cst.CSTNode], claimed_ancestors: Set[cst.CSTNode]
+) -> bool:
     """A fix conflicts when it rewrites a node that another chosen fix rewrites, contains or is
     contained in, or inserts statements inside a node another fix replaces."""
     for node in fix.replace:
-        if node in claimed or node in claimed_ancestors or any(a in claimed for a in index.ancestors(node)):
+        if (
+            node in claimed
+            or node in claimed_ancestors
+            or any(a in claimed for a in index.ancestors(node))
+        ):
             return True
     return any(any(a in claimed for a in index.ancestors(anchor)) for anchor in fix.insert_before)
 
 
-def apply(module: cst.Module, index: "Index", fixes: Sequence[Fix]) -> Tuple[cst.Module, List[Fix], List[Tuple[Fix, str]]]:
+def apply(
+    module: cst.Module, index: "Index", fixes: Sequence[Fix]
+) -> Tuple[cst.Module, List[Fix], List[Tuple[Fix, str]]]:
     """Apply compatible fixes. Returns (new module, applied, dropped with reasons).
 
     Overlapping fixes: the first wins; the others are left for the next round (the runner
@@ -161,11 +175,15 @@ def _transform(module: cst.Module, fixes: Sequence[Fix]) -> Optional[cst.Module]
     except (cst.ParserSyntaxError, RecursionError, Exception):
         return None
     # keep encoding / newline settings of the original
-    return reparsed.with_changes(
-        encoding=module.encoding,
-        default_newline=module.default_newline,
-        default_indent=module.default_indent,
-    ) if isinstance(reparsed, cst.Module) else None
+    return (
+        reparsed.with_changes(
+            encoding=module.encoding,
+            default_newline=module.default_newline,
+            default_indent=module.default_indent,
+        )
+        if isinstance(reparsed, cst.Module)
+        else None
+    )
 
 
 # ------------------------------------------------------------------------------------------

@@ -39,4 +39,9 @@ class Flake8Plugin:
             # flake8 columns are 0-based
             yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
         for error in result.errors:
-            yield error.line or 1, max((error.column or 1) - 1, 0), f"DL000 {error.message}", type(self)
+            yield (
+                error.line or 1,
+                max((error.column or 1) - 1, 0),
+                f"DL000 {error.message}",
+                type(self),
+            )

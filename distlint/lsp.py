@@ -45,7 +45,10 @@ IMPORTED_MODULES_COMMAND = "distlint.importedModules"
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _NOQA_CODES_RE = re.compile(r"#\s*noqa:\s*[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*", re.IGNORECASE)
-_SEVERITY = {Severity.ERROR: lsp.DiagnosticSeverity.Error, Severity.WARNING: lsp.DiagnosticSeverity.Warning}
+_SEVERITY = {
+    Severity.ERROR: lsp.DiagnosticSeverity.Error,
+    Severity.WARNING: lsp.DiagnosticSeverity.Warning,
+}
 
 
 def split_lines(text: str) -> List[str]:
@@ -66,7 +69,9 @@ class _Lint:
 
 class DistlintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("distlint", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "distlint", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental
+        )
         self.options = api.LintOptions()
         self.lints: Dict[str, _Lint] = {}
         self.pending: Dict[str, asyncio.TimerHandle] = {}
@@ -107,7 +112,9 @@ class DistlintServer(LanguageServer):
             self.log(message, lsp.MessageType.Error)
             if str(exc) not in self.reported_config_errors:  # tell the user once, not per keystroke
                 self.reported_config_errors.add(str(exc))
-                self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"distlint: {exc}"))
+                self.window_show_message(
+                    lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"distlint: {exc}")
+                )
             return None
         result = api.lint_source(text, path, config)
         for error in result.errors:
@@ -123,7 +130,10 @@ class DistlintServer(LanguageServer):
         try:
             entry = self.lint(uri)
         except Exception as exc:  # a bug must cost this document its diagnostics, not the server
-            self.log(f"internal error while linting {uri}: {type(exc).__name__}: {exc}", lsp.MessageType.Error)
+            self.log(
+                f"internal error while linting {uri}: {type(exc).__name__}: {exc}",
+                lsp.MessageType.Error,
+            )
             return
         if entry is None:
             return
@@ -171,7 +181,10 @@ class DistlintServer(LanguageServer):
             code_description=lsp.CodeDescription(href=url) if url else None,
             source=SOURCE,
             message=finding.message,
-            data={"fix_id": finding.fix_id, "fix": finding.fix.applicability.value if finding.fix else None},
+            data={
+                "fix_id": finding.fix_id,
+                "fix": finding.fix.applicability.value if finding.fix else None,
+            },
         )
 
     def text_edit(self, uri: str, old: str, new: str) -> lsp.WorkspaceEdit:
@@ -187,7 +200,9 @@ class DistlintServer(LanguageServer):
             end_b -= 1
         if end_a == len(a) and a and not a[-1].endswith(("\n", "\r")):
             # the change reaches the last line, which has no line ending: end at its last character
-            end = lsp.Position(line=len(a) - 1, character=doc.position_codec.client_num_units(a[-1]))
+            end = lsp.Position(
+                line=len(a) - 1, character=doc.position_codec.client_num_units(a[-1])
+            )
         else:
             end = lsp.Position(line=end_a, character=0)
         rng = lsp.Range(start=lsp.Position(line=start, character=0), end=end)
@@ -195,7 +210,9 @@ class DistlintServer(LanguageServer):
         caps = self.client_capabilities.workspace
         if caps and caps.workspace_edit and caps.workspace_edit.document_changes:
             ident = lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=doc.version)
-            return lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(text_document=ident, edits=[edit])])
+            return lsp.WorkspaceEdit(
+                document_changes=[lsp.TextDocumentEdit(text_document=ident, edits=[edit])]
+            )
         return lsp.WorkspaceEdit(changes={uri: [edit]})
 
     # ------------------------------------------------------------ code actions
@@ -212,16 +229,18 @@ class DistlintServer(LanguageServer):
             return None
         line = lines[index]
         body = line.rstrip("\r\n")
-        ending = line[len(body):]
+        ending = line[len(body) :]
         existing = _NOQA_CODES_RE.search(body)
         if existing:
-            body = body[: existing.end()] + f", {finding.code}" + body[existing.end():]
+            body = body[: existing.end()] + f", {finding.code}" + body[existing.end() :]
         else:
             body = body.rstrip() + f"  # noqa: {finding.code}"
-        new = "".join(lines[:index]) + body + ending + "".join(lines[index + 1:])
+        new = "".join(lines[:index]) + body + ending + "".join(lines[index + 1 :])
         # The line may end inside a multi-line string: only offer what really suppresses it.
         check = api.lint_source(new, entry.path, entry.config)
-        if check.errors or any(f.code == finding.code and f.line == finding.line for f in check.findings):
+        if check.errors or any(
+            f.code == finding.code and f.line == finding.line for f in check.findings
+        ):
             return None
         return new
 
@@ -246,29 +265,43 @@ class DistlintServer(LanguageServer):
                     new = self.fixed_text(entry, ("one", finding.fix_id), fix_ids=[finding.fix_id])
                     if new != entry.text:
                         unsafe = finding.fix.applicability is Applicability.UNSAFE
-                        title = f"{finding.code}: {finding.fix.title}" + (" (unsafe fix)" if unsafe else "")
-                        actions.append(lsp.CodeAction(
-                            title=title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[diag],
-                            is_preferred=not unsafe, edit=self.text_edit(uri, entry.text, new),
-                        ))
+                        title = f"{finding.code}: {finding.fix.title}" + (
+                            " (unsafe fix)" if unsafe else ""
+                        )
+                        actions.append(
+                            lsp.CodeAction(
+                                title=title,
+                                kind=lsp.CodeActionKind.QuickFix,
+                                diagnostics=[diag],
+                                is_preferred=not unsafe,
+                                edit=self.text_edit(uri, entry.text, new),
+                            )
+                        )
                 new = entry.fixed.get(("noqa", finding.fix_id))
                 if ("noqa", finding.fix_id) not in entry.fixed:
                     new = entry.fixed[("noqa", finding.fix_id)] = self.noqa_text(entry, finding)  # type: ignore[assignment]
                 if new is not None:
-                    actions.append(lsp.CodeAction(
-                        title=f"{finding.code}: suppress with `# noqa: {finding.code}`",
-                        kind=lsp.CodeActionKind.QuickFix, diagnostics=[diag],
-                        edit=self.text_edit(uri, entry.text, new),
-                    ))
+                    actions.append(
+                        lsp.CodeAction(
+                            title=f"{finding.code}: suppress with `# noqa: {finding.code}`",
+                            kind=lsp.CodeActionKind.QuickFix,
+                            diagnostics=[diag],
+                            edit=self.text_edit(uri, entry.text, new),
+                        )
+                    )
         # Light-bulb requests (no `only`) get fix-all only when something is fixable; editors ask
         # for it by kind on save (`source.fixAll`) or from the source-action menu.
         if want_fix_all and (only or any(f.fix for f in entry.result.findings)):
             new = self.fixed_text(entry, "all")
             if new != entry.text:
                 unsafe = " (unsafe included)" if entry.config.unsafe_fixes else ""
-                actions.append(lsp.CodeAction(
-                    title=f"distlint: fix all{unsafe}", kind=FIX_ALL_KIND, edit=self.text_edit(uri, entry.text, new),
-                ))
+                actions.append(
+                    lsp.CodeAction(
+                        title=f"distlint: fix all{unsafe}",
+                        kind=FIX_ALL_KIND,
+                        edit=self.text_edit(uri, entry.text, new),
+                    )
+                )
         return actions
 
     def hover(self, params: lsp.HoverParams) -> Optional[lsp.Hover]:
@@ -286,16 +319,25 @@ class DistlintServer(LanguageServer):
             rng = self.lsp_range(finding, lines, doc)
             if _overlaps(rng, lsp.Range(start=pos, end=pos)):
                 rule = by_code().get(finding.code)
-                parts.append(f"**{finding.code}** {finding.message}\n\n" + (rule.docs() if rule else ""))
+                parts.append(
+                    f"**{finding.code}** {finding.message}\n\n" + (rule.docs() if rule else "")
+                )
         if not parts:
             return None
-        return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)))
+        return lsp.Hover(
+            contents=lsp.MarkupContent(
+                kind=lsp.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)
+            )
+        )
 
     def configuration_changed(self) -> None:
         """A configuration file changed: forget cached configs and lint every open document."""
         from distlint import config as config_mod
 
-        for cached in (getattr(config_mod, "_find_from_dir", None), getattr(config_mod, "load_config_file", None)):
+        for cached in (
+            getattr(config_mod, "_find_from_dir", None),
+            getattr(config_mod, "load_config_file", None),
+        ):
             if cached is not None and hasattr(cached, "cache_clear"):
                 cached.cache_clear()
         self.lints.clear()
@@ -328,7 +370,9 @@ def _options_from(init: Any) -> api.LintOptions:
     unsafe = init.get("unsafeFixes")
     config = init.get("config")
     return api.LintOptions(
-        select=codes("select"), ignore=codes("ignore"), extend_select=codes("extendSelect"),
+        select=codes("select"),
+        ignore=codes("ignore"),
+        extend_select=codes("extendSelect"),
         unsafe_fixes=unsafe if isinstance(unsafe, bool) else None,
         config_path=config if isinstance(config, str) and config else None,
         isolated=init.get("isolated") is True,
@@ -347,11 +391,22 @@ def create_server() -> DistlintServer:
         caps = ls.client_capabilities.workspace
         watched = caps.did_change_watched_files if caps else None
         if watched and watched.dynamic_registration:
-            watchers = [lsp.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_FILE_NAMES]
-            ls.client_register_capability(lsp.RegistrationParams(registrations=[lsp.Registration(
-                id="distlint-config-watch", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
-            )]))
+            watchers = [
+                lsp.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_FILE_NAMES
+            ]
+            ls.client_register_capability(
+                lsp.RegistrationParams(
+                    registrations=[
+                        lsp.Registration(
+                            id="distlint-config-watch",
+                            method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=lsp.DidChangeWatchedFilesRegistrationOptions(
+                                watchers=watchers
+                            ),
+                        )
+                    ]
+                )
+            )
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: DistlintServer, params: lsp.DidOpenTextDocumentParams) -> None:
@@ -385,11 +440,16 @@ def create_server() -> DistlintServer:
         lsp.TEXT_DOCUMENT_CODE_ACTION,
         lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL_KIND]),
     )
-    def code_action(ls: DistlintServer, params: lsp.CodeActionParams) -> Optional[List[lsp.CodeAction]]:
+    def code_action(
+        ls: DistlintServer, params: lsp.CodeActionParams
+    ) -> Optional[List[lsp.CodeAction]]:
         try:
             return ls.code_actions(params) or None
         except Exception as exc:
-            ls.log(f"internal error computing code actions: {type(exc).__name__}: {exc}", lsp.MessageType.Error)
+            ls.log(
+                f"internal error computing code actions: {type(exc).__name__}: {exc}",
+                lsp.MessageType.Error,
+            )
             return None
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -397,7 +457,10 @@ def create_server() -> DistlintServer:
         try:
             return ls.hover(params)
         except Exception as exc:
-            ls.log(f"internal error computing hover: {type(exc).__name__}: {exc}", lsp.MessageType.Error)
+            ls.log(
+                f"internal error computing hover: {type(exc).__name__}: {exc}",
+                lsp.MessageType.Error,
+            )
             return None
 
     @server.command(IMPORTED_MODULES_COMMAND)

@@ -75,7 +75,9 @@ def lint_notebook_source(
     except ValueError as exc:
         return FileResult(path, errors=(FileError(path, f"invalid notebook JSON: {exc}"),))
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-        return FileResult(path, errors=(FileError(path, "not a Jupyter notebook (nbformat 4): no \"cells\" list"),))
+        return FileResult(
+            path, errors=(FileError(path, 'not a Jupyter notebook (nbformat 4): no "cells" list'),)
+        )
     if not _is_python(notebook):
         return FileResult(path)  # an R or Julia notebook: nothing for a Python linter to say
 
@@ -83,7 +85,15 @@ def lint_notebook_source(
     if not cells:
         return FileResult(path, errors=tuple(errors))
     module_text = _join(cells)
-    result = lint_source(module_text, path, config, fix=fix, unsafe_fixes=unsafe_fixes, ignore_noqa=ignore_noqa, debug=debug)
+    result = lint_source(
+        module_text,
+        path,
+        config,
+        fix=fix,
+        unsafe_fixes=unsafe_fixes,
+        ignore_noqa=ignore_noqa,
+        debug=debug,
+    )
     errors += [_map_error(e, cells, path) for e in result.errors]
     findings = tuple(_map_finding(f, cells) for f in result.findings)
     suppressed = tuple(_map_finding(f, cells) for f in result.suppressed)
@@ -92,15 +102,23 @@ def lint_notebook_source(
         return out
     new_sources = _split(result.fixed_source, cells)
     if new_sources is None:
-        return replace(out, errors=out.errors + (FileError(path, "a fix moved code across cells; fixes not applied"),))
-    new_text = _splice(text, {cell.position: new for cell, new in new_sources if new != cell.original})
+        return replace(
+            out,
+            errors=out.errors
+            + (FileError(path, "a fix moved code across cells; fixes not applied"),),
+        )
+    new_text = _splice(
+        text, {cell.position: new for cell, new in new_sources if new != cell.original}
+    )
     if new_text == text:
         return out
     data = new_text.encode("utf-8")
     return replace(
         out,
         fixed_source=new_text,
-        fixed_bytes=(b"\xef\xbb\xbf" + data if bom else data) if isinstance(source, bytes) else None,
+        fixed_bytes=(b"\xef\xbb\xbf" + data if bom else data)
+        if isinstance(source, bytes)
+        else None,
         fixes_applied=result.fixes_applied,
     )
 
@@ -150,7 +168,11 @@ def _code_cells(raw_cells: List[Any], path: str) -> Tuple[List[_Cell], List[File
         number += 1
         original = _cell_source(raw)
         if original is None:
-            errors.append(FileError(path, f"cell {number}: \"source\" is neither a string nor a list of strings"))
+            errors.append(
+                FileError(
+                    path, f'cell {number}: "source" is neither a string nor a list of strings'
+                )
+            )
             continue
         if not original.strip() or original.lstrip().startswith("%%"):
             continue  # empty, or a cell magic (%%bash, %%writefile, ...): not Python
@@ -165,12 +187,16 @@ def _code_cells(raw_cells: List[Any], path: str) -> Tuple[List[_Cell], List[File
                     key = PLACEHOLDER.format(len(cell.magics) + 1)
                     indent = body[: len(body) - len(body.lstrip())]
                     cell.magics[key] = body
-                    lines[i] = indent + key + line[len(body):]
+                    lines[i] = indent + key + line[len(body) :]
                     continuing = body.endswith("\\")
             problem = _compiles("".join(lines))
         if problem is not None:
             where = f" at line {problem.lineno}" if problem.lineno else ""
-            errors.append(FileError(path, f"cell {number}: syntax error{where}: {problem.msg}; cell not linted"))
+            errors.append(
+                FileError(
+                    path, f"cell {number}: syntax error{where}: {problem.msg}; cell not linted"
+                )
+            )
             continue
         cell.text = "".join(lines)
         if not cell.text.endswith("\n"):
@@ -204,7 +230,9 @@ def _map_finding(finding: Finding, cells: List[_Cell]) -> Finding:
     cell = _cell_at(finding.line, cells)
     offset = cell.start - 1
     rng = finding.range
-    new = Range(max(1, rng.line - offset), rng.column, max(1, rng.end_line - offset), rng.end_column)
+    new = Range(
+        max(1, rng.line - offset), rng.column, max(1, rng.end_line - offset), rng.end_column
+    )
     return replace(finding, range=new, cell=cell.number)
 
 
@@ -212,7 +240,9 @@ def _map_error(error: FileError, cells: List[_Cell], path: str) -> FileError:
     if error.line is None:
         return error
     cell = _cell_at(error.line, cells)
-    return FileError(path, f"cell {cell.number}, line {error.line - cell.start + 1}: {error.message}")
+    return FileError(
+        path, f"cell {cell.number}, line {error.line - cell.start + 1}: {error.message}"
+    )
 
 
 def _split(fixed: str, cells: List[_Cell]) -> Optional[List[Tuple[_Cell, str]]]:
@@ -234,12 +264,12 @@ def _split(fixed: str, cells: List[_Cell]) -> Optional[List[Tuple[_Cell, str]]]:
         for line in segment:
             body = line.rstrip("\r\n")
             key = body.strip()
-            restored.append(cell.magics[key] + line[len(body):] if key in cell.magics else line)
+            restored.append(cell.magics[key] + line[len(body) :] if key in cell.magics else line)
         text = "".join(restored)
         # the cell keeps its own ending (often no final newline); blank lines a fix leaves
         # before the next cell's marker are dropped
         body = cell.original.rstrip("\r\n")
-        text = text.rstrip("\r\n") + cell.original[len(body):]
+        text = text.rstrip("\r\n") + cell.original[len(body) :]
         out.append((cell, text))
     return out
 
@@ -313,9 +343,9 @@ def _serialise(text: str, start: int, end: int, new_source: str, ensure_ascii: b
         return "[]"
     items = list(_elements(text, start))
     if items:
-        opening = text[start:items[0][0]]
-        closing = text[items[-1][1]:end]
-        between = text[items[0][1]:items[1][0]] if len(items) > 1 else "," + opening[1:]
+        opening = text[start : items[0][0]]
+        closing = text[items[-1][1] : end]
+        between = text[items[0][1] : items[1][0]] if len(items) > 1 else "," + opening[1:]
     else:
         line_start = text.rfind("\n", 0, start) + 1
         key_line = text[line_start:start]
@@ -330,7 +360,9 @@ def _splice(text: str, new_sources: Dict[int, str]) -> str:
     if not new_sources:
         return text
     spans = _source_spans(text)
-    ensure_ascii = text.isascii() and bool(re.search(r"\\u(?!00[01][0-9a-fA-F])[0-9a-fA-F]{4}", text))
+    ensure_ascii = text.isascii() and bool(
+        re.search(r"\\u(?!00[01][0-9a-fA-F])[0-9a-fA-F]{4}", text)
+    )
     out: List[str] = []
     last = 0
     for position in sorted(new_sources):

@@ -40,7 +40,9 @@ def worker_count(n_items: int, jobs: Optional[int] = None) -> int:
     return min(wanted, n_items)
 
 
-def ordered_map(func: Callable[[T], R], items: Iterable[T], jobs: Optional[int] = None) -> Iterator[R]:
+def ordered_map(
+    func: Callable[[T], R], items: Iterable[T], jobs: Optional[int] = None
+) -> Iterator[R]:
     """``map(func, items)`` on a pool of forked processes, yielding results in input order as
     soon as each is ready. ``func`` must be picklable (a module-level function or a partial)."""
     todo: List[T] = list(items)

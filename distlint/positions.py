@@ -26,7 +26,9 @@ _NULL = nullcontext()
 
 class _WantedPositionsState(CodegenState):
     def __init__(self, module: cst.Module, wanted: Set[cst.CSTNode]) -> None:
-        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        super().__init__(
+            default_indent=module.default_indent, default_newline=module.default_newline
+        )
         self.wanted = wanted
         self.found: Dict[cst.CSTNode, CodeRange] = {}
         self.line = 1  # 1-based
@@ -58,7 +60,9 @@ class _WantedPositionsState(CodegenState):
         if node in self.wanted:
             line, column = self._starts.pop()
             if node not in self.found:  # a syntactic position, when recorded, wins
-                self.found[node] = CodeRange(CodePosition(line, column), CodePosition(self.line, self.column))
+                self.found[node] = CodeRange(
+                    CodePosition(line, column), CodePosition(self.line, self.column)
+                )
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
         if node not in self.wanted:
@@ -84,7 +88,9 @@ class _WantedPositionsState(CodegenState):
             self.found[node] = CodeRange(start, end)
 
 
-def positions_of(module: cst.Module, nodes: Collection[cst.CSTNode]) -> Dict[cst.CSTNode, CodeRange]:
+def positions_of(
+    module: cst.Module, nodes: Collection[cst.CSTNode]
+) -> Dict[cst.CSTNode, CodeRange]:
     """Ranges (1-based lines, 0-based columns, as LibCST's) of ``nodes`` in ``module``."""
     if not nodes:
         return {}

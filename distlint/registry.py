@@ -25,7 +25,12 @@ def all_rules() -> Tuple[Type[Rule], ...]:
             continue
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and value.__module__ == module.__name__:
+            if (
+                isinstance(value, type)
+                and issubclass(value, Rule)
+                and value is not Rule
+                and value.__module__ == module.__name__
+            ):
                 found.append(value)
     _check_unique(found)
     return tuple(sorted(found, key=lambda r: r.CODE))
@@ -38,9 +43,13 @@ def _check_unique(rules: Iterable[Type[Rule]]) -> None:
         if not rule.CODE or not rule.NAME:
             raise RegistryError(f"{rule.__module__}.{rule.__name__} has no CODE or NAME")
         if rule.CODE in codes:
-            raise RegistryError(f"duplicate rule code {rule.CODE}: {codes[rule.CODE]} and {rule.__name__}")
+            raise RegistryError(
+                f"duplicate rule code {rule.CODE}: {codes[rule.CODE]} and {rule.__name__}"
+            )
         if rule.NAME in names:
-            raise RegistryError(f"duplicate rule name {rule.NAME}: {names[rule.NAME]} and {rule.__name__}")
+            raise RegistryError(
+                f"duplicate rule name {rule.NAME}: {names[rule.NAME]} and {rule.__name__}"
+            )
         codes[rule.CODE] = rule.__name__
         names[rule.NAME] = rule.__name__
 

@@ -79,7 +79,9 @@ class RuleContext:
     def module(self) -> cst.Module:
         return self.index.module
 
-    def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[Fix] = None) -> None:
+    def report(
+        self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[Fix] = None
+    ) -> None:
         rule = self._rule
         assert rule is not None
         if fix is not None and not fix.title:
@@ -121,7 +123,9 @@ class Rule:
         fixable = "always" if cls.FIX_SAFETY else "never"
         if cls.FIX_SAFETY is not None:
             fixable = f"yes ({cls.FIX_SAFETY.value})"
-        out.append(f"Fix: {fixable}.   Enabled by default: {'yes' if cls.DEFAULT_ENABLED else 'no (opt-in)'}.")
+        out.append(
+            f"Fix: {fixable}.   Enabled by default: {'yes' if cls.DEFAULT_ENABLED else 'no (opt-in)'}."
+        )
         out.append("")
         for title in ("What it does", "Why is this bad?"):
             out += [f"## {title}", sections.get(title, "").strip(), ""]

@@ -26,8 +26,13 @@ from distlint.rule import Rule, RuleContext
 
 MAX_FIX_ROUNDS = 6
 
-NOQA_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
-FILE_NOQA_RE = re.compile(r"#\s*distlint:\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
+NOQA_RE = re.compile(
+    r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE
+)
+FILE_NOQA_RE = re.compile(
+    r"#\s*distlint:\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -59,7 +64,9 @@ class Noqa:
             if m:
                 codes_text = m.group("codes")
                 result.lines[lineno] = (
-                    frozenset(c.upper() for c in re.split(r"[\s,]+", codes_text) if c) if codes_text else None
+                    frozenset(c.upper() for c in re.split(r"[\s,]+", codes_text) if c)
+                    if codes_text
+                    else None
                 )
         return result
 
@@ -80,7 +87,9 @@ def _rule_instances(config: Config, codes: FrozenSet[str]) -> Tuple[Rule, ...]:
     return tuple(r(config.options_for(r.CODE)) for r in all_rules() if r.CODE in codes)
 
 
-def enabled_rules(config: Config, path: str, select: Optional[FrozenSet[str]] = None) -> Tuple[Rule, ...]:
+def enabled_rules(
+    config: Config, path: str, select: Optional[FrozenSet[str]] = None
+) -> Tuple[Rule, ...]:
     defaults = {r.CODE: r.DEFAULT_ENABLED for r in all_rules()}
     codes = config.enabled_codes(defaults, path)
     if select is not None:
@@ -162,11 +171,15 @@ def lint_source(
 
     errors: List[FileError] = []
     try:
-        current = _lint_module(module, text, path, active, config, ignore_noqa, unsafe_fixes, errors, debug, enabled)
+        current = _lint_module(
+            module, text, path, active, config, ignore_noqa, unsafe_fixes, errors, debug, enabled
+        )
     except RecursionError:
         return FileResult(path, errors=(FileError(path, "source is too deeply nested to analyse"),))
     if not fix:
-        return FileResult(path, tuple(current.findings), tuple(errors), suppressed=tuple(current.suppressed))
+        return FileResult(
+            path, tuple(current.findings), tuple(errors), suppressed=tuple(current.suppressed)
+        )
 
     applied = 0
     changed = False
@@ -177,8 +190,10 @@ def lint_source(
             wanted = [f for finding, f in current.fixes if finding.fix_id in fix_ids]
         else:
             wanted = [
-                f for finding, f in current.fixes
-                if finding.fix is not None and (finding.fix.applicability is Applicability.SAFE or unsafe_fixes)
+                f
+                for finding, f in current.fixes
+                if finding.fix is not None
+                and (finding.fix.applicability is Applicability.SAFE or unsafe_fixes)
             ]
         if not wanted or current.module is None or current.index is None:
             break
@@ -197,7 +212,9 @@ def lint_source(
         changed = True
         module = new_module
         text = module.code
-        current = _lint_module(module, text, path, active, config, ignore_noqa, unsafe_fixes, errors, debug, enabled)
+        current = _lint_module(
+            module, text, path, active, config, ignore_noqa, unsafe_fixes, errors, debug, enabled
+        )
     fixed_source = module.code if changed else None
     return FileResult(
         path,
@@ -234,8 +251,11 @@ def _too_deep(text: str, path: str = "") -> Optional[FileError]:
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
-            return FileError(path, f"expression nested over {MAX_DEPTH} levels deep: too deep to analyse",
-                             getattr(node, "lineno", None))
+            return FileError(
+                path,
+                f"expression nested over {MAX_DEPTH} levels deep: too deep to analyse",
+                getattr(node, "lineno", None),
+            )
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
     return None
 
@@ -282,7 +302,12 @@ def _lint_module(
             raise
         except Exception as exc:  # a rule bug must not take the other rules or files down
             detail = traceback.format_exc() if debug else f"{type(exc).__name__}: {exc}"
-            errors.append(FileError(path, f"internal error in {rule.CODE}: {detail} (please report; --debug shows the traceback)"))
+            errors.append(
+                FileError(
+                    path,
+                    f"internal error in {rule.CODE}: {detail} (please report; --debug shows the traceback)",
+                )
+            )
     noqa = Noqa.scan(text)
     unused_noqa_rule = None if ignore_noqa else next((r for r in active if r.CODE == "DL001"), None)
     if not ctx.reports and unused_noqa_rule is None:
@@ -333,7 +358,15 @@ def _lint_module(
         known = {r.CODE for r in all_rules()}
         for rng, message, fix in unused_noqa.unused_noqa(module, positions, noqa, enabled, known):
             info = FixInfo(Applicability.SAFE, fix.title)
-            finding = Finding(path, rng, unused_noqa.CODE, unused_noqa_rule.NAME, message, info, fix_id=len(ctx.reports) + len(fix_pairs))
+            finding = Finding(
+                path,
+                rng,
+                unused_noqa.CODE,
+                unused_noqa_rule.NAME,
+                message,
+                info,
+                fix_id=len(ctx.reports) + len(fix_pairs),
+            )
             findings.append(finding)
             fix_pairs.append((finding, fix))
     findings.sort(key=lambda f: (f.line, f.column, f.code))

@@ -13,7 +13,11 @@ import libcst as cst
 from distlint.analysis import Index, call_keyword, string_value, target_key
 
 ACCELERATOR = "accelerate.Accelerator"
-STATE_CLASSES = ("accelerate.PartialState", "accelerate.AcceleratorState", "accelerate.state.GradientState")
+STATE_CLASSES = (
+    "accelerate.PartialState",
+    "accelerate.AcceleratorState",
+    "accelerate.state.GradientState",
+)
 
 # Callables / attributes whose value is the number of (data-parallel) processes.
 WORLD_SIZE_QUALNAMES = frozenset(
@@ -44,13 +48,24 @@ def is_world_size(node: cst.CSTNode, qualname: Optional[str]) -> bool:
         if qualname.endswith(".num_processes") and "Accelerator" in qualname:
             return True
         # os.environ.get("WORLD_SIZE") / os.getenv("WORLD_SIZE")
-        if qualname in ("os.environ.get()", "os.getenv()") and isinstance(node, cst.Call) and node.args:
+        if (
+            qualname in ("os.environ.get()", "os.getenv()")
+            and isinstance(node, cst.Call)
+            and node.args
+        ):
             return string_value(node.args[0].value) == "WORLD_SIZE"
     # `accelerator.num_processes` where `accelerator` could not be resolved (e.g. a parameter)
     if isinstance(node, cst.Attribute) and node.attr.value in ("num_processes", "world_size"):
         base = node.value
-        text = base.value if isinstance(base, cst.Name) else (base.attr.value if isinstance(base, cst.Attribute) else "")
-        if any(word in text.lower() for word in ("accelerator", "acc", "state", "fabric", "trainer", "dist")):
+        text = (
+            base.value
+            if isinstance(base, cst.Name)
+            else (base.attr.value if isinstance(base, cst.Attribute) else "")
+        )
+        if any(
+            word in text.lower()
+            for word in ("accelerator", "acc", "state", "fabric", "trainer", "dist")
+        ):
             return True
     return False
 
@@ -74,7 +89,10 @@ def split_batches_effective(index: Index) -> bool:
         if config is None:
             continue
         for value in [config] + [v for v in index.values_of(config) if v is not None]:
-            if isinstance(value, cst.Call) and index.qualname(value.func) == "accelerate.utils.DataLoaderConfiguration":
+            if (
+                isinstance(value, cst.Call)
+                and index.qualname(value.func) == "accelerate.utils.DataLoaderConfiguration"
+            ):
                 flag = call_keyword(value, "split_batches")
                 if flag is not None and index.constant_value(flag) is True:
                     return True
@@ -88,15 +106,22 @@ def accelerator_expr(index: Index, at: cst.CSTNode) -> Optional[str]:
     for name in _visible_names(index, at):
         bindings = index.lookup(name, scope)
         if bindings and all(
-            b.op in ("=", "with") and b.value is not None and index.qualname(b.value) == ACCELERATOR + "()"
+            b.op in ("=", "with")
+            and b.value is not None
+            and index.qualname(b.value) == ACCELERATOR + "()"
             for b in bindings
         ):
             return name
     cls = index.enclosing_class_name(at)
     if cls is not None:
         for key, assigns in index.attr_assignments.items():
-            if key.endswith(f"@{cls}") and assigns and all(
-                a.value is not None and index.qualname(a.value) == ACCELERATOR + "()" for a in assigns
+            if (
+                key.endswith(f"@{cls}")
+                and assigns
+                and all(
+                    a.value is not None and index.qualname(a.value) == ACCELERATOR + "()"
+                    for a in assigns
+                )
             ):
                 return key.split("@", 1)[0]
     # a parameter named like an accelerator (helper functions get it passed in)
@@ -130,10 +155,29 @@ def _visible_names(index: Index, at: cst.CSTNode) -> List[str]:
 # worker, `args.world_size` set by a launcher, `ngpus_per_node = torch.cuda.device_count()`).
 WORLD_SIZE_NAMES = frozenset(
     {
-        "world_size", "worldsize", "world", "num_processes", "num_procs", "n_procs", "nprocs",
-        "num_replicas", "n_gpu", "n_gpus", "ngpus", "ngpu", "num_gpus", "ngpus_per_node",
-        "num_devices", "n_devices", "num_cores", "dp_size", "dp_world_size", "data_parallel_size",
-        "data_parallel_world_size", "num_data_parallel", "dp_degree",
+        "world_size",
+        "worldsize",
+        "world",
+        "num_processes",
+        "num_procs",
+        "n_procs",
+        "nprocs",
+        "num_replicas",
+        "n_gpu",
+        "n_gpus",
+        "ngpus",
+        "ngpu",
+        "num_gpus",
+        "ngpus_per_node",
+        "num_devices",
+        "n_devices",
+        "num_cores",
+        "dp_size",
+        "dp_world_size",
+        "data_parallel_size",
+        "data_parallel_world_size",
+        "num_data_parallel",
+        "dp_degree",
     }
 )
 
@@ -152,7 +196,11 @@ def world_size_reader(names: FrozenSet[str], qualnames: FrozenSet[str] = frozens
         if isinstance(node, cst.Subscript):
             # config["world_size"], os.environ["WORLD_SIZE"] read through an alias
             key = target_key(node)
-            return key is not None and key.endswith("]") and key.rsplit("[", 1)[1][:-1].lower() in names
+            return (
+                key is not None
+                and key.endswith("]")
+                and key.rsplit("[", 1)[1][:-1].lower() in names
+            )
         return False
 
     return reads
@@ -184,20 +232,32 @@ def assigned_from(index: Index, assignment) -> Optional[cst.BaseExpression]:
     return None
 
 
-_MULTIPLY_SAFE = (cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.MatrixMultiply, cst.Power)
+_MULTIPLY_SAFE = (
+    cst.Multiply,
+    cst.Divide,
+    cst.FloorDivide,
+    cst.Modulo,
+    cst.MatrixMultiply,
+    cst.Power,
+)
 
 
 def scaled_expression(expr: cst.BaseExpression, factor: str) -> cst.BaseExpression:
     """``expr * <factor>``, parenthesising ``expr`` where ``*`` would bind tighter than it."""
-    needs_parens = isinstance(
-        expr, (cst.IfExp, cst.Lambda, cst.BooleanOperation, cst.Comparison, cst.NamedExpr, cst.Yield)
-    ) or (isinstance(expr, cst.BinaryOperation) and not isinstance(expr.operator, _MULTIPLY_SAFE)) or (
-        isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not)
+    needs_parens = (
+        isinstance(
+            expr,
+            (cst.IfExp, cst.Lambda, cst.BooleanOperation, cst.Comparison, cst.NamedExpr, cst.Yield),
+        )
+        or (isinstance(expr, cst.BinaryOperation) and not isinstance(expr.operator, _MULTIPLY_SAFE))
+        or (isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not))
     )
     if needs_parens and not expr.lpar:
         expr = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return cst.BinaryOperation(
         left=expr,
-        operator=cst.Multiply(whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")),
+        operator=cst.Multiply(
+            whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")
+        ),
         right=cst.parse_expression(factor),
     )

@@ -11,13 +11,20 @@ from distlint.fixes import Fix
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid
 from distlint.rules._common import accelerator_expr, creates_accelerator, is_world_size
-from distlint.rules.per_device_batch_as_global import DATALOADERS, DDP_CALLS, XLA_MULTIPROCESSING_CALLS, uses_xla_spmd
+from distlint.rules.per_device_batch_as_global import (
+    DATALOADERS,
+    DDP_CALLS,
+    XLA_MULTIPROCESSING_CALLS,
+    uses_xla_spmd,
+)
 
 SHARDED, UNSHARDED, UNKNOWN = "sharded", "unsharded", "unknown"
 
 # Wrappers that shard a loader across processes.
 PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
-PREPARE_FUNCTIONS = frozenset({"accelerate.data_loader.prepare_data_loader", "accelerate.utils.prepare_data_loader"})
+PREPARE_FUNCTIONS = frozenset(
+    {"accelerate.data_loader.prepare_data_loader", "accelerate.utils.prepare_data_loader"}
+)
 # Device loaders that iterate whatever loader they wrap.
 DEVICE_LOADERS = frozenset(
     {
@@ -39,9 +46,18 @@ WHOLE_DATASET_SAMPLERS = frozenset(
     }
 )
 # Iteration helpers that yield the loader's batches unchanged.
-PASS_THROUGH = frozenset({"enumerate", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"})
+PASS_THROUGH = frozenset(
+    {"enumerate", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"}
+)
 # Signs that a dataset shards itself by rank (streaming / iterable datasets).
-_RANK_WORDS = ("rank", "split_dataset_by_node", "split_by_node", "shard", "process_index", "ordinal")
+_RANK_WORDS = (
+    "rank",
+    "split_dataset_by_node",
+    "split_by_node",
+    "shard",
+    "process_index",
+    "ordinal",
+)
 
 
 class DataloaderNotSharded(Rule):
@@ -221,9 +237,14 @@ def _trains(loop: cst.For) -> bool:
     for node in walk(loop.body):
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
-            "backward",
-            "optimizer_step",
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value
+            in (
+                "backward",
+                "optimizer_step",
+            )
         ):
             return True
     return False
@@ -232,14 +253,20 @@ def _trains(loop: cst.For) -> bool:
 def _unwrap(index: Index, expr: cst.BaseExpression) -> cst.BaseExpression:
     while isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None:
         func = expr.func
-        name = func.value if isinstance(func, cst.Name) and not index.bindings_of(func) else index.qualname(func)
+        name = (
+            func.value
+            if isinstance(func, cst.Name) and not index.bindings_of(func)
+            else index.qualname(func)
+        )
         if name not in PASS_THROUGH:
             break
         expr = expr.args[0].value
     return expr
 
 
-def _origins(index: Index, expr: cst.CSTNode, depth: int, position: Optional[int] = None) -> List[str]:
+def _origins(
+    index: Index, expr: cst.CSTNode, depth: int, position: Optional[int] = None
+) -> List[str]:
     """How each value that may flow into ``expr`` was made: SHARDED, UNSHARDED or UNKNOWN."""
     if depth <= 0:
         return [UNKNOWN]
@@ -300,7 +327,13 @@ def _is_prepare_method(index: Index, call: cst.Call) -> bool:
         return qualname.startswith(("accelerate.", "lightning."))
     # `self.accelerator.prepare(...)`, an accelerator passed in as a parameter
     base = func.value
-    text = base.attr.value if isinstance(base, cst.Attribute) else base.value if isinstance(base, cst.Name) else ""
+    text = (
+        base.attr.value
+        if isinstance(base, cst.Attribute)
+        else base.value
+        if isinstance(base, cst.Name)
+        else ""
+    )
     return any(word in text.lower() for word in ("acc", "fabric"))
 
 
@@ -311,7 +344,10 @@ def _dataloader_origin(index: Index, call: cst.Call) -> str:
     if sampler is not None:
         if index.reaches(sampler.value, lambda node, q: q is not None and "Distributed" in q):
             return SHARDED
-        if not index.reaches(sampler.value, lambda node, q: q is not None and q.rstrip("()") in WHOLE_DATASET_SAMPLERS):
+        if not index.reaches(
+            sampler.value,
+            lambda node, q: q is not None and q.rstrip("()") in WHOLE_DATASET_SAMPLERS,
+        ):
             return UNKNOWN  # a custom sampler may well shard by rank
     dataset = index.argument(call, "dataset", 0)
     if dataset is not None and index.reaches(dataset.value, _shards_by_rank):
@@ -322,7 +358,13 @@ def _dataloader_origin(index: Index, call: cst.Call) -> str:
 def _shards_by_rank(node: cst.CSTNode, qualname: Optional[str]) -> bool:
     if is_world_size(node, qualname):
         return True
-    text = qualname or (node.value if isinstance(node, cst.Name) else node.attr.value if isinstance(node, cst.Attribute) else "")
+    text = qualname or (
+        node.value
+        if isinstance(node, cst.Name)
+        else node.attr.value
+        if isinstance(node, cst.Attribute)
+        else ""
+    )
     return any(word in text.lower() for word in _RANK_WORDS)
 
 

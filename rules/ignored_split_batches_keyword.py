@@ -68,16 +68,24 @@ class IgnoredSplitBatchesKeyword(Rule):
             "from accelerate import Accelerator\nfrom accelerate.utils import DataLoaderConfiguration\n\n"
             "accelerator = Accelerator(dataloader_config=DataLoaderConfiguration(split_batches=True))\n"
         ),
-        Valid("from accelerate import Accelerator\n\naccelerator = Accelerator(split_batches=False)\n"),
+        Valid(
+            "from accelerate import Accelerator\n\naccelerator = Accelerator(split_batches=False)\n"
+        ),
         # not an Accelerator: a user's own class with the same keyword
-        Valid("class Loader:\n    def __init__(self, split_batches=False):\n        pass\n\nLoader(split_batches=True)\n"),
+        Valid(
+            "class Loader:\n    def __init__(self, split_batches=False):\n        pass\n\nLoader(split_batches=True)\n"
+        ),
         Valid(
             "import accelerate\nfrom accelerate.utils import DataLoaderConfiguration as DLC\n\n"
             "cfg = DLC(split_batches=True, even_batches=False)\nacc = accelerate.Accelerator(dataloader_config=cfg)\n"
         ),
         # the property read back from an Accelerator is fine
-        Valid("from accelerate import Accelerator\n\nacc = Accelerator()\nif acc.split_batches:\n    print('split')\n"),
-        Valid("from accelerate.utils import DataLoaderConfiguration\n\nconfig = DataLoaderConfiguration(split_batches=True)\n"),
+        Valid(
+            "from accelerate import Accelerator\n\nacc = Accelerator()\nif acc.split_batches:\n    print('split')\n"
+        ),
+        Valid(
+            "from accelerate.utils import DataLoaderConfiguration\n\nconfig = DataLoaderConfiguration(split_batches=True)\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -137,7 +145,9 @@ class IgnoredSplitBatchesKeyword(Rule):
             name, spec = import_name(index, DATALOADER_CONFIGURATION, call)
             new_value = cst.parse_expression(f"{name}(split_batches=...)")
             assert isinstance(new_value, cst.Call)
-            new_value = new_value.with_changes(args=[new_value.args[0].with_changes(value=arg.value)])
+            new_value = new_value.with_changes(
+                args=[new_value.args[0].with_changes(value=arg.value)]
+            )
             replacement = arg.with_changes(keyword=cst.Name("dataloader_config"), value=new_value)
             return Fix(replace={arg: replacement}, imports=[spec] if spec else [])
 
@@ -153,7 +163,11 @@ class IgnoredSplitBatchesKeyword(Rule):
         # `dataloader_config=name` bound once to a DataLoaderConfiguration(...) call
         if isinstance(config, cst.Name):
             bindings = index.bindings_of(config)
-            if len(bindings) == 1 and bindings[0].op == "=" and _is_config_call(index, bindings[0].value):
+            if (
+                len(bindings) == 1
+                and bindings[0].op == "="
+                and _is_config_call(index, bindings[0].value)
+            ):
                 target = bindings[0].value
                 assert isinstance(target, cst.Call)
                 if call_keyword(target, "split_batches") is not None:
@@ -186,20 +200,26 @@ def _with_split_batches(config: cst.Call, value: cst.BaseExpression) -> cst.Call
     if args and isinstance(args[-1].comma, cst.Comma):
         # a trailing comma (often before a newline) stays after the new last argument
         last_comma = args[-1].comma
-        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        new_arg = cst.Arg(keyword=cst.Name("split_batches"), value=value, equal=_EQUAL, comma=last_comma)
+        args[-1] = args[-1].with_changes(
+            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
+        new_arg = cst.Arg(
+            keyword=cst.Name("split_batches"), value=value, equal=_EQUAL, comma=last_comma
+        )
     else:
         new_arg = cst.Arg(keyword=cst.Name("split_batches"), value=value, equal=_EQUAL)
     return config.with_changes(args=[*args, new_arg])
 
 
-_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+_EQUAL = cst.AssignEqual(
+    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+)
 
 
 def _without(args: List[cst.Arg], removed: cst.Arg) -> List[cst.Arg]:
     """``args`` minus ``removed``, keeping the trailing-comma style of the call."""
     position = next(i for i, a in enumerate(args) if a is removed)
-    rest = args[:position] + args[position + 1:]
+    rest = args[:position] + args[position + 1 :]
     if position == len(args) - 1 and rest:
         # the removed argument was last: its comma (or lack of one) now ends the list
         rest[-1] = rest[-1].with_changes(comma=removed.comma)
@@ -208,4 +228,7 @@ def _without(args: List[cst.Arg], removed: cst.Arg) -> List[cst.Arg]:
 
 def _drop_only(call: cst.Call, arg: cst.Arg) -> Fix:
     # `dataloader_config` already sets split_batches: the ignored keyword has no effect at all.
-    return Fix(replace={call: call.with_changes(args=_without(list(call.args), arg))}, applicability=Applicability.SAFE)
+    return Fix(
+        replace={call: call.with_changes(args=_without(list(call.args), arg))},
+        applicability=Applicability.SAFE,
+    )

@@ -14,9 +14,15 @@ from distlint.rules._common import ACCELERATOR, accelerator_calls
 
 PLUGINS = {
     "accelerate.utils.GradientAccumulationPlugin": ("gradient_accumulation_plugin", "num_steps"),
-    "accelerate.utils.dataclasses.GradientAccumulationPlugin": ("gradient_accumulation_plugin", "num_steps"),
+    "accelerate.utils.dataclasses.GradientAccumulationPlugin": (
+        "gradient_accumulation_plugin",
+        "num_steps",
+    ),
     "accelerate.utils.DeepSpeedPlugin": ("deepspeed_plugin", "gradient_accumulation_steps"),
-    "accelerate.utils.dataclasses.DeepSpeedPlugin": ("deepspeed_plugin", "gradient_accumulation_steps"),
+    "accelerate.utils.dataclasses.DeepSpeedPlugin": (
+        "deepspeed_plugin",
+        "gradient_accumulation_steps",
+    ),
 }
 
 
@@ -24,7 +30,9 @@ def _accumulation_settings(index: Index) -> List[cst.BaseExpression]:
     """The accumulation-steps values the Accelerator(s) of the file are configured with (not 1)."""
     out: List[cst.BaseExpression] = []
     for acc in accelerator_calls(index):
-        candidates: List[Optional[cst.BaseExpression]] = [call_keyword(acc, "gradient_accumulation_steps")]
+        candidates: List[Optional[cst.BaseExpression]] = [
+            call_keyword(acc, "gradient_accumulation_steps")
+        ]
         for plugin_qual, (keyword, field) in PLUGINS.items():
             plugin = call_keyword(acc, keyword)
             if plugin is None:
@@ -60,7 +68,13 @@ def _is_accelerator_backward(index: Index, call: cst.Call) -> bool:
     if q is not None:
         return q.startswith(ACCELERATOR + "()")
     base = func.value
-    name = base.value if isinstance(base, cst.Name) else base.attr.value if isinstance(base, cst.Attribute) else ""
+    name = (
+        base.value
+        if isinstance(base, cst.Name)
+        else base.attr.value
+        if isinstance(base, cst.Attribute)
+        else ""
+    )
     return name in ("accelerator", "acc", "accel")
 
 
@@ -102,7 +116,9 @@ class LossDividedForAccumulation(Rule):
 
     CODE = "DL203"
     NAME = "loss-divided-for-accumulation"
-    MESSAGE = "loss divided by the accumulation steps, but `accelerator.backward` already divides it"
+    MESSAGE = (
+        "loss divided by the accumulation steps, but `accelerator.backward` already divides it"
+    )
     FIX_TITLE = "Remove the division by the accumulation steps"
     FIX_SAFETY = Applicability.UNSAFE
     TRIGGERS = ("backward",)
@@ -209,7 +225,9 @@ class LossDividedForAccumulation(Rule):
                     )
                     ctx.report(division, message, self._fix(index, division))
 
-    def _divisions_into(self, index: Index, expr: cst.BaseExpression, setting_texts: Set[str]) -> List[cst.CSTNode]:
+    def _divisions_into(
+        self, index: Index, expr: cst.BaseExpression, setting_texts: Set[str]
+    ) -> List[cst.CSTNode]:
         """Divisions by the accumulation steps on the loss's way into ``backward`` (same function)."""
         found: List[cst.CSTNode] = []
         seen: Set[int] = set()
@@ -234,7 +252,9 @@ class LossDividedForAccumulation(Rule):
                     elif b.op == "=" and b.value is not None:
                         stack.append(b.value)
                 continue
-            if isinstance(node, (cst.Call, cst.Attribute, cst.Subscript)) and not isinstance(node, cst.BinaryOperation):
+            if isinstance(node, (cst.Call, cst.Attribute, cst.Subscript)) and not isinstance(
+                node, cst.BinaryOperation
+            ):
                 # `model(batch).loss`, `outputs["loss"]`: the loss is produced there, not divided
                 if isinstance(node, cst.Attribute):
                     stack.append(node.value)
@@ -243,13 +263,26 @@ class LossDividedForAccumulation(Rule):
         return found
 
     @staticmethod
-    def _is_accumulation(index: Index, divisor: cst.BaseExpression, setting_texts: Set[str]) -> bool:
+    def _is_accumulation(
+        index: Index, divisor: cst.BaseExpression, setting_texts: Set[str]
+    ) -> bool:
         q = index.qualname(divisor)
-        if q is not None and q.startswith(ACCELERATOR + "()") and q.endswith(".gradient_accumulation_steps"):
+        if (
+            q is not None
+            and q.startswith(ACCELERATOR + "()")
+            and q.endswith(".gradient_accumulation_steps")
+        ):
             return True
-        if isinstance(divisor, cst.Attribute) and divisor.attr.value == "gradient_accumulation_steps":
+        if (
+            isinstance(divisor, cst.Attribute)
+            and divisor.attr.value == "gradient_accumulation_steps"
+        ):
             return True
-        key = target_key(divisor) if isinstance(divisor, (cst.Name, cst.Attribute, cst.Subscript)) else None
+        key = (
+            target_key(divisor)
+            if isinstance(divisor, (cst.Name, cst.Attribute, cst.Subscript))
+            else None
+        )
         if key is not None and "accum" in key.rsplit(".", 1)[-1].rsplit("[", 1)[-1].lower():
             return True
         return bool(_source_texts(index, divisor) & setting_texts)

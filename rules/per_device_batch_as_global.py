@@ -13,7 +13,12 @@ from distlint.analysis import Assignment, Index, string_value, target_key, walk
 from distlint.fixes import Fix
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid
-from distlint.rules._common import accelerator_expr, creates_accelerator, split_batches_effective, world_size_reader
+from distlint.rules._common import (
+    accelerator_expr,
+    creates_accelerator,
+    split_batches_effective,
+    world_size_reader,
+)
 
 DATALOADERS = (
     "torch.utils.data.DataLoader",
@@ -52,33 +57,91 @@ MODEL_PARALLEL_CALLS = (
 # the value cannot be traced (a `world_size` parameter of an mp.spawn worker, tuple unpacking).
 PROCESS_COUNT_NAMES = frozenset(
     {
-        "world_size", "num_processes", "num_procs", "nprocs", "n_procs", "num_replicas", "n_gpu",
-        "n_gpus", "ngpus", "ngpu", "num_gpus", "ngpus_per_node", "num_devices", "n_devices",
-        "num_cores", "dp_size", "dp_world_size", "data_parallel_size", "data_parallel_world_size",
-        "dp_degree", "num_workers_dp",
+        "world_size",
+        "num_processes",
+        "num_procs",
+        "nprocs",
+        "n_procs",
+        "num_replicas",
+        "n_gpu",
+        "n_gpus",
+        "ngpus",
+        "ngpu",
+        "num_gpus",
+        "ngpus_per_node",
+        "num_devices",
+        "n_devices",
+        "num_cores",
+        "dp_size",
+        "dp_world_size",
+        "data_parallel_size",
+        "data_parallel_world_size",
+        "dp_degree",
+        "num_workers_dp",
     }
 )
-DEVICE_COUNTS = frozenset({"torch.cuda.device_count()", "torch.xpu.device_count()", "torch_xla.runtime.addressable_device_count()"})
+DEVICE_COUNTS = frozenset(
+    {
+        "torch.cuda.device_count()",
+        "torch.xpu.device_count()",
+        "torch_xla.runtime.addressable_device_count()",
+    }
+)
 
 _GLOBAL_WORDS = {"total", "global", "effective", "observed", "overall"}
 _BATCH_WORDS = {"batch", "bs", "bsz", "batchsize"}
-_SAMPLE_WORDS = {"sample", "samples", "example", "examples", "image", "images", "img", "imgs", "token", "tokens",
-                 "tok", "toks", "sequence", "sequences", "seq", "seqs", "throughput"}
-_LOCAL_WORDS = {"local", "micro", "rank", "device", "gpu", "replica", "core", "proc", "process", "worker", "instantaneous"}
+_SAMPLE_WORDS = {
+    "sample",
+    "samples",
+    "example",
+    "examples",
+    "image",
+    "images",
+    "img",
+    "imgs",
+    "token",
+    "tokens",
+    "tok",
+    "toks",
+    "sequence",
+    "sequences",
+    "seq",
+    "seqs",
+    "throughput",
+}
+_LOCAL_WORDS = {
+    "local",
+    "micro",
+    "rank",
+    "device",
+    "gpu",
+    "replica",
+    "core",
+    "proc",
+    "process",
+    "worker",
+    "instantaneous",
+}
 
 _WORD_RE = re.compile(r"[a-z]+|[A-Z][a-z]*|\d+")
-_PERCENT_RE = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?[diouxXeEfFgGcrsa%]")
+_PERCENT_RE = re.compile(
+    r"%(?:\([^)]*\))?[#0\- +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?[diouxXeEfFgGcrsa%]"
+)
 # "Total train batch size", "global batch", "batch size (effective)": the global word is close to
 # the batch word, so "global step 3, batch size" does not count.
 _MESSAGE_GLOBAL_BATCH_RE = re.compile(
     r"\b(total|global|effective|observed|overall)\W+(?:\w+\W+)?(batch|bs\b|bsz\b)"
     r"|\b(batch|bs|bsz)\b[\w\s]{0,6}\W+(total|global|effective|observed|overall)\b"
 )
-_MESSAGE_LOCAL_RE = re.compile(r"per[\s_-]*(device|gpu|process|proc|rank|core|replica|worker|tpu)|\blocal\b|\bmicro")
+_MESSAGE_LOCAL_RE = re.compile(
+    r"per[\s_-]*(device|gpu|process|proc|rank|core|replica|worker|tpu)|\blocal\b|\bmicro"
+)
 _MESSAGE_RATE_RE = re.compile(
     r"^\W*(samples|sample|examples|images|imgs|img|tokens|toks|seqs|sequences)\s*(/|per\b)"
 )
-_MESSAGE_SEEN_RE = re.compile(r"\b(samples|examples|images|tokens|sequences)\b.*\b(seen|processed|consumed)\b|throughput")
+_MESSAGE_SEEN_RE = re.compile(
+    r"\b(samples|examples|images|tokens|sequences)\b.*\b(seen|processed|consumed)\b|throughput"
+)
 
 _NUMERIC_WRAPPERS = {"int", "float", "round"}
 _MATH_WRAPPERS = {"math.ceil", "math.floor"}
@@ -320,7 +383,11 @@ class PerDeviceBatchAsGlobal(Rule):
                 continue
             reported.add(id(use.expr))
             factor = None if model_parallel else _factor_text(index, use.node, mode)
-            ctx.report(use.expr, _message(index, use, role, factor, model_parallel), _fix(index, use, factor))
+            ctx.report(
+                use.expr,
+                _message(index, use, role, factor, model_parallel),
+                _fix(index, use, factor),
+            )
 
 
 # ------------------------------------------------------------------------------------------
@@ -395,7 +462,11 @@ def _copied_value(index: Index, value: Optional[cst.CSTNode]) -> Optional[cst.Ba
 
 def _is_numeric_wrapper(index: Index, call: cst.Call) -> bool:
     func = call.func
-    if isinstance(func, cst.Name) and func.value in _NUMERIC_WRAPPERS and not index.bindings_of(func):
+    if (
+        isinstance(func, cst.Name)
+        and func.value in _NUMERIC_WRAPPERS
+        and not index.bindings_of(func)
+    ):
         return True
     return index.qualname(func) in _MATH_WRAPPERS
 
@@ -482,7 +553,11 @@ def _uses(index: Index, places: Sequence[Place]) -> Iterator[_Use]:
 
 def _is_target(index: Index, node: cst.CSTNode) -> bool:
     parent = index.parent(node)
-    if isinstance(parent, cst.AssignTarget) or isinstance(parent, (cst.Param, cst.Arg)) and getattr(parent, "keyword", None) is node:
+    if (
+        isinstance(parent, cst.AssignTarget)
+        or isinstance(parent, (cst.Param, cst.Arg))
+        and getattr(parent, "keyword", None) is node
+    ):
         return True
     if isinstance(parent, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)) and parent.target is node:
         return True
@@ -499,7 +574,9 @@ def _extend(index: Index, node: cst.BaseExpression) -> _Use:
         parent = index.parent(expr)
         if isinstance(parent, cst.BinaryOperation):
             op = type(parent.operator).__name__
-            if op == "Power" or (parent.right is expr and op in ("Divide", "FloorDivide", "Modulo")):
+            if op == "Power" or (
+                parent.right is expr and op in ("Divide", "FloorDivide", "Modulo")
+            ):
                 break
             if op not in ("Multiply", "Divide", "FloorDivide", "Add", "Subtract"):
                 break
@@ -508,7 +585,11 @@ def _extend(index: Index, node: cst.BaseExpression) -> _Use:
             continue
         if isinstance(parent, cst.Arg):
             call = index.parent(parent)
-            if isinstance(call, cst.Call) and len(call.args) == 1 and _is_numeric_wrapper(index, call):
+            if (
+                isinstance(call, cst.Call)
+                and len(call.args) == 1
+                and _is_numeric_wrapper(index, call)
+            ):
                 expr = call
                 continue
         break
@@ -521,7 +602,11 @@ def _role(index: Index, use: _Use) -> Optional[str]:
     parent = index.parent(expr)
     # assigned to / passed as / stored under a name that says what it is
     if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr)) and parent.value is expr:
-        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        targets = (
+            [t.target for t in parent.targets]
+            if isinstance(parent, cst.Assign)
+            else [parent.target]
+        )
         for target in targets:
             role = _target_role(target)
             if role == GLOBAL or (role == SAMPLES and multiplied):
@@ -578,7 +663,11 @@ def _message_context(index: Index, expr: cst.BaseExpression) -> Optional[Tuple[s
         position = [e.value for e in tup.elements].index(expr)  # type: ignore[union-attr]
         container = index.parent(tup)
         expr = tup  # type: ignore[assignment]
-    if isinstance(container, cst.BinaryOperation) and isinstance(container.operator, cst.Modulo) and container.right is expr:
+    if (
+        isinstance(container, cst.BinaryOperation)
+        and isinstance(container.operator, cst.Modulo)
+        and container.right is expr
+    ):
         text = _literal_text(container.left)
         return None if text is None else _percent_around(text, position)
     if isinstance(parent, cst.Arg) and parent.value is expr:
@@ -631,7 +720,9 @@ def _pieces(node: Optional[cst.CSTNode]) -> List[Union[str, cst.CSTNode]]:
     return []
 
 
-def _around(pieces: List[Union[str, cst.CSTNode]], placeholder: cst.CSTNode) -> Optional[Tuple[str, str]]:
+def _around(
+    pieces: List[Union[str, cst.CSTNode]], placeholder: cst.CSTNode
+) -> Optional[Tuple[str, str]]:
     for i, piece in enumerate(pieces):
         if piece is placeholder:
             before, after = "", ""
@@ -639,7 +730,7 @@ def _around(pieces: List[Union[str, cst.CSTNode]], placeholder: cst.CSTNode) -> 
                 if not isinstance(p, str):
                     break
                 before = p + before
-            for p in pieces[i + 1:]:
+            for p in pieces[i + 1 :]:
                 if not isinstance(p, str):
                     break
                 after += p
@@ -679,7 +770,10 @@ def _format_around(text: str, call: cst.Call, arg: cst.Arg) -> Optional[Tuple[st
         elif field_name.isdigit():
             hit = arg.keyword is None and positional.index(arg) == int(field_name)
         else:
-            hit = arg.keyword is not None and arg.keyword.value == field_name.split(".")[0].split("[")[0]
+            hit = (
+                arg.keyword is not None
+                and arg.keyword.value == field_name.split(".")[0].split("[")[0]
+            )
         if hit:
             after = fields[i + 1][0] if i + 1 < len(fields) else ""
             return literal, after
@@ -712,7 +806,8 @@ def _has_process_factor(index: Index, use: _Use) -> bool:
     else:
         return False
     return any(
-        a.node is not parent and a.value is not None and index.reaches(a.value, is_process_count) for a in later
+        a.node is not parent and a.value is not None and index.reaches(a.value, is_process_count)
+        for a in later
     )
 
 
@@ -726,7 +821,9 @@ def _factor_text(index: Index, at: cst.CSTNode, mode: str) -> Optional[str]:
     return None
 
 
-def _message(index: Index, use: _Use, role: str, factor: Optional[str], model_parallel: bool) -> str:
+def _message(
+    index: Index, use: _Use, role: str, factor: Optional[str], model_parallel: bool
+) -> str:
     code = index.module.code_for_node(use.node)
     if role == GLOBAL:
         what = "used as the global batch size: on N processes the observed batch is N times larger"
@@ -748,7 +845,9 @@ def _fix(index: Index, use: _Use, factor: Optional[str]) -> Optional[Fix]:
     node = use.node
     product: cst.BaseExpression = cst.BinaryOperation(
         left=node,
-        operator=cst.Multiply(whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")),
+        operator=cst.Multiply(
+            whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")
+        ),
         right=cst.parse_expression(factor),
     )
     if _needs_parentheses(index, node):

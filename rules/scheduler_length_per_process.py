@@ -36,8 +36,14 @@ LENGTH_ARGUMENTS: Dict[str, Tuple[Tuple[int, str, str], ...]] = {
     _TORCH + "CyclicLR": ((3, "step_size_up", "total"), (4, "step_size_down", "total")),
     _TORCH + "LambdaLR": ((1, "lr_lambda", "lambda"),),
     _TORCH + "MultiplicativeLR": ((1, "lr_lambda", "lambda"),),
-    "transformers.get_scheduler": ((2, "num_warmup_steps", "warmup"), (3, "num_training_steps", "total")),
-    "diffusers.optimization.get_scheduler": ((3, "num_warmup_steps", "warmup"), (4, "num_training_steps", "total")),
+    "transformers.get_scheduler": (
+        (2, "num_warmup_steps", "warmup"),
+        (3, "num_training_steps", "total"),
+    ),
+    "diffusers.optimization.get_scheduler": (
+        (3, "num_warmup_steps", "warmup"),
+        (4, "num_training_steps", "total"),
+    ),
 }
 for _name in (
     "get_linear_schedule_with_warmup",
@@ -226,19 +232,31 @@ class SchedulerLengthPerProcess(Rule):
             flag = call_keyword(acc, "step_scheduler_with_optimizer")
             if flag is not None and index.constant_value(flag) is False:
                 return
-        prepare_args = [arg.value for call in index.calls if is_prepare_call(index, call) for arg in call.args]
+        prepare_args = [
+            arg.value for call in index.calls if is_prepare_call(index, call) for arg in call.args
+        ]
         if not prepare_args:
             return
         for sched in index.calls:
             kind = _scheduler_kind(index.qualname(sched.func))
             if kind is None:
                 continue
-            if not any(index.reaches(a, lambda n, _q, s=sched: n is s, depth=4) for a in prepare_args):
+            if not any(
+                index.reaches(a, lambda n, _q, s=sched: n is s, depth=4) for a in prepare_args
+            ):
                 continue
-            per_process = [value for value, _role in self._length_values(sched, kind) if self._per_process(index, sched, value)]
+            per_process = [
+                value
+                for value, _role in self._length_values(sched, kind)
+                if self._per_process(index, sched, value)
+            ]
             if not per_process:
                 continue
-            totals = [v for v, role in self._length_values(sched, kind) if role != "warmup" and v in per_process]
+            totals = [
+                v
+                for v, role in self._length_values(sched, kind)
+                if role != "warmup" and v in per_process
+            ]
             report_at = totals[0] if totals else per_process[0]
             text = index.module.code_for_node(report_at).strip()
             subject = f"`{text}`" if len(text) <= 40 else "the schedule length"
@@ -270,7 +288,11 @@ class SchedulerLengthPerProcess(Rule):
 
     def _per_process(self, index: Index, sched: cst.Call, value: cst.BaseExpression) -> bool:
         def is_len(node: cst.CSTNode) -> bool:
-            return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len"
+            return (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Name)
+                and node.func.value == "len"
+            )
 
         def prepared_length(node: cst.CSTNode, _q: Optional[str]) -> bool:
             if not is_len(node) or not node.args:  # type: ignore[union-attr]

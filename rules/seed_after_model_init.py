@@ -134,7 +134,11 @@ class SeedAfterModelInit(Rule):
                 continue
             reported.add(seed.origin)
             built = _short(ctx.index, events[0].site)
-            what = "the dataset was split" if analysis.is_split(events[0].origin) else "the model was built"
+            what = (
+                "the dataset was split"
+                if analysis.is_split(events[0].origin)
+                else "the model was built"
+            )
             ctx.report(
                 seed.origin,
                 f"seeding runs after {what} (`{built}`): initial weights and splits are not "
@@ -162,7 +166,8 @@ class _Analysis:
         """The script runs backward passes or optimizer steps (or hands off to a Lightning fit)."""
         if self._trains is None:
             self._trains = any(
-                isinstance(c.func, cst.Attribute) and c.func.attr.value in ("backward", "step", "fit")
+                isinstance(c.func, cst.Attribute)
+                and c.func.attr.value in ("backward", "step", "fit")
                 for c in self.index.calls
             )
         return self._trains
@@ -233,7 +238,9 @@ class _Analysis:
                     out.append(_Event("model", call, call))  # layers may be built by a base class
                     break
                 if inner and inner[0].kind == "seed":
-                    out.append(_Event("seed", call, call))  # a seeding helper: the call is the seeding
+                    out.append(
+                        _Event("seed", call, call)
+                    )  # a seeding helper: the call is the seeding
                 else:
                     out.extend(_Event(e.kind, call, e.origin) for e in inner)
                 break
@@ -282,7 +289,9 @@ class _Analysis:
         classes = set()
         for value in values:
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-                classes.update(b.node for b in self.index.bindings_of(value.func) if b.op == "class")
+                classes.update(
+                    b.node for b in self.index.bindings_of(value.func) if b.op == "class"
+                )
         return classes.pop() if len(classes) == 1 else None  # type: ignore[return-value]
 
     # ---------------------------------------------------------------- what draws initial weights
@@ -305,14 +314,18 @@ class _Analysis:
         if parts[-1] == "from_pretrained":
             # Loads checkpoint weights; only a task head missing from the checkpoint is drawn, and
             # that matters when the script trains (an inference script loads a fine-tuned head).
-            head = bool(_PRETRAINED_WITHOUT_HEAD.search(parts[-2])) or Index.argument(call, "num_labels") is not None
+            head = (
+                bool(_PRETRAINED_WITHOUT_HEAD.search(parts[-2]))
+                or Index.argument(call, "num_labels") is not None
+            )
             return head and self.trains
         return bool(_HF_MODEL_CLASS.search(parts[-1])) and parts[-1][:1].isupper()
 
     def _is_peft_config(self, expr: cst.BaseExpression) -> bool:
         values = [expr] + [v for v in self.index.values_of(expr) if v is not None]
         return any(
-            isinstance(v, cst.Call) and (self.index.qualname(v.func) or "").startswith("peft.") for v in values
+            isinstance(v, cst.Call) and (self.index.qualname(v.func) or "").startswith("peft.")
+            for v in values
         )
 
     def is_split(self, call: cst.Call) -> bool:
@@ -327,7 +340,9 @@ class _Analysis:
         seen.add(cls)
         for base in cls.bases:
             q = self.index.qualname(base.value)
-            if q is not None and (q in _MODEL_BASES or q.startswith("transformers.") and q.endswith("PreTrainedModel")):
+            if q is not None and (
+                q in _MODEL_BASES or q.startswith("transformers.") and q.endswith("PreTrainedModel")
+            ):
                 return True
             if isinstance(base.value, cst.Name):
                 for b in self.index.bindings_of(base.value):

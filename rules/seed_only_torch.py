@@ -53,8 +53,19 @@ FULL_SEEDERS = frozenset(
 # Functions of `random` / `numpy.random` that do not draw from the module-level generator.
 _PY_NON_DRAWING = {"seed", "Random", "SystemRandom", "getstate", "setstate"}
 _NP_NON_DRAWING = {
-    "seed", "default_rng", "RandomState", "Generator", "SeedSequence", "PCG64", "PCG64DXSM",
-    "MT19937", "Philox", "SFC64", "BitGenerator", "get_state", "set_state",
+    "seed",
+    "default_rng",
+    "RandomState",
+    "Generator",
+    "SeedSequence",
+    "PCG64",
+    "PCG64DXSM",
+    "MT19937",
+    "Philox",
+    "SFC64",
+    "BitGenerator",
+    "get_state",
+    "set_state",
 }
 
 SEED_FUNCTIONS = ("accelerate.utils.set_seed", "transformers.set_seed", "lightning.seed_everything")
@@ -113,14 +124,20 @@ class SeedOnlyTorch(Rule):
             "def seed_all(seed):\n    random.seed(seed)\n    np.random.seed(seed)\n    torch.manual_seed(seed)\n\n"
             "seed_all(42)\nidx = np.random.permutation(10)\n"
         ),
-        Valid("from accelerate import Accelerator\nfrom accelerate.utils import set_seed\n\nset_seed(0)\naccelerator = Accelerator()\n"),
+        Valid(
+            "from accelerate import Accelerator\nfrom accelerate.utils import set_seed\n\nset_seed(0)\naccelerator = Accelerator()\n"
+        ),
         Valid("import torch\n\ntorch.manual_seed(0)\nx = torch.randn(3)\n"),
         Valid(
             "import random\nimport numpy as np\nimport torch\n\nrank = 0\n"
             "torch.manual_seed(1234 + rank)\nnp.random.seed(1234 + rank)\nrandom.seed(1234 + rank)\nrandom.shuffle([1, 2])\n"
         ),
-        Valid("import torch\nimport lightning as L\n\nL.seed_everything(7)\ntorch.manual_seed(7)\n"),
-        Valid("import numpy as np\nimport torch\n\ntorch.manual_seed(3)\nrng = np.random.default_rng(3)\nrng.permutation(5)\n"),
+        Valid(
+            "import torch\nimport lightning as L\n\nL.seed_everything(7)\ntorch.manual_seed(7)\n"
+        ),
+        Valid(
+            "import numpy as np\nimport torch\n\ntorch.manual_seed(3)\nrng = np.random.default_rng(3)\nrng.permutation(5)\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -186,7 +203,11 @@ class SeedOnlyTorch(Rule):
                 by_kind["xla"].append(call)
             elif q.startswith("random.") and q.count(".") == 1 and q[7:] not in _PY_NON_DRAWING:
                 draws["python"] = True
-            elif q.startswith("numpy.random.") and q.count(".") == 2 and q[13:] not in _NP_NON_DRAWING:
+            elif (
+                q.startswith("numpy.random.")
+                and q.count(".") == 2
+                and q[13:] not in _NP_NON_DRAWING
+            ):
                 draws["numpy"] = True
         if not by_kind["torch"]:
             return
@@ -202,7 +223,11 @@ class SeedOnlyTorch(Rule):
         if not missing:
             return
         first = min(by_kind["torch"], key=index.order)
-        what = " and ".join(missing) if len(missing) <= 2 else ", ".join(missing[:-1]) + " and " + missing[-1]
+        what = (
+            " and ".join(missing)
+            if len(missing) <= 2
+            else ", ".join(missing[:-1]) + " and " + missing[-1]
+        )
         verb = "is" if len(missing) == 1 else "are"
         short = seed_fn.rsplit(".", 1)[1]
         message = (
@@ -211,12 +236,24 @@ class SeedOnlyTorch(Rule):
         )
         ctx.report(first, message, self._fix(index, first, by_kind, seed_fn, short))
 
-    def _fix(self, index: Index, first: cst.Call, by_kind: Dict[str, List[cst.Call]], seed_fn: str, short: str) -> Optional[Fix]:
-        seeders = sorted((c for kind in ("torch", "python", "numpy", "xla") for c in by_kind[kind]), key=index.order)
+    def _fix(
+        self,
+        index: Index,
+        first: cst.Call,
+        by_kind: Dict[str, List[cst.Call]],
+        seed_fn: str,
+        short: str,
+    ) -> Optional[Fix]:
+        seeders = sorted(
+            (c for kind in ("torch", "python", "numpy", "xla") for c in by_kind[kind]),
+            key=index.order,
+        )
         seed_texts = {_seed_text(index, c) for c in seeders}
         if len(seed_texts) != 1 or None in seed_texts:
             return None  # different seeds per generator (e.g. seed + rank): a human decision
-        statements = [s for s in (_plain_call_statement(index, c) for c in seeders) if s is not None]
+        statements = [
+            s for s in (_plain_call_statement(index, c) for c in seeders) if s is not None
+        ]
         # `set_seed` seeds every device itself, so it belongs outside `if torch.cuda.is_available():`;
         # it goes where the first unguarded seeding call was.
         unguarded = [s for s in statements if _device_guard(index, s) is None]
@@ -246,7 +283,9 @@ class SeedOnlyTorch(Rule):
         anchor_call = first if anchor is _plain_call_statement(index, first) else None
         if anchor_call is None:
             anchor_call = next(c for c in seeders if index.is_inside(c, anchor))
-        arg = Index.argument(anchor_call, keyword="seed", position=0) or Index.argument(anchor_call, keyword="new_state", position=0)
+        arg = Index.argument(anchor_call, keyword="seed", position=0) or Index.argument(
+            anchor_call, keyword="new_state", position=0
+        )
         seed_arg = arg.value if arg is not None else cst.Name("seed")
         name, spec = import_name(index, seed_fn, anchor)
         new_call = cst.Call(func=cst.parse_expression(name), args=[cst.Arg(seed_arg)])
@@ -292,12 +331,15 @@ def _only_seeding(guard: cst.If, statements: List[cst.SimpleStatementLine]) -> b
             return False
         blocks.append(guard.orelse.body)
     return all(
-        isinstance(b, cst.IndentedBlock) and all(_is_seeding_stmt(s, statements) for s in b.body) for b in blocks
+        isinstance(b, cst.IndentedBlock) and all(_is_seeding_stmt(s, statements) for s in b.body)
+        for b in blocks
     )
 
 
 def _seed_text(index: Index, call: cst.Call) -> Optional[str]:
-    arg = Index.argument(call, keyword="seed", position=0) or Index.argument(call, keyword="new_state", position=0)
+    arg = Index.argument(call, keyword="seed", position=0) or Index.argument(
+        call, keyword="new_state", position=0
+    )
     if arg is None:
         return None
     return index.module.code_for_node(arg.value).strip()
@@ -318,6 +360,10 @@ def _imports_module(index: Index, top: str) -> bool:
     for scope in index.scopes:
         for assigns in scope.bindings.values():
             for a in assigns:
-                if a.op == "import" and a.qualname and (a.qualname == top or a.qualname.startswith(top + ".")):
+                if (
+                    a.op == "import"
+                    and a.qualname
+                    and (a.qualname == top or a.qualname.startswith(top + "."))
+                ):
                     return True
     return False

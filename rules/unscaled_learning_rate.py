@@ -20,9 +20,13 @@ from distlint.rules._common import (
 )
 
 # Optimizer internals and helpers that live under the optimizer packages but are not optimizers.
-_NOT_OPTIMIZERS = frozenset({"Optimizer", "GlobalOptimManager", "Optimizer8bit", "Optimizer1State", "Optimizer2State"})
+_NOT_OPTIMIZERS = frozenset(
+    {"Optimizer", "GlobalOptimManager", "Optimizer8bit", "Optimizer1State", "Optimizer2State"}
+)
 # Schedulers whose `max_lr` is the learning rate the run actually peaks at.
-PEAK_LR_SCHEDULERS = frozenset({"torch.optim.lr_scheduler.OneCycleLR", "torch.optim.lr_scheduler.CyclicLR"})
+PEAK_LR_SCHEDULERS = frozenset(
+    {"torch.optim.lr_scheduler.OneCycleLR", "torch.optim.lr_scheduler.CyclicLR"}
+)
 DDP_WRAPPERS = (
     "torch.nn.parallel.DistributedDataParallel",
     "torch.distributed.fsdp.FullyShardedDataParallel",
@@ -74,14 +78,20 @@ def optimizer_calls(index: Index) -> List[cst.Call]:
         elif q is None and isinstance(call.func, cst.Name):
             bindings = index.bindings_of(call.func)
             values = [b.value for b in bindings if b.op == "=" and b.value is not None]
-            if values and len(values) == len(bindings) and all(_all_optimizer_classes(index, v) for v in values):
+            if (
+                values
+                and len(values) == len(bindings)
+                and all(_all_optimizer_classes(index, v) for v in values)
+            ):
                 out.append(call)
     return out
 
 
 def _all_optimizer_classes(index: Index, value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.IfExp):
-        return _all_optimizer_classes(index, value.body) and _all_optimizer_classes(index, value.orelse)
+        return _all_optimizer_classes(index, value.body) and _all_optimizer_classes(
+            index, value.orelse
+        )
     return is_optimizer_class(index.qualname(value))
 
 
@@ -102,7 +112,9 @@ def data_parallel_kind(index: Index) -> Optional[str]:
 
 def divides_by_world_size(index: Index, node: cst.CSTNode) -> bool:
     """``x // world_size``, ``x / (bs * accelerator.num_processes)``, ``x //= world_size``."""
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
+    if isinstance(node, cst.BinaryOperation) and isinstance(
+        node.operator, (cst.Divide, cst.FloorDivide)
+    ):
         return index.reaches(node.right, reads_world_size)
     parent = index.parent(node)
     if isinstance(parent, cst.AugAssign) and parent.value is node:
@@ -117,12 +129,18 @@ def global_batch_held_constant(index: Index) -> bool:
     candidates: List[cst.CSTNode] = []
     for call in index.calls:
         for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value in ("batch_size", "gradient_accumulation_steps", "num_steps"):
+            if arg.keyword is not None and arg.keyword.value in (
+                "batch_size",
+                "gradient_accumulation_steps",
+                "num_steps",
+            ):
                 candidates.append(arg.value)
     for scope in index.scopes:
         for name, assigns in scope.bindings.items():
             if "accum" in name.lower() or "batch" in name.lower():
-                candidates.extend(a.value for a in assigns if a.value is not None and a.op not in ("param",))
+                candidates.extend(
+                    a.value for a in assigns if a.value is not None and a.op not in ("param",)
+                )
     for key, assigns in index.attr_assignments.items():
         last = key.split("@")[0].rsplit(".", 1)[-1].rsplit("[", 1)[-1].lower()
         if "accum" in last or "batch" in last:
@@ -137,7 +155,9 @@ def uses_model_parallelism(index: Index) -> bool:
 
 
 def peak_lr_schedulers(index: Index) -> List[cst.Call]:
-    return [c for c in index.calls_to(*PEAK_LR_SCHEDULERS) if Index.argument(c, "max_lr", 1) is not None]
+    return [
+        c for c in index.calls_to(*PEAK_LR_SCHEDULERS) if Index.argument(c, "max_lr", 1) is not None
+    ]
 
 
 def world_size_text(index: Index, kind: str, at: cst.CSTNode) -> Optional[tuple]:
@@ -155,7 +175,12 @@ def world_size_text(index: Index, kind: str, at: cst.CSTNode) -> Optional[tuple]
         scope = index.scope(at)
         while scope is not None:
             for name, assigns in scope.bindings.items():
-                if assigns and all(a.op == "=" and a.value is not None and index.qualname(a.value) == "lightning.Fabric()" for a in assigns):
+                if assigns and all(
+                    a.op == "="
+                    and a.value is not None
+                    and index.qualname(a.value) == "lightning.Fabric()"
+                    for a in assigns
+                ):
                     if index.lookup(name, index.scope(at)) == assigns:
                         return f"{name}.world_size", None
             scope = scope.parent
@@ -226,7 +251,11 @@ class UnscaledLearningRate(Rule):
     FIX_SAFETY = Applicability.UNSAFE
     TRIGGERS = ("optim", "AdamW")
     OPTIONS = {
-        "lr-scaling": Option("linear", "how the fix scales the learning rate with the process count", choices=("linear", "sqrt"))
+        "lr-scaling": Option(
+            "linear",
+            "how the fix scales the learning rate with the process count",
+            choices=("linear", "sqrt"),
+        )
     }
 
     VALID = (
@@ -267,7 +296,9 @@ class UnscaledLearningRate(Rule):
             "student_opt = torch.optim.SGD(student.parameters(), lr=0.1)\n"
         ),
         # a single-process script: nothing to scale
-        Valid("import torch\n\noptimizer = torch.optim.Adam(torch.nn.Linear(2, 2).parameters(), lr=1e-3)\n"),
+        Valid(
+            "import torch\n\noptimizer = torch.optim.Adam(torch.nn.Linear(2, 2).parameters(), lr=1e-3)\n"
+        ),
         Valid(
             "import torch\nfrom accelerate import Accelerator\n\nclass Trainer:\n"
             "    def __init__(self, lr):\n        self.accelerator = Accelerator()\n"
@@ -318,7 +349,9 @@ class UnscaledLearningRate(Rule):
             ),
         ),
         # no lr at all: the class default is unscaled; reported without a fix
-        Invalid("import torch as T\nfrom accelerate import Accelerator\n\nacc = Accelerator()\nopt = T.optim.Adam(T.nn.Linear(2, 2).parameters())\n"),
+        Invalid(
+            "import torch as T\nfrom accelerate import Accelerator\n\nacc = Accelerator()\nopt = T.optim.Adam(T.nn.Linear(2, 2).parameters())\n"
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:
@@ -340,23 +373,41 @@ class UnscaledLearningRate(Rule):
         for call in optimizers:
             if call in exempt:
                 continue
-            if kind == "accelerate" and prepared and not _trained_data_parallel(index, call, prepared):
+            if (
+                kind == "accelerate"
+                and prepared
+                and not _trained_data_parallel(index, call, prepared)
+            ):
                 continue
             lr = Index.argument(call, "lr", 1)
             if lr is None:
                 if _has_unpacked_arguments(call) or _param_groups_scaled(index, call):
                     continue
-                ctx.report(call, self._message(index, None, "the optimizer's default learning rate", kind, model_parallel))
+                ctx.report(
+                    call,
+                    self._message(
+                        index, None, "the optimizer's default learning rate", kind, model_parallel
+                    ),
+                )
                 continue
             self._check_value(ctx, call, lr.value, kind, model_parallel, "learning rate")
         for sched in schedulers:
             max_lr = Index.argument(sched, "max_lr", 1)
             assert max_lr is not None
-            self._check_value(ctx, sched, max_lr.value, kind, model_parallel, "peak learning rate (`max_lr`)")
+            self._check_value(
+                ctx, sched, max_lr.value, kind, model_parallel, "peak learning rate (`max_lr`)"
+            )
 
     # ------------------------------------------------------------------ helpers
-    def _check_value(self, ctx: RuleContext, call: cst.Call, value: cst.BaseExpression, kind: str,
-                     model_parallel: bool, what: str) -> None:
+    def _check_value(
+        self,
+        ctx: RuleContext,
+        call: cst.Call,
+        value: cst.BaseExpression,
+        kind: str,
+        model_parallel: bool,
+        what: str,
+    ) -> None:
         index = ctx.index
         if index.reaches(value, reads_world_size):
             return
@@ -364,7 +415,9 @@ class UnscaledLearningRate(Rule):
         fix = None if model_parallel else self._fix(index, call, value, kind)
         ctx.report(value, self._message(index, text, what, kind, model_parallel), fix)
 
-    def _message(self, index: Index, text: Optional[str], what: str, kind: str, model_parallel: bool) -> str:
+    def _message(
+        self, index: Index, text: Optional[str], what: str, kind: str, model_parallel: bool
+    ) -> str:
         subject = f"{what} `{text}`" if text is not None and len(text) <= 40 else what
         factor = {
             "accelerate": "`accelerator.num_processes`",
@@ -383,7 +436,9 @@ class UnscaledLearningRate(Rule):
             )
         return message
 
-    def _fix(self, index: Index, call: cst.Call, value: cst.BaseExpression, kind: str) -> Optional[Fix]:
+    def _fix(
+        self, index: Index, call: cst.Call, value: cst.BaseExpression, kind: str
+    ) -> Optional[Fix]:
         found = world_size_text(index, kind, call)
         if found is None:
             return None
@@ -412,7 +467,11 @@ class UnscaledLearningRate(Rule):
         if not isinstance(index.parent(stmt), (cst.IndentedBlock, cst.Module)):
             return False
         scope = index.scope(name)
-        if scope.kind not in ("function", "module") or name.value in scope.globals or name.value in scope.nonlocals:
+        if (
+            scope.kind not in ("function", "module")
+            or name.value in scope.globals
+            or name.value in scope.nonlocals
+        ):
             return False
         if not scope.bindings.get(name.value):
             return False
@@ -424,7 +483,9 @@ class UnscaledLearningRate(Rule):
         return True
 
     @staticmethod
-    def _driven_by_peak_lr_scheduler(index: Index, optimizers: List[cst.Call], schedulers: List[cst.Call]) -> Set[cst.Call]:
+    def _driven_by_peak_lr_scheduler(
+        index: Index, optimizers: List[cst.Call], schedulers: List[cst.Call]
+    ) -> Set[cst.Call]:
         """Optimizers whose learning rate a OneCycle-style scheduler overrides."""
         exempt: Set[cst.Call] = set()
         for sched in schedulers:
@@ -460,7 +521,9 @@ def _param_groups_scaled(index: Index, call: cst.Call) -> bool:
     return index.reaches(params.value, scaled_group_lr, depth=4)
 
 
-def _trained_data_parallel(index: Index, call: cst.Call, prepared: List[cst.BaseExpression]) -> bool:
+def _trained_data_parallel(
+    index: Index, call: cst.Call, prepared: List[cst.BaseExpression]
+) -> bool:
     """Does the optimizer (or the model whose parameters it holds) go through `accelerator.prepare`?
     An optimizer of a side model that each process trains on its own (never prepared, so never
     synchronised) does not see a batch that grows with the processes."""
@@ -472,7 +535,10 @@ def _trained_data_parallel(index: Index, call: cst.Call, prepared: List[cst.Base
     prepared_texts = {index.module.code_for_node(v).strip() for v in prepared}
 
     def is_prepared(node: cst.CSTNode, _q: Optional[str]) -> bool:
-        return isinstance(node, (cst.Name, cst.Attribute)) and index.module.code_for_node(node).strip() in prepared_texts
+        return (
+            isinstance(node, (cst.Name, cst.Attribute))
+            and index.module.code_for_node(node).strip() in prepared_texts
+        )
 
     # `params = list(model.parameters())`: follow the parameters back to the model they belong to
     return index.reaches(params.value, is_prepared, depth=3)

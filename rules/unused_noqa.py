@@ -18,7 +18,9 @@ from distlint.model import Applicability, Range
 from distlint.rule import Invalid, Rule, RuleContext, Valid
 
 CODE = "DL001"
-_NOQA_RE = re.compile(r"#\s*noqa:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*)", re.IGNORECASE)
+_NOQA_RE = re.compile(
+    r"#\s*noqa:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*)", re.IGNORECASE
+)
 _DL_CODE = re.compile(r"DL\d{3}")
 
 
@@ -63,8 +65,10 @@ class UnusedNoqa(Rule):
     )
     INVALID = (
         Invalid("x = 1  # noqa: DL000\n", fixed="x = 1\n"),
-        Invalid("import os  # noqa: F401, DL000  # kept for the CLI\n",
-                fixed="import os  # noqa: F401  # kept for the CLI\n"),
+        Invalid(
+            "import os  # noqa: F401, DL000  # kept for the CLI\n",
+            fixed="import os  # noqa: F401  # kept for the CLI\n",
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:
@@ -83,7 +87,9 @@ def unused_codes(
     for line, codes in lines.items():
         if not codes:
             continue  # blanket `# noqa`: may be meant for any tool
-        unused = sorted(c for c in codes if c in enabled and c != CODE and c not in used.get(line, ()))
+        unused = sorted(
+            c for c in codes if c in enabled and c != CODE and c not in used.get(line, ())
+        )
         unknown = sorted(c for c in codes if _DL_CODE.fullmatch(c) and c not in known)
         if unused or unknown:
             out[line] = (unused, unknown)
@@ -113,7 +119,9 @@ class _Comments(cst.CSTVisitor):
         self._visit(node)
 
 
-def unused_noqa(module: cst.Module, positions, noqa, enabled: Iterable[str], known: Iterable[str]) -> List[Tuple[Range, str, Fix]]:
+def unused_noqa(
+    module: cst.Module, positions, noqa, enabled: Iterable[str], known: Iterable[str]
+) -> List[Tuple[Range, str, Fix]]:
     """(range of the comment, message, fix) for each `# noqa: ...` comment with unused DL codes."""
     per_line = unused_codes(noqa.lines, noqa.used, enabled, known)
     if not per_line:
@@ -144,9 +152,9 @@ def _without_codes(owner: cst.CSTNode, comment: cst.Comment, drop: Set[str]):
     codes = [c for c in re.split(r"[\s,]+", m.group("codes")) if c]
     kept = [c for c in codes if c.upper() not in drop]
     if kept:
-        new_text = text[: m.start()] + "# noqa: " + ", ".join(kept) + text[m.end():]
+        new_text = text[: m.start()] + "# noqa: " + ", ".join(kept) + text[m.end() :]
     else:
-        new_text = (text[: m.start()] + text[m.end():]).strip()
+        new_text = (text[: m.start()] + text[m.end() :]).strip()
     if new_text and new_text != "#":
         if not new_text.startswith("#"):
             new_text = "# " + new_text.lstrip("# ")

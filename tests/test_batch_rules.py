@@ -8,12 +8,20 @@ from distlint.config import Config
 from distlint.model import Applicability
 from distlint.rules.dataloader_not_sharded import DataloaderNotSharded
 from distlint.rules.ignored_split_batches_keyword import IgnoredSplitBatchesKeyword
-from distlint.rules.per_device_batch_as_global import GLOBAL, SAMPLES, PerDeviceBatchAsGlobal, message_role, name_role
+from distlint.rules.per_device_batch_as_global import (
+    GLOBAL,
+    SAMPLES,
+    PerDeviceBatchAsGlobal,
+    message_role,
+    name_role,
+)
 from distlint.runner import lint_source
 
 
 def lint(rule_cls, code, fix=False):
-    return lint_source(textwrap.dedent(code), "t.py", Config(), fix=fix, unsafe_fixes=True, rules=[rule_cls()])
+    return lint_source(
+        textwrap.dedent(code), "t.py", Config(), fix=fix, unsafe_fixes=True, rules=[rule_cls()]
+    )
 
 
 # ------------------------------------------------------------------------------------------ DL301
@@ -44,7 +52,12 @@ def test_name_role(name, role):
         ("Total train batch size (w. parallel, distributed & accumulation) = ", "", False, GLOBAL),
         ("effective batch size: ", "", False, GLOBAL),
         ("Instantaneous batch size per device = ", "", False, None),
-        ("global step 3, batch size ", "", False, None),  # "global" describes the step, not this value
+        (
+            "global step 3, batch size ",
+            "",
+            False,
+            None,
+        ),  # "global" describes the step, not this value
         ("Total batch size: ", " x ", False, None),  # the factor is printed next to it
         ("throughput: ", " samples/s", True, SAMPLES),
         ("throughput: ", " samples/s", False, None),  # a bare batch size is not a rate
@@ -73,12 +86,24 @@ def test_global_step_label_is_not_a_global_batch():
 @pytest.mark.parametrize(
     "use,fixed",
     [
-        ("print('total batch size %d' % bs)", "print('total batch size %d' % (bs * accelerator.num_processes))"),
-        ("print('total %d / global batch %d' % (1, bs))", "print('total %d / global batch %d' % (1, bs * accelerator.num_processes))"),
+        (
+            "print('total batch size %d' % bs)",
+            "print('total batch size %d' % (bs * accelerator.num_processes))",
+        ),
+        (
+            "print('total %d / global batch %d' % (1, bs))",
+            "print('total %d / global batch %d' % (1, bs * accelerator.num_processes))",
+        ),
         ("global_batch = 2 * bs", "global_batch = 2 * bs * accelerator.num_processes"),
         ("total_bs = int(bs) * 4", "total_bs = int(bs * accelerator.num_processes) * 4"),
-        ("print('Total batch size:', bs)", "print('Total batch size:', bs * accelerator.num_processes)"),
-        ("print('Global batch size: {n}'.format(n=bs))", "print('Global batch size: {n}'.format(n=bs * accelerator.num_processes))"),
+        (
+            "print('Total batch size:', bs)",
+            "print('Total batch size:', bs * accelerator.num_processes)",
+        ),
+        (
+            "print('Global batch size: {n}'.format(n=bs))",
+            "print('Global batch size: {n}'.format(n=bs * accelerator.num_processes))",
+        ),
     ],
 )
 def test_fix_parenthesises_and_keeps_every_form(use, fixed):
@@ -222,7 +247,10 @@ def test_prepare_inserted_before_the_epoch_loop_not_inside_it():
         """,
         fix=True,
     )
-    assert "    loader = accelerator.prepare(loader)\n    for epoch in range(3):" in result.fixed_source
+    assert (
+        "    loader = accelerator.prepare(loader)\n    for epoch in range(3):"
+        in result.fixed_source
+    )
 
 
 def test_loader_rebuilt_each_epoch_is_prepared_where_it_is_built():
@@ -239,7 +267,10 @@ def test_loader_rebuilt_each_epoch_is_prepared_where_it_is_built():
         """,
         fix=True,
     )
-    assert "    loader = DataLoader(range(8 * (epoch + 1)))\n    loader = accelerator.prepare(loader)\n    for batch" in result.fixed_source
+    assert (
+        "    loader = DataLoader(range(8 * (epoch + 1)))\n    loader = accelerator.prepare(loader)\n    for batch"
+        in result.fixed_source
+    )
 
 
 def test_discarded_prepare_result_is_still_unsharded():
@@ -314,7 +345,10 @@ def test_existing_import_from_top_level_accelerate_is_reused():
 
 
 def test_fix_safety_levels():
-    moved = lint(IgnoredSplitBatchesKeyword, "from accelerate import Accelerator\nAccelerator(split_batches=True)\n")
+    moved = lint(
+        IgnoredSplitBatchesKeyword,
+        "from accelerate import Accelerator\nAccelerator(split_batches=True)\n",
+    )
     dropped = lint(
         IgnoredSplitBatchesKeyword,
         "from accelerate import Accelerator\nfrom accelerate.utils import DataLoaderConfiguration as C\n"

@@ -58,7 +58,9 @@ def entries(root: Path):
 
 def test_same_results_with_and_without_cache(project, monkeypatch):
     uncached = list(lint_paths(["src"], LintOptions(jobs=1)))
-    assert any(r.findings for r in uncached), "the project must have findings for this test to mean anything"
+    assert any(r.findings for r in uncached), (
+        "the project must have findings for this test to mean anything"
+    )
     assert not (project / cache.CACHE_DIR).exists(), "the API does not cache unless asked"
     counter = Counter(monkeypatch)
     cold = run()
@@ -130,8 +132,16 @@ def test_version_change_invalidates(project, monkeypatch):
         cache.engine_fingerprint.cache_clear()
 
 
-@pytest.mark.parametrize("garbage", [b"", b"\x00\xff not json", b'{"findings": [[1]]}', b"[]",
-                                     b'{"findings": [], "suppressed": [], "errors": [["m", "x", null]]}'])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"",
+        b"\x00\xff not json",
+        b'{"findings": [[1]]}',
+        b"[]",
+        b'{"findings": [], "suppressed": [], "errors": [["m", "x", null]]}',
+    ],
+)
 def test_corrupt_entries_are_ignored_and_replaced(project, monkeypatch, garbage):
     expected = run()
     for entry in entries(project):
@@ -170,20 +180,33 @@ def test_pool_workers_fill_the_cache(project, monkeypatch):
 
 
 def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "distlint", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "distlint", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_concurrent_runs_are_safe(project):
     procs = [
-        subprocess.Popen([sys.executable, "-m", "distlint", "check", "--format", "json", "src"], cwd=project,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-m", "distlint", "check", "--format", "json", "src"],
+            cwd=project,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(4)
     ]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 1 for p in procs), [err for _, err in outputs]
     assert all(err == "" for _, err in outputs)
     assert len({out for out, _ in outputs}) == 1
-    assert not [p for p in (project / cache.CACHE_DIR / "entries").iterdir() if p.name.startswith(".tmp-")]
+    assert not [
+        p for p in (project / cache.CACHE_DIR / "entries").iterdir() if p.name.startswith(".tmp-")
+    ]
     warm = _cli("check", "--format", "json", "src", cwd=project)
     assert warm.stdout == outputs[0][0]
     uncached = _cli("check", "--no-cache", "--format", "json", "src", cwd=project)

@@ -19,7 +19,9 @@ JSON_KEYS = {"path", "line", "column", "end_line", "end_column", "code", "name",
 
 
 def run(exe, *args, cwd, stdin=None):
-    return subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, input=stdin, timeout=120)
+    return subprocess.run(
+        [exe, *args], cwd=cwd, capture_output=True, text=True, input=stdin, timeout=120
+    )
 
 
 @pytest.fixture
@@ -48,7 +50,11 @@ def test_json_schema_has_exactly_the_fixed_keys(distlint_exe, project):
     assert [f["code"] for f in findings] == ["DL101"]
     (finding,) = findings
     assert set(finding) == JSON_KEYS
-    assert (os.path.normpath(finding["path"]), finding["line"], finding["column"]) == ("bad.py", 20, 5)
+    assert (os.path.normpath(finding["path"]), finding["line"], finding["column"]) == (
+        "bad.py",
+        20,
+        5,
+    )
     assert finding["end_line"] == 20 and finding["end_column"] > finding["column"]
     assert set(finding["fix"]) == {"applicability", "title"}
     assert finding["fix"]["applicability"] == "safe"
@@ -126,15 +132,26 @@ def test_rules_and_rule(distlint_exe, project):
     doc = run(distlint_exe, "rule", "DL101", cwd=project)
     assert doc.returncode == 0
     assert doc.stdout.startswith("# seed-only-torch (DL101)")
-    for section in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety"):
+    for section in (
+        "## What it does",
+        "## Why is this bad?",
+        "## Example",
+        "## Use instead",
+        "## Fix safety",
+    ):
         assert section in doc.stdout
     unknown = run(distlint_exe, "rule", "DL999", cwd=project)
     assert unknown.returncode == 2 and "DL999" in unknown.stderr
 
 
 def test_python_dash_m(project):
-    proc = subprocess.run([sys.executable, "-m", "distlint", "check", "bad.py"], cwd=project,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "distlint", "check", "bad.py"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1
     assert "bad.py:20:5: DL101" in proc.stdout
 
@@ -142,11 +159,30 @@ def test_python_dash_m(project):
 def test_check_never_imports_torch_accelerate_or_numpy(project):
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "distlint", "check", "--no-cache", str(FIXTURES / "DL101" / "bad.py")],
-        cwd=project, capture_output=True, text=True, timeout=120, env=env,
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "distlint",
+            "check",
+            "--no-cache",
+            str(FIXTURES / "DL101" / "bad.py"),
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     assert proc.returncode == 1, proc.stdout
-    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    imported = {
+        line.split("|")[-1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     assert "libcst" in imported  # the report is real: it lists what the linter imported
-    heavy = sorted(m for m in imported if m.split(".")[0] in {"torch", "accelerate", "numpy", "torch_xla"})
+    heavy = sorted(
+        m for m in imported if m.split(".")[0] in {"torch", "accelerate", "numpy", "torch_xla"}
+    )
     assert heavy == []

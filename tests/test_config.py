@@ -24,13 +24,27 @@ def run(exe, *args, cwd):
         ('ignore = ["DL777"]', "ignore", "unknown rule code or prefix 'DL777'"),
         ("unsafe-fixes = 1", "unsafe-fixes", "expected true or false"),
         ('per-file-ignores = {"a.py" = "DL101"}', "per-file-ignores", "expected a list of codes"),
-        ('per-file-ignores = {"a.py" = ["XX1"]}', "per-file-ignores.'a.py'", "unknown rule code or prefix 'XX1'"),
-        ('[tool.distlint.seed-only-torch]\nseed-function = "random.seed"', "seed-only-torch.seed-function", "expected one of"),
-        ('[tool.distlint.DL101]\nno-such-option = 1', "DL101.no-such-option", "unknown option 'no-such-option'"),
+        (
+            'per-file-ignores = {"a.py" = ["XX1"]}',
+            "per-file-ignores.'a.py'",
+            "unknown rule code or prefix 'XX1'",
+        ),
+        (
+            '[tool.distlint.seed-only-torch]\nseed-function = "random.seed"',
+            "seed-only-torch.seed-function",
+            "expected one of",
+        ),
+        (
+            "[tool.distlint.DL101]\nno-such-option = 1",
+            "DL101.no-such-option",
+            "unknown option 'no-such-option'",
+        ),
         ("extend-select = [1]", "extend-select", "expected a list of strings"),
     ],
 )
-def test_invalid_configuration_exits_2_with_file_key_and_expectation(distlint_exe, tmp_path, toml, key, expected):
+def test_invalid_configuration_exits_2_with_file_key_and_expectation(
+    distlint_exe, tmp_path, toml, key, expected
+):
     if not toml.startswith("[tool"):
         toml = "[tool.distlint]\n" + toml
     (tmp_path / "pyproject.toml").write_text(toml + "\n")
@@ -58,17 +72,32 @@ def test_nearest_config_above_the_file_and_command_line_overrides(distlint_exe, 
     (sub / "train.py").write_text(BAD)
     assert run(distlint_exe, "check", "experiments/train.py", cwd=tmp_path).returncode == 0
     # a nearer distlint.toml wins over the pyproject.toml above it
-    (sub / "distlint.toml").write_text("select = [\"DL1\"]\n")
+    (sub / "distlint.toml").write_text('select = ["DL1"]\n')
     assert run(distlint_exe, "check", "experiments/train.py", cwd=tmp_path).returncode == 1
     (sub / "distlint.toml").unlink()
     # --isolated ignores every file; --config names one
-    assert run(distlint_exe, "check", "--isolated", "experiments/train.py", cwd=tmp_path).returncode == 1
-    (tmp_path / "strict.toml").write_text("[tool.distlint]\nselect = [\"ALL\"]\n")
-    assert run(distlint_exe, "check", "--config", "strict.toml", "experiments/train.py", cwd=tmp_path).returncode == 1
+    assert (
+        run(distlint_exe, "check", "--isolated", "experiments/train.py", cwd=tmp_path).returncode
+        == 1
+    )
+    (tmp_path / "strict.toml").write_text('[tool.distlint]\nselect = ["ALL"]\n')
+    assert (
+        run(
+            distlint_exe, "check", "--config", "strict.toml", "experiments/train.py", cwd=tmp_path
+        ).returncode
+        == 1
+    )
     # the command line adds to the file's ignore list
-    (tmp_path / "pyproject.toml").write_text("[tool.distlint]\nselect = [\"DL1\"]\n")
-    assert run(distlint_exe, "check", "--ignore", "DL101", "experiments/train.py", cwd=tmp_path).returncode == 0
-    missing = run(distlint_exe, "check", "--config", "nope.toml", "experiments/train.py", cwd=tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.distlint]\nselect = ["DL1"]\n')
+    assert (
+        run(
+            distlint_exe, "check", "--ignore", "DL101", "experiments/train.py", cwd=tmp_path
+        ).returncode
+        == 0
+    )
+    missing = run(
+        distlint_exe, "check", "--config", "nope.toml", "experiments/train.py", cwd=tmp_path
+    )
     assert missing.returncode == 2 and "nope.toml" in missing.stderr
 
 
@@ -83,18 +112,24 @@ def test_per_file_ignores_and_excludes(distlint_exe, tmp_path):
         (tmp_path / rel).write_text(BAD)
     proc = run(distlint_exe, "check", ".", cwd=tmp_path)
     assert proc.returncode == 1
-    reported = {os.path.normpath(line.split(":")[0]) for line in proc.stdout.splitlines() if ": DL" in line}
+    reported = {
+        os.path.normpath(line.split(":")[0]) for line in proc.stdout.splitlines() if ": DL" in line
+    }
     assert reported == {"train.py"}
     # a file named explicitly is linted even if excluded, unless --force-exclude (pre-commit)
     assert run(distlint_exe, "check", "legacy/b.py", cwd=tmp_path).returncode == 1
-    assert run(distlint_exe, "check", "--force-exclude", "legacy/b.py", cwd=tmp_path).returncode == 0
+    assert (
+        run(distlint_exe, "check", "--force-exclude", "legacy/b.py", cwd=tmp_path).returncode == 0
+    )
 
 
 def test_unsafe_fixes_and_fix_safety_overrides_from_config(tmp_path):
     config = config_from_table({"unsafe-fixes": True, "extend-unsafe-fixes": ["DL101"]})
     assert config.unsafe_fixes is True
     assert config.applicability_override("DL101") == "unsafe"
-    assert config_from_table({"extend-safe-fixes": ["DL1"]}).applicability_override("DL101") == "safe"
+    assert (
+        config_from_table({"extend-safe-fixes": ["DL1"]}).applicability_override("DL101") == "safe"
+    )
     assert Config().applicability_override("DL101") is None
 
 
@@ -104,7 +139,9 @@ def test_rule_options_by_name_by_code_and_top_level():
         {"DL101": {"seed-function": "transformers.set_seed"}},
         {"seed-function": "transformers.set_seed"},
     ):
-        assert config_from_table(table).options_for("DL101") == {"seed-function": "transformers.set_seed"}
+        assert config_from_table(table).options_for("DL101") == {
+            "seed-function": "transformers.set_seed"
+        }
 
 
 def test_rule_option_changes_the_fix(tmp_path):

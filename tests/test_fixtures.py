@@ -94,7 +94,12 @@ def test_good_files_stay_unchanged():
 
 # Runnable scripts whose fix changes them: the fixed script must still run. (Scripts the fix
 # leaves unchanged are covered by test_good_files_stay_unchanged / the expectations above.)
-RUNNABLE = [p for p in SCRIPTS if "# distlint-fixture: runnable" in p.read_text() and lint(p, fix=True).fixed_source is not None]
+RUNNABLE = [
+    p
+    for p in SCRIPTS
+    if "# distlint-fixture: runnable" in p.read_text()
+    and lint(p, fix=True).fixed_source is not None
+]
 
 
 def test_some_runnable_scripts_are_fixed():
@@ -110,5 +115,12 @@ def test_fixed_runnable_scripts_still_run(path, tmp_path):
     target = tmp_path / path.name
     target.write_text(result.fixed_source)
     env = dict(os.environ, ACCELERATE_USE_CPU="1", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, str(target)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, str(target)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -10,8 +10,13 @@ GOOD = (FIXTURES / "DL101" / "good.py").read_text()
 
 
 def flake8(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "flake8", "--isolated", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_plugin_reports_dl_codes(tmp_path):
@@ -27,10 +32,17 @@ def test_plugin_reports_dl_codes(tmp_path):
 
 def test_plugin_is_registered_and_filtered_like_other_codes(tmp_path):
     (tmp_path / "bad.py").write_text(BAD)
-    version = subprocess.run([sys.executable, "-m", "flake8", "--version"], capture_output=True, text=True, timeout=60)
+    version = subprocess.run(
+        [sys.executable, "-m", "flake8", "--version"], capture_output=True, text=True, timeout=60
+    )
     assert "distlint" in version.stdout
-    assert flake8("--select", "DL", "--extend-ignore", "DL101", "bad.py", cwd=tmp_path).returncode == 0
-    noqa = BAD.replace("torch.manual_seed(args.seed)  # expect: DL101", "torch.manual_seed(args.seed)  # noqa: DL101")
+    assert (
+        flake8("--select", "DL", "--extend-ignore", "DL101", "bad.py", cwd=tmp_path).returncode == 0
+    )
+    noqa = BAD.replace(
+        "torch.manual_seed(args.seed)  # expect: DL101",
+        "torch.manual_seed(args.seed)  # noqa: DL101",
+    )
     (tmp_path / "quiet.py").write_text(noqa)
     assert flake8("--select", "DL", "quiet.py", cwd=tmp_path).returncode == 0
 

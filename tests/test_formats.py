@@ -27,7 +27,9 @@ def project(tmp_path):
 
 
 def run(exe, *args, cwd):
-    return subprocess.run([exe, "check", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [exe, "check", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_github_annotations(distlint_exe, project):
@@ -37,10 +39,14 @@ def test_github_annotations(distlint_exe, project):
     lines = proc.stdout.splitlines()
     finding = [line for line in lines if "DL101" in line]
     assert len(finding) == 1
-    assert finding[0].startswith("::error title=distlint (DL101),file=bad.py,line=20,col=5,endLine=20,endColumn=")
+    assert finding[0].startswith(
+        "::error title=distlint (DL101),file=bad.py,line=20,col=5,endLine=20,endColumn="
+    )
     assert finding[0].split("::", 2)[2].startswith("bad.py:20:5: DL101 torch is seeded by hand")
     error = [line for line in lines if "broken.py" in line]
-    assert len(error) == 1 and error[0].startswith("::error title=distlint (error),file=broken.py,line=3")
+    assert len(error) == 1 and error[0].startswith(
+        "::error title=distlint (error),file=broken.py,line=3"
+    )
 
 
 def test_github_escapes_workflow_command_characters():
@@ -49,7 +55,9 @@ def test_github_escapes_workflow_command_characters():
     from distlint.reporting.github_format import render
     import io
 
-    f = Finding("a,b:c.py", Range(1, 1, 1, 2), "DL101", "seed-only-torch", "100% wrong\nsecond line")
+    f = Finding(
+        "a,b:c.py", Range(1, 1, 1, 2), "DL101", "seed-only-torch", "100% wrong\nsecond line"
+    )
     out = io.StringIO()
     render([FileResult("a,b:c.py", (f,))], out, ReportContext())
     assert out.getvalue() == (
@@ -59,7 +67,9 @@ def test_github_escapes_workflow_command_characters():
 
 
 def test_junit_one_testcase_per_file_one_failure_per_finding(distlint_exe, project):
-    (project / "bad2.py").write_text(BAD + "\nimport random\nimport torch\ntorch.manual_seed(1)\nrandom.random()\n")
+    (project / "bad2.py").write_text(
+        BAD + "\nimport random\nimport torch\ntorch.manual_seed(1)\nrandom.random()\n"
+    )
     (project / "broken.py").write_text(BROKEN)
     report = project / "report.xml"
     proc = run(distlint_exe, "--format", "junit", "--output-file", str(report), ".", cwd=project)
@@ -85,7 +95,9 @@ def _sarif_validator():
     if not SARIF_SCHEMA.exists():
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true but the SARIF schema is missing at {SARIF_SCHEMA}")
-        pytest.skip(f"SARIF 2.1.0 schema not found at {SARIF_SCHEMA} (../shared/data is provided in CI)")
+        pytest.skip(
+            f"SARIF 2.1.0 schema not found at {SARIF_SCHEMA} (../shared/data is provided in CI)"
+        )
     schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
     return jsonschema.Draft4Validator(schema)
 
@@ -93,7 +105,7 @@ def _sarif_validator():
 def _apply(text, replacements):
     for r in sorted(replacements, key=lambda r: r["deletedRegion"]["charOffset"], reverse=True):
         start, length = r["deletedRegion"]["charOffset"], r["deletedRegion"]["charLength"]
-        text = text[:start] + r["insertedContent"]["text"] + text[start + length:]
+        text = text[:start] + r["insertedContent"]["text"] + text[start + length :]
     return text
 
 

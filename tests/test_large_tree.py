@@ -22,7 +22,9 @@ import pytest
 from distlint.api import LintOptions, lint_paths
 
 # Peak memory is read with wait4(2) and /proc/self/status.
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="measures memory through Linux interfaces")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="measures memory through Linux interfaces"
+)
 
 # One in 50 files is a whole training script with three findings (DL101, DL201, DL302).
 TRAINING = """\
@@ -102,8 +104,21 @@ def measured_check(root: Path, *extra: str) -> Tuple[int, Dict[str, set], int, f
     """Run `distlint check` under a small parent that reads its exact peak RSS from wait4(2)
     (the maximum over the process and any workers it reaped)."""
     start = time.monotonic()
-    cmd = [sys.executable, "-c", MEASURE, sys.executable, "-m", "distlint", "check", "--isolated", "--no-cache",
-           "--jobs", "1", *extra, str(root)]
+    cmd = [
+        sys.executable,
+        "-c",
+        MEASURE,
+        sys.executable,
+        "-m",
+        "distlint",
+        "check",
+        "--isolated",
+        "--no-cache",
+        "--jobs",
+        "1",
+        *extra,
+        str(root),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     elapsed = time.monotonic() - start
     m = re.search(r"PEAK_RSS_KB=(\d+) EXIT=(-?\d+)", proc.stderr)
@@ -112,7 +127,9 @@ def measured_check(root: Path, *extra: str) -> Tuple[int, Dict[str, set], int, f
     for line in proc.stdout.splitlines():
         fm = LINE_RE.match(line)
         if fm:
-            findings.setdefault(fm.group("path"), set()).add((int(fm.group("line")), fm.group("code")))
+            findings.setdefault(fm.group("path"), set()).add(
+                (int(fm.group("line")), fm.group("code"))
+            )
     return int(m.group(2)), findings, int(m.group(1)), elapsed, proc.stderr
 
 
@@ -133,8 +150,10 @@ def test_ten_thousand_files_bounded_memory_and_complete(trees, small_run):
     (small, small_training), (large, large_training) = trees
     code_s, found_s, peak_s, secs_s, err_s = small_run
     code_l, found_l, peak_l, secs_l, err_l = measured_check(large)
-    print(f"\n1,000 files: peak RSS {peak_s / 1024:.1f} MiB in {secs_s:.1f} s; "
-          f"10,000 files: peak RSS {peak_l / 1024:.1f} MiB in {secs_l:.1f} s")
+    print(
+        f"\n1,000 files: peak RSS {peak_s / 1024:.1f} MiB in {secs_s:.1f} s; "
+        f"10,000 files: peak RSS {peak_l / 1024:.1f} MiB in {secs_l:.1f} s"
+    )
     for code, err in ((code_s, err_s), (code_l, err_l)):
         assert code == 1, err[-2000:]  # findings, no errors
         assert "error" not in err.replace("PEAK_RSS_KB", ""), err[-2000:]
@@ -173,13 +192,20 @@ def test_holding_trees_would_fail_the_bound(trees, small_run):
     holding 1,000 of them and projecting to all the parsed files (parsing all ~5,000 takes ~20 s)."""
     _, (large, _) = trees
     peak_s = small_run[2]
-    proc = subprocess.run([sys.executable, "-c", HOLD, str(large), "1000"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", HOLD, str(large), "1000"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     parsed, kept, before, after = map(int, proc.stdout.split())
     assert parsed > 5_000 and kept == 1_000
     projected = before + (after - before) * parsed / kept
-    print(f"\nholding {kept} trees costs {(after - before) / 1024:.1f} MiB; all {parsed} parsed files: "
-          f"~{projected / 1024:.1f} MiB peak; linting 1,000 files: {peak_s / 1024:.1f} MiB")
+    print(
+        f"\nholding {kept} trees costs {(after - before) / 1024:.1f} MiB; all {parsed} parsed files: "
+        f"~{projected / 1024:.1f} MiB peak; linting 1,000 files: {peak_s / 1024:.1f} MiB"
+    )
     assert projected > 2 * peak_s
 
 

@@ -20,7 +20,9 @@ from helpers import undefined_names
 
 def lint(rule, code, fix=False, **options):
     source = textwrap.dedent(code)
-    result = lint_source(source, "t.py", Config(), fix=fix, unsafe_fixes=True, rules=[rule(options)])
+    result = lint_source(
+        source, "t.py", Config(), fix=fix, unsafe_fixes=True, rules=[rule(options)]
+    )
     assert not result.errors, result.errors
     return result
 
@@ -128,15 +130,21 @@ def test_dl201_config_objects_carry_the_scaling(scaled):
 )
 def test_dl201_global_batch_held_constant(held):
     code = (
-        "import torch\nfrom torch.utils.data import DataLoader\n" + ACC
-        + "args = object()\nds = []\nngpus_per_node = torch.cuda.device_count()\n" + held
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        + ACC
+        + "args = object()\nds = []\nngpus_per_node = torch.cuda.device_count()\n"
+        + held
         + "opt = torch.optim.AdamW([], lr=3e-4)\n"
     )
     assert lines(lint(UnscaledLearningRate, code), "DL201") == []
 
 
 def test_dl201_division_of_something_else_does_not_hold_the_batch():
-    code = "import torch\n" + ACC + "workers = 16 // accelerator.num_processes\nopt = torch.optim.AdamW([], lr=3e-4)\n"
+    code = (
+        "import torch\n"
+        + ACC
+        + "workers = 16 // accelerator.num_processes\nopt = torch.optim.AdamW([], lr=3e-4)\n"
+    )
     assert lines(lint(UnscaledLearningRate, code), "DL201") == [5]
 
 
@@ -158,27 +166,44 @@ def test_dl201_optimizer_class_chosen_by_flag():
 
 
 def test_dl201_fix_inserts_for_a_local_name_and_sqrt_option():
-    code = "import torch\n" + ACC + "def main(model):\n    lr = 1e-3\n    return torch.optim.Adam(model.parameters(), lr=lr)\n"
+    code = (
+        "import torch\n"
+        + ACC
+        + "def main(model):\n    lr = 1e-3\n    return torch.optim.Adam(model.parameters(), lr=lr)\n"
+    )
     out = fixed(UnscaledLearningRate, code, **{"lr-scaling": "sqrt"})
-    assert "    lr *= accelerator.num_processes ** 0.5\n    return torch.optim.Adam(model.parameters(), lr=lr)\n" in out
+    assert (
+        "    lr *= accelerator.num_processes ** 0.5\n    return torch.optim.Adam(model.parameters(), lr=lr)\n"
+        in out
+    )
 
 
 def test_dl201_fix_multiplies_in_place_for_a_module_constant_used_in_a_function():
     # `LR *= ...` inside the function would make LR local and unbound
-    code = "import torch\nLR = 1e-3\n" + ACC + "def main(model):\n    return torch.optim.Adam(model.parameters(), lr=LR)\n"
+    code = (
+        "import torch\nLR = 1e-3\n"
+        + ACC
+        + "def main(model):\n    return torch.optim.Adam(model.parameters(), lr=LR)\n"
+    )
     assert "lr=LR * accelerator.num_processes)" in fixed(UnscaledLearningRate, code)
 
 
 def test_dl201_fix_multiplies_in_place_inside_a_loop():
     # an inserted `lr *= n` would compound on every iteration
-    code = "import torch\n" + ACC + "lr = 0.1\nfor model in []:\n    opt = torch.optim.SGD(model.parameters(), lr=lr)\n"
+    code = (
+        "import torch\n"
+        + ACC
+        + "lr = 0.1\nfor model in []:\n    opt = torch.optim.SGD(model.parameters(), lr=lr)\n"
+    )
     out = fixed(UnscaledLearningRate, code)
     assert "lr=lr * accelerator.num_processes)" in out and "lr *=" not in out
 
 
 def test_dl201_fix_parenthesises_low_precedence_values():
     code = "import torch\n" + ACC + "opt = torch.optim.SGD([], lr=0.1 if True else 0.2)\n"
-    assert "lr=(0.1 if True else 0.2) * accelerator.num_processes)" in fixed(UnscaledLearningRate, code)
+    assert "lr=(0.1 if True else 0.2) * accelerator.num_processes)" in fixed(
+        UnscaledLearningRate, code
+    )
 
 
 def test_dl201_no_fix_without_a_visible_accelerator():
@@ -287,9 +312,13 @@ def test_dl201_split_batches_forms():
 
 
 def test_dl201_onecycle_checks_max_lr_not_the_optimizer_lr():
-    code = "import torch\n" + ACC + (
-        "opt = torch.optim.SGD([], lr=0.004)\n"
-        "sched = torch.optim.lr_scheduler.OneCycleLR(opt, 0.1 * accelerator.num_processes, total_steps=10)\n"
+    code = (
+        "import torch\n"
+        + ACC
+        + (
+            "opt = torch.optim.SGD([], lr=0.004)\n"
+            "sched = torch.optim.lr_scheduler.OneCycleLR(opt, 0.1 * accelerator.num_processes, total_steps=10)\n"
+        )
     )
     assert lines(lint(UnscaledLearningRate, code), "DL201") == []
 
@@ -378,7 +407,9 @@ def test_dl203_fix_in_a_line_with_several_statements():
         "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=2)\n"
         "def f(loss, accum_steps):\n    loss /= accum_steps; accelerator.backward(loss)\n"
     )
-    assert fixed(LossDividedForAccumulation, code).endswith("def f(loss, accum_steps):\n    accelerator.backward(loss)\n")
+    assert fixed(LossDividedForAccumulation, code).endswith(
+        "def f(loss, accum_steps):\n    accelerator.backward(loss)\n"
+    )
 
 
 def test_dl203_division_in_another_function_is_not_followed():

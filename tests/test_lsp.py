@@ -54,7 +54,7 @@ if __name__ == "__main__":
 '''
 
 # Plain torch: the fix adds a dependency on accelerate, so it is UNSAFE.
-UNSAFE_SCRIPT = '''\
+UNSAFE_SCRIPT = """\
 import random
 
 import torch
@@ -62,11 +62,13 @@ import torch
 torch.manual_seed(0)
 data = list(range(10))
 random.shuffle(data)
-'''
+"""
 
 # The seeding call sits after non-ASCII text on its line: an emoji is 1 code point (our
 # columns) but 2 UTF-16 code units (LSP's default position encoding).
-EMOJI_SCRIPT = UNSAFE_SCRIPT.replace("torch.manual_seed(0)", 'label = "caf\u00e9 \U0001F600"; torch.manual_seed(0)')
+EMOJI_SCRIPT = UNSAFE_SCRIPT.replace(
+    "torch.manual_seed(0)", 'label = "caf\u00e9 \U0001f600"; torch.manual_seed(0)'
+)
 
 
 def _uri(path: Path) -> str:
@@ -88,29 +90,50 @@ class Session:
         self.versions[uri] = 1
         self.texts[uri] = text
         self.client.diagnostics.pop(uri, None)
-        self.client.text_document_did_open(lsp.DidOpenTextDocumentParams(
-            text_document=lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+        self.client.text_document_did_open(
+            lsp.DidOpenTextDocumentParams(
+                text_document=lsp.TextDocumentItem(
+                    uri=uri, language_id="python", version=1, text=text
+                )
+            )
+        )
         return uri
 
     async def change(self, uri: str, text: str) -> None:
         self.versions[uri] += 1
         self.texts[uri] = text
-        self.client.text_document_did_change(lsp.DidChangeTextDocumentParams(
-            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
-            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+        self.client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                text_document=lsp.VersionedTextDocumentIdentifier(
+                    uri=uri, version=self.versions[uri]
+                ),
+                content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
 
     async def diagnostics(self, uri: str) -> List[lsp.Diagnostic]:
         """Wait for the next diagnostics of ``uri``."""
+
         async def wait():
             while uri not in self.client.diagnostics:
                 await self.client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
             return self.client.diagnostics.pop(uri)
+
         return await asyncio.wait_for(wait(), TIMEOUT)
 
-    async def code_actions(self, uri: str, rng: lsp.Range, diagnostics=(), only=None) -> List[lsp.CodeAction]:
-        result = await asyncio.wait_for(self.client.text_document_code_action_async(lsp.CodeActionParams(
-            text_document=lsp.TextDocumentIdentifier(uri=uri), range=rng,
-            context=lsp.CodeActionContext(diagnostics=list(diagnostics), only=only))), TIMEOUT)
+    async def code_actions(
+        self, uri: str, rng: lsp.Range, diagnostics=(), only=None
+    ) -> List[lsp.CodeAction]:
+        result = await asyncio.wait_for(
+            self.client.text_document_code_action_async(
+                lsp.CodeActionParams(
+                    text_document=lsp.TextDocumentIdentifier(uri=uri),
+                    range=rng,
+                    context=lsp.CodeActionContext(diagnostics=list(diagnostics), only=only),
+                )
+            ),
+            TIMEOUT,
+        )
         return list(result or [])
 
 
@@ -132,18 +155,26 @@ def apply_edit(text: str, uri: str, edit: lsp.WorkspaceEdit) -> str:
         units = 0
         for i, ch in enumerate(line):
             if units >= pos.character:
-                return sum(map(len, lines[:pos.line])) + i
+                return sum(map(len, lines[: pos.line])) + i
             units += 2 if ord(ch) > 0xFFFF else 1
-        return sum(map(len, lines[:pos.line])) + len(line.rstrip("\r\n"))
+        return sum(map(len, lines[: pos.line])) + len(line.rstrip("\r\n"))
 
-    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
-        text = text[:offset(e.range.start)] + e.new_text + text[offset(e.range.end):]
+    for e in sorted(
+        edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+    ):
+        text = text[: offset(e.range.start)] + e.new_text + text[offset(e.range.end) :]
     return text
 
 
 def cli(*args: str, cwd: Path, stdin: Optional[str] = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "distlint", *args], cwd=cwd, input=stdin,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "distlint", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @contextlib.asynccontextmanager
@@ -157,9 +188,16 @@ async def session(workspace: Path, init_options=None):
 
     await client.start_io(*SERVER, cwd=str(workspace))
     try:
-        await asyncio.wait_for(client.initialize_session(lsp.InitializeParams(
-            capabilities=pytest_lsp.client_capabilities("visual-studio-code"),
-            root_uri=_uri(workspace), initialization_options=init_options)), TIMEOUT)
+        await asyncio.wait_for(
+            client.initialize_session(
+                lsp.InitializeParams(
+                    capabilities=pytest_lsp.client_capabilities("visual-studio-code"),
+                    root_uri=_uri(workspace),
+                    initialization_options=init_options,
+                )
+            ),
+            TIMEOUT,
+        )
         yield Session(client, workspace)
     finally:
         # Always end the server, also when the test failed (a live server would hang the run).
@@ -172,7 +210,10 @@ async def session(workspace: Path, init_options=None):
 
 
 def whole(text: str) -> lsp.Range:
-    return lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=len(split_lines(text)), character=0))
+    return lsp.Range(
+        start=lsp.Position(line=0, character=0),
+        end=lsp.Position(line=len(split_lines(text)), character=0),
+    )
 
 
 @pytest.mark.asyncio
@@ -186,9 +227,21 @@ async def test_diagnostics_match_the_cli_and_fix_all_matches_distlint_fix(tmp_pa
     async with session(tmp_path) as s:
         uri = await s.open(script)
         diags = await s.diagnostics(uri)
-        got = sorted((d.range.start.line + 1, d.range.start.character + 1, d.range.end.line + 1,
-                      d.range.end.character + 1, d.code, d.message) for d in diags)
-        want = sorted((f["line"], f["column"], f["end_line"], f["end_column"], f["code"], f["message"]) for f in expected)
+        got = sorted(
+            (
+                d.range.start.line + 1,
+                d.range.start.character + 1,
+                d.range.end.line + 1,
+                d.range.end.character + 1,
+                d.code,
+                d.message,
+            )
+            for d in diags
+        )
+        want = sorted(
+            (f["line"], f["column"], f["end_line"], f["end_column"], f["code"], f["message"])
+            for f in expected
+        )
         assert got == want  # ASCII text: LSP columns are our columns minus one
         assert all(d.source == "distlint" and d.severity is not None for d in diags)
 
@@ -209,7 +262,9 @@ async def test_quick_fix_and_noqa_for_one_finding(tmp_path):
         uri = await s.open(script)
         diags = await s.diagnostics(uri)
         [seed] = [d for d in diags if d.code == "DL101"]
-        assert seed.range.start.line == SAFE_SCRIPT.splitlines().index("    torch.manual_seed(seed)")
+        assert seed.range.start.line == SAFE_SCRIPT.splitlines().index(
+            "    torch.manual_seed(seed)"
+        )
 
         actions = await s.code_actions(uri, seed.range, [seed])
         quick = [a for a in actions if a.kind == lsp.CodeActionKind.QuickFix]
@@ -226,7 +281,9 @@ async def test_quick_fix_and_noqa_for_one_finding(tmp_path):
         suppressed = apply_edit(SAFE_SCRIPT, uri, noqa.edit)
         line = suppressed.splitlines()[seed.range.start.line]
         assert line == "    torch.manual_seed(seed)  # noqa: DL101"
-        untouched = [line for line in SAFE_SCRIPT.splitlines() if line.strip() != "torch.manual_seed(seed)"]
+        untouched = [
+            line for line in SAFE_SCRIPT.splitlines() if line.strip() != "torch.manual_seed(seed)"
+        ]
         assert [line for line in suppressed.splitlines() if "noqa" not in line] == untouched
         await s.change(uri, suppressed)
         assert not [d for d in await s.diagnostics(uri) if d.code == "DL101"]
@@ -257,7 +314,9 @@ async def test_positions_are_utf16_code_units(tmp_path):
         [diag] = [d for d in await s.diagnostics(uri) if d.code == "DL101"]
         line = EMOJI_SCRIPT.splitlines()[4]
         prefix = line[: line.index("torch.manual_seed")]
-        assert diag.range.start == lsp.Position(line=4, character=len(prefix.encode("utf-16-le")) // 2)
+        assert diag.range.start == lsp.Position(
+            line=4, character=len(prefix.encode("utf-16-le")) // 2
+        )
         assert diag.range.start.character == len(prefix) + 1  # the emoji counts twice
         assert diag.range.end.character == diag.range.start.character + len("torch.manual_seed(0)")
         # The noqa edit lands on the right line, after the non-ASCII text.
@@ -294,7 +353,9 @@ async def test_unparsable_text_keeps_the_server_alive_without_new_diagnostics(tm
         uri = await s.open(script)
         first = await s.diagnostics(uri)
         assert first
-        broken = SAFE_SCRIPT.replace("    model = torch.nn.Linear(8, 1)\n", "    model = torch.nn.Linear(8,\n")
+        broken = SAFE_SCRIPT.replace(
+            "    model = torch.nn.Linear(8, 1)\n", "    model = torch.nn.Linear(8,\n"
+        )
         await s.change(uri, broken)
         await asyncio.sleep(1.0)  # well past the debounce
         assert uri not in s.client.diagnostics, "a syntax error must not replace the diagnostics"
@@ -333,14 +394,24 @@ async def test_bad_config_is_logged_and_does_not_crash(tmp_path):
         uri = await s.open(script)
         await asyncio.sleep(1.0)
         assert uri not in s.client.diagnostics
-        assert any("distlint.toml" in m.message and m.type == lsp.MessageType.Error for m in s.client.log_messages)
-        hover = await s.client.text_document_hover_async(lsp.HoverParams(
-            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=9, character=6)))
+        assert any(
+            "distlint.toml" in m.message and m.type == lsp.MessageType.Error
+            for m in s.client.log_messages
+        )
+        hover = await s.client.text_document_hover_async(
+            lsp.HoverParams(
+                text_document=lsp.TextDocumentIdentifier(uri=uri),
+                position=lsp.Position(line=9, character=6),
+            )
+        )
         assert hover is None
 
         config.write_text('select = ["DL1"]\n')
-        s.client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(
-            changes=[lsp.FileEvent(uri=_uri(config), type=lsp.FileChangeType.Changed)]))
+        s.client.workspace_did_change_watched_files(
+            lsp.DidChangeWatchedFilesParams(
+                changes=[lsp.FileEvent(uri=_uri(config), type=lsp.FileChangeType.Changed)]
+            )
+        )
         assert [d.code for d in await s.diagnostics(uri)] == ["DL101"]
 
 
@@ -351,12 +422,19 @@ async def test_hover_shows_the_rule_docs(tmp_path):
     async with session(tmp_path) as s:
         uri = await s.open(script)
         [seed] = [d for d in await s.diagnostics(uri) if d.code == "DL101"]
-        hover = await s.client.text_document_hover_async(lsp.HoverParams(
-            text_document=lsp.TextDocumentIdentifier(uri=uri), position=seed.range.start))
+        hover = await s.client.text_document_hover_async(
+            lsp.HoverParams(
+                text_document=lsp.TextDocumentIdentifier(uri=uri), position=seed.range.start
+            )
+        )
         text = hover.contents.value
         assert "seed-only-torch (DL101)" in text and "## Why is this bad?" in text
-        nothing = await s.client.text_document_hover_async(lsp.HoverParams(
-            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=0, character=0)))
+        nothing = await s.client.text_document_hover_async(
+            lsp.HoverParams(
+                text_document=lsp.TextDocumentIdentifier(uri=uri),
+                position=lsp.Position(line=0, character=0),
+            )
+        )
         assert nothing is None
 
 
@@ -368,7 +446,13 @@ async def test_server_never_imports_torch(tmp_path):
         uri = await s.open(script)
         assert await s.diagnostics(uri)
         await s.code_actions(uri, whole(SAFE_SCRIPT))
-        modules = await asyncio.wait_for(s.client.workspace_execute_command_async(
-            lsp.ExecuteCommandParams(command=IMPORTED_MODULES_COMMAND)), TIMEOUT)
-    assert "libcst" in modules and "distlint" in modules  # the command really lists the server's modules
+        modules = await asyncio.wait_for(
+            s.client.workspace_execute_command_async(
+                lsp.ExecuteCommandParams(command=IMPORTED_MODULES_COMMAND)
+            ),
+            TIMEOUT,
+        )
+    assert (
+        "libcst" in modules and "distlint" in modules
+    )  # the command really lists the server's modules
     assert not {"torch", "accelerate", "torch_xla", "numpy"} & set(modules)

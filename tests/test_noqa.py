@@ -14,14 +14,18 @@ SEED_LINE = "    torch.manual_seed(args.seed)  # expect: DL101\n"
 assert SEED_LINE in BAD
 
 # DL101 reports the call on line 4; its statement starts on line 3.
-MULTILINE = "import random\nimport torch\nseeds = [\n    torch.manual_seed(0),\n]\nrandom.random()\n"
+MULTILINE = (
+    "import random\nimport torch\nseeds = [\n    torch.manual_seed(0),\n]\nrandom.random()\n"
+)
 
 
 def codes(source, config=Config(), **kwargs):
     return [f.code for f in lint_source(source, "train.py", config, **kwargs).findings]
 
 
-@pytest.mark.parametrize("comment", ["# noqa: DL101", "# noqa:DL101", "# NOQA: dl101", "# noqa", "# noqa: E501, DL101"])
+@pytest.mark.parametrize(
+    "comment", ["# noqa: DL101", "# noqa:DL101", "# NOQA: dl101", "# noqa", "# noqa: E501, DL101"]
+)
 def test_noqa_on_the_reported_line(comment):
     assert codes(BAD) == ["DL101"]
     assert codes(BAD.replace(SEED_LINE, SEED_LINE.rstrip("\n") + "  " + comment + "\n")) == []
@@ -34,7 +38,14 @@ def test_noqa_for_another_code_does_not_suppress():
 def test_noqa_on_the_first_line_of_a_multiline_statement():
     assert codes(MULTILINE) == ["DL101"]
     assert codes(MULTILINE.replace("seeds = [\n", "seeds = [  # noqa: DL101\n")) == []
-    assert codes(MULTILINE.replace("    torch.manual_seed(0),\n", "    torch.manual_seed(0),  # noqa: DL101\n")) == []
+    assert (
+        codes(
+            MULTILINE.replace(
+                "    torch.manual_seed(0),\n", "    torch.manual_seed(0),  # noqa: DL101\n"
+            )
+        )
+        == []
+    )
     # a comment on a later line of the statement is not the reported line: no effect
     assert codes(MULTILINE.replace("]\n", "]  # noqa: DL101\n")) == ["DL101"]
 
@@ -56,20 +67,40 @@ def test_add_noqa_then_clean_then_idempotent(distlint_exe, tmp_path):
     (tmp_path / "train.py").write_text(BAD)
     (tmp_path / "multi.py").write_text(MULTILINE)
     (tmp_path / "crlf.py").write_bytes(BAD.replace("\n", "\r\n").encode())
-    proc = subprocess.run([distlint_exe, "check", "--add-noqa", "."], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [distlint_exe, "check", "--add-noqa", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Added 3 noqa directives." in proc.stderr
     assert SEED_LINE.rstrip("\n") + "  # noqa: DL101\n" in (tmp_path / "train.py").read_text()
     assert "    torch.manual_seed(0),  # noqa: DL101\n" in (tmp_path / "multi.py").read_text()
     crlf = (tmp_path / "crlf.py").read_bytes()
     assert b"# noqa: DL101\r\n" in crlf and crlf.count(b"\r\n") == crlf.count(b"\n")
-    check = subprocess.run([distlint_exe, "check", "."], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    check = subprocess.run(
+        [distlint_exe, "check", "."], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert check.returncode == 0, check.stdout
     before = (tmp_path / "train.py").read_text()
-    again = subprocess.run([distlint_exe, "check", "--add-noqa", "."], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [distlint_exe, "check", "--add-noqa", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "Added 0 noqa directives." in again.stderr
     assert (tmp_path / "train.py").read_text() == before
-    shown = subprocess.run([distlint_exe, "check", "--ignore-noqa", "."], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    shown = subprocess.run(
+        [distlint_exe, "check", "--ignore-noqa", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shown.returncode == 1 and shown.stdout.count("DL101") == 3
 
 
@@ -117,7 +148,12 @@ def test_unknown_code_and_partial_fix_keep_other_codes_and_comment_text():
 
 def test_unused_noqa_through_the_cli(distlint_exe, tmp_path):
     (tmp_path / "t.py").write_text("import torch\nx = torch.zeros(1)  # noqa: DL101\n")
-    proc = subprocess.run([distlint_exe, "check", "--extend-select", "DL001", "t.py"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [distlint_exe, "check", "--extend-select", "DL001", "t.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1
     assert "t.py:2:21: DL001 [*] Unused `noqa` directive (unused: `DL101`)" in proc.stdout

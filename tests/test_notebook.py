@@ -11,22 +11,61 @@ from distlint.config import Config
 
 CELLS = [
     {"cell_type": "markdown", "metadata": {}, "source": ["# Fine-tuning, prototyped\n"]},
-    {"cell_type": "code", "execution_count": 1, "metadata": {"tags": ["setup"]},
-     "outputs": [{"name": "stdout", "output_type": "stream", "text": ["Successfully installed accelerate — déjà\n"]}],
-     "source": ["!pip install accelerate\n", "import numpy as np\n", "import torch\n",
-                "from accelerate import Accelerator, notebook_launcher"]},
-    {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [], "source": ["%%bash\n", "nvidia-smi\n"]},
-    {"cell_type": "code", "execution_count": 3, "metadata": {}, "outputs": [],
-     "source": ["def train():\n", "    accelerator = Accelerator()\n", "    %time warmup = 1\n",
-                "    torch.manual_seed(0)\n", "    order = np.random.permutation(10)\n", "    return order"]},
-    {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-     "source": "files = !ls\nnotebook_launcher(train, num_processes=2)"},
+    {
+        "cell_type": "code",
+        "execution_count": 1,
+        "metadata": {"tags": ["setup"]},
+        "outputs": [
+            {
+                "name": "stdout",
+                "output_type": "stream",
+                "text": ["Successfully installed accelerate — déjà\n"],
+            }
+        ],
+        "source": [
+            "!pip install accelerate\n",
+            "import numpy as np\n",
+            "import torch\n",
+            "from accelerate import Accelerator, notebook_launcher",
+        ],
+    },
+    {
+        "cell_type": "code",
+        "execution_count": 2,
+        "metadata": {},
+        "outputs": [],
+        "source": ["%%bash\n", "nvidia-smi\n"],
+    },
+    {
+        "cell_type": "code",
+        "execution_count": 3,
+        "metadata": {},
+        "outputs": [],
+        "source": [
+            "def train():\n",
+            "    accelerator = Accelerator()\n",
+            "    %time warmup = 1\n",
+            "    torch.manual_seed(0)\n",
+            "    order = np.random.permutation(10)\n",
+            "    return order",
+        ],
+    },
+    {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": {},
+        "outputs": [],
+        "source": "files = !ls\nnotebook_launcher(train, num_processes=2)",
+    },
 ]
 NOTEBOOK = {
     "cells": CELLS,
-    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                 "language_info": {"name": "python"}},
-    "nbformat": 4, "nbformat_minor": 5,
+    "metadata": {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    },
+    "nbformat": 4,
+    "nbformat_minor": 5,
 }
 
 
@@ -42,7 +81,13 @@ def notebook(tmp_path):
 
 
 def test_findings_name_the_cell_and_cell_relative_position(distlint_exe, notebook):
-    proc = subprocess.run([distlint_exe, "check", notebook.name], cwd=notebook.parent, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [distlint_exe, "check", notebook.name],
+        cwd=notebook.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.startswith("train.ipynb:cell 3:4:5: DL101 ")
     (finding,) = lint_source(notebook.read_bytes(), str(notebook), Config()).findings
@@ -52,20 +97,37 @@ def test_findings_name_the_cell_and_cell_relative_position(distlint_exe, noteboo
 
 def test_fix_rewrites_only_the_changed_cells_sources(distlint_exe, notebook):
     before = notebook.read_text(encoding="utf-8")
-    proc = subprocess.run([distlint_exe, "fix", notebook.name], cwd=notebook.parent, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [distlint_exe, "fix", notebook.name],
+        cwd=notebook.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     after = notebook.read_text(encoding="utf-8")
     fixed = json.loads(after)
     setup, seed_cell = fixed["cells"][1]["source"], fixed["cells"][3]["source"]
-    assert setup == ["!pip install accelerate\n", "import numpy as np\n", "import torch\n",
-                     "from accelerate import Accelerator, notebook_launcher\n", "from accelerate.utils import set_seed"]
+    assert setup == [
+        "!pip install accelerate\n",
+        "import numpy as np\n",
+        "import torch\n",
+        "from accelerate import Accelerator, notebook_launcher\n",
+        "from accelerate.utils import set_seed",
+    ]
     assert seed_cell[3] == "    set_seed(0)\n"
     assert seed_cell[2] == "    %time warmup = 1\n"  # the magic is restored verbatim
     # everything but those two sources is byte for byte what it was (outputs, metadata, style)
     expected = json.loads(before)
     expected["cells"][1]["source"], expected["cells"][3]["source"] = setup, seed_cell
     assert after == dumps(expected)
-    again = subprocess.run([distlint_exe, "fix", notebook.name], cwd=notebook.parent, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [distlint_exe, "fix", notebook.name],
+        cwd=notebook.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 0 and notebook.read_text(encoding="utf-8") == after
 
 
@@ -79,18 +141,36 @@ def test_json_style_of_the_file_is_kept(tmp_path, indent):
         fixed = json.loads(result.fixed_source)
         expected["cells"][1]["source"] = fixed["cells"][1]["source"]
         expected["cells"][3]["source"] = fixed["cells"][3]["source"]
-        assert result.fixed_source == json.dumps(expected, indent=indent, ensure_ascii=ensure_ascii) + "\n"
+        assert (
+            result.fixed_source
+            == json.dumps(expected, indent=indent, ensure_ascii=ensure_ascii) + "\n"
+        )
 
 
 def test_string_sources_and_syntax_errors_in_one_cell(tmp_path):
     nb = json.loads(json.dumps(NOTEBOOK))
     nb["cells"][3]["source"] = "".join(nb["cells"][3]["source"])
-    nb["cells"].append({"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "def broken(:\n"})
+    nb["cells"].append(
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": "def broken(:\n",
+        }
+    )
     result = lint_source(dumps(nb).encode(), "nb.ipynb", Config(), fix=True)
     assert [(f.code, f.cell) for f in result.findings] == []  # fixed
-    assert len(result.errors) == 1 and "cell 5" in result.errors[0].message and "syntax error" in result.errors[0].message
+    assert (
+        len(result.errors) == 1
+        and "cell 5" in result.errors[0].message
+        and "syntax error" in result.errors[0].message
+    )
     fixed = json.loads(result.fixed_source)
-    assert isinstance(fixed["cells"][3]["source"], str) and "set_seed(0)" in fixed["cells"][3]["source"]
+    assert (
+        isinstance(fixed["cells"][3]["source"], str)
+        and "set_seed(0)" in fixed["cells"][3]["source"]
+    )
     assert fixed["cells"][5]["source"] == "def broken(:\n"
 
 
@@ -99,14 +179,30 @@ def test_skip_non_python_and_report_invalid_notebooks(distlint_exe, tmp_path):
     nb["metadata"] = {"kernelspec": {"language": "R", "name": "ir"}, "language_info": {"name": "R"}}
     assert lint_source(dumps(nb).encode(), "r.ipynb", Config()).findings == ()
     (tmp_path / "broken.ipynb").write_text("{ not json")
-    proc = subprocess.run([distlint_exe, "check", "broken.ipynb"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "invalid notebook JSON" in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run(
+        [distlint_exe, "check", "broken.ipynb"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        proc.returncode == 2
+        and "invalid notebook JSON" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )
 
 
 def test_noqa_in_a_cell_and_notebooks_found_in_directories(distlint_exe, notebook):
     nb = json.loads(notebook.read_text())
     nb["cells"][3]["source"][3] = "    torch.manual_seed(0)  # noqa: DL101\n"
     (notebook.parent / "quiet.ipynb").write_text(dumps(nb))
-    proc = subprocess.run([distlint_exe, "check", "--format", "json", "."], cwd=notebook.parent, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [distlint_exe, "check", "--format", "json", "."],
+        cwd=notebook.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     findings = json.loads(proc.stdout)
     assert [(f["path"].lstrip("./"), f["code"]) for f in findings] == [("train.ipynb", "DL101")]

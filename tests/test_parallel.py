@@ -16,7 +16,9 @@ from distlint.api import LintOptions, lint_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 
-needs_fork = pytest.mark.skipif(not parallel.can_fork(), reason="no fork start method on this platform")
+needs_fork = pytest.mark.skipif(
+    not parallel.can_fork(), reason="no fork start method on this platform"
+)
 
 
 def _pid_and_square(n):
@@ -93,15 +95,21 @@ def test_lint_paths_same_results_in_pool_and_in_process(project):
     assert pooled == serial
     assert [r.path for r in pooled] == sorted(r.path for r in pooled), "stable, sorted order"
     # fix_id is not part of equality; it must survive the trip through the pool too
-    assert [f.fix_id for r in pooled for f in r.findings] == [f.fix_id for r in serial for f in r.findings]
+    assert [f.fix_id for r in pooled for f in r.findings] == [
+        f.fix_id for r in serial for f in r.findings
+    ]
 
 
 @needs_fork
 def test_pooled_fix_writes_the_same_files(project, tmp_path_factory):
     other = tmp_path_factory.mktemp("copy")
     shutil.copytree(project / "src", other / "src")
-    pooled = list(lint_paths([str(project / "src")], LintOptions(jobs=2, fix=True, unsafe_fixes=True)))
-    serial = list(lint_paths([str(other / "src")], LintOptions(jobs=1, fix=True, unsafe_fixes=True)))
+    pooled = list(
+        lint_paths([str(project / "src")], LintOptions(jobs=2, fix=True, unsafe_fixes=True))
+    )
+    serial = list(
+        lint_paths([str(other / "src")], LintOptions(jobs=1, fix=True, unsafe_fixes=True))
+    )
     assert sum(r.fixes_applied for r in pooled) > 0
     assert [r.fixes_applied for r in pooled] == [r.fixes_applied for r in serial]
     for name in sorted(os.listdir(project / "src")):

@@ -18,7 +18,10 @@ from helpers import FIXTURES, ROOT
 from helpers import expected_findings
 
 FILES = sorted((FIXTURES / "scripts").glob("*.py")) + [
-    d / name for d in sorted(FIXTURES.glob("DL[0-9][0-9][0-9]")) for name in ("bad.py", "good.py") if (d / name).exists()
+    d / name
+    for d in sorted(FIXTURES.glob("DL[0-9][0-9][0-9]"))
+    for name in ("bad.py", "good.py")
+    if (d / name).exists()
 ]
 
 
@@ -65,9 +68,18 @@ def test_zero_missed_and_zero_false_positives():
 
 def test_benchmark_script_prints_the_same_totals():
     expected, found, missed, false_positives = _table()
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "precision_table.py")],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "precision_table.py")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert proc.returncode == (1 if missed or false_positives else 0), proc.stderr
     total = next(line for line in proc.stdout.splitlines() if line.startswith("| **all**"))
     cells = [c.strip() for c in total.strip("|").split("|")][1:]
-    assert cells == [str(sum(expected.values())), str(sum(found.values())), str(len(missed)), str(len(false_positives))]
+    assert cells == [
+        str(sum(expected.values())),
+        str(sum(found.values())),
+        str(len(missed)),
+        str(len(false_positives)),
+    ]

@@ -16,11 +16,15 @@ import pytest
 
 from helpers import FIXTURES, ROOT
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is needed to run pre-commit")
+pytestmark = pytest.mark.skipif(
+    shutil.which("git") is None, reason="git is needed to run pre-commit"
+)
 
 
 def git(*args, cwd):
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
+    ).stdout
 
 
 def scratch_repo(path):
@@ -34,10 +38,14 @@ def scratch_repo(path):
 
 @pytest.fixture(scope="module")
 def hook_repo(tmp_path_factory):
-    if (ROOT / ".git").exists() and git("status", "--porcelain", "--untracked-files=normal", cwd=ROOT).strip() == "":
+    if (ROOT / ".git").exists() and git(
+        "status", "--porcelain", "--untracked-files=normal", cwd=ROOT
+    ).strip() == "":
         return ROOT
     snapshot = scratch_repo(tmp_path_factory.mktemp("hooks") / "distlint")
-    files = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT).split("\0")
+    files = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT).split(
+        "\0"
+    )
     for rel in filter(None, files):
         src = ROOT / rel
         if src.is_file():
@@ -57,8 +65,14 @@ def pre_commit(hook_repo, tmp_path_factory):
     env["PRE_COMMIT_HOME"] = str(home)
 
     def run(cwd):
-        return subprocess.run([exe, "try-repo", str(hook_repo)], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [exe, "try-repo", str(hook_repo)],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     return run
 
@@ -79,7 +93,9 @@ def test_check_hook_fails_and_fix_hook_rewrites(pre_commit, tmp_path):
     assert "- hook id: distlint\n" in check_part and "Failed" in check_part, out
     assert "train_bad.py:20:5: DL101" in check_part
     assert "train_good.py" not in check_part
-    assert "- hook id: distlint-fix" in fix_part and "files were modified by this hook" in fix_part, out
+    assert (
+        "- hook id: distlint-fix" in fix_part and "files were modified by this hook" in fix_part
+    ), out
     fixed = (repo / "train_bad.py").read_text()
     assert "set_seed(args.seed)" in fixed and "torch.manual_seed" not in fixed
     assert (repo / "train_good.py").read_text() == good

@@ -41,7 +41,9 @@ settings.register_profile("distlint-long", max_examples=SCRIPT_EXAMPLES, **_COMM
 
 # Every rule's trigger words, so that generated code is parsed and every rule really runs on it
 # (a file without any trigger is skipped before parsing).
-TRIGGER_HEADER = "# manual_seed seed random_split DataLoader optim AdamW prepare backward split_batches\n"
+TRIGGER_HEADER = (
+    "# manual_seed seed random_split DataLoader optim AdamW prepare backward split_batches\n"
+)
 
 # Errors that are a fair answer to generated input; anything else (above all "internal error in
 # DLxxx", or a fix that "would not parse") is a bug.
@@ -54,7 +56,9 @@ def _assert_no_bad_errors(result: FileResult, valid: bool) -> None:
         assert "would not parse" not in error.message, error
         if valid:
             # a program CPython accepts may only be refused as too deep or beyond LibCST's grammar
-            assert error.message.startswith(("cannot parse", "too deeply nested", "expression nested")), error
+            assert error.message.startswith(
+                ("cannot parse", "too deeply nested", "expression nested")
+            ), error
         else:
             assert error.message.startswith(ACCEPTABLE_ERRORS), error
 
@@ -97,7 +101,9 @@ def check_properties(source: str, keep_lines: Sequence[str] = ()) -> FileResult:
     # Lines no fix is about are byte-identical, in the same order.
     new_lines = new.splitlines(keepends=True)
     positions = [_find_line(new_lines, line) for line in keep_lines]
-    assert all(p is not None for p in positions), [l for l, p in zip(keep_lines, positions) if p is None]
+    assert all(p is not None for p in positions), [
+        l for l, p in zip(keep_lines, positions) if p is None
+    ]
     assert positions == sorted(positions), "untouched lines were reordered"
     return fixed
 
@@ -196,14 +202,20 @@ def names(draw) -> Names:
     else:
         imports.append("from accelerate import Accelerator as Acc")
         accelerator_class = "Acc"
-    set_seed = draw(st.sampled_from([None, "set_seed", "accelerate.utils.set_seed", "transformers.set_seed"]))
+    set_seed = draw(
+        st.sampled_from([None, "set_seed", "accelerate.utils.set_seed", "transformers.set_seed"])
+    )
     if set_seed == "set_seed":
         imports.append("from accelerate.utils import set_seed")
     elif set_seed == "accelerate.utils.set_seed":
         imports.append("import accelerate.utils")
     elif set_seed == "transformers.set_seed":
         imports.append("import transformers")
-    dl_config = draw(st.sampled_from([None, "DataLoaderConfiguration", "accelerate.utils.DataLoaderConfiguration"]))
+    dl_config = draw(
+        st.sampled_from(
+            [None, "DataLoaderConfiguration", "accelerate.utils.DataLoaderConfiguration"]
+        )
+    )
     if dl_config == "DataLoaderConfiguration":
         imports.append("from accelerate.utils import DataLoaderConfiguration")
     elif dl_config is not None:
@@ -220,8 +232,18 @@ def names(draw) -> Names:
         np_random = "npr"
     imports += ["import random", "import argparse"]
     imports = list(dict.fromkeys(draw(st.permutations(imports))))
-    return Names(imports, torch, optim, optimizer_class, dataloader, accelerator_class, set_seed, dl_config,
-                 np_random, manual_seed)
+    return Names(
+        imports,
+        torch,
+        optim,
+        optimizer_class,
+        dataloader,
+        accelerator_class,
+        set_seed,
+        dl_config,
+        np_random,
+        manual_seed,
+    )
 
 
 SEED_EXPRS = ["42", "seed", "args.seed", "seed + rank", "config['seed']"]
@@ -238,18 +260,33 @@ def blocks(draw, n: Names, acc: str) -> List[List[str]]:
     lr = draw(st.sampled_from(LR_SOURCES))
     bs = draw(st.sampled_from(BS_SOURCES))
     ga = draw(st.sampled_from(GA_SOURCES))
-    out.append([
-        "seed = 1234", "rank = 0", "base_lr = 1e-3", "lr = 2e-3", "batch_size = 32", "accum = 2", "epochs = 3",
-        "config = {'lr': 1e-4, 'batch_size': 8, 'seed': 7}",
-        "args = argparse.Namespace(lr=1e-3, batch_size=16, seed=3, gradient_accumulation_steps=2)",
-    ])
+    out.append(
+        [
+            "seed = 1234",
+            "rank = 0",
+            "base_lr = 1e-3",
+            "lr = 2e-3",
+            "batch_size = 32",
+            "accum = 2",
+            "epochs = 3",
+            "config = {'lr': 1e-4, 'batch_size': 8, 'seed': 7}",
+            "args = argparse.Namespace(lr=1e-3, batch_size=16, seed=3, gradient_accumulation_steps=2)",
+        ]
+    )
     # seeding, possibly partial, possibly guarded
     seeding: List[str] = []
-    for call in draw(st.lists(st.sampled_from(["torch", "cuda", "random", "numpy", "full"]), max_size=4, unique=True)):
+    for call in draw(
+        st.lists(
+            st.sampled_from(["torch", "cuda", "random", "numpy", "full"]), max_size=4, unique=True
+        )
+    ):
         if call == "torch":
             seeding.append(f"{n.manual_seed}({seed})")
         elif call == "cuda":
-            seeding += [f"if {n.torch}.cuda.is_available():", f"    {n.torch}.cuda.manual_seed_all({seed})"]
+            seeding += [
+                f"if {n.torch}.cuda.is_available():",
+                f"    {n.torch}.cuda.manual_seed_all({seed})",
+            ]
         elif call == "random":
             seeding.append(f"random.seed({seed})")
         elif call == "numpy":
@@ -265,39 +302,78 @@ def blocks(draw, n: Names, acc: str) -> List[List[str]]:
     kwargs = ", ".join(k for k in draw(st.permutations([split, accumulation])) if k)
     creation = ["flag = True", f"{acc} = {n.accelerator_class}({kwargs})"]
     model = [f"model = {n.torch}.nn.Linear(4, 2)"]
-    loader = [f"loader = {n.dataloader}(range(64), batch_size={bs}, shuffle={draw(st.sampled_from(['True', 'False']))})"]
+    loader = [
+        f"loader = {n.dataloader}(range(64), batch_size={bs}, shuffle={draw(st.sampled_from(['True', 'False']))})"
+    ]
     scaled = draw(st.sampled_from(["", f" * {acc}.num_processes", " * world_size"]))
     if scaled == " * world_size":
         creation.append(f"world_size = {acc}.num_processes")
     lr_arg = draw(st.sampled_from(["lr={}", "{}"])).format(lr + scaled)
     optimizer = [f"optimizer = {n.optimizer_class}(model.parameters(), {lr_arg})"]
-    prepared = draw(st.sampled_from(["model, optimizer, loader", "model, optimizer, loader", "model, optimizer", "loader", None]))
+    prepared = draw(
+        st.sampled_from(
+            [
+                "model, optimizer, loader",
+                "model, optimizer, loader",
+                "model, optimizer",
+                "loader",
+                None,
+            ]
+        )
+    )
     prepare = [f"{prepared} = {acc}.prepare({prepared})"] if prepared else []
-    total = draw(st.sampled_from([
-        "epochs * len(loader)",
-        "epochs * 100",
-        f"epochs * len(loader) // {ga}",
-    ]))
+    total = draw(
+        st.sampled_from(
+            [
+                "epochs * len(loader)",
+                "epochs * 100",
+                f"epochs * len(loader) // {ga}",
+            ]
+        )
+    )
     sched_kind = draw(st.sampled_from(["cosine", "onecycle", "linear", None]))
     scheduler: List[str] = []
     if sched_kind == "cosine":
-        scheduler = [f"scheduler = {n.optim}.lr_scheduler.CosineAnnealingLR(optimizer, T_max={total})"]
+        scheduler = [
+            f"scheduler = {n.optim}.lr_scheduler.CosineAnnealingLR(optimizer, T_max={total})"
+        ]
     elif sched_kind == "onecycle":
-        scheduler = [f"scheduler = {n.optim}.lr_scheduler.OneCycleLR(optimizer, max_lr={lr}, total_steps={total})"]
+        scheduler = [
+            f"scheduler = {n.optim}.lr_scheduler.OneCycleLR(optimizer, max_lr={lr}, total_steps={total})"
+        ]
     elif sched_kind == "linear":
-        scheduler = ["import transformers", f"scheduler = transformers.get_linear_schedule_with_warmup(optimizer, 0, {total})"]
+        scheduler = [
+            "import transformers",
+            f"scheduler = transformers.get_linear_schedule_with_warmup(optimizer, 0, {total})",
+        ]
     if scheduler and draw(st.integers(0, 2)) > 0:
         scheduler.append(f"scheduler = {acc}.prepare(scheduler)")
-    report = draw(st.sampled_from([
-        [f'print(f"total batch size: {{{bs} * {ga}}}")'],
-        [f"{acc}.print('Global batch size', {bs})"],
-        [f"total_batch_size = {bs} * {ga} * {acc}.num_processes", "print(total_batch_size)"],
-        [f"total_batch_size = {bs} * {ga}", "print(f'Total train batch size = {total_batch_size}')"],
-        [],
-    ]))
-    division = draw(st.sampled_from([f"loss = loss / {ga}", f"loss /= {ga}", "", f"loss = loss / {ga} / 2"]))
+    report = draw(
+        st.sampled_from(
+            [
+                [f'print(f"total batch size: {{{bs} * {ga}}}")'],
+                [f"{acc}.print('Global batch size', {bs})"],
+                [
+                    f"total_batch_size = {bs} * {ga} * {acc}.num_processes",
+                    "print(total_batch_size)",
+                ],
+                [
+                    f"total_batch_size = {bs} * {ga}",
+                    "print(f'Total train batch size = {total_batch_size}')",
+                ],
+                [],
+            ]
+        )
+    )
+    division = draw(
+        st.sampled_from([f"loss = loss / {ga}", f"loss /= {ga}", "", f"loss = loss / {ga} / 2"])
+    )
     accumulate = draw(st.booleans())
-    body = ["loss = model(batch).sum()"] + ([division] if division else []) + [f"{acc}.backward(loss)", "optimizer.step()"]
+    body = (
+        ["loss = model(batch).sum()"]
+        + ([division] if division else [])
+        + [f"{acc}.backward(loss)", "optimizer.step()"]
+    )
     if scheduler:
         body.append("scheduler.step()")
     if accumulate:
@@ -308,11 +384,18 @@ def blocks(draw, n: Names, acc: str) -> List[List[str]]:
         loop = ["from tqdm import tqdm"]
     else:
         loop = []
-    loop += ["for epoch in range(epochs):", f"    for {target} in {iterable}:"] + ["        " + line for line in body]
+    loop += ["for epoch in range(epochs):", f"    for {target} in {iterable}:"] + [
+        "        " + line for line in body
+    ]
     helper = draw(st.sampled_from([None, "optimizer", "loader", "seed"]))
     groups = [seeding, creation, model, loader, optimizer, prepare, scheduler, report, loop]
     if helper == "optimizer":
-        out.append(["def make_optimizer(model, lr):", f"    return {n.optimizer_class}(model.parameters(), lr=lr)"])
+        out.append(
+            [
+                "def make_optimizer(model, lr):",
+                f"    return {n.optimizer_class}(model.parameters(), lr=lr)",
+            ]
+        )
         optimizer[:] = [f"optimizer = make_optimizer(model, {lr}{scaled})"]
     elif helper == "loader":
         out.append(["def make_loader(bs):", f"    return {n.dataloader}(range(64), batch_size=bs)"])
@@ -321,7 +404,17 @@ def blocks(draw, n: Names, acc: str) -> List[List[str]]:
         out.append(["def seed_everything(seed):"] + ["    " + line for line in seeding])
         seeding[:] = [f"seed_everything({seed})"]
     if draw(st.integers(0, 3)) == 0:
-        groups = [creation, model, seeding, loader, optimizer, prepare, scheduler, report, loop]  # seeding too late
+        groups = [
+            creation,
+            model,
+            seeding,
+            loader,
+            optimizer,
+            prepare,
+            scheduler,
+            report,
+            loop,
+        ]  # seeding too late
     if draw(st.integers(0, 4)) == 0:
         groups = draw(st.permutations(groups))  # out-of-order scripts: linted, never crash
     out += [g for g in groups if g]
@@ -364,7 +457,13 @@ def training_scripts(draw) -> Tuple[str, List[str]]:
             lines.append("def main():")
             prefix = "    "
         else:
-            lines += ["class Trainer:", "    def __init__(self):", "        self.ready = True", "", "    def train(self):"]
+            lines += [
+                "class Trainer:",
+                "    def __init__(self):",
+                "        self.ready = True",
+                "",
+                "    def train(self):",
+            ]
             prefix = "        "
         lines.append(keep_line(prefix))
         for group in rest:
@@ -424,7 +523,9 @@ def test_cli_fix_then_check(tmp_path_factory, script, newline, latin1):
     source, keep = script
     encoding = "latin-1" if latin1 else "utf-8"
     if latin1:
-        source = "# -*- coding: latin-1 -*-\n" + source.replace("# untouched", "# untouched \u00e9t\u00e9")
+        source = "# -*- coding: latin-1 -*-\n" + source.replace(
+            "# untouched", "# untouched \u00e9t\u00e9"
+        )
         keep = [line.replace("# untouched", "# untouched \u00e9t\u00e9") for line in keep]
     path = tmp_path_factory.mktemp("cli") / "train.py"
     path.write_bytes(source.replace("\n", newline).encode(encoding))
@@ -439,7 +540,9 @@ def test_cli_fix_then_check(tmp_path_factory, script, newline, latin1):
         assert "\n" not in text.replace("\r\n", ""), "line endings were mixed by the fix"
     lines = text.replace("\r\n", "\n").splitlines(keepends=True)
     assert all(_find_line(lines, line) is not None for line in keep)
-    checked = runner.invoke(main, ["check", "--isolated", "--no-cache", "--unsafe-fixes", str(path)])
+    checked = runner.invoke(
+        main, ["check", "--isolated", "--no-cache", "--unsafe-fixes", str(path)]
+    )
     assert checked.exit_code in (0, 1), checked.output
     assert "[*]" not in checked.output, checked.output  # nothing fixable is left
 
@@ -487,8 +590,11 @@ def odd_training_scripts(draw) -> Tuple[str, List[str]]:
     for statement in draw(st.lists(st.sampled_from(ODD_STATEMENTS), min_size=1, max_size=6)):
         # a line at column 0 after the imports starts a module-level statement
         starts = [
-            i for i, line in enumerate(lines)
-            if i > 1 and line[:1].isalpha() and not lines[i - 1].startswith("@")
+            i
+            for i, line in enumerate(lines)
+            if i > 1
+            and line[:1].isalpha()
+            and not lines[i - 1].startswith("@")
             and not line.startswith(("import ", "from ", "except", "else", "elif", "finally"))
         ]
         at = draw(st.sampled_from(starts))

@@ -17,8 +17,13 @@ def test_quick_start_has_exactly_two_commands_and_ci_runs_the_second():
 
 
 def test_shipped_example_shows_the_three_mistakes(distlint_exe):
-    proc = subprocess.run([distlint_exe, "check", "--no-cache", "--format", "json", "examples/train.py"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [distlint_exe, "check", "--no-cache", "--format", "json", "examples/train.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1, proc.stderr
     import json
 

@@ -22,7 +22,11 @@ FIX = LintOptions(fix=True, unsafe_fixes=True, isolated=True)
 
 def run_cli(*args, cwd=None, timeout=120):
     return subprocess.run(
-        [sys.executable, "-m", "distlint", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "distlint", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -39,9 +43,21 @@ BAD_INPUTS = {
     "badcookie.py": (b"# -*- coding: klingon -*-\nimport torch\n", "cannot decode", None),
     "empty.py": (b"", None, None),
     "only_comment.py": (b"# torch.manual_seed(0)\n", None, None),
-    "deep.py": (b"import torch\ntorch.manual_seed(0)\nx = " + b"(" * 400 + b"1" + b")" * 400 + b"\n", None, None),
-    "longchain.py": (b"import torch\ntorch.manual_seed(0)\nx = " + b"+".join([b"1"] * 50000) + b"\n", "too deeply nested", None),
-    "widechain.py": (b"import torch\ntorch.manual_seed(0)\nx = " + b"+".join([b"1"] * 1200) + b"\n", "too deep", 3),
+    "deep.py": (
+        b"import torch\ntorch.manual_seed(0)\nx = " + b"(" * 400 + b"1" + b")" * 400 + b"\n",
+        None,
+        None,
+    ),
+    "longchain.py": (
+        b"import torch\ntorch.manual_seed(0)\nx = " + b"+".join([b"1"] * 50000) + b"\n",
+        "too deeply nested",
+        None,
+    ),
+    "widechain.py": (
+        b"import torch\ntorch.manual_seed(0)\nx = " + b"+".join([b"1"] * 1200) + b"\n",
+        "too deep",
+        3,
+    ),
 }
 
 
@@ -64,7 +80,9 @@ def test_bad_input_gives_clean_error_or_result(tmp_path, name):
         lines = [l for l in proc.stderr.splitlines() if l.startswith(str(path))]
         assert len(lines) == 1 and error in lines[0], proc.stderr
         if line is not None:
-            assert lines[0].startswith(f"{path}:{line}:") or lines[0].startswith(f"{path}:{line}: "), lines[0]
+            assert lines[0].startswith(f"{path}:{line}:") or lines[0].startswith(
+                f"{path}:{line}: "
+            ), lines[0]
 
 
 def test_special_paths(tmp_path):
@@ -72,7 +90,13 @@ def test_special_paths(tmp_path):
     (tmp_path / "broken.py").symlink_to(tmp_path / "nowhere.py")
     (tmp_path / "loop1.py").symlink_to(tmp_path / "loop2.py")
     (tmp_path / "loop2.py").symlink_to(tmp_path / "loop1.py")
-    proc = run_cli("check", "--isolated", str(tmp_path / "broken.py"), str(tmp_path / "loop1.py"), str(tmp_path / "missing.py"))
+    proc = run_cli(
+        "check",
+        "--isolated",
+        str(tmp_path / "broken.py"),
+        str(tmp_path / "loop1.py"),
+        str(tmp_path / "missing.py"),
+    )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert f"{tmp_path / 'broken.py'}: error: broken symbolic link" in proc.stderr
@@ -121,8 +145,11 @@ def test_ten_megabyte_file(tmp_path):
 @pytest.mark.parametrize(
     "name,data,expected",
     [
-        ("latin1.py", "# -*- coding: latin-1 -*-\n# café\n".encode("latin-1") + SEEDED.encode(),
-         "# -*- coding: latin-1 -*-\n# café\n".encode("latin-1")),
+        (
+            "latin1.py",
+            "# -*- coding: latin-1 -*-\n# café\n".encode("latin-1") + SEEDED.encode(),
+            "# -*- coding: latin-1 -*-\n# café\n".encode("latin-1"),
+        ),
         ("bom.py", b"\xef\xbb\xbf" + SEEDED.encode(), b"\xef\xbb\xbfimport torch\n"),
         ("crlf.py", SEEDED.replace("\n", "\r\n").encode(), b"import torch\r\n"),
     ],
@@ -145,7 +172,9 @@ def test_fix_keeps_encoding_bom_and_newlines(tmp_path, name, data, expected):
 
 def test_fix_keeps_mixed_line_endings_of_untouched_lines(tmp_path):
     path = tmp_path / "mixed.py"
-    path.write_bytes(b"import torch\r\nimport numpy as np\ntorch.manual_seed(0)\nnp.random.rand(3)\r\n")
+    path.write_bytes(
+        b"import torch\r\nimport numpy as np\ntorch.manual_seed(0)\nnp.random.rand(3)\r\n"
+    )
     lint_file(str(path), Config(), FIX)
     out = path.read_bytes()
     assert out.startswith(b"import torch\r\nimport numpy as np\n")
@@ -215,23 +244,39 @@ def test_invalid_fix_is_dropped_not_written(tmp_path, monkeypatch):
     path.write_text(SEEDED)
     result = lint_file(str(path), Config(), FIX)
     assert path.read_text() == SEEDED
-    assert any(e.message.startswith("DL101:") and "would not parse" in e.message for e in result.errors)
+    assert any(
+        e.message.startswith("DL101:") and "would not parse" in e.message for e in result.errors
+    )
 
 
 def test_concurrent_fix_processes_leave_files_whole(tmp_path):
     for i in range(30):
         (tmp_path / f"s{i}.py").write_text(SEEDED + f"# file {i}\n")
     procs = [
-        subprocess.Popen([sys.executable, "-m", "distlint", "fix", "--isolated", "--unsafe-fixes", str(tmp_path)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "distlint",
+                "fix",
+                "--isolated",
+                "--unsafe-fixes",
+                str(tmp_path),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         for _ in range(3)
     ]
     for p in procs:
         p.communicate(timeout=180)
     for i in range(30):
         text = (tmp_path / f"s{i}.py").read_text()
-        assert text in (SEEDED + f"# file {i}\n",) or (text.endswith(f"# file {i}\n") and "set_seed(0)" in text
-                                                        and "torch.manual_seed" not in text), text
+        assert text in (SEEDED + f"# file {i}\n",) or (
+            text.endswith(f"# file {i}\n")
+            and "set_seed(0)" in text
+            and "torch.manual_seed" not in text
+        ), text
         compile(text, "x", "exec")
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".distlint-")]
 
@@ -244,7 +289,8 @@ def test_concurrent_fix_processes_leave_files_whole(tmp_path):
 def test_linting_never_executes_the_script(tmp_path):
     marker = tmp_path / "executed"
     script = tmp_path / "sideeffect.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import pathlib
         pathlib.Path({str(marker)!r}).write_text("ran")
         import torch
@@ -252,7 +298,8 @@ def test_linting_never_executes_the_script(tmp_path):
         torch.manual_seed(0)
         np.random.rand(3)
         raise SystemExit(3)
-    """))
+    """)
+    )
     conf = tmp_path / "pyproject.toml"
     conf.write_text('[tool.distlint]\nselect = ["DL1"]\n')
     for cmd in (["check"], ["fix", "--unsafe-fixes"]):

@@ -16,7 +16,9 @@ from helpers import undefined_names
 
 
 def _lint(rule, source, fix=False):
-    return lint_source(textwrap.dedent(source), "script.py", Config(), fix=fix, unsafe_fixes=True, rules=[rule])
+    return lint_source(
+        textwrap.dedent(source), "script.py", Config(), fix=fix, unsafe_fixes=True, rules=[rule]
+    )
 
 
 def _lines(rule, source):
@@ -27,97 +29,151 @@ def _lines(rule, source):
 
 # (id, source, lines where DL101 reports)
 DL101_CASES = [
-    ("alias-torch-as-T", """
+    (
+        "alias-torch-as-T",
+        """
         import random
         import torch as T
         T.manual_seed(0)
         random.shuffle([1, 2])
-        """, [4]),
-    ("from-torch-import-manual_seed", """
+        """,
+        [4],
+    ),
+    (
+        "from-torch-import-manual_seed",
+        """
         from torch import manual_seed
         import numpy as np
         manual_seed(0)
         np.random.rand(3)
-        """, [4]),
-    ("from-torch.random-import-manual_seed", """
+        """,
+        [4],
+    ),
+    (
+        "from-torch.random-import-manual_seed",
+        """
         from torch.random import manual_seed
         import numpy as np
         manual_seed(0)
         np.random.rand(3)
-        """, [4]),
-    ("import-numpy.random-as-npr", """
+        """,
+        [4],
+    ),
+    (
+        "import-numpy.random-as-npr",
+        """
         import numpy.random as npr
         import torch
         torch.manual_seed(0)
         npr.permutation(10)
-        """, [4]),
-    ("from-numpy-import-random-as-npr", """
+        """,
+        [4],
+    ),
+    (
+        "from-numpy-import-random-as-npr",
+        """
         from numpy import random as npr
         import torch
         torch.manual_seed(0)
         npr.randint(0, 5)
-        """, [4]),
-    ("from-random-import-shuffle", """
+        """,
+        [4],
+    ),
+    (
+        "from-random-import-shuffle",
+        """
         from random import shuffle
         import torch
         torch.manual_seed(0)
         shuffle([1, 2, 3])
-        """, [4]),
-    ("numpy.random-alias-seeded-is-complete", """
+        """,
+        [4],
+    ),
+    (
+        "numpy.random-alias-seeded-is-complete",
+        """
         import numpy.random as npr
         import torch
         torch.manual_seed(0)
         npr.seed(0)
         npr.permutation(10)
-        """, []),
-    ("from-random-import-seed-is-complete", """
+        """,
+        [],
+    ),
+    (
+        "from-random-import-seed-is-complete",
+        """
         from random import seed, shuffle
         import torch
         torch.manual_seed(0)
         seed(0)
         shuffle([1, 2, 3])
-        """, []),
-    ("transformers.set_seed", """
+        """,
+        [],
+    ),
+    (
+        "transformers.set_seed",
+        """
         import numpy as np
         import torch
         import transformers
         transformers.set_seed(1)
         torch.manual_seed(1)
         np.random.rand(2)
-        """, []),
-    ("from-transformers-import-set_seed", """
+        """,
+        [],
+    ),
+    (
+        "from-transformers-import-set_seed",
+        """
         import numpy as np
         import torch
         from transformers import set_seed
         set_seed(1)
         torch.manual_seed(1)
         np.random.rand(2)
-        """, []),
-    ("lightning-seed_everything", """
+        """,
+        [],
+    ),
+    (
+        "lightning-seed_everything",
+        """
         import numpy as np
         import torch
         from lightning import seed_everything
         seed_everything(1)
         torch.manual_seed(1)
         np.random.rand(2)
-        """, []),
-    ("pytorch_lightning-seed_everything", """
+        """,
+        [],
+    ),
+    (
+        "pytorch_lightning-seed_everything",
+        """
         import numpy as np
         import torch
         import pytorch_lightning as pl
         pl.seed_everything(1)
         torch.manual_seed(1)
         np.random.rand(2)
-        """, []),
-    ("lightning_fabric-seed_everything", """
+        """,
+        [],
+    ),
+    (
+        "lightning_fabric-seed_everything",
+        """
         import numpy as np
         import torch
         from lightning_fabric.utilities.seed import seed_everything
         seed_everything(1)
         torch.manual_seed(1)
         np.random.rand(2)
-        """, []),
-    ("fabric-instance-seed_everything", """
+        """,
+        [],
+    ),
+    (
+        "fabric-instance-seed_everything",
+        """
         import numpy as np
         import torch
         from lightning.fabric import Fabric
@@ -125,8 +181,12 @@ DL101_CASES = [
         fabric.seed_everything(1)
         torch.manual_seed(1)
         np.random.rand(2)
-        """, []),
-    ("fabric-self-attribute-seed_everything", """
+        """,
+        [],
+    ),
+    (
+        "fabric-self-attribute-seed_everything",
+        """
         import numpy as np
         import torch
         import lightning as L
@@ -137,8 +197,12 @@ DL101_CASES = [
                 self.fabric.seed_everything(3)
                 torch.manual_seed(3)
                 np.random.rand(2)
-        """, []),
-    ("local-helper-complete", """
+        """,
+        [],
+    ),
+    (
+        "local-helper-complete",
+        """
         import random
         import numpy as np
         import torch
@@ -150,8 +214,12 @@ DL101_CASES = [
 
         seed_all(0)
         np.random.rand(2)
-        """, []),
-    ("local-helper-named-set_seed", """
+        """,
+        [],
+    ),
+    (
+        "local-helper-named-set_seed",
+        """
         import random
         import numpy as np
         import torch
@@ -164,8 +232,12 @@ DL101_CASES = [
 
         set_seed(0)
         random.shuffle([1, 2])
-        """, []),
-    ("local-helper-incomplete-is-reported", """
+        """,
+        [],
+    ),
+    (
+        "local-helper-incomplete-is-reported",
+        """
         import numpy as np
         import torch
 
@@ -175,8 +247,12 @@ DL101_CASES = [
 
         set_seed(0)
         np.random.rand(2)
-        """, [6]),
-    ("method-seed_all-complete", """
+        """,
+        [6],
+    ),
+    (
+        "method-seed_all-complete",
+        """
         import random
         import numpy as np
         import torch
@@ -192,8 +268,12 @@ DL101_CASES = [
 
             def data(self):
                 return np.random.permutation(10)
-        """, []),
-    ("seed-plus-rank-all-generators", """
+        """,
+        [],
+    ),
+    (
+        "seed-plus-rank-all-generators",
+        """
         import random
         import numpy as np
         import torch
@@ -204,16 +284,24 @@ DL101_CASES = [
         np.random.seed(1234 + rank)
         torch.manual_seed(1234 + rank)
         np.random.rand(2)
-        """, []),
-    ("seed-plus-rank-numpy-missing", """
+        """,
+        [],
+    ),
+    (
+        "seed-plus-rank-numpy-missing",
+        """
         import numpy as np
         import torch
         import torch.distributed as dist
         rank = dist.get_rank()
         torch.manual_seed(1234 + rank)
         np.random.rand(2)
-        """, [6]),
-    ("cuda-available-block-complete", """
+        """,
+        [6],
+    ),
+    (
+        "cuda-available-block-complete",
+        """
         import random
         import numpy as np
         import torch
@@ -224,8 +312,12 @@ DL101_CASES = [
         if torch.cuda.is_available():
             torch.cuda.manual_seed_all(seed)
         np.random.rand(2)
-        """, []),
-    ("cuda-available-block-incomplete", """
+        """,
+        [],
+    ),
+    (
+        "cuda-available-block-incomplete",
+        """
         import numpy as np
         import torch
         seed = 0
@@ -233,8 +325,12 @@ DL101_CASES = [
             torch.cuda.manual_seed_all(seed)
         torch.manual_seed(seed)
         np.random.rand(2)
-        """, [6]),
-    ("worker_init_fn-seeds-numpy-from-initial_seed", """
+        """,
+        [6],
+    ),
+    (
+        "worker_init_fn-seeds-numpy-from-initial_seed",
+        """
         import numpy as np
         import torch
         from torch.utils.data import DataLoader
@@ -246,36 +342,56 @@ DL101_CASES = [
         loader = DataLoader(range(10), num_workers=2, worker_init_fn=worker_init_fn)
         def augment(x):
             return x + np.random.rand()
-        """, []),
-    ("numpy-default_rng-local-generator", """
+        """,
+        [],
+    ),
+    (
+        "numpy-default_rng-local-generator",
+        """
         import numpy as np
         import torch
         torch.manual_seed(0)
         rng = np.random.default_rng(0)
         rng.permutation(10)
         np.random.default_rng().integers(5)
-        """, []),
-    ("random-Random-instance", """
+        """,
+        [],
+    ),
+    (
+        "random-Random-instance",
+        """
         import random
         import torch
         torch.manual_seed(0)
         r = random.Random(0)
         r.shuffle([1, 2])
-        """, []),
-    ("xla-needs-set_rng_state", """
+        """,
+        [],
+    ),
+    (
+        "xla-needs-set_rng_state",
+        """
         import torch
         import torch_xla.core.xla_model as xm
         torch.manual_seed(0)
         device = xm.xla_device()
-        """, [4]),
-    ("xla-set_rng_state-present", """
+        """,
+        [4],
+    ),
+    (
+        "xla-set_rng_state-present",
+        """
         import torch
         import torch_xla.core.xla_model as xm
         torch.manual_seed(0)
         xm.set_rng_state(0)
         device = xm.xla_device()
-        """, []),
-    ("mp.spawn-worker-seeds-inside", """
+        """,
+        [],
+    ),
+    (
+        "mp.spawn-worker-seeds-inside",
+        """
         import numpy as np
         import torch
         import torch.multiprocessing as mp
@@ -287,8 +403,12 @@ DL101_CASES = [
 
         if __name__ == "__main__":
             mp.spawn(worker, args=(0,), nprocs=2)
-        """, []),
-    ("mp.spawn-worker-numpy-missing", """
+        """,
+        [],
+    ),
+    (
+        "mp.spawn-worker-numpy-missing",
+        """
         import numpy as np
         import torch
         import torch.multiprocessing as mp
@@ -299,8 +419,12 @@ DL101_CASES = [
 
         if __name__ == "__main__":
             mp.spawn(worker, args=(0,), nprocs=2)
-        """, [7]),
-    ("trainer-__init__-seeds-torch-only", """
+        """,
+        [7],
+    ),
+    (
+        "trainer-__init__-seeds-torch-only",
+        """
         import random
         import torch
 
@@ -311,8 +435,12 @@ DL101_CASES = [
             def batches(self, items):
                 random.shuffle(items)
                 return items
-        """, [7]),
-    ("trainer-__init__-complete", """
+        """,
+        [7],
+    ),
+    (
+        "trainer-__init__-complete",
+        """
         import random
         import numpy as np
         import torch
@@ -326,30 +454,44 @@ DL101_CASES = [
             def batches(self, items):
                 random.shuffle(items)
                 return np.random.permutation(items)
-        """, []),
-    ("torch-only-no-other-draws", """
+        """,
+        [],
+    ),
+    (
+        "torch-only-no-other-draws",
+        """
         import torch
         torch.manual_seed(0)
         x = torch.randn(3)
-        """, []),
-    ("torch.Generator-manual_seed-is-not-global", """
+        """,
+        [],
+    ),
+    (
+        "torch.Generator-manual_seed-is-not-global",
+        """
         import numpy as np
         import torch
         g = torch.Generator()
         g.manual_seed(0)
         np.random.rand(2)
-        """, []),
+        """,
+        [],
+    ),
 ]
 
 
-@pytest.mark.parametrize("source,lines", [c[1:] for c in DL101_CASES], ids=[c[0] for c in DL101_CASES])
+@pytest.mark.parametrize(
+    "source,lines", [c[1:] for c in DL101_CASES], ids=[c[0] for c in DL101_CASES]
+)
 def test_dl101_idioms(source, lines):
     assert _lines(SeedOnlyTorch(), source) == lines
 
 
 # (id, source, exact output of the fix; None: reported without a fix)
 DL101_FIXES = [
-    ("cuda-block-with-only-seeding-is-removed", """
+    (
+        "cuda-block-with-only-seeding-is-removed",
+        """
         import numpy as np
         import torch
         from accelerate import Accelerator
@@ -360,7 +502,8 @@ DL101_FIXES = [
             if torch.cuda.is_available():
                 torch.cuda.manual_seed_all(seed)
             np.random.rand(2)
-        """, """
+        """,
+        """
         import numpy as np
         import torch
         from accelerate import Accelerator
@@ -370,8 +513,11 @@ DL101_FIXES = [
             accelerator = Accelerator()
             set_seed(seed)
             np.random.rand(2)
-        """),
-    ("cuda-block-keeps-its-other-statements-and-set_seed-stays-unguarded", """
+        """,
+    ),
+    (
+        "cuda-block-keeps-its-other-statements-and-set_seed-stays-unguarded",
+        """
         import numpy as np
         import torch
         from accelerate import Accelerator
@@ -384,7 +530,8 @@ DL101_FIXES = [
                 torch.backends.cudnn.deterministic = True
             torch.manual_seed(seed)
             np.random.rand(2)
-        """, """
+        """,
+        """
         import numpy as np
         import torch
         from accelerate import Accelerator
@@ -396,8 +543,11 @@ DL101_FIXES = [
                 torch.backends.cudnn.deterministic = True
             set_seed(seed)
             np.random.rand(2)
-        """),
-    ("if-else-device-seeding-becomes-one-call", """
+        """,
+    ),
+    (
+        "if-else-device-seeding-becomes-one-call",
+        """
         import numpy as np
         import torch
         from accelerate import Accelerator
@@ -409,7 +559,8 @@ DL101_FIXES = [
             else:
                 torch.manual_seed(seed)
             np.random.rand(2)
-        """, """
+        """,
+        """
         import numpy as np
         import torch
         from accelerate import Accelerator
@@ -419,8 +570,11 @@ DL101_FIXES = [
             accelerator = Accelerator()
             set_seed(seed)
             np.random.rand(2)
-        """),
-    ("guarded-seeding-mixed-with-other-work-is-not-fixed", """
+        """,
+    ),
+    (
+        "guarded-seeding-mixed-with-other-work-is-not-fixed",
+        """
         import numpy as np
         import torch
         from accelerate import Accelerator
@@ -431,8 +585,12 @@ DL101_FIXES = [
                 torch.cuda.manual_seed_all(seed)
                 torch.backends.cudnn.benchmark = False
             np.random.rand(2)
-        """, None),
-    ("seed-only-when-given", """
+        """,
+        None,
+    ),
+    (
+        "seed-only-when-given",
+        """
         import random
         import torch
         from accelerate import Accelerator
@@ -442,7 +600,8 @@ DL101_FIXES = [
         if seed is not None:
             random.seed(seed)
             torch.manual_seed(seed)
-        """, """
+        """,
+        """
         import random
         import torch
         from accelerate import Accelerator
@@ -452,23 +611,30 @@ DL101_FIXES = [
         seed = None
         if seed is not None:
             set_seed(seed)
-        """),
-    ("existing-set_seed-binding-is-reused", """
+        """,
+    ),
+    (
+        "existing-set_seed-binding-is-reused",
+        """
         import torch
         import accelerate.utils
         from accelerate import Accelerator
 
         acc = Accelerator()
         torch.manual_seed(3)
-        """, """
+        """,
+        """
         import torch
         import accelerate.utils
         from accelerate import Accelerator
 
         acc = Accelerator()
         accelerate.utils.set_seed(3)
-        """),
-    ("per-rank-seed-differs-no-fix", """
+        """,
+    ),
+    (
+        "per-rank-seed-differs-no-fix",
+        """
         import numpy as np
         import torch
         from accelerate import Accelerator
@@ -476,11 +642,15 @@ DL101_FIXES = [
         accelerator = Accelerator()
         torch.manual_seed(1 + accelerator.process_index)
         np.random.seed(1)
-        """, None),
+        """,
+        None,
+    ),
 ]
 
 
-@pytest.mark.parametrize("source,fixed", [c[1:] for c in DL101_FIXES], ids=[c[0] for c in DL101_FIXES])
+@pytest.mark.parametrize(
+    "source,fixed", [c[1:] for c in DL101_FIXES], ids=[c[0] for c in DL101_FIXES]
+)
 def test_dl101_fix(source, fixed):
     assert len(_lint(SeedOnlyTorch(), source).findings) == 1
     result = _lint(SeedOnlyTorch(), source, fix=True)
@@ -496,23 +666,33 @@ from distlint.rules.seed_after_model_init import SeedAfterModelInit  # noqa: E40
 
 # (id, source, lines where DL102 reports)
 DL102_CASES = [
-    ("same-function-source-order", """
+    (
+        "same-function-source-order",
+        """
         import torch
         from accelerate.utils import set_seed
 
         def main():
             model = torch.nn.Linear(4, 2)
             set_seed(0)
-        """, [7]),
-    ("seeded-first", """
+        """,
+        [7],
+    ),
+    (
+        "seeded-first",
+        """
         import torch
         from accelerate.utils import set_seed
 
         def main():
             set_seed(0)
             model = torch.nn.Linear(4, 2)
-        """, []),
-    ("reseed-per-rank-after-first-seed", """
+        """,
+        [],
+    ),
+    (
+        "reseed-per-rank-after-first-seed",
+        """
         import torch
         from accelerate import Accelerator
         from accelerate.utils import set_seed
@@ -522,8 +702,12 @@ DL102_CASES = [
             set_seed(0)
             model = torch.nn.Linear(4, 2)
             set_seed(0 + accelerator.process_index)
-        """, []),
-    ("main-calls-helpers", """
+        """,
+        [],
+    ),
+    (
+        "main-calls-helpers",
+        """
         import torch
         from torch import nn
 
@@ -539,8 +723,12 @@ DL102_CASES = [
 
         if __name__ == "__main__":
             main()
-        """, [13]),
-    ("main-seeds-then-calls-builder", """
+        """,
+        [13],
+    ),
+    (
+        "main-seeds-then-calls-builder",
+        """
         import torch
         from torch import nn
 
@@ -553,8 +741,12 @@ DL102_CASES = [
             model = build_model()
 
         main()
-        """, []),
-    ("helper-seeds-after-building", """
+        """,
+        [],
+    ),
+    (
+        "helper-seeds-after-building",
+        """
         import torch
         from torch import nn
 
@@ -567,8 +759,12 @@ DL102_CASES = [
             setup()
 
         main()
-        """, [7]),
-    ("model-class-of-the-script", """
+        """,
+        [7],
+    ),
+    (
+        "model-class-of-the-script",
+        """
         import torch
         from torch import nn
         import lightning as L
@@ -586,8 +782,12 @@ DL102_CASES = [
 
         net = Net()
         L.seed_everything(0)
-        """, [18]),
-    ("trainer-init-builds-then-method-seeds", """
+        """,
+        [18],
+    ),
+    (
+        "trainer-init-builds-then-method-seeds",
+        """
         import torch
         from accelerate.utils import set_seed
 
@@ -599,8 +799,12 @@ DL102_CASES = [
             def fit(self):
                 set_seed(self.seed)
                 return self.model
-        """, [11]),
-    ("trainer-constructed-before-seeding-in-main", """
+        """,
+        [11],
+    ),
+    (
+        "trainer-constructed-before-seeding-in-main",
+        """
         import torch
         from accelerate.utils import set_seed
 
@@ -617,8 +821,12 @@ DL102_CASES = [
             trainer.fit()
 
         main()
-        """, [14]),
-    ("trainer-seeded-in-main-before-construction", """
+        """,
+        [14],
+    ),
+    (
+        "trainer-seeded-in-main-before-construction",
+        """
         import torch
         from accelerate.utils import set_seed
 
@@ -636,8 +844,12 @@ DL102_CASES = [
             trainer.fit()
 
         main()
-        """, []),
-    ("trainer-init-seeds-first", """
+        """,
+        [],
+    ),
+    (
+        "trainer-init-seeds-first",
+        """
         import torch
         from accelerate.utils import set_seed
 
@@ -648,16 +860,24 @@ DL102_CASES = [
 
             def fit(self):
                 set_seed(1)
-        """, []),
-    ("dataloader-before-seed-is-fine", """
+        """,
+        [],
+    ),
+    (
+        "dataloader-before-seed-is-fine",
+        """
         import torch
         from torch.utils.data import DataLoader
 
         loader = DataLoader(list(range(8)), batch_size=4, shuffle=True)
         torch.manual_seed(0)
         model = torch.nn.Linear(4, 2)
-        """, []),
-    ("dataloader-with-own-generator", """
+        """,
+        [],
+    ),
+    (
+        "dataloader-with-own-generator",
+        """
         import torch
         from torch.utils.data import DataLoader
 
@@ -665,50 +885,78 @@ DL102_CASES = [
         g.manual_seed(0)
         loader = DataLoader(list(range(8)), shuffle=True, generator=g)
         torch.manual_seed(0)
-        """, []),
-    ("random_split-before-seed", """
+        """,
+        [],
+    ),
+    (
+        "random_split-before-seed",
+        """
         import torch
         from torch.utils.data import random_split
 
         train, val = random_split(list(range(10)), [8, 2])
         torch.manual_seed(0)
-        """, [6]),
-    ("random_split-with-generator", """
+        """,
+        [6],
+    ),
+    (
+        "random_split-with-generator",
+        """
         import torch
         from torch.utils.data import random_split
 
         train, val = random_split(list(range(10)), [8, 2], generator=torch.Generator().manual_seed(0))
         torch.manual_seed(0)
-        """, []),
-    ("transformers-head-from_pretrained", """
+        """,
+        [],
+    ),
+    (
+        "transformers-head-from_pretrained",
+        """
         from transformers import AutoModelForSequenceClassification, AutoTokenizer, set_seed
 
         tok = AutoTokenizer.from_pretrained("bert-base-cased")
         model = AutoModelForSequenceClassification.from_pretrained("bert-base-cased")
         set_seed(0)
         model(**tok("hi", return_tensors="pt")).loss.backward()
-        """, [6]),
-    ("transformers-full-checkpoint-from_pretrained", """
+        """,
+        [6],
+    ),
+    (
+        "transformers-full-checkpoint-from_pretrained",
+        """
         from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
 
         tok = AutoTokenizer.from_pretrained("gpt2")
         model = AutoModelForCausalLM.from_pretrained("gpt2")
         set_seed(0)
-        """, []),
-    ("transformers-from_config", """
+        """,
+        [],
+    ),
+    (
+        "transformers-from_config",
+        """
         from transformers import AutoConfig, AutoModelForCausalLM, set_seed
 
         config = AutoConfig.from_pretrained("gpt2")
         model = AutoModelForCausalLM.from_config(config)
         set_seed(0)
-        """, [6]),
-    ("norm-and-activation-layers-draw-nothing", """
+        """,
+        [6],
+    ),
+    (
+        "norm-and-activation-layers-draw-nothing",
+        """
         import torch
         act = torch.nn.ReLU()
         norm = torch.nn.LayerNorm(4)
         torch.manual_seed(0)
-        """, []),
-    ("mp-spawn-worker", """
+        """,
+        [],
+    ),
+    (
+        "mp-spawn-worker",
+        """
         import torch
         import torch.multiprocessing as mp
 
@@ -718,8 +966,12 @@ DL102_CASES = [
 
         if __name__ == "__main__":
             mp.spawn(worker, nprocs=2)
-        """, [7]),
-    ("fabric-seed-before-setup", """
+        """,
+        [7],
+    ),
+    (
+        "fabric-seed-before-setup",
+        """
         import torch
         import lightning as L
 
@@ -727,20 +979,28 @@ DL102_CASES = [
         fabric.seed_everything(0)
         model = torch.nn.Linear(4, 2)
         model = fabric.setup(model)
-        """, []),
-    ("fabric-seed-after-model", """
+        """,
+        [],
+    ),
+    (
+        "fabric-seed-after-model",
+        """
         import torch
         import lightning as L
 
         fabric = L.Fabric()
         model = torch.nn.Linear(4, 2)
         fabric.seed_everything(0)
-        """, [7]),
+        """,
+        [7],
+    ),
 ]
 
 
 DL102_CASES += [
-    ("model-class-seeding-itself-first", """
+    (
+        "model-class-seeding-itself-first",
+        """
         import torch
         from torch import nn
 
@@ -752,15 +1012,23 @@ DL102_CASES += [
 
         model = Net(0)
         torch.manual_seed(1)
-        """, []),
-    ("inference-script-loads-fine-tuned-head", """
+        """,
+        [],
+    ),
+    (
+        "inference-script-loads-fine-tuned-head",
+        """
         from transformers import AutoModelForSequenceClassification, set_seed
 
         model = AutoModelForSequenceClassification.from_pretrained("./finetuned")
         set_seed(0)
         print(model(input_ids=None))
-        """, []),
-    ("training-script-with-fresh-head", """
+        """,
+        [],
+    ),
+    (
+        "training-script-with-fresh-head",
+        """
         import torch
         from transformers import AutoModelForSequenceClassification, set_seed
 
@@ -768,11 +1036,15 @@ DL102_CASES += [
         set_seed(0)
         optimizer = torch.optim.AdamW(model.parameters())
         optimizer.step()
-        """, [6]),
+        """,
+        [6],
+    ),
 ]
 
 
-@pytest.mark.parametrize("source,lines", [c[1:] for c in DL102_CASES], ids=[c[0] for c in DL102_CASES])
+@pytest.mark.parametrize(
+    "source,lines", [c[1:] for c in DL102_CASES], ids=[c[0] for c in DL102_CASES]
+)
 def test_dl102_idioms(source, lines):
     assert _lines(SeedAfterModelInit(), source) == lines
 
@@ -784,16 +1056,22 @@ def test_dataloader_built_before_seeding_shuffles_reproducibly(tmp_path):
     import sys
 
     script = tmp_path / "order.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import sys, torch
         from torch.utils.data import DataLoader
         torch.manual_seed(int(sys.argv[1]))  # a different generator state when the loader is built
         loader = DataLoader(list(range(16)), batch_size=16, shuffle=True)
         torch.manual_seed(0)
         print(next(iter(loader)).tolist())
-        """))
-    orders = {subprocess.run([sys.executable, str(script), s], capture_output=True, text=True, check=True).stdout
-              for s in ("1", "2")}
+        """)
+    )
+    orders = {
+        subprocess.run(
+            [sys.executable, str(script), s], capture_output=True, text=True, check=True
+        ).stdout
+        for s in ("1", "2")
+    }
     assert len(orders) == 1
 
 

@@ -14,17 +14,23 @@ INVALID = [(r, i, v) for r in all_rules() for i, v in enumerate(r.INVALID)]
 
 def _lint(rule_cls, snippet, fix=False):
     rule = rule_cls(snippet.options)
-    return lint_source(snippet.code, "snippet.py", Config(), fix=fix, unsafe_fixes=True, rules=[rule])
+    return lint_source(
+        snippet.code, "snippet.py", Config(), fix=fix, unsafe_fixes=True, rules=[rule]
+    )
 
 
-@pytest.mark.parametrize("rule_cls,i,snippet", VALID, ids=[f"{r.CODE}-valid-{i}" for r, i, _ in VALID])
+@pytest.mark.parametrize(
+    "rule_cls,i,snippet", VALID, ids=[f"{r.CODE}-valid-{i}" for r, i, _ in VALID]
+)
 def test_valid_snippet_has_no_finding(rule_cls, i, snippet):
     result = _lint(rule_cls, snippet)
     assert not result.errors, result.errors
     assert [f.message for f in result.findings] == []
 
 
-@pytest.mark.parametrize("rule_cls,i,snippet", INVALID, ids=[f"{r.CODE}-invalid-{i}" for r, i, _ in INVALID])
+@pytest.mark.parametrize(
+    "rule_cls,i,snippet", INVALID, ids=[f"{r.CODE}-invalid-{i}" for r, i, _ in INVALID]
+)
 def test_invalid_snippet_is_reported_and_fixed(rule_cls, i, snippet):
     result = _lint(rule_cls, snippet)
     assert not result.errors, result.errors
@@ -37,8 +43,14 @@ def test_invalid_snippet_is_reported_and_fixed(rule_cls, i, snippet):
     assert fixed.fixed_source == snippet.fixed
     assert fixed.findings == ()
     assert undefined_names(fixed.fixed_source) == []
-    again = lint_source(fixed.fixed_source, "snippet.py", Config(), fix=True, unsafe_fixes=True,
-                        rules=[rule_cls(snippet.options)])
+    again = lint_source(
+        fixed.fixed_source,
+        "snippet.py",
+        Config(),
+        fix=True,
+        unsafe_fixes=True,
+        rules=[rule_cls(snippet.options)],
+    )
     assert again.fixed_source is None, "the fix is not idempotent"
 
 
@@ -46,7 +58,15 @@ def test_every_rule_has_snippets_and_docs():
     for rule in all_rules():
         assert rule.VALID and rule.INVALID, rule.CODE
         docs = rule.docs()
-        for section in ("## What it does", "## Why is this bad?", "## Example", "## Fix safety", "## Options"):
+        for section in (
+            "## What it does",
+            "## Why is this bad?",
+            "## Example",
+            "## Fix safety",
+            "## Options",
+        ):
             assert section in docs, (rule.CODE, section)
         if rule.FIX_SAFETY is not None:
-            assert any(s.fixed is not None for s in rule.INVALID), f"{rule.CODE} has a fix but no fixed snippet"
+            assert any(s.fixed is not None for s in rule.INVALID), (
+                f"{rule.CODE} has a fix but no fixed snippet"
+            )

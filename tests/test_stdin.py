@@ -15,18 +15,40 @@ def run(exe, *args, cwd, data):
 
 
 def test_check_from_stdin_reports_under_the_given_name(distlint_exe, tmp_path):
-    proc = run(distlint_exe, "check", "--stdin-filename", "train.py", "-", cwd=tmp_path, data=BAD.encode())
+    proc = run(
+        distlint_exe, "check", "--stdin-filename", "train.py", "-", cwd=tmp_path, data=BAD.encode()
+    )
     assert proc.returncode == 1
     assert proc.stdout.decode().startswith("train.py:20:5: DL101 ")
-    clean = run(distlint_exe, "check", "--stdin-filename", "train.py", "-", cwd=tmp_path, data=b"import torch\n")
+    clean = run(
+        distlint_exe,
+        "check",
+        "--stdin-filename",
+        "train.py",
+        "-",
+        cwd=tmp_path,
+        data=b"import torch\n",
+    )
     assert clean.returncode == 0
 
 
 def test_per_file_ignores_apply_to_the_stdin_filename(distlint_exe, tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.distlint]\nper-file-ignores = {"scratch/*.py" = ["DL101"]}\n')
-    ignored = run(distlint_exe, "check", "--stdin-filename", "scratch/try.py", "-", cwd=tmp_path, data=BAD.encode())
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.distlint]\nper-file-ignores = {"scratch/*.py" = ["DL101"]}\n'
+    )
+    ignored = run(
+        distlint_exe,
+        "check",
+        "--stdin-filename",
+        "scratch/try.py",
+        "-",
+        cwd=tmp_path,
+        data=BAD.encode(),
+    )
     assert ignored.returncode == 0, ignored.stdout
-    linted = run(distlint_exe, "check", "--stdin-filename", "train.py", "-", cwd=tmp_path, data=BAD.encode())
+    linted = run(
+        distlint_exe, "check", "--stdin-filename", "train.py", "-", cwd=tmp_path, data=BAD.encode()
+    )
     assert linted.returncode == 1
 
 
@@ -51,7 +73,27 @@ def test_fix_of_clean_or_unparsable_input_echoes_it(distlint_exe, tmp_path):
 
 
 def test_stdin_respects_selection_options(distlint_exe, tmp_path):
-    proc = run(distlint_exe, "check", "--ignore", "DL1", "--stdin-filename", "train.py", "-", cwd=tmp_path, data=BAD.encode())
+    proc = run(
+        distlint_exe,
+        "check",
+        "--ignore",
+        "DL1",
+        "--stdin-filename",
+        "train.py",
+        "-",
+        cwd=tmp_path,
+        data=BAD.encode(),
+    )
     assert proc.returncode == 0
-    proc = run(distlint_exe, "check", "--format", "json", "--stdin-filename", "t.py", "-", cwd=tmp_path, data=BAD.encode())
+    proc = run(
+        distlint_exe,
+        "check",
+        "--format",
+        "json",
+        "--stdin-filename",
+        "t.py",
+        "-",
+        cwd=tmp_path,
+        data=BAD.encode(),
+    )
     assert b'"path": "t.py"' in proc.stdout

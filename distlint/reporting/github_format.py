@@ -21,7 +21,9 @@ def _escape_property(text: str) -> str:
 
 
 def _command(level: str, properties, message: str) -> str:
-    props = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties if value is not None)
+    props = ",".join(
+        f"{key}={_escape_property(str(value))}" for key, value in properties if value is not None
+    )
     return f"::{level} {props}::{_escape_data(message)}\n"
 
 
@@ -34,9 +36,20 @@ def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
                 props = [("title", title), ("file", f.path)]
             else:
                 where = f"{f.path}:{f.line}:{f.column}"
-                props = [("title", title), ("file", f.path), ("line", f.line), ("col", f.column),
-                         ("endLine", f.end_line), ("endColumn", f.end_column)]
+                props = [
+                    ("title", title),
+                    ("file", f.path),
+                    ("line", f.line),
+                    ("col", f.column),
+                    ("endLine", f.end_line),
+                    ("endColumn", f.end_column),
+                ]
             stream.write(_command(f.severity.value, props, f"{where}: {f.code} {f.message}"))
         for e in result.errors:
-            props = [("title", "distlint (error)"), ("file", e.path), ("line", e.line), ("col", e.column)]
+            props = [
+                ("title", "distlint (error)"),
+                ("file", e.path),
+                ("line", e.line),
+                ("col", e.column),
+            ]
             stream.write(_command("error", props, str(e)))

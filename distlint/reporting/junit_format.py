@@ -17,7 +17,9 @@ def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
     root = ET.Element("testsuites", name="distlint", **counts)
     suite = ET.SubElement(root, "testsuite", name="distlint", **counts)
     for result in results:
-        case = ET.SubElement(suite, "testcase", name=result.path, classname="distlint", file=result.path)
+        case = ET.SubElement(
+            suite, "testcase", name=result.path, classname="distlint", file=result.path
+        )
         for f in result.findings:
             failure = ET.SubElement(case, "failure", message=f"{f.code} {f.message}", type=f.code)
             failure.text = f"{location(f)}: {f.code} {f.message}"

@@ -18,7 +18,9 @@ from urllib.parse import quote
 from distlint import __version__
 from distlint.model import Applicability, FileResult, Finding
 
-SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SCHEMA_URI = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 
 
 def _uri(path: str) -> Tuple[str, Optional[str]]:
@@ -32,7 +34,12 @@ def _uri(path: str) -> Tuple[str, Optional[str]]:
     return quote(p.as_posix()), "%SRCROOT%"
 
 
-def _location(path: str, finding: Optional[Finding] = None, line: Optional[int] = None, column: Optional[int] = None) -> dict:
+def _location(
+    path: str,
+    finding: Optional[Finding] = None,
+    line: Optional[int] = None,
+    column: Optional[int] = None,
+) -> dict:
     uri, base = _uri(path)
     artifact = {"uri": uri}
     if base:
@@ -61,13 +68,20 @@ def _replacements(before: str, after: str) -> List[dict]:
     for line in old:
         offsets.append(offsets[-1] + len(line))
     out = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+        None, old, new, autojunk=False
+    ).get_opcodes():
         if tag == "equal":
             continue
-        out.append({
-            "deletedRegion": {"charOffset": offsets[i1], "charLength": offsets[i2] - offsets[i1]},
-            "insertedContent": {"text": "".join(new[j1:j2])},
-        })
+        out.append(
+            {
+                "deletedRegion": {
+                    "charOffset": offsets[i1],
+                    "charLength": offsets[i2] - offsets[i1],
+                },
+                "insertedContent": {"text": "".join(new[j1:j2])},
+            }
+        )
     return out
 
 
@@ -104,7 +118,9 @@ def _fixes(result: FileResult, context) -> Dict[Finding, dict]:
             artifact["uriBaseId"] = base
         out[finding] = {
             "description": {"text": title},
-            "artifactChanges": [{"artifactLocation": artifact, "replacements": _replacements(text, fixed)}],
+            "artifactChanges": [
+                {"artifactLocation": artifact, "replacements": _replacements(text, fixed)}
+            ],
         }
     return out
 
@@ -159,21 +175,27 @@ def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
                 item["fixes"] = [fixes[f]]
             sarif_results.append(item)
         for e in result.errors:
-            notifications.append({
-                "level": "error",
-                "message": {"text": str(e)},
-                "locations": [_location(e.path, line=e.line, column=e.column)],
-            })
+            notifications.append(
+                {
+                    "level": "error",
+                    "message": {"text": str(e)},
+                    "locations": [_location(e.path, line=e.line, column=e.column)],
+                }
+            )
     run = {
-        "tool": {"driver": {
-            "name": "distlint",
-            "version": __version__,
-            "semanticVersion": __version__,
-            "rules": rules,
-        }},
+        "tool": {
+            "driver": {
+                "name": "distlint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "rules": rules,
+            }
+        },
         "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
         "columnKind": "unicodeCodePoints",
-        "invocations": [{"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}],
+        "invocations": [
+            {"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}
+        ],
         "results": sarif_results,
     }
     json.dump({"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}, stream, indent=2)

@@ -18,7 +18,9 @@ def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
     findings = [f for r in results for f in r.findings]
     for f in findings:
         marker = ""
-        if f.fix is not None and (f.fix.applicability is Applicability.SAFE or context.unsafe_fixes):
+        if f.fix is not None and (
+            f.fix.applicability is Applicability.SAFE or context.unsafe_fixes
+        ):
             marker = "[*] "
         stream.write(f"{location(f)}: {f.code} {marker}{f.message}\n")
     fixed = sum(r.fixes_applied for r in results)
@@ -29,8 +31,12 @@ def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
         for (code, name), n in sorted(counts.items()):
             mark = "[*]" if fixable[code] else "   "
             stream.write(f"{n:5d}\t{code}\t{mark} {name}\n")
-    safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.SAFE)
-    unsafe = sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
+    safe = sum(
+        1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.SAFE
+    )
+    unsafe = sum(
+        1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE
+    )
     if fixed:
         verb = "Would fix" if context.diff else "Fixed"
         stream.write(f"{verb} {fixed} finding{'s' if fixed != 1 else ''}.\n")
@@ -45,4 +51,6 @@ def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
         if safe:
             stream.write(f"[*] {safe} fixable with `distlint fix`.\n")
         if unsafe:
-            stream.write(f"{unsafe} more fixable with `--unsafe-fixes` (unsafe fixes can change behaviour: review them).\n")
+            stream.write(
+                f"{unsafe} more fixable with `--unsafe-fixes` (unsafe fixes can change behaviour: review them).\n"
+            )

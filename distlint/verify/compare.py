@@ -158,7 +158,8 @@ class RunSummary:
             "lrs_first_update": self.curve[0].lrs if self.curve else None,
             "native_lrs": r0.native_lrs() if r0 else None,
             "seeding_calls": [
-                {"name": s["name"], "args": s.get("args"), "where": s.get("where")} for s in (r0.seeds if r0 else [])
+                {"name": s["name"], "args": s.get("args"), "where": s.get("where")}
+                for s in (r0.seeds if r0 else [])
             ],
             "loss_curve": [[p.samples, p.loss] for p in self.curve],
             "wall_s": round(self.outcome.wall_s, 3),
@@ -181,7 +182,9 @@ def _exception_text(rank: RankRecord) -> str:
     return f"{exc.get('type', 'Exception')}: {exc.get('message', '')}".strip()
 
 
-def summarize_run(outcome: RunOutcome, records: RunRecords, expected: int, max_steps: int) -> RunSummary:
+def summarize_run(
+    outcome: RunOutcome, records: RunRecords, expected: int, max_steps: int
+) -> RunSummary:
     plan = outcome.plan
     run = RunSummary(plan.label, plan.nprocs, plan.launcher, plan.argv, outcome, records)
     ranks = records.ranks
@@ -197,11 +200,17 @@ def summarize_run(outcome: RunOutcome, records: RunRecords, expected: int, max_s
         exc = next((o for o in records.others if o.exception), None)
         reason = "no process of the script got as far as creating an Accelerator, a process group or a training step"
         if outcome.timed_out:
-            reason = (f"timed out after {outcome.wall_s:.0f} s before any rank started training (slow start-up "
-                      "or a hang before the first Accelerator / process group): raise --timeout if it was slow")
+            reason = (
+                f"timed out after {outcome.wall_s:.0f} s before any rank started training (slow start-up "
+                "or a hang before the first Accelerator / process group): raise --timeout if it was slow"
+            )
         run.problems.append(reason)
         detail = (exc.exception or {}).get("traceback", "") if exc else ""
-        run.failures.append(Failure(None, _exception_text(exc) if exc else reason, detail or outcome.output_tail(25)))
+        run.failures.append(
+            Failure(
+                None, _exception_text(exc) if exc else reason, detail or outcome.output_tail(25)
+            )
+        )
     else:
         reported = sorted({r.num_processes for r in ranks if r.num_processes is not None})
         indices = [r.rank for r in ranks]
@@ -214,8 +223,10 @@ def summarize_run(outcome: RunOutcome, records: RunRecords, expected: int, max_s
         elif expected > 1 and len(ranks) < expected:
             hint = ""
             if "--cpu" in plan.argv:
-                hint = (" `accelerate launch --cpu` starts ONE process whatever --num_processes says; "
-                        "use torchrun, or --multi_gpu with ACCELERATE_USE_CPU=1.")
+                hint = (
+                    " `accelerate launch --cpu` starts ONE process whatever --num_processes says; "
+                    "use torchrun, or --multi_gpu with ACCELERATE_USE_CPU=1."
+                )
             run.problems.append(
                 f"expected {expected} ranks, but only {len(ranks)} process(es) recorded a rank "
                 f"(num_processes={reported or '?'}).{hint}"
@@ -226,9 +237,9 @@ def summarize_run(outcome: RunOutcome, records: RunRecords, expected: int, max_s
                     f"the 1-process run recorded {len(ranks)} ranks (num_processes={reported}): the script started "
                     "a distributed group of its own"
                 )
-        elif any(n != expected for n in reported) or sorted(i for i in indices if i is not None) != list(
-            range(expected)
-        ):
+        elif any(n != expected for n in reported) or sorted(
+            i for i in indices if i is not None
+        ) != list(range(expected)):
             run.problems.append(
                 f"the ranks did not form one group of {expected}: num_processes={reported}, process indices {indices}"
             )
@@ -250,20 +261,35 @@ def summarize_run(outcome: RunOutcome, records: RunRecords, expected: int, max_s
             else:
                 stuck_at = f"all ranks stuck at update {len(least.updates)}"
                 run.failures.append(Failure(None, stuck_at, outcome.output_tail(20)))
-            run.problems.append(f"timed out after {outcome.wall_s:.0f} s: the processes were killed")
+            run.problems.append(
+                f"timed out after {outcome.wall_s:.0f} s: the processes were killed"
+            )
             for pid, info in outcome.killed_after_timeout.items():
                 rank = info.get("RANK", "?")
-                run.notes.append(f"pid {pid} (rank {rank}) ignored SIGTERM and was killed with SIGKILL")
+                run.notes.append(
+                    f"pid {pid} (rank {rank}) ignored SIGTERM and was killed with SIGKILL"
+                )
         elif unfinished or any(r.exception for r in ranks):
             explicit = []
             for r in ranks:
                 if r.exception:
-                    explicit.append((r.exception["t"], r.rank, _exception_text(r), r.exception.get("traceback", "")))
+                    explicit.append(
+                        (
+                            r.exception["t"],
+                            r.rank,
+                            _exception_text(r),
+                            r.exception.get("traceback", ""),
+                        )
+                    )
                 elif r.exited and not r.stopped:
                     explicit.append(
-                        (r.last_t, r.rank,
-                         f"exited (sys.exit or end of script) after {len(r.updates)} of {max_steps} updates, "
-                         "while other ranks still needed it", "")
+                        (
+                            r.last_t,
+                            r.rank,
+                            f"exited (sys.exit or end of script) after {len(r.updates)} of {max_steps} updates, "
+                            "while other ranks still needed it",
+                            "",
+                        )
                     )
             explicit.sort(key=lambda e: e[0])
             for _, rank, reason, tb in explicit:
@@ -285,7 +311,11 @@ def summarize_run(outcome: RunOutcome, records: RunRecords, expected: int, max_s
                 run.problems.append(f"{who} failed: {first.reason}")
         if not run.problems and not any(r.updates for r in ranks):
             run.problems.append("no optimizer update was recorded: nothing to compare")
-        if not run.problems and outcome.returncode not in (0, None) and not outcome.launcher_stopped:
+        if (
+            not run.problems
+            and outcome.returncode not in (0, None)
+            and not outcome.launcher_stopped
+        ):
             run.notes.append(
                 f"the launcher exited with status {outcome.returncode} after every rank had finished "
                 "(judged by the records: gloo sometimes aborts a rank during interpreter teardown)"
@@ -339,10 +369,17 @@ def check_batch(one: RunSummary, many: RunSummary, exact: bool) -> Check:
     native = many.rank0.native_per_device_batch if many.rank0 else None
     g1, gn = one.global_batch, many.global_batch
     accum = many.config("gradient_accumulation_steps") or 1
-    data = {"per_device": per_device, "script_batch_size": native, "global_1": g1, "global_n": gn,
-            "accumulation": accum}
+    data = {
+        "per_device": per_device,
+        "script_batch_size": native,
+        "global_1": g1,
+        "global_n": gn,
+        "accumulation": accum,
+    }
     if not g1 or not gn:
-        return Check("batch", "observed batch", "skip", "no batches were recorded", "DL301", data=data)
+        return Check(
+            "batch", "observed batch", "skip", "no batches were recorded", "DL301", data=data
+        )
     accum_txt = f" × {accum} accumulation steps" if accum > 1 else ""
     detail = (
         f"{many.label}: {per_device} per device × {n}{accum_txt} = {gn} samples per update; "
@@ -351,17 +388,29 @@ def check_batch(one: RunSummary, many: RunSummary, exact: bool) -> Check:
     # DL301's claim: the DataLoader's batch_size is per device, so the global batch is batch_size × N.
     confirms = bool(native) and gn == native * n * accum and n > 1
     if many.config("split_batches"):
-        detail += f" split_batches=True: the DataLoader's batch_size ({native}) is the global batch here."
+        detail += (
+            f" split_batches=True: the DataLoader's batch_size ({native}) is the global batch here."
+        )
         confirms = False
     if g1 == gn:
-        return Check("batch", "observed batch", "pass", detail + " Same observed batch in both runs.", "DL301",
-                     confirms, data, observes_hazard=False)
+        return Check(
+            "batch",
+            "observed batch",
+            "pass",
+            detail + " Same observed batch in both runs.",
+            "DL301",
+            confirms,
+            data,
+            observes_hazard=False,
+        )
     ratio = gn / g1
     detail += (
         f" The {many.label.split()[0]}-process run sees ×{ratio:g} more samples per update: compare the runs at equal "
         "samples seen (as below), or size the batches with the table."
     )
-    return Check("batch", "observed batch", "warn", detail, "DL301", confirms, data, observes_hazard=False)
+    return Check(
+        "batch", "observed batch", "warn", detail, "DL301", confirms, data, observes_hazard=False
+    )
 
 
 def check_lr(one: RunSummary, many: RunSummary, exact: bool) -> Check:
@@ -373,15 +422,26 @@ def check_lr(one: RunSummary, many: RunSummary, exact: bool) -> Check:
     gn = many.global_batch
     data = {"lr_1": lr1, "lr_n": lrn, "batch_ratio": None, "lr_ratio": None, "scaling": None}
     if not lr1 or not lrn or not g1 or not gn or not lr1[0]:
-        return Check("lr", "learning rate", "skip", "no optimizer update with an LR was recorded", "DL201", data=data)
+        return Check(
+            "lr",
+            "learning rate",
+            "skip",
+            "no optimizer update with an LR was recorded",
+            "DL201",
+            data=data,
+        )
     batch_ratio = gn / g1
     lr_ratio = lrn[0] / lr1[0]
     data.update(batch_ratio=batch_ratio, lr_ratio=lr_ratio)
-    head = (f"LR {lr1[0]:g} on 1 process, {lrn[0]:g} on {many.nprocs}: ×{lr_ratio:.3g} "
-            f"for a global batch ×{batch_ratio:g}.")
+    head = (
+        f"LR {lr1[0]:g} on 1 process, {lrn[0]:g} on {many.nprocs}: ×{lr_ratio:.3g} "
+        f"for a global batch ×{batch_ratio:g}."
+    )
     if _close(batch_ratio, 1.0, 1e-9):
         status = "pass" if _close(lr_ratio, 1.0, 1e-6) else "warn"
-        return Check("lr", "learning rate", status, head + " Same global batch.", "DL201", False, data)
+        return Check(
+            "lr", "learning rate", status, head + " Same global batch.", "DL201", False, data
+        )
     if _close(lr_ratio, 1.0, 1e-6):
         data["scaling"] = "none"
         return Check(
@@ -399,9 +459,19 @@ def check_lr(one: RunSummary, many: RunSummary, exact: bool) -> Check:
         return Check("lr", "learning rate", "pass", head + " Linear scaling.", "DL201", False, data)
     if _close(lr_ratio, math.sqrt(batch_ratio), 1e-6):
         data["scaling"] = "sqrt"
-        return Check("lr", "learning rate", "pass", head + " Square-root scaling.", "DL201", False, data)
+        return Check(
+            "lr", "learning rate", "pass", head + " Square-root scaling.", "DL201", False, data
+        )
     data["scaling"] = "other"
-    return Check("lr", "learning rate", "warn", head + " Neither linear nor square-root scaling.", "DL201", False, data)
+    return Check(
+        "lr",
+        "learning rate",
+        "warn",
+        head + " Neither linear nor square-root scaling.",
+        "DL201",
+        False,
+        data,
+    )
 
 
 def _seed_point(rank: RankRecord, gen: str) -> Tuple[Optional[str], Optional[str]]:
@@ -441,12 +511,19 @@ def check_seeding(one: RunSummary, many: RunSummary) -> Check:
                 where.append("between the runs")
         if where:
             unseeded[gen] = where
-            used[gen] = any(_used(r, gen) for r, _, _ in points) or (r1 is not None and _used(r1, gen))
+            used[gen] = any(_used(r, gen) for r, _, _ in points) or (
+                r1 is not None and _used(r1, gen)
+            )
         else:
             seeded_by[gen] = points[0][2] or "-"
-    calls = sorted({s["name"] for s in (r1.seeds if r1 else [])} | {s["name"] for r in ranks for s in r.seeds})
-    device_specific = any("device_specific" in s.get("kwargs", {}) and "True" in s["kwargs"]["device_specific"]
-                          for r in ranks for s in r.seeds)
+    calls = sorted(
+        {s["name"] for s in (r1.seeds if r1 else [])} | {s["name"] for r in ranks for s in r.seeds}
+    )
+    device_specific = any(
+        "device_specific" in s.get("kwargs", {}) and "True" in s["kwargs"]["device_specific"]
+        for r in ranks
+        for s in r.seeds
+    )
     data = {
         "unseeded": sorted(unseeded),
         "unseeded_used": sorted(g for g in unseeded if used[g]),
@@ -456,12 +533,24 @@ def check_seeding(one: RunSummary, many: RunSummary) -> Check:
     }
     calls_txt = ", ".join(calls) if calls else "no seeding call"
     if not unseeded:
-        return Check("seeding", "seeding", "pass",
-                     f"every generator has the same state on every rank and in both runs ({calls_txt}).",
-                     "DL101", False, data)
-    names = sorted(unseeded, key=lambda g: (not used[g], GENERATORS.index(g)))  # the ones drawn from first
-    parts = [f"{g} ({' and '.join(unseeded[g])}{'' if used[g] else ', never drawn from'})" for g in names]
-    differ_where = "across ranks" if any("across ranks" in unseeded[g] for g in names) else "between the runs"
+        return Check(
+            "seeding",
+            "seeding",
+            "pass",
+            f"every generator has the same state on every rank and in both runs ({calls_txt}).",
+            "DL101",
+            False,
+            data,
+        )
+    names = sorted(
+        unseeded, key=lambda g: (not used[g], GENERATORS.index(g))
+    )  # the ones drawn from first
+    parts = [
+        f"{g} ({' and '.join(unseeded[g])}{'' if used[g] else ', never drawn from'})" for g in names
+    ]
+    differ_where = (
+        "across ranks" if any("across ranks" in unseeded[g] for g in names) else "between the runs"
+    )
     detail = (
         f"{' and '.join(names)} RNG differ {differ_where}: seed them with set_seed "
         "(accelerate.utils.set_seed seeds python, numpy, torch and the accelerators). "
@@ -503,7 +592,13 @@ def check_data_order(one: RunSummary, many: RunSummary, exact: bool) -> Check:
     common = sorted(set(c1) & set(cn))
     data = {"compared_samples": common[-1] if common else 0, "first_difference_at": None}
     if not common:
-        return Check("data", "data order", "skip", "no common sample counts with input checksums to compare", data=data)
+        return Check(
+            "data",
+            "data order",
+            "skip",
+            "no common sample counts with input checksums to compare",
+            data=data,
+        )
     for s in common:
         if not _same_sum(c1[s], cn[s]):
             data["first_difference_at"] = s
@@ -516,8 +611,13 @@ def check_data_order(one: RunSummary, many: RunSummary, exact: bool) -> Check:
                 f"sample {s}. To compare the runs step by step, {SEEDABLE_FIX}.",
                 data=data,
             )
-    return Check("data", "data order", "pass",
-                 f"both runs saw the same samples in the same order (first {common[-1]} samples compared).", data=data)
+    return Check(
+        "data",
+        "data order",
+        "pass",
+        f"both runs saw the same samples in the same order (first {common[-1]} samples compared).",
+        data=data,
+    )
 
 
 def loss_tolerance(one: RunSummary, many: RunSummary, exact: bool) -> Tuple[float, str]:
@@ -540,7 +640,9 @@ def _window_mean(curve: Sequence[CurvePoint], lo: float, hi: float) -> Optional[
     return sum(values) / len(values) if values else None
 
 
-def check_loss(one: RunSummary, many: RunSummary, exact: bool, rtol: Optional[float] = None) -> Check:
+def check_loss(
+    one: RunSummary, many: RunSummary, exact: bool, rtol: Optional[float] = None
+) -> Check:
     tol, why = loss_tolerance(one, many, exact)
     if rtol is not None:
         tol, why = rtol, "--loss-rtol"
@@ -568,9 +670,14 @@ def check_loss(one: RunSummary, many: RunSummary, exact: bool, rtol: Optional[fl
             compared += 1
         data.update(compared_updates=compared, max_rel_diff=worst, worst_update=worst_at)
         if compared == 0:
-            return Check("loss", "loss (exact)", "skip",
-                         "no update with the same global batch to compare (--exact scales the batch through "
-                         "Accelerator.prepare; a script without it keeps its own batch size)", data=data)
+            return Check(
+                "loss",
+                "loss (exact)",
+                "skip",
+                "no update with the same global batch to compare (--exact scales the batch through "
+                "Accelerator.prepare; a script without it keeps its own batch size)",
+                data=data,
+            )
         status = "pass" if worst <= tol else "fail"
         return Check(
             "loss",
@@ -585,7 +692,9 @@ def check_loss(one: RunSummary, many: RunSummary, exact: bool, rtol: Optional[fl
     end1, endn = _window_mean(one.curve, lo, seen), _window_mean(many.curve, lo, seen)
     data.update(samples=seen, end_loss_1=end1, end_loss_n=endn)
     if end1 is None or endn is None:
-        return Check("loss", "loss", "skip", "too few updates to compare the end of the runs", data=data)
+        return Check(
+            "loss", "loss", "skip", "too few updates to compare the end of the runs", data=data
+        )
     rel = abs(end1 - endn) / max(abs(end1), abs(endn), 1e-12)
     data["rel_diff"] = rel
     status = "pass" if rel <= tol else "fail"
@@ -614,9 +723,14 @@ def equivalence_table(many: RunSummary) -> Optional[Dict[str, Any]]:
         "rows": [
             {"setup": "1 GPU", "per_device_batch": global_batch},
             {"setup": f"{n} GPUs", "per_device_batch": per_device},
-            {"setup": "TPU pod, 8 workers", "per_device_batch": int(tpu) if tpu == int(tpu) else None},
+            {
+                "setup": "TPU pod, 8 workers",
+                "per_device_batch": int(tpu) if tpu == int(tpu) else None,
+            },
         ],
-        "note": None if tpu == int(tpu) else f"a global batch of {global_batch} does not split over 8 TPU workers",
+        "note": None
+        if tpu == int(tpu)
+        else f"a global batch of {global_batch} does not split over 8 TPU workers",
     }
 
 

@@ -68,7 +68,9 @@ class VerifyResult:
             },
             "checks": [c.to_json() for c in self.checks],
             "equivalence": self.table,
-            "static_findings": None if self.static_findings is None else [f.to_json() for f in self.static_findings],
+            "static_findings": None
+            if self.static_findings is None
+            else [f.to_json() for f in self.static_findings],
             "wall_s": round(self.wall_s, 3),
         }
 
@@ -99,8 +101,14 @@ def verify(
     """
     started = time.monotonic()
     path = os.path.abspath(script)
-    result = VerifyResult(path, list(script_args), nprocs or 0, max_steps, exact,
-                          static_findings=None if static_findings is None else list(static_findings))
+    result = VerifyResult(
+        path,
+        list(script_args),
+        nprocs or 0,
+        max_steps,
+        exact,
+        static_findings=None if static_findings is None else list(static_findings),
+    )
     if not os.path.isfile(path):
         result.problems.append(f"{script}: no such file")
         return result
@@ -114,8 +122,15 @@ def verify(
     work = keep_dir or tempfile.mkdtemp(prefix="distlint-verify-")
     os.makedirs(work, exist_ok=True)
     try:
-        many_plan = launch.multi_plan(path, script_args, n, devices.multi, launcher, launcher_args,
-                                      log_dir=os.path.join(work, "many", "logs"))
+        many_plan = launch.multi_plan(
+            path,
+            script_args,
+            n,
+            devices.multi,
+            launcher,
+            launcher_args,
+            log_dir=os.path.join(work, "many", "logs"),
+        )
         if devices.multi == "xla" and not launch.tpu_available():
             result.problems.append(launch.XLA_ON_CPU)
             result.notes.append("the command on a TPU host would be: " + " ".join(many_plan.argv))
@@ -126,16 +141,24 @@ def verify(
         def run(plan: launch.LaunchPlan, name: str, env: Dict[str, str]) -> Optional[RunSummary]:
             remaining = timeout - (time.monotonic() - started)
             if remaining <= 1:
-                result.problems.append(f"no time left for the {plan.label} run (--timeout {timeout:g} s)")
+                result.problems.append(
+                    f"no time left for the {plan.label} run (--timeout {timeout:g} s)"
+                )
                 return None
             run_dir = os.path.join(work, name)
             if progress:
                 progress("start", plan)
             record_dir = os.path.join(run_dir, "records")
-            poll = (lambda elapsed: progress("poll", (plan, record_dir, elapsed))) if progress else None
+            poll = (
+                (lambda elapsed: progress("poll", (plan, record_dir, elapsed)))
+                if progress
+                else None
+            )
             outcome = launch.run_plan(plan, run_dir, remaining, {**base_env, **env}, poll)
             records = read_run(outcome.record_dir, single_pid=None)
-            summary = compare.summarize_run(outcome, records, plan.nprocs, int(env["DISTLINT_VERIFY_MAX_STEPS"]))
+            summary = compare.summarize_run(
+                outcome, records, plan.nprocs, int(env["DISTLINT_VERIFY_MAX_STEPS"])
+            )
             if progress:
                 progress("end", summary)
             return summary
@@ -152,10 +175,14 @@ def verify(
                 if lrs:
                     one_env["DISTLINT_VERIFY_LRS"] = json.dumps(lrs)
                 else:
-                    result.notes.append("--exact: the N-process run prepared no optimizer; LRs left as they are")
+                    result.notes.append(
+                        "--exact: the N-process run prepared no optimizer; LRs left as they are"
+                    )
                 result.one = run(one_plan, "one", one_env)
             else:
-                result.notes.append("--exact: the 1-process run needs a successful N-process run first; skipped")
+                result.notes.append(
+                    "--exact: the 1-process run needs a successful N-process run first; skipped"
+                )
         else:
             result.one = run(one_plan, "one", one_env)
             result.many = run(many_plan, "many", {"DISTLINT_VERIFY_MAX_STEPS": str(max_steps)})
@@ -172,7 +199,9 @@ def verify(
             result.table = compare.equivalence_table(many)
             for run_summary in result.runs:
                 if run_summary.device.startswith("cuda"):
-                    result.notes.append(f"the {run_summary.label} run ran on the GPU ({run_summary.device})")
+                    result.notes.append(
+                        f"the {run_summary.label} run ran on the GPU ({run_summary.device})"
+                    )
     finally:
         result.wall_s = time.monotonic() - started
         if keep_dir is None:

@@ -85,7 +85,9 @@ def plan_devices(device: str, nprocs: Optional[int]) -> DevicePlan:
         return DevicePlan("xla", "xla", nprocs or 8)
     gpus = visible_gpu_count() if device in ("auto", "cuda") else 0
     if device == "cuda" and gpus == 0:
-        raise LaunchError("--device cuda: no CUDA GPU is visible (nvidia-smi / CUDA_VISIBLE_DEVICES)")
+        raise LaunchError(
+            "--device cuda: no CUDA GPU is visible (nvidia-smi / CUDA_VISIBLE_DEVICES)"
+        )
     if gpus == 0:
         return DevicePlan("cpu", "cpu", nprocs or 2)
     n = nprocs or max(2, gpus)
@@ -95,8 +97,10 @@ def plan_devices(device: str, nprocs: Optional[int]) -> DevicePlan:
         "cuda",
         "cpu",
         n,
-        [f"{gpus} GPU(s) visible for {n} processes: the {n}-process run uses CPU (gloo); "
-         "losses may differ slightly between the devices"],
+        [
+            f"{gpus} GPU(s) visible for {n} processes: the {n}-process run uses CPU (gloo); "
+            "losses may differ slightly between the devices"
+        ],
     )
 
 
@@ -161,7 +165,12 @@ def multi_plan(
     if launcher == "torchrun":
         argv = [sys.executable, "-m", "torch.distributed.run"]
         multi_node = _has_option(
-            launcher_args, "--nnodes", "--rdzv-endpoint", "--rdzv_endpoint", "--master-addr", "--master_addr"
+            launcher_args,
+            "--nnodes",
+            "--rdzv-endpoint",
+            "--rdzv_endpoint",
+            "--master-addr",
+            "--master_addr",
         )
         if not multi_node and not _has_option(launcher_args, "--standalone"):
             argv.append("--standalone")  # a free port of its own: several verifies can run at once
@@ -177,7 +186,13 @@ def multi_plan(
         if not _has_option(launcher_args, "--num_processes", "--num-processes"):
             argv += ["--num_processes", str(nprocs)]
         if not user_configured and not _has_option(
-            launcher_args, "--multi_gpu", "--multi-gpu", "--cpu", "--tpu", "--use_deepspeed", "--use_fsdp"
+            launcher_args,
+            "--multi_gpu",
+            "--multi-gpu",
+            "--cpu",
+            "--tpu",
+            "--use_deepspeed",
+            "--use_fsdp",
         ):
             # With ACCELERATE_USE_CPU=1 this forms a gloo group on CPU. (`--cpu` would not: it
             # starts ONE process whatever --num_processes says.)
@@ -229,7 +244,9 @@ def tagged_processes(tag: str) -> Dict[int, Dict[str, str]]:
                 info[key.decode()] = value.decode(errors="replace")
         try:
             with open(f"/proc/{name}/cmdline", "rb") as f:
-                info["cmdline"] = f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:200]
+                info["cmdline"] = (
+                    f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:200]
+                )
         except OSError:
             pass
         found[int(name)] = info
@@ -243,7 +260,9 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
-def terminate_all(popen: subprocess.Popen, tag: str, grace: float = 2.0) -> Dict[int, Dict[str, str]]:
+def terminate_all(
+    popen: subprocess.Popen, tag: str, grace: float = 2.0
+) -> Dict[int, Dict[str, str]]:
     """SIGTERM the launcher's group and every tagged process, SIGKILL what is left after `grace`.
 
     Returns the processes that had to be killed with SIGKILL (they ignored SIGTERM).
@@ -295,7 +314,9 @@ class RunOutcome:
     tag: str
     launcher_stopped: bool = False  # every rank had finished; verify ended the launcher's teardown
     killed_after_timeout: Dict[int, Dict[str, str]] = field(default_factory=dict)
-    leftovers: Dict[int, Dict[str, str]] = field(default_factory=dict)  # alive after the launcher ended
+    leftovers: Dict[int, Dict[str, str]] = field(
+        default_factory=dict
+    )  # alive after the launcher ended
 
     def output_tail(self, lines: int = 30) -> str:
         try:
@@ -336,7 +357,9 @@ def run_plan(
     env.update(extra_env)
     env[TAG_VAR] = tag
     env["DISTLINT_VERIFY_OUT"] = record_dir
-    env["PYTHONPATH"] = os.pathsep.join([PROBE_DIR] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [PROBE_DIR] + [p for p in [os.environ.get("PYTHONPATH")] if p]
+    )
     env["PYTHONUNBUFFERED"] = "1"
     start = time.monotonic()
     with open(output_path, "wb") as out:

@@ -24,9 +24,18 @@ def write_plot(result: VerifyResult, path: str) -> str:
         if not points:
             continue
         lr = run.curve[0].lrs[0] if run.curve[0].lrs else None
-        label = f"{run.label}: global batch {run.global_batch}" + (f", LR {lr:g}" if lr is not None else "")
+        label = f"{run.label}: global batch {run.global_batch}" + (
+            f", LR {lr:g}" if lr is not None else ""
+        )
         all_positive = all_positive and all(v > 0 for _, v in points)
-        ax.plot([s for s, _ in points], [v for _, v in points], style, marker=".", markersize=3, label=label)
+        ax.plot(
+            [s for s, _ in points],
+            [v for _, v in points],
+            style,
+            marker=".",
+            markersize=3,
+            label=label,
+        )
     ax.set_xlabel("samples seen (all ranks)")
     ax.set_ylabel("training loss (mean over ranks)")
     if all_positive:

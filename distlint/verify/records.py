@@ -32,7 +32,9 @@ class RankRecord:
     header: Dict[str, Any]
     config: Optional[Dict[str, Any]] = None
     seeds: List[Dict[str, Any]] = field(default_factory=list)
-    rng: Dict[str, Dict[str, str]] = field(default_factory=dict)  # point -> generator -> fingerprint
+    rng: Dict[str, Dict[str, str]] = field(
+        default_factory=dict
+    )  # point -> generator -> fingerprint
     dataloaders: List[Dict[str, Any]] = field(default_factory=list)
     optimizers: List[Dict[str, Any]] = field(default_factory=list)
     updates: List[Update] = field(default_factory=list)

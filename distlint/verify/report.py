@@ -33,11 +33,12 @@ def _run_rows(run: Optional[RunSummary], exact_note: str = "") -> Dict[str, str]
     ranks = run.records.ranks
     end = None
     if run.curve:
-        tail = [p.loss for p in run.curve[-max(1, len(run.curve) // 4):] if p.loss is not None]
+        tail = [p.loss for p in run.curve[-max(1, len(run.curve) // 4) :] if p.loss is not None]
         end = sum(tail) / len(tail) if tail else None
     return {
         "launcher": run.launcher,
-        "device / backend": device + (f" ({dtype})" if dtype and dtype not in ("NO", "None") else ""),
+        "device / backend": device
+        + (f" ({dtype})" if dtype and dtype not in ("NO", "None") else ""),
         "ranks in the group": f"{len(ranks)} of {run.nprocs}",
         "mixed precision": _fmt(run.config("mixed_precision")),
         "grad. accumulation": _fmt(run.config("gradient_accumulation_steps")),
@@ -52,7 +53,9 @@ def _run_rows(run: Optional[RunSummary], exact_note: str = "") -> Dict[str, str]
 
 
 def _wrap(text: str, indent: int, width: int = 100) -> str:
-    return textwrap.fill(text, width=width, initial_indent=" " * indent, subsequent_indent=" " * indent)
+    return textwrap.fill(
+        text, width=width, initial_indent=" " * indent, subsequent_indent=" " * indent
+    )
 
 
 def render_text(result: VerifyResult) -> str:
@@ -64,21 +67,30 @@ def render_text(result: VerifyResult) -> str:
     if not result.runs:
         out.append("The script was not run.")
     elif result.exact:
-        out.append(f"Ran the script (only verify does): {n} processes, then 1 process with their LR and global "
-                   f"batch (--exact); {k} updates each.")
+        out.append(
+            f"Ran the script (only verify does): {n} processes, then 1 process with their LR and global "
+            f"batch (--exact); {k} updates each."
+        )
     else:
-        out.append(f"Ran the script (only verify does): 1 process for {k * n} updates, then {n} processes for {k}, "
-                   "so both see the same samples.")
+        out.append(
+            f"Ran the script (only verify does): 1 process for {k * n} updates, then {n} processes for {k}, "
+            "so both see the same samples."
+        )
     out.append("")
     if result.runs:
-        cols = [_run_rows(result.one, " x N (--exact)" if result.exact else ""), _run_rows(result.many)]
+        cols = [
+            _run_rows(result.one, " x N (--exact)" if result.exact else ""),
+            _run_rows(result.many),
+        ]
         labels = [r.label if r else "-" for r in (result.one, result.many)]
         keys = list(next(c for c in cols if c).keys())
         w0 = max(len(k) for k in keys) + 2
         w1 = max([len(labels[0])] + [len(v) for v in cols[0].values()]) + 3
         out.append(" " * (w0 + 2) + labels[0].ljust(w1) + labels[1])
         for key in keys:
-            out.append("  " + key.ljust(w0) + cols[0].get(key, "-").ljust(w1) + cols[1].get(key, "-"))
+            out.append(
+                "  " + key.ljust(w0) + cols[0].get(key, "-").ljust(w1) + cols[1].get(key, "-")
+            )
         out.append("")
     for run in result.runs:
         if run.ok:
@@ -124,7 +136,9 @@ def render_text(result: VerifyResult) -> str:
         out.append("  " + "".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip())
         if t.get("note"):
             out.append("  (" + t["note"] + ")")
-        out.append("  and scale the LR with the number of processes: lr * accelerator.num_processes.")
+        out.append(
+            "  and scale the LR with the number of processes: lr * accelerator.num_processes."
+        )
         out.append("")
     notes = result.problems + result.notes + [n for r in result.runs for n in r.notes]
     if notes:
@@ -153,7 +167,9 @@ class Progress:
     def __call__(self, event: str, payload: Any) -> None:
         if event == "start":
             self.offsets, self.updates, self.loss = {}, 0, None
-            self.stream.write(f"distlint verify: running {payload.label} ({payload.launcher}) ...\n")
+            self.stream.write(
+                f"distlint verify: running {payload.label} ({payload.launcher}) ...\n"
+            )
         elif event == "poll" and self.live:
             plan, record_dir, elapsed = payload
             if elapsed - self.last_draw < 0.5:

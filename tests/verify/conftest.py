@@ -8,7 +8,8 @@ import pytest
 def pytest_configure(config):
     # Registered so `-m "not verify"` can deselect the real runs; they run by default (CI included).
     config.addinivalue_line(
-        "markers", "verify: runs real 1- and 2-process CPU trainings through `distlint verify` (slow, ~10 s each)"
+        "markers",
+        "verify: runs real 1- and 2-process CPU trainings through `distlint verify` (slow, ~10 s each)",
     )
 
 

@@ -24,7 +24,9 @@ def run(tmp_path_factory, name, *args, **kwargs):
     """verify() with records kept under a temp dir, so the test can look for leftover processes."""
     keep = tmp_path_factory.mktemp(name)
     kwargs.setdefault("device", "cpu")
-    result = verify(fixture_script(name.split("-")[0] + ".py"), list(args), keep_dir=str(keep), **kwargs)
+    result = verify(
+        fixture_script(name.split("-")[0] + ".py"), list(args), keep_dir=str(keep), **kwargs
+    )
     result.keep_dir = str(keep)
     return result
 
@@ -46,9 +48,24 @@ def correct_cli(tmp_path_factory):
     plot = out / "loss.png"
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "distlint.verify", "--device", "cpu", "--format", "json", "--plot", str(plot),
-         fixture_script("correct.py"), "--lr", "0.05"],
-        capture_output=True, text=True, cwd=ROOT, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "distlint.verify",
+            "--device",
+            "cpu",
+            "--format",
+            "json",
+            "--plot",
+            str(plot),
+            fixture_script("correct.py"),
+            "--lr",
+            "0.05",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
     )
     return proc, json.loads(proc.stdout), plot, time.monotonic() - started
 
@@ -58,7 +75,13 @@ def test_correct_script_is_comparable(correct_cli):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert report["verdict"] == "comparable" and report["exit_code"] == 0
     status = {c["id"]: c["status"] for c in report["checks"]}
-    assert status == {"batch": "warn", "lr": "pass", "seeding": "pass", "data": "pass", "loss": "pass"}
+    assert status == {
+        "batch": "warn",
+        "lr": "pass",
+        "seeding": "pass",
+        "data": "pass",
+        "loss": "pass",
+    }
 
 
 def test_correct_script_formed_one_group_of_two(correct_cli):
@@ -89,7 +112,9 @@ def test_correct_script_table_plot_and_progress(correct_cli):
     rows = {r["setup"]: r["per_device_batch"] for r in report["equivalence"]["rows"]}
     assert rows == {"1 GPU": 16, "2 GPUs": 8, "TPU pod, 8 workers": 2}
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 5000
-    assert "running 2 processes (torchrun)" in proc.stderr  # progress goes to stderr, the report to stdout
+    assert (
+        "running 2 processes (torchrun)" in proc.stderr
+    )  # progress goes to stderr, the report to stdout
     assert report["static_findings"] is None  # python -m distlint.verify runs no static check
 
 
@@ -129,8 +154,20 @@ def unscaled():
     exe = shutil.which("distlint")
     argv = [exe] if exe else [sys.executable, "-m", "distlint"]
     proc = subprocess.run(
-        argv + ["check", "--verify", "--device", "cpu", "--format", "json", "fixtures/verify/unscaled_lr.py"],
-        capture_output=True, text=True, cwd=ROOT, timeout=600,
+        argv
+        + [
+            "check",
+            "--verify",
+            "--device",
+            "cpu",
+            "--format",
+            "json",
+            "fixtures/verify/unscaled_lr.py",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
     )
     return proc, json.loads(proc.stdout)
 
@@ -152,7 +189,9 @@ def test_unscaled_lr_confirms_the_static_dl201(unscaled):
 
 @pytest.fixture(scope="module")
 def seed_only_torch(tmp_path_factory):
-    return run(tmp_path_factory, "seed_only_torch", static_findings=[finding("DL101"), finding("DL201")])
+    return run(
+        tmp_path_factory, "seed_only_torch", static_findings=[finding("DL101"), finding("DL201")]
+    )
 
 
 def test_seed_only_torch_confirms_dl101(seed_only_torch):
@@ -160,7 +199,9 @@ def test_seed_only_torch_confirms_dl101(seed_only_torch):
     assert r.exit_code == 1
     seeding = r.check("seeding")
     assert seeding.status == "fail" and seeding.static == "confirmed"
-    assert seeding.detail.startswith("numpy and python RNG differ across ranks: seed them with set_seed")
+    assert seeding.detail.startswith(
+        "numpy and python RNG differ across ranks: seed them with set_seed"
+    )
     assert seeding.data["unseeded_used"] == ["numpy"] and "torch" not in seeding.data["unseeded"]
     assert seeding.data["seeding_calls"] == ["torch.manual_seed"]
     assert r.check("lr").static == "refuted"  # the LR is scaled in this script
@@ -191,9 +232,14 @@ def accum(tmp_path_factory):
 
 def test_gradient_accumulation_through_accelerate_launch(accum):
     assert accum.exit_code == 0, [c.detail for c in accum.checks] + accum.problems
-    assert accum.many.launcher == "accelerate" and accum.many.config("gradient_accumulation_steps") == 2
+    assert (
+        accum.many.launcher == "accelerate"
+        and accum.many.config("gradient_accumulation_steps") == 2
+    )
     assert [r.rank for r in accum.many.records.ranks] == [0, 1]
-    assert accum.many.global_batch == 16 and accum.one.global_batch == 8  # 4 per device x 2 micro-batches
+    assert (
+        accum.many.global_batch == 16 and accum.one.global_batch == 8
+    )  # 4 per device x 2 micro-batches
     loss = accum.check("loss")
     assert loss.status == "pass" and "gradient accumulation" in loss.data["tolerance_for"]
     assert_nothing_left(accum)
@@ -211,7 +257,11 @@ def test_plain_torch_ddp_script_is_recorded_too(plain_ddp):
     assert r.one.config("source") is None  # no process group on 1 process: still a run
     assert (r.one.global_batch, r.many.global_batch) == (8, 16)
     assert r.check("lr").data["scaling"] == "linear"
-    assert r.check("seeding").data["seeding_calls"] == ["numpy.random.seed", "random.seed", "torch.manual_seed"]
+    assert r.check("seeding").data["seeding_calls"] == [
+        "numpy.random.seed",
+        "random.seed",
+        "torch.manual_seed",
+    ]
     assert r.check("data").status == "pass" and r.check("loss").status == "pass"
     assert_nothing_left(r)
 
@@ -249,7 +299,9 @@ def test_torchrun_without_accelerate_use_cpu_trains_twice_alone(torchrun_without
     # Both processes trained to the end without an error (torchrun would exit 0): judged by the records.
     assert len(ranks) == 2 and all(x.finished and x.exception is None for x in ranks)
     assert {x.num_processes for x in ranks} == {1} and {x.rank for x in ranks} == {0}
-    assert "each trained alone" in r.many.problems[0] and "ACCELERATE_USE_CPU=1" in r.many.problems[0]
+    assert (
+        "each trained alone" in r.many.problems[0] and "ACCELERATE_USE_CPU=1" in r.many.problems[0]
+    )
     assert_nothing_left(r)
 
 
@@ -264,7 +316,9 @@ def crash(tmp_path_factory):
 def test_crash_on_rank_1_is_reported_with_its_error(crash):
     assert crash.exit_code == 2 and crash.one.ok and not crash.many.ok
     first = crash.many.failures[0]
-    assert first.rank == 1 and first.reason == "RuntimeError: injected crash on rank 1 after update 3"
+    assert (
+        first.rank == 1 and first.reason == "RuntimeError: injected crash on rank 1 after update 3"
+    )
     assert "faults.py" in first.detail  # the script's own traceback
     assert_nothing_left(crash)
 

@@ -15,7 +15,9 @@ from verify_helpers import ROOT, fixture_script
 
 
 def test_torchrun_command_is_standalone_with_logs():
-    plan = launch.multi_plan("/s/train.py", ["--lr", "1"], 2, "cpu", "torchrun", (), log_dir="/tmp/l")
+    plan = launch.multi_plan(
+        "/s/train.py", ["--lr", "1"], 2, "cpu", "torchrun", (), log_dir="/tmp/l"
+    )
     assert plan.argv[1:3] == ["-m", "torch.distributed.run"]
     assert "--standalone" in plan.argv and plan.argv[plan.argv.index("--nproc_per_node") + 1] == "2"
     assert plan.argv[-3:] == ["/s/train.py", "--lr", "1"]
@@ -24,7 +26,9 @@ def test_torchrun_command_is_standalone_with_logs():
 
 
 def test_torchrun_multi_node_args_replace_standalone():
-    plan = launch.multi_plan("t.py", [], 4, "cuda", "torchrun", ["--nnodes=2", "--rdzv-endpoint=h:29400"])
+    plan = launch.multi_plan(
+        "t.py", [], 4, "cuda", "torchrun", ["--nnodes=2", "--rdzv-endpoint=h:29400"]
+    )
     assert "--standalone" not in plan.argv
     assert "--nnodes=2" in plan.argv and plan.argv.index("--nnodes=2") < plan.argv.index("t.py")
 
@@ -34,7 +38,9 @@ def test_accelerate_command_forms_a_cpu_group_and_passes_config_through():
     assert plan.argv[1:4] == ["-m", "accelerate.commands.accelerate_cli", "launch"]
     assert "--multi_gpu" in plan.argv and "--cpu" not in plan.argv
     assert plan.argv[plan.argv.index("--main_process_port") + 1] == "0"
-    configured = launch.multi_plan("t.py", [], 2, "cuda", "accelerate", ["--config_file", "cfg.yaml"])
+    configured = launch.multi_plan(
+        "t.py", [], 2, "cuda", "accelerate", ["--config_file", "cfg.yaml"]
+    )
     assert "--multi_gpu" not in configured.argv and "cfg.yaml" in configured.argv
 
 
@@ -75,16 +81,24 @@ def test_xla_without_tpu_says_so_and_runs_nothing(monkeypatch):
 
 
 def _python(code, env=None):
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
 
 
 def test_probe_imports_nothing_extra_and_chains_existing_sitecustomize(tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     (other / "sitecustomize.py").write_text("import os\nos.environ['CHAINED'] = 'yes'\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([launch.PROBE_DIR, str(other)]),
-               DISTLINT_VERIFY_OUT=str(tmp_path))
-    out = _python("import os, sys, json; print(json.dumps([os.environ.get('CHAINED'), sorted(sys.modules)]))", env)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([launch.PROBE_DIR, str(other)]),
+        DISTLINT_VERIFY_OUT=str(tmp_path),
+    )
+    out = _python(
+        "import os, sys, json; print(json.dumps([os.environ.get('CHAINED'), sorted(sys.modules)]))",
+        env,
+    )
     assert out.returncode == 0, out.stderr
     chained, modules = json.loads(out.stdout)
     assert chained == "yes"
@@ -105,8 +119,10 @@ def test_probe_ships_inside_the_package():
 
 
 def test_verify_cli_module_does_not_import_torch():
-    out = _python("import sys, distlint.verify.cli, distlint.verify.core, distlint.verify.report;"
-                  "print(sorted(m for m in ('torch', 'accelerate', 'numpy', 'matplotlib') if m in sys.modules))")
+    out = _python(
+        "import sys, distlint.verify.cli, distlint.verify.core, distlint.verify.report;"
+        "print(sorted(m for m in ('torch', 'accelerate', 'numpy', 'matplotlib') if m in sys.modules))"
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
@@ -140,7 +156,9 @@ from distlint.verify.compare import CurvePoint  # noqa: E402
 class FakeRun:
     """Just what the checks read from a RunSummary."""
 
-    def __init__(self, label, nprocs, batch, losses, checksums, lrs=(0.1,), per_device=None, native_lrs=None):
+    def __init__(
+        self, label, nprocs, batch, losses, checksums, lrs=(0.1,), per_device=None, native_lrs=None
+    ):
         self.label, self.nprocs = label, nprocs
         self.curve, seen = [], 0
         for i, (loss, checksum) in enumerate(zip(losses, checksums)):
@@ -200,13 +218,21 @@ def test_exact_loss_tolerance_and_differing_inputs():
     assert compare.check_loss(one, far, exact=True).status == "fail"
     shuffled = FakeRun("2 processes", 2, 16, [1.0, 0.5, 0.25], sums([3, 8, 9]))
     differ = compare.check_loss(one, shuffled, exact=True)
-    assert differ.status == "fail" and differ.data["inputs_differ_at"] == 2 and "seeded generator" in differ.detail
+    assert (
+        differ.status == "fail"
+        and differ.data["inputs_differ_at"] == 2
+        and "seeded generator" in differ.detail
+    )
 
 
 def test_lr_scaling_kinds():
     one = FakeRun("1 process", 1, 8, [1.0], sums([1]), lrs=(0.1,))
-    for lr, scaling, status in ((0.4, "linear", "pass"), (0.2, "sqrt", "pass"), (0.1, "none", "fail"),
-                                (0.3, "other", "warn")):
+    for lr, scaling, status in (
+        (0.4, "linear", "pass"),
+        (0.2, "sqrt", "pass"),
+        (0.1, "none", "fail"),
+        (0.3, "other", "warn"),
+    ):
         many = FakeRun("4 processes", 4, 32, [1.0], sums([1]), lrs=(lr,))
         check = compare.check_lr(one, many, exact=False)
         assert (check.data["scaling"], check.status) == (scaling, status), lr

@@ -99,7 +99,9 @@ class _Probe:
     def _open(self):
         path = os.path.join(self.out_dir, f"{os.getpid()}.jsonl")
         self.file = open(path, "a", encoding="utf-8")
-        env = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")}
+        env = {
+            k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
+        }
         self._write(
             {
                 "kind": "header",
@@ -423,7 +425,9 @@ class _Probe:
                 index = probe.prepared_optimizers
                 probe.prepared_optimizers += 1
                 applied = probe.override_lrs(opt, index, args)
-                probe.emit("optimizer", become_rank=True, index=index, native_lrs=native, lrs=applied)
+                probe.emit(
+                    "optimizer", become_rank=True, index=index, native_lrs=native, lrs=applied
+                )
             result = original(acc, *args, **kwargs)
             objects = result if isinstance(result, tuple) else (result,)
             for i, native, note in loaders:
@@ -467,7 +471,11 @@ class _Probe:
                 group["initial_lr"] = group["initial_lr"] * factor
         torch = sys.modules["torch"]
         scheduler_types = tuple(
-            t for t in (getattr(torch.optim.lr_scheduler, n, None) for n in ("LRScheduler", "_LRScheduler")) if t
+            t
+            for t in (
+                getattr(torch.optim.lr_scheduler, n, None) for n in ("LRScheduler", "_LRScheduler")
+            )
+            if t
         )
         for obj in prepare_args:
             if isinstance(obj, scheduler_types) and getattr(obj, "optimizer", None) is optimizer:
@@ -496,7 +504,9 @@ class _Probe:
             try:
                 probe.record_accelerator(acc)
             except Exception as exc:
-                probe.emit("note", become_rank=True, message=f"could not read the Accelerator: {exc!r}")
+                probe.emit(
+                    "note", become_rank=True, message=f"could not read the Accelerator: {exc!r}"
+                )
 
         __init__._distlint = True
         return __init__
