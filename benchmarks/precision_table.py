@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Set, Tuple
 
 from distlint.config import Config
 from distlint.registry import all_rules
@@ -28,18 +28,18 @@ _EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>DL\d{3}(?:\s*,\s*DL\d{3})*)")
 class Row:
     expected: int = 0
     found: int = 0
-    missed: List[str] = field(default_factory=list)  # "path:line"
-    false_positives: List[str] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)  # "path:line"
+    false_positives: list[str] = field(default_factory=list)
 
 
-def fixture_files(root: Path = FIXTURES) -> List[Path]:
+def fixture_files(root: Path = FIXTURES) -> list[Path]:
     files = sorted((root / "scripts").glob("*.py"))
     for rule_dir in sorted(p for p in root.glob("DL[0-9][0-9][0-9]") if p.is_dir()):
         files += [rule_dir / name for name in ("bad.py", "good.py") if (rule_dir / name).exists()]
     return files
 
 
-def expectations(source: str) -> Set[Tuple[int, str]]:
+def expectations(source: str) -> set[tuple[int, str]]:
     out = set()
     for lineno, line in enumerate(source.splitlines(), start=1):
         m = _EXPECT.search(line)
@@ -48,9 +48,9 @@ def expectations(source: str) -> Set[Tuple[int, str]]:
     return out
 
 
-def measure(files: Iterable[Path]) -> Dict[str, Row]:
+def measure(files: Iterable[Path]) -> dict[str, Row]:
     """Rule code -> Row, for every registered rule (rules without fixtures get a zero row)."""
-    table: Dict[str, Row] = {rule.CODE: Row() for rule in all_rules() if rule.DEFAULT_ENABLED}
+    table: dict[str, Row] = {rule.CODE: Row() for rule in all_rules() if rule.DEFAULT_ENABLED}
     config = Config(select=("ALL",))
     for path in files:
         source = path.read_text(encoding="utf-8")
@@ -72,7 +72,7 @@ def measure(files: Iterable[Path]) -> Dict[str, Row]:
     return table
 
 
-def markdown(table: Dict[str, Row], n_files: int) -> str:
+def markdown(table: dict[str, Row], n_files: int) -> str:
     lines = [
         f"Precision on {n_files} fixture files (fixtures/scripts, fixtures/DL*/bad.py and good.py)",
         "",

@@ -26,9 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def timed(argv, env=None):
     start = time.perf_counter()
-    proc = subprocess.run(
-        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
     took = time.perf_counter() - start
     return took, proc
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from collections.abc import Sequence
 
 from distlint.model import Finding
 from distlint.runner import NOQA_RE
 
 
-def _line_info(text: str) -> Tuple[Set[int], Dict[int, int]]:
+def _line_info(text: str) -> tuple[set[int], dict[int, int]]:
     """Lines that can take a trailing comment, and the first line of the statement of each line."""
-    blocked: Set[int] = set()
-    statement_start: Dict[int, int] = {}
-    start: Optional[int] = None
+    blocked: set[int] = set()
+    statement_start: dict[int, int] = {}
+    start: int | None = None
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             kind = tok.type
@@ -52,10 +52,10 @@ def _line_info(text: str) -> Tuple[Set[int], Dict[int, int]]:
     return blocked, statement_start
 
 
-def add_noqa(text: str, findings: Sequence[Finding]) -> Tuple[str, int]:
+def add_noqa(text: str, findings: Sequence[Finding]) -> tuple[str, int]:
     """``text`` with ``# noqa`` comments for ``findings``; also the number of lines changed."""
     blocked, statement_start = _line_info(text)
-    wanted: Dict[int, List[str]] = {}
+    wanted: dict[int, list[str]] = {}
     for finding in findings:
         target = finding.line
         if target in blocked:

@@ -18,8 +18,9 @@ Vocabulary:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Callable
 
 import libcst as cst
 
@@ -56,10 +57,10 @@ _SKIP_FIELDS = frozenset(
         "trailing_whitespace",
     }
 )
-_FIELDS: Dict[type, Tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _fields_of(tp: type) -> Tuple[str, ...]:
+def _fields_of(tp: type) -> tuple[str, ...]:
     names = _FIELDS.get(tp)
     if names is None:
         names = tuple(
@@ -100,7 +101,7 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 # --------------------------------------------------------------------------------------------
 
 # Re-exports and legacy paths that mean the same object. Longest prefix wins.
-CANONICAL_PREFIXES: Dict[str, str] = {
+CANONICAL_PREFIXES: dict[str, str] = {
     "accelerate.accelerator.Accelerator": "accelerate.Accelerator",
     "accelerate.state.PartialState": "accelerate.PartialState",
     "accelerate.state.AcceleratorState": "accelerate.AcceleratorState",
@@ -140,9 +141,9 @@ def canonical(qualname: str) -> str:
     return qualname
 
 
-def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+def dotted_name(node: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts: List[str] = []
+    parts: list[str] = []
     while isinstance(node, cst.Attribute):
         parts.append(node.attr.value)
         node = node.value
@@ -152,7 +153,7 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def string_value(node: cst.CSTNode) -> Optional[str]:
+def string_value(node: cst.CSTNode) -> str | None:
     """The value of a plain (non-f) string literal, else None."""
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
         try:
@@ -163,7 +164,7 @@ def string_value(node: cst.CSTNode) -> Optional[str]:
     return None
 
 
-def target_key(node: cst.BaseExpression) -> Optional[str]:
+def target_key(node: cst.BaseExpression) -> str | None:
     """Key for an assignable place: ``lr``, ``args.lr``, ``self.lr``, ``config[lr]``, ``cfg.opt.lr``."""
     if isinstance(node, cst.Name):
         return node.value
@@ -192,33 +193,33 @@ class Assignment:
     """One place where a name / dotted target receives a value."""
 
     key: str
-    value: Optional[cst.BaseExpression]  # None: value unknown (parameter, for target, unpacking)
+    value: cst.BaseExpression | None  # None: value unknown (parameter, for target, unpacking)
     node: cst.CSTNode  # the statement (or Param / For / With item) that binds it
     order: int
     op: str = (
         "="  # '=', '*=', '+=', ..., 'param', 'for', 'with', 'import', 'def', 'class', 'global'
     )
-    scope: Optional["Scope"] = None
-    qualname: Optional[str] = None  # for imports
-    target: Optional[cst.CSTNode] = None  # the target expression node, when there is one
+    scope: Scope | None = None
+    qualname: str | None = None  # for imports
+    target: cst.CSTNode | None = None  # the target expression node, when there is one
 
 
 @dataclass(eq=False)
 class Scope:
     kind: str  # module | class | function | lambda | comprehension
     node: cst.CSTNode
-    parent: Optional["Scope"]
+    parent: Scope | None
     name: str = ""
-    bindings: Dict[str, List[Assignment]] = field(default_factory=dict)
-    globals: Set[str] = field(default_factory=set)
-    nonlocals: Set[str] = field(default_factory=set)
+    bindings: dict[str, list[Assignment]] = field(default_factory=dict)
+    globals: set[str] = field(default_factory=set)
+    nonlocals: set[str] = field(default_factory=set)
 
     def add(self, assignment: Assignment) -> None:
         assignment.scope = self
         self.bindings.setdefault(assignment.key, []).append(assignment)
 
     @property
-    def enclosing_class(self) -> Optional["Scope"]:
+    def enclosing_class(self) -> Scope | None:
         """For a method scope: the class scope it is defined in."""
         if self.kind == "function" and self.parent is not None and self.parent.kind == "class":
             return self.parent
@@ -237,18 +238,18 @@ class Index:
         self.module = module
         self.source = source
         # node -> (parent, scope, order)
-        self._info: Dict[cst.CSTNode, Tuple[Optional[cst.CSTNode], Scope, int]] = {}
+        self._info: dict[cst.CSTNode, tuple[cst.CSTNode | None, Scope, int]] = {}
         self.module_scope = Scope("module", module, None)
-        self.scopes: List[Scope] = [self.module_scope]
-        self.calls: List[cst.Call] = []
-        self.functions: Dict[str, List[cst.FunctionDef]] = {}
-        self.classes: Dict[str, List[cst.ClassDef]] = {}
-        self.loops: List[cst.CSTNode] = []  # For / While / comprehension-free loops
+        self.scopes: list[Scope] = [self.module_scope]
+        self.calls: list[cst.Call] = []
+        self.functions: dict[str, list[cst.FunctionDef]] = {}
+        self.classes: dict[str, list[cst.ClassDef]] = {}
+        self.loops: list[cst.CSTNode] = []  # For / While / comprehension-free loops
         # Dotted targets: `args.lr = ...`, `self.lr = ...` (key 'self.lr@Class'), `cfg["lr"] = ...`
-        self.attr_assignments: Dict[str, List[Assignment]] = {}
-        self.returns: Dict[cst.CSTNode, List[cst.Return]] = {}
-        self._qual_cache: Dict[cst.CSTNode, Optional[str]] = {}
-        self._calls_by_name: Optional[Dict[str, List[cst.Call]]] = (
+        self.attr_assignments: dict[str, list[Assignment]] = {}
+        self.returns: dict[cst.CSTNode, list[cst.Return]] = {}
+        self._qual_cache: dict[cst.CSTNode, str | None] = {}
+        self._calls_by_name: dict[str, list[cst.Call]] | None = (
             None  # callee name -> calls, built on demand
         )
         self._build()
@@ -259,7 +260,7 @@ class Index:
         module_scope = self.module_scope
         order = 0
         # stack of (node, parent, scope)
-        stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode], Scope]] = [
+        stack: list[tuple[cst.CSTNode, cst.CSTNode | None, Scope]] = [
             (self.module, None, module_scope)
         ]
         pop, push = stack.pop, stack.append
@@ -364,7 +365,7 @@ class Index:
                 push((child, node, child_scope))
 
     @staticmethod
-    def _function_node(scope: Scope) -> Optional[cst.CSTNode]:
+    def _function_node(scope: Scope) -> cst.CSTNode | None:
         while scope is not None and scope.kind not in ("function", "lambda", "module"):
             scope = scope.parent  # type: ignore[assignment]
         if scope is None or scope.kind == "module":
@@ -408,16 +409,16 @@ class Index:
     def _bind_target(
         self,
         target: cst.BaseExpression,
-        value: Optional[cst.BaseExpression],
+        value: cst.BaseExpression | None,
         stmt: cst.CSTNode,
         order: int,
         scope: Scope,
         op: str,
-        source: Optional[cst.BaseExpression] = None,
+        source: cst.BaseExpression | None = None,
     ) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             elements = [e.value for e in target.elements]
-            values: Sequence[Optional[cst.BaseExpression]]
+            values: Sequence[cst.BaseExpression | None]
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
                 values = [e.value for e in value.elements]
             else:
@@ -446,7 +447,7 @@ class Index:
         )
 
     # ---------------------------------------------------------------- structure queries
-    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         entry = self._info.get(node)
         return entry[0] if entry else None
 
@@ -464,24 +465,24 @@ class Index:
             yield parent
             parent = self.parent(parent)
 
-    def statement(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    def statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The innermost statement (simple line or compound) containing ``node``."""
-        current: Optional[cst.CSTNode] = node
+        current: cst.CSTNode | None = node
         while current is not None and not isinstance(current, _STATEMENTS):
             current = self.parent(current)
         return current
 
-    def enclosing(self, node: cst.CSTNode, types) -> Optional[cst.CSTNode]:
+    def enclosing(self, node: cst.CSTNode, types) -> cst.CSTNode | None:
         for anc in self.ancestors(node):
             if isinstance(anc, types):
                 return anc
         return None
 
-    def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         found = self.enclosing(node, cst.FunctionDef)
         return found  # type: ignore[return-value]
 
-    def enclosing_class_name(self, node: cst.CSTNode) -> Optional[str]:
+    def enclosing_class_name(self, node: cst.CSTNode) -> str | None:
         scope = self.scope(node)
         while scope is not None:
             if scope.kind == "class":
@@ -493,13 +494,13 @@ class Index:
         return node is container or any(anc is container for anc in self.ancestors(node))
 
     # ---------------------------------------------------------------- name resolution
-    def lookup(self, name: str, scope: Scope, before: Optional[int] = None) -> List[Assignment]:
+    def lookup(self, name: str, scope: Scope, before: int | None = None) -> list[Assignment]:
         """Assignments of ``name`` visible from ``scope`` (LEGB; class bodies are not enclosing).
 
         ``before``: only assignments earlier in source order, for names bound in ``scope`` itself;
         names bound in an enclosing scope are taken whole (a function runs after module setup).
         """
-        current: Optional[Scope] = scope
+        current: Scope | None = scope
         first = True
         while current is not None:
             if current.kind == "class" and not first:
@@ -520,13 +521,13 @@ class Index:
             first = False
         return []
 
-    def _in_loop(self, scope: Scope, found: List[Assignment]) -> bool:
+    def _in_loop(self, scope: Scope, found: list[Assignment]) -> bool:
         return any(self.enclosing(a.node, (cst.For, cst.While)) is not None for a in found)
 
-    def bindings_of(self, name_node: cst.Name) -> List[Assignment]:
+    def bindings_of(self, name_node: cst.Name) -> list[Assignment]:
         return self.lookup(name_node.value, self.scope(name_node), self.order(name_node))
 
-    def attribute_assignments(self, node: cst.BaseExpression) -> List[Assignment]:
+    def attribute_assignments(self, node: cst.BaseExpression) -> list[Assignment]:
         """Assignments to a dotted target such as ``args.lr``, ``self.lr`` or ``config["lr"]``."""
         key = target_key(node)
         if key is None:
@@ -537,7 +538,7 @@ class Index:
                 key = f"{key}@{cls}"
         return list(self.attr_assignments.get(key, ()))
 
-    def qualname(self, node: cst.CSTNode) -> Optional[str]:
+    def qualname(self, node: cst.CSTNode) -> str | None:
         """Canonical qualified name of an expression (see module doc), or None."""
         cache = self._qual_cache
         if node in cache:
@@ -547,7 +548,7 @@ class Index:
         cache[node] = result
         return result
 
-    def _qualname(self, node: cst.CSTNode) -> Optional[str]:
+    def _qualname(self, node: cst.CSTNode) -> str | None:
         if isinstance(node, cst.Name):
             bindings = self.bindings_of(node)
             quals = set()
@@ -588,17 +589,17 @@ class Index:
             return None
         return None
 
-    def binding_for(self, qualname: str, at: Optional[cst.CSTNode] = None) -> Optional[str]:
+    def binding_for(self, qualname: str, at: cst.CSTNode | None = None) -> str | None:
         """An existing local name (or dotted path) that refers to ``qualname``, visible at ``at``.
 
         Used by fixes to reuse an import the file already has (``set_seed`` imported from
         ``accelerate.utils``, or ``import accelerate`` -> ``accelerate.utils.set_seed``).
         """
         scope = self.scope(at) if at is not None else self.module_scope
-        imports: List[
-            Tuple[str, Assignment]
+        imports: list[
+            tuple[str, Assignment]
         ] = []  # (local name, its import), innermost scope first
-        current: Optional[Scope] = scope
+        current: Scope | None = scope
         while current is not None:
             for local, assigns in current.bindings.items():
                 if assigns and all(a.op == "import" for a in assigns):
@@ -627,12 +628,12 @@ class Index:
                 return f"{local}.{rest}"
         return None
 
-    def is_bound(self, name: str, at: Optional[cst.CSTNode] = None) -> bool:
+    def is_bound(self, name: str, at: cst.CSTNode | None = None) -> bool:
         scope = self.scope(at) if at is not None else self.module_scope
         return bool(self.lookup(name, scope)) or name in _BUILTINS
 
     # ---------------------------------------------------------------- calls
-    def calls_to(self, *qualnames: str) -> List[cst.Call]:
+    def calls_to(self, *qualnames: str) -> list[cst.Call]:
         """Calls whose callee resolves to one of ``qualnames`` (prefix ``x.*`` matches members)."""
         exact = {q for q in qualnames if not q.endswith(".*")}
         prefixes = tuple(q[:-1] for q in qualnames if q.endswith(".*"))
@@ -645,7 +646,7 @@ class Index:
                 out.append(call)
         return out
 
-    def local_function(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+    def local_function(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
         """The FunctionDef a call's callee refers to, when it is defined in this file."""
         if isinstance(func, cst.Name):
             for b in self.bindings_of(func):
@@ -664,10 +665,10 @@ class Index:
                     return defs[-1]
         return None
 
-    def callers(self, fn: cst.FunctionDef) -> List[cst.Call]:
+    def callers(self, fn: cst.FunctionDef) -> list[cst.Call]:
         """Calls in this file of a function or method (``f(...)``, ``self.f(...)``, ``Cls(...)``)."""
         if self._calls_by_name is None:  # profiled: rules ask this for every helper of a script
-            by_name: Dict[str, List[cst.Call]] = {}
+            by_name: dict[str, list[cst.Call]] = {}
             for call in self.calls:
                 func = call.func
                 if isinstance(func, cst.Name):
@@ -699,8 +700,8 @@ class Index:
 
     @staticmethod
     def argument(
-        call: cst.Call, keyword: Optional[str] = None, position: Optional[int] = None
-    ) -> Optional[cst.Arg]:
+        call: cst.Call, keyword: str | None = None, position: int | None = None
+    ) -> cst.Arg | None:
         """The argument given as ``keyword=`` or at ``position`` (0-based, positional only)."""
         positional = 0
         for arg in call.args:
@@ -717,7 +718,7 @@ class Index:
 
     def argument_for_param(
         self, call: cst.Call, fn: cst.FunctionDef, param_name: str
-    ) -> Optional[cst.Arg]:
+    ) -> cst.Arg | None:
         params = list(fn.params.posonly_params) + list(fn.params.params)
         names = [p.name.value for p in params]
         is_method = self.scope(fn).kind == "class"
@@ -730,11 +731,11 @@ class Index:
     def reaches(
         self,
         expr: cst.CSTNode,
-        predicate: Callable[[cst.CSTNode, Optional[str]], bool],
+        predicate: Callable[[cst.CSTNode, str | None], bool],
         *,
         depth: int = 8,
-        prune: Optional[Callable[[cst.CSTNode], bool]] = None,
-        _seen: Optional[Set[int]] = None,
+        prune: Callable[[cst.CSTNode], bool] | None = None,
+        _seen: set[int] | None = None,
     ) -> bool:
         """Does any value flowing into ``expr`` satisfy ``predicate(node, qualname)``?
 
@@ -773,9 +774,9 @@ class Index:
             stack.extend(children)
         return False
 
-    def values_of(self, node: cst.CSTNode) -> List[Optional[cst.CSTNode]]:
+    def values_of(self, node: cst.CSTNode) -> list[cst.CSTNode | None]:
         """Expressions whose value may flow into ``node`` one step back."""
-        out: List[Optional[cst.CSTNode]] = []
+        out: list[cst.CSTNode | None] = []
         if isinstance(node, cst.Name):
             parent = self.parent(node)
             # only names in load position
@@ -820,8 +821,8 @@ class Index:
                         out.append(ret.value)
         return out
 
-    def _param_sources(self, binding: Assignment) -> List[Optional[cst.CSTNode]]:
-        out: List[Optional[cst.CSTNode]] = []
+    def _param_sources(self, binding: Assignment) -> list[cst.CSTNode | None]:
+        out: list[cst.CSTNode | None] = []
         param = binding.node
         if isinstance(param, cst.Param) and param.default is not None:
             out.append(param.default)
@@ -834,7 +835,7 @@ class Index:
                     out.append(arg.value)
         return out
 
-    def _constructor_field(self, node: cst.BaseExpression) -> List[Optional[cst.CSTNode]]:
+    def _constructor_field(self, node: cst.BaseExpression) -> list[cst.CSTNode | None]:
         if isinstance(node, cst.Attribute):
             base, field_name = node.value, node.attr.value
         elif isinstance(node, cst.Subscript):
@@ -844,7 +845,7 @@ class Index:
             base, field_name = node.value, key.rsplit("[", 1)[1][:-1]
         else:
             return []
-        out: List[Optional[cst.CSTNode]] = []
+        out: list[cst.CSTNode | None] = []
         for value in self.values_of(base) if isinstance(base, (cst.Name, cst.Attribute)) else []:
             if isinstance(value, cst.Call):
                 arg = self.argument(value, keyword=field_name)
@@ -856,7 +857,7 @@ class Index:
                         out.append(el.value)
         return out
 
-    def constant_value(self, expr: cst.CSTNode) -> Optional[object]:
+    def constant_value(self, expr: cst.CSTNode) -> object | None:
         """Value of a literal, or of a name bound once to a literal; else None."""
         if isinstance(expr, cst.Integer):
             return int(expr.value.replace("_", ""), 0)
@@ -892,7 +893,7 @@ def _attr_to_str(node: cst.CSTNode) -> str:
     return ""
 
 
-def call_keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+def call_keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:
             return arg.value

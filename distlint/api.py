@@ -8,9 +8,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Collection, Iterator, List, Optional, Sequence, Tuple, Union
 
 from distlint.config import Config, ConfigError, resolve_config
 from distlint.discovery import iter_source_files
@@ -42,18 +42,18 @@ __all__ = [
 class LintOptions:
     """Command-line level choices that override the configuration file."""
 
-    select: Optional[Tuple[str, ...]] = None
-    ignore: Optional[Tuple[str, ...]] = None
-    extend_select: Optional[Tuple[str, ...]] = None
-    unsafe_fixes: Optional[bool] = None
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] | None = None
+    unsafe_fixes: bool | None = None
     fix: bool = False
     write: bool = True  # with fix: write fixed files back (False for --diff / stdin)
     ignore_noqa: bool = False
-    config_path: Optional[str] = None
+    config_path: str | None = None
     isolated: bool = False
     debug: bool = False
     cache: bool = False  # reuse results from .distlint_cache (the CLI's default; --no-cache)
-    jobs: Optional[int] = None  # processes for many files; None: one per available core
+    jobs: int | None = None  # processes for many files; None: one per available core
 
     def apply_to(self, config: Config) -> Config:
         changes = {}
@@ -74,12 +74,12 @@ def config_for(path: str, options: LintOptions = LintOptions()) -> Config:
 
 
 def lint_source(
-    source: Union[str, bytes],
+    source: str | bytes,
     path: str = "<stdin>",
-    config: Optional[Config] = None,
+    config: Config | None = None,
     *,
     fix: bool = False,
-    unsafe_fixes: Optional[bool] = None,
+    unsafe_fixes: bool | None = None,
     ignore_noqa: bool = False,
     debug: bool = False,
 ) -> FileResult:
@@ -110,10 +110,10 @@ def lint_source(
 def fix_source(
     source: str,
     path: str = "<stdin>",
-    config: Optional[Config] = None,
+    config: Config | None = None,
     *,
-    fix_ids: Optional[Collection[int]] = None,
-    unsafe_fixes: Optional[bool] = None,
+    fix_ids: Collection[int] | None = None,
+    unsafe_fixes: bool | None = None,
     ignore_noqa: bool = False,
 ) -> str:
     """The text ``source`` with fixes applied, through the same fix rounds as ``distlint fix``.
@@ -138,7 +138,7 @@ def fix_source(
     return result.fixed_source if result.fixed_source is not None else source
 
 
-def read_source(path: str) -> Union[bytes, FileError]:
+def read_source(path: str) -> bytes | FileError:
     try:
         with open(path, "rb") as handle:
             return handle.read()
@@ -155,7 +155,7 @@ def read_source(path: str) -> Union[bytes, FileError]:
 
 
 def lint_file(
-    path: str, config: Optional[Config] = None, options: LintOptions = LintOptions()
+    path: str, config: Config | None = None, options: LintOptions = LintOptions()
 ) -> FileResult:
     """Lint one file; with ``options.fix`` and ``options.write``, write the fixed file back.
 
@@ -166,7 +166,7 @@ def lint_file(
         return _lint_file(path, config, options, cache=options.cache)
     except RecursionError:
         return FileResult(path, errors=(FileError(path, "source is too deeply nested to analyse"),))
-    except Exception as exc:  # noqa: BLE001 - the safety net of last resort
+    except Exception as exc:
         import traceback
 
         detail = traceback.format_exc() if options.debug else f"{type(exc).__name__}: {exc}"
@@ -177,7 +177,7 @@ def lint_file(
 
 
 def _lint_file(
-    path: str, config: Optional[Config], options: LintOptions, cache: bool = False
+    path: str, config: Config | None, options: LintOptions, cache: bool = False
 ) -> FileResult:
     if config is None:
         try:
@@ -264,7 +264,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
     """
     from distlint.parallel import ordered_map
 
-    slots: List[Union[FileResult, str]] = []  # a ready result, or a path still to lint
+    slots: list[FileResult | str] = []  # a ready result, or a path still to lint
     for item in iter_source_files(paths, lambda p: config_for(p, options)):
         if isinstance(item, FileError):
             slots.append(FileResult(item.path, errors=(item,)))
@@ -299,7 +299,7 @@ def _fix_wanted(result: FileResult, config: Config, options: LintOptions) -> boo
     )
 
 
-def _cached_result(path: str, options: LintOptions) -> Optional[FileResult]:
+def _cached_result(path: str, options: LintOptions) -> FileResult | None:
     try:
         config = config_for(path, options)
     except ConfigError:

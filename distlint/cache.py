@@ -21,8 +21,9 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any
 
 from distlint import __version__
 from distlint.config import Config
@@ -85,7 +86,7 @@ class Cache:
         self.entries = os.path.join(self.directory, "entries")
         self._ready = False
 
-    def get(self, key: str, path: str) -> Optional[FileResult]:
+    def get(self, key: str, path: str) -> FileResult | None:
         """The cached result for ``key`` shown under ``path``, or None (missing or corrupt)."""
         try:
             with open(os.path.join(self.entries, key + ".json"), "rb") as handle:
@@ -131,7 +132,7 @@ class Cache:
         self._ready = True
 
 
-_CACHES: Dict[str, Cache] = {}
+_CACHES: dict[str, Cache] = {}
 
 
 def cache_for(config: Config) -> Cache:
@@ -142,7 +143,7 @@ def cache_for(config: Config) -> Cache:
     return cache
 
 
-def clean(root: str) -> Optional[str]:
+def clean(root: str) -> str | None:
     """Remove the cache under ``root``; the removed directory, or None when there was none."""
     directory = os.path.join(os.path.abspath(root), CACHE_DIR)
     if not os.path.isdir(directory) or os.path.islink(directory):
@@ -156,7 +157,7 @@ def clean(root: str) -> Optional[str]:
 # Paths are not stored: the same file may be named `a.py` or `./a.py`; the caller's path is used.
 
 
-def _encode(result: FileResult) -> Dict[str, Any]:
+def _encode(result: FileResult) -> dict[str, Any]:
     return {
         "findings": [_finding_out(f) for f in result.findings],
         "suppressed": [_finding_out(f) for f in result.suppressed],
@@ -178,11 +179,11 @@ def _finding_out(f: Finding) -> list:
     ]
 
 
-def _range_tuple(r: Range) -> Tuple[int, int, int, int]:
+def _range_tuple(r: Range) -> tuple[int, int, int, int]:
     return (r.line, r.column, r.end_line, r.end_column)
 
 
-def _decode(data: Dict[str, Any], path: str) -> FileResult:
+def _decode(data: dict[str, Any], path: str) -> FileResult:
     return FileResult(
         path,
         findings=tuple(_finding_in(item, path) for item in data["findings"]),

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import replace
 import os
 import sys
-from typing import List, Optional, Sequence, TextIO, Tuple
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TextIO
 
 import click
 
@@ -19,16 +20,16 @@ from distlint.reporting import FORMATS, ReportContext, renderer
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-def _split_codes(values: Sequence[str]) -> Optional[Tuple[str, ...]]:
+def _split_codes(values: Sequence[str]) -> tuple[str, ...] | None:
     if not values:
         return None
-    out: List[str] = []
+    out: list[str] = []
     for value in values:
         out += [v.strip().upper() for v in value.split(",") if v.strip()]
     return tuple(out)
 
 
-def _validate_selectors(codes: Optional[Tuple[str, ...]], option: str) -> None:
+def _validate_selectors(codes: tuple[str, ...] | None, option: str) -> None:
     if not codes:
         return
     from distlint.registry import all_rules
@@ -167,7 +168,7 @@ def fix(ctx: click.Context, **kwargs) -> None:
 
 
 def _run(
-    paths: Tuple[str, ...],
+    paths: tuple[str, ...],
     fix: bool,
     select,
     ignore,
@@ -184,7 +185,7 @@ def _run(
     stdin_filename,
     debug,
     no_cache: bool = False,
-    jobs: Optional[int] = None,
+    jobs: int | None = None,
     verify: bool = False,
     add_noqa: bool = False,
     force_exclude: bool = False,
@@ -232,8 +233,8 @@ def _run(
             raise click.UsageError("--add-noqa cannot be combined with --fix or --diff")
         return _run_add_noqa(paths, options)
 
-    results: List[FileResult] = []
-    diffs: List[str] = []
+    results: list[FileResult] = []
+    diffs: list[str] = []
     for result in lint_paths(list(paths) or ["."], options):
         for error in result.errors:
             click.echo(str(error), err=True)
@@ -325,7 +326,7 @@ def _excluded(path: str, options: LintOptions) -> bool:
         return False  # reported when the file is linted
 
 
-def _run_add_noqa(paths: Tuple[str, ...], options: LintOptions) -> int:
+def _run_add_noqa(paths: tuple[str, ...], options: LintOptions) -> int:
     """Write `# noqa: CODE` for every current finding; exit 0 unless a file could not be handled."""
     import io
     import tokenize
@@ -385,9 +386,9 @@ def _unified_diff(result: FileResult) -> str:
 def _emit(
     results,
     fmt: str,
-    output_file: Optional[str],
+    output_file: str | None,
     context: ReportContext,
-    stream: Optional[TextIO] = None,
+    stream: TextIO | None = None,
 ) -> None:
     render = renderer(fmt)
     if output_file:
@@ -407,7 +408,7 @@ def _exit_code(results: Sequence[FileResult], exit_zero: bool, diff_changed: boo
     return EXIT_CLEAN
 
 
-def _run_verify(paths: Tuple[str, ...], options: LintOptions, fmt: str, verify_kwargs) -> int:
+def _run_verify(paths: tuple[str, ...], options: LintOptions, fmt: str, verify_kwargs) -> int:
     from distlint.verify.cli import run_verify_command  # imported only when asked to run code
 
     if not paths:
@@ -441,7 +442,7 @@ def _run_verify(paths: Tuple[str, ...], options: LintOptions, fmt: str, verify_k
 @_verify_options
 @click.pass_context
 def verify(
-    ctx: click.Context, script: str, script_args: Tuple[str, ...], fmt: str, **verify_kwargs
+    ctx: click.Context, script: str, script_args: tuple[str, ...], fmt: str, **verify_kwargs
 ) -> None:
     """RUN SCRIPT on 1 and N processes and compare the runs (executes your code).
 
@@ -490,13 +491,15 @@ def rule_cmd(code: str) -> None:
     try:
         rule = lookup(code)
     except KeyError:
-        raise click.BadParameter(f"no rule {code!r} (see `distlint rules`)", param_hint="CODE")
+        raise click.BadParameter(
+            f"no rule {code!r} (see `distlint rules`)", param_hint="CODE"
+        ) from None
     click.echo(rule.docs(), nl=False)
 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-def clean(paths: Tuple[str, ...]) -> None:
+def clean(paths: tuple[str, ...]) -> None:
     """Remove the result cache (.distlint_cache) of the project of PATHS (default: here)."""
     from distlint.cache import clean as remove_cache
 

@@ -12,10 +12,11 @@ import fnmatch
 import os
 import re
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Any, Dict, FrozenSet, Iterable, Mapping, Optional, Tuple
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,7 +27,7 @@ else:  # pragma: no cover
 class ConfigError(Exception):
     """A configuration problem: reported with the file and key, exit status 2."""
 
-    def __init__(self, message: str, path: Optional[str] = None, key: Optional[str] = None):
+    def __init__(self, message: str, path: str | None = None, key: str | None = None):
         self.path = path
         self.key = key
         where = path or "<command line>"
@@ -35,7 +36,7 @@ class ConfigError(Exception):
         super().__init__(f"{where}: {message}")
 
 
-DEFAULT_EXCLUDE: Tuple[str, ...] = (
+DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".git",
     ".hg",
     ".svn",
@@ -62,25 +63,25 @@ DEFAULT_EXCLUDE: Tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class Config:
-    select: Tuple[str, ...] = ()  # empty: every default-enabled rule
-    ignore: Tuple[str, ...] = ()
-    extend_select: Tuple[str, ...] = ()
-    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
-    exclude: Tuple[str, ...] = DEFAULT_EXCLUDE
-    extend_exclude: Tuple[str, ...] = ()
+    select: tuple[str, ...] = ()  # empty: every default-enabled rule
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
     unsafe_fixes: bool = False
-    extend_safe_fixes: Tuple[str, ...] = ()
-    extend_unsafe_fixes: Tuple[str, ...] = ()
-    rule_options: Tuple[
-        Tuple[str, Tuple[Tuple[str, Any], ...]], ...
+    extend_safe_fixes: tuple[str, ...] = ()
+    extend_unsafe_fixes: tuple[str, ...] = ()
+    rule_options: tuple[
+        tuple[str, tuple[tuple[str, Any], ...]], ...
     ] = ()  # (CODE, ((key, value), ...))
-    root: Optional[str] = None  # directory of the config file: patterns are relative to it
-    source: Optional[str] = None  # path of the config file
+    root: str | None = None  # directory of the config file: patterns are relative to it
+    source: str | None = None  # path of the config file
 
     # ------------------------------------------------------------ rule selection
     def enabled_codes(
-        self, all_codes: Mapping[str, bool], path: Optional[str] = None
-    ) -> FrozenSet[str]:
+        self, all_codes: Mapping[str, bool], path: str | None = None
+    ) -> frozenset[str]:
         """Codes to run on ``path``. ``all_codes`` maps each code to whether it is on by default."""
         if self.select:
             chosen = {c for c in all_codes if _matches(c, self.select)}
@@ -95,13 +96,13 @@ class Config:
                     chosen -= {c for c in chosen if _matches(c, codes)}
         return frozenset(chosen)
 
-    def options_for(self, code: str) -> Dict[str, Any]:
+    def options_for(self, code: str) -> dict[str, Any]:
         for c, items in self.rule_options:
             if c == code:
                 return dict(items)
         return {}
 
-    def applicability_override(self, code: str) -> Optional[str]:
+    def applicability_override(self, code: str) -> str | None:
         if _matches(code, self.extend_unsafe_fixes):
             return "unsafe"
         if _matches(code, self.extend_safe_fixes):
@@ -124,7 +125,7 @@ class Config:
             self.relative(path), os.path.basename(os.path.normpath(path))
         )
 
-    def with_overrides(self, **changes: Any) -> "Config":
+    def with_overrides(self, **changes: Any) -> Config:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
@@ -141,7 +142,7 @@ def _glob_match(rel: str, pattern: str) -> bool:
 
 
 @lru_cache(maxsize=64)
-def _exclusion_matcher(patterns: Tuple[str, ...]):
+def _exclusion_matcher(patterns: tuple[str, ...]):
     """One compiled test for a list of glob patterns (directory walks ask it for every entry).
 
     A pattern matches the path relative to the configuration root; one without a slash also
@@ -181,7 +182,7 @@ _LIST_KEYS = {
 _KNOWN_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes"}
 
 
-def find_config_file(start: str) -> Optional[Path]:
+def find_config_file(start: str) -> Path | None:
     """The nearest distlint.toml, or pyproject.toml with [tool.distlint], at or above ``start``."""
     here = Path(os.path.realpath(start))  # realpath: no exception on symlink loops
     if not here.is_dir():
@@ -190,7 +191,7 @@ def find_config_file(start: str) -> Optional[Path]:
 
 
 @lru_cache(maxsize=256)
-def _find_from_dir(directory: str) -> Optional[Path]:
+def _find_from_dir(directory: str) -> Path | None:
     here = Path(directory)
     for candidate in (here / "distlint.toml", here / ".distlint.toml"):
         if candidate.is_file():
@@ -237,7 +238,7 @@ def load_config_file(path: str) -> Config:
 
 
 def config_from_table(
-    table: Mapping[str, Any], source: Optional[str] = None, root: Optional[str] = None
+    table: Mapping[str, Any], source: str | None = None, root: str | None = None
 ) -> Config:
     from distlint.registry import all_rules
 
@@ -247,8 +248,8 @@ def config_from_table(
     for r in rules:
         by_key[r.CODE] = r
         by_key[r.NAME] = r
-    values: Dict[str, Any] = {}
-    rule_options: Dict[str, Dict[str, Any]] = {}
+    values: dict[str, Any] = {}
+    rule_options: dict[str, dict[str, Any]] = {}
     for key, value in table.items():
         if key in _LIST_KEYS:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -316,7 +317,7 @@ def config_from_table(
     return Config(root=root, source=source, **values)
 
 
-def _check_selector(sel: str, codes: Iterable[str], source: Optional[str], key: str) -> None:
+def _check_selector(sel: str, codes: Iterable[str], source: str | None, key: str) -> None:
     s = sel.strip().upper()
     if s == "ALL":
         return
@@ -324,7 +325,7 @@ def _check_selector(sel: str, codes: Iterable[str], source: Optional[str], key: 
         raise ConfigError(f"unknown rule code or prefix {sel!r}", source, key)
 
 
-def resolve_config(path: str, explicit: Optional[str] = None, isolated: bool = False) -> Config:
+def resolve_config(path: str, explicit: str | None = None, isolated: bool = False) -> Config:
     """The configuration that applies to ``path``."""
     if isolated:
         return Config(root=os.getcwd())

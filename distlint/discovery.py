@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable
 
 from distlint.config import Config, ConfigError
 from distlint.model import FileError
@@ -42,7 +43,7 @@ class _Pattern:
         )
 
 
-def _read_gitignore(directory: str) -> List[_Pattern]:
+def _read_gitignore(directory: str) -> list[_Pattern]:
     path = os.path.join(directory, ".gitignore")
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
@@ -67,7 +68,7 @@ def _read_gitignore(directory: str) -> List[_Pattern]:
     return out
 
 
-def _git_root(start: str) -> Optional[str]:
+def _git_root(start: str) -> str | None:
     current = os.path.abspath(start)
     while True:
         if os.path.exists(os.path.join(current, ".git")):
@@ -88,7 +89,7 @@ def _ignored(path: str, is_dir: bool, patterns: Sequence[_Pattern]) -> bool:
 
 def iter_source_files(
     paths: Sequence[str], config_for: Callable[[str], Config]
-) -> Iterator[Union[str, FileError]]:
+) -> Iterator[str | FileError]:
     """Yield each Python file to lint (or a FileError for a named path that is unusable)."""
     seen = set()
     for given in paths or ["."]:
@@ -108,7 +109,7 @@ def iter_source_files(
         # .gitignore files from the repository root down to the starting directory
         start = os.path.abspath(given)
         root = _git_root(start)
-        inherited: List[_Pattern] = []
+        inherited: list[_Pattern] = []
         if root is not None:
             chain = []
             current = start
@@ -123,9 +124,9 @@ def iter_source_files(
 
 
 def _walk(
-    top: str, inherited: List[_Pattern], config: Config, seen: set
-) -> Iterator[Union[str, FileError]]:
-    stack: List[Tuple[str, List[_Pattern]]] = [(top, inherited)]
+    top: str, inherited: list[_Pattern], config: Config, seen: set
+) -> Iterator[str | FileError]:
+    stack: list[tuple[str, list[_Pattern]]] = [(top, inherited)]
     while stack:
         directory, patterns = stack.pop()
         patterns = patterns + _read_gitignore(os.path.abspath(directory))

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Union
 
 import libcst as cst
 
@@ -27,21 +28,21 @@ Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
 @dataclass(eq=False)
 class ImportSpec:
     module: str
-    name: Optional[str] = None  # None: `import module`
-    asname: Optional[str] = None
+    name: str | None = None  # None: `import module`
+    asname: str | None = None
 
 
 @dataclass(eq=False)
 class Fix:
     """One finding's fix. ``applicability`` None means the rule's FIX_SAFETY."""
 
-    replace: Dict[cst.CSTNode, Replacement] = field(default_factory=dict)
-    insert_before: Dict[cst.CSTNode, List[cst.BaseStatement]] = field(default_factory=dict)
-    imports: List[ImportSpec] = field(default_factory=list)
-    applicability: Optional[Applicability] = None
+    replace: dict[cst.CSTNode, Replacement] = field(default_factory=dict)
+    insert_before: dict[cst.CSTNode, list[cst.BaseStatement]] = field(default_factory=dict)
+    imports: list[ImportSpec] = field(default_factory=list)
+    applicability: Applicability | None = None
     title: str = ""
 
-    def touched(self) -> List[cst.CSTNode]:
+    def touched(self) -> list[cst.CSTNode]:
         return list(self.replace) + list(self.insert_before)
 
 
@@ -50,8 +51,8 @@ class FixError(Exception):
 
 
 def import_name(
-    index: "Index", qualname: str, at: Optional[cst.CSTNode] = None
-) -> Tuple[str, Optional[ImportSpec]]:
+    index: Index, qualname: str, at: cst.CSTNode | None = None
+) -> tuple[str, ImportSpec | None]:
     """How to refer to ``qualname`` at ``at``: reuse an existing binding, else import it.
 
     Returns the expression text to use and the import to add (None when already bound).
@@ -69,8 +70,8 @@ def import_name(
     return alias, ImportSpec(module, name, alias)
 
 
-def _module_level_names(index: "Index") -> Set[str]:
-    names: Set[str] = set()
+def _module_level_names(index: Index) -> set[str]:
+    names: set[str] = set()
     for scope in index.scopes:
         names.update(scope.bindings)
     return names
@@ -79,8 +80,8 @@ def _module_level_names(index: "Index") -> Set[str]:
 class _ApplyTransformer(cst.CSTTransformer):
     def __init__(
         self,
-        replace: Dict[cst.CSTNode, Replacement],
-        inserts: Dict[cst.CSTNode, List[cst.BaseStatement]],
+        replace: dict[cst.CSTNode, Replacement],
+        inserts: dict[cst.CSTNode, list[cst.BaseStatement]],
     ):
         super().__init__()
         self.replace = replace
@@ -99,7 +100,7 @@ class _ApplyTransformer(cst.CSTTransformer):
 
 
 def _conflicts(
-    index: "Index", fix: Fix, claimed: Set[cst.CSTNode], claimed_ancestors: Set[cst.CSTNode]
+    index: Index, fix: Fix, claimed: set[cst.CSTNode], claimed_ancestors: set[cst.CSTNode]
 ) -> bool:
     """A fix conflicts when it rewrites a node that another chosen fix rewrites, contains or is
     contained in, or inserts statements inside a node another fix replaces."""
@@ -114,17 +115,17 @@ def _conflicts(
 
 
 def apply(
-    module: cst.Module, index: "Index", fixes: Sequence[Fix]
-) -> Tuple[cst.Module, List[Fix], List[Tuple[Fix, str]]]:
+    module: cst.Module, index: Index, fixes: Sequence[Fix]
+) -> tuple[cst.Module, list[Fix], list[tuple[Fix, str]]]:
     """Apply compatible fixes. Returns (new module, applied, dropped with reasons).
 
     Overlapping fixes: the first wins; the others are left for the next round (the runner
     re-lints and applies again until nothing changes).
     """
-    chosen: List[Fix] = []
-    deferred: List[Tuple[Fix, str]] = []
-    claimed: Set[cst.CSTNode] = set()
-    claimed_ancestors: Set[cst.CSTNode] = set()
+    chosen: list[Fix] = []
+    deferred: list[tuple[Fix, str]] = []
+    claimed: set[cst.CSTNode] = set()
+    claimed_ancestors: set[cst.CSTNode] = set()
     for fix in fixes:
         if _conflicts(index, fix, claimed, claimed_ancestors):
             deferred.append((fix, "overlaps another fix"))
@@ -138,7 +139,7 @@ def apply(
     new_module = _transform(module, chosen)
     if new_module is None:
         # Find the culprit(s): apply each alone and keep those that produce valid code.
-        good: List[Fix] = []
+        good: list[Fix] = []
         for fix in chosen:
             if _transform(module, good + [fix]) is not None:
                 good.append(fix)
@@ -150,10 +151,10 @@ def apply(
     return new_module, chosen, deferred
 
 
-def _transform(module: cst.Module, fixes: Sequence[Fix]) -> Optional[cst.Module]:
-    replace: Dict[cst.CSTNode, Replacement] = {}
-    inserts: Dict[cst.CSTNode, List[cst.BaseStatement]] = {}
-    imports: List[ImportSpec] = []
+def _transform(module: cst.Module, fixes: Sequence[Fix]) -> cst.Module | None:
+    replace: dict[cst.CSTNode, Replacement] = {}
+    inserts: dict[cst.CSTNode, list[cst.BaseStatement]] = {}
+    imports: list[ImportSpec] = []
     for fix in fixes:
         replace.update(fix.replace)
         for anchor, stmts in fix.insert_before.items():

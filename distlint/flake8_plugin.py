@@ -10,7 +10,7 @@ pyproject.toml or distlint.toml) found from the linted file; flake8's ``--select
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence, Tuple, Type
+from collections.abc import Iterator, Sequence
 
 from distlint import __version__
 
@@ -24,7 +24,7 @@ class Flake8Plugin:
         self.filename = filename
         self.lines = lines
 
-    def run(self) -> Iterator[Tuple[int, int, str, Type["Flake8Plugin"]]]:
+    def run(self) -> Iterator[tuple[int, int, str, type[Flake8Plugin]]]:
         from distlint.api import config_for, lint_source
         from distlint.config import ConfigError
 

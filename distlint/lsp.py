@@ -27,8 +27,9 @@ import asyncio
 import os
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -51,7 +52,7 @@ _SEVERITY = {
 }
 
 
-def split_lines(text: str) -> List[str]:
+def split_lines(text: str) -> list[str]:
     """Lines with their endings, split where LSP (and LibCST) split: \\r\\n, \\r, \\n."""
     return _LINE_RE.findall(text)
 
@@ -64,7 +65,7 @@ class _Lint:
     path: str
     config: Any  # distlint.config.Config
     result: FileResult
-    fixed: Dict[Any, str] = field(default_factory=dict)  # fix key -> fixed text, for this text
+    fixed: dict[Any, str] = field(default_factory=dict)  # fix key -> fixed text, for this text
 
 
 class DistlintServer(LanguageServer):
@@ -73,8 +74,8 @@ class DistlintServer(LanguageServer):
             "distlint", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental
         )
         self.options = api.LintOptions()
-        self.lints: Dict[str, _Lint] = {}
-        self.pending: Dict[str, asyncio.TimerHandle] = {}
+        self.lints: dict[str, _Lint] = {}
+        self.pending: dict[str, asyncio.TimerHandle] = {}
         self.reported_config_errors: set = set()
 
     # ------------------------------------------------------------------ helpers
@@ -95,7 +96,7 @@ class DistlintServer(LanguageServer):
             return False  # notebooks: `distlint check` handles them; the server lints plain Python
         return doc.language_id in (None, "python") or (doc.path or "").endswith((".py", ".pyi"))
 
-    def lint(self, uri: str) -> Optional[_Lint]:
+    def lint(self, uri: str) -> _Lint | None:
         """Lint the document's current text; None when it cannot be linted (logged)."""
         if not self.is_python(uri):
             return None
@@ -221,7 +222,7 @@ class DistlintServer(LanguageServer):
             entry.fixed[key] = api.fix_source(entry.text, entry.path, entry.config, **kwargs)
         return entry.fixed[key]
 
-    def noqa_text(self, entry: _Lint, finding: Finding) -> Optional[str]:
+    def noqa_text(self, entry: _Lint, finding: Finding) -> str | None:
         """The text with ``# noqa: CODE`` on the finding's line, if that suppresses it."""
         lines = split_lines(entry.text)
         index = finding.line - 1
@@ -244,7 +245,7 @@ class DistlintServer(LanguageServer):
             return None
         return new
 
-    def code_actions(self, params: lsp.CodeActionParams) -> List[lsp.CodeAction]:
+    def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         uri = params.text_document.uri
         entry = self.lint(uri)
         if entry is None:
@@ -254,7 +255,7 @@ class DistlintServer(LanguageServer):
         want_fix_all = _wanted(only, FIX_ALL_KIND)
         doc = self.workspace.get_text_document(uri)
         lines = split_lines(entry.text)
-        actions: List[lsp.CodeAction] = []
+        actions: list[lsp.CodeAction] = []
         if want_quickfix:
             for finding in entry.result.findings:
                 rng = self.lsp_range(finding, lines, doc)
@@ -304,7 +305,7 @@ class DistlintServer(LanguageServer):
                 )
         return actions
 
-    def hover(self, params: lsp.HoverParams) -> Optional[lsp.Hover]:
+    def hover(self, params: lsp.HoverParams) -> lsp.Hover | None:
         from distlint.registry import by_code
 
         uri = params.text_document.uri
@@ -346,7 +347,7 @@ class DistlintServer(LanguageServer):
             self.schedule(uri, 0)
 
 
-def _wanted(only: Optional[Sequence[str]], kind: str) -> bool:
+def _wanted(only: Sequence[str] | None, kind: str) -> bool:
     """Code action kinds are hierarchical: asking for `source.fixAll` includes ours."""
     if not only:
         return True
@@ -363,7 +364,7 @@ def _options_from(init: Any) -> api.LintOptions:
     if not isinstance(init, dict):
         return api.LintOptions()
 
-    def codes(key: str) -> Optional[Tuple[str, ...]]:
+    def codes(key: str) -> tuple[str, ...] | None:
         value = init.get(key)
         return tuple(str(v).upper() for v in value) if isinstance(value, list) else None
 
@@ -442,7 +443,7 @@ def create_server() -> DistlintServer:
     )
     def code_action(
         ls: DistlintServer, params: lsp.CodeActionParams
-    ) -> Optional[List[lsp.CodeAction]]:
+    ) -> list[lsp.CodeAction] | None:
         try:
             return ls.code_actions(params) or None
         except Exception as exc:
@@ -453,7 +454,7 @@ def create_server() -> DistlintServer:
             return None
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
-    def hover(ls: DistlintServer, params: lsp.HoverParams) -> Optional[lsp.Hover]:
+    def hover(ls: DistlintServer, params: lsp.HoverParams) -> lsp.Hover | None:
         try:
             return ls.hover(params)
         except Exception as exc:
@@ -464,7 +465,7 @@ def create_server() -> DistlintServer:
             return None
 
     @server.command(IMPORTED_MODULES_COMMAND)
-    def imported_modules(ls: DistlintServer, *args: Any) -> List[str]:
+    def imported_modules(ls: DistlintServer, *args: Any) -> list[str]:
         """Top-level modules loaded in the server (tests check torch never is)."""
         return sorted({name.split(".")[0] for name in list(sys.modules)})
 

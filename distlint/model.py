@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
 
 
 class Applicability(str, enum.Enum):
@@ -51,12 +50,12 @@ class Finding:
     code: str
     name: str
     message: str
-    fix: Optional[FixInfo] = None
+    fix: FixInfo | None = None
     severity: Severity = Severity.ERROR
     # For notebooks: the 1-based code cell the finding is in (lines are then cell-relative).
-    cell: Optional[int] = None
+    cell: int | None = None
     # Stable id of the fix inside the file's fix plan (used by fix application and the LSP).
-    fix_id: Optional[int] = field(default=None, compare=False)
+    fix_id: int | None = field(default=None, compare=False)
 
     @property
     def line(self) -> int:
@@ -99,8 +98,8 @@ class FileError:
 
     path: str
     message: str
-    line: Optional[int] = None
-    column: Optional[int] = None
+    line: int | None = None
+    column: int | None = None
 
     def __str__(self) -> str:
         loc = self.path
@@ -116,13 +115,13 @@ class FileResult:
     """Outcome of linting (and maybe fixing) one file."""
 
     path: str
-    findings: Tuple[Finding, ...] = ()
-    errors: Tuple[FileError, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    errors: tuple[FileError, ...] = ()
     # Set when fixes were computed: the new source text (None = unchanged).
-    fixed_source: Optional[str] = None
+    fixed_source: str | None = None
     # fixed_source encoded like the input file (encoding, BOM), when the input was bytes.
-    fixed_bytes: Optional[bytes] = None
+    fixed_bytes: bytes | None = None
     # How many fixes were applied to produce fixed_source.
     fixes_applied: int = 0
     # Suppressed findings (kept for --ignore-noqa / unused-noqa bookkeeping and statistics).
-    suppressed: Tuple[Finding, ...] = ()
+    suppressed: tuple[Finding, ...] = ()

@@ -22,9 +22,10 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from json.decoder import scanstring
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any
 
 from distlint.config import Config
 from distlint.model import FileError, FileResult, Finding, Range
@@ -45,17 +46,17 @@ class _Cell:
     position: int  # index in the notebook's "cells" list
     original: str  # the cell's source text
     text: str = ""  # what is linted (magics replaced), ending with a newline
-    magics: Dict[str, str] = field(default_factory=dict)  # placeholder -> original line
+    magics: dict[str, str] = field(default_factory=dict)  # placeholder -> original line
     start: int = 0  # first line of the cell in the linted module (1-based)
 
 
 def lint_notebook_source(
-    source: Union[str, bytes],
+    source: str | bytes,
     path: str,
     config: Config,
     *,
     fix: bool = False,
-    unsafe_fixes: Optional[bool] = None,
+    unsafe_fixes: bool | None = None,
     ignore_noqa: bool = False,
     debug: bool = False,
 ) -> FileResult:
@@ -123,7 +124,7 @@ def lint_notebook_source(
     )
 
 
-def _is_python(notebook: Dict[str, Any]) -> bool:
+def _is_python(notebook: dict[str, Any]) -> bool:
     metadata = notebook.get("metadata") if isinstance(notebook.get("metadata"), dict) else {}
     for key, sub in (("language_info", "name"), ("kernelspec", "language")):
         value = metadata.get(key, {})
@@ -132,7 +133,7 @@ def _is_python(notebook: Dict[str, Any]) -> bool:
     return True
 
 
-def _cell_source(cell: Dict[str, Any]) -> Optional[str]:
+def _cell_source(cell: dict[str, Any]) -> str | None:
     src = cell.get("source", "")
     if isinstance(src, list) and all(isinstance(s, str) for s in src):
         return "".join(src)
@@ -141,7 +142,7 @@ def _cell_source(cell: Dict[str, Any]) -> Optional[str]:
     return None
 
 
-def _compiles(text: str) -> Optional[SyntaxError]:
+def _compiles(text: str) -> SyntaxError | None:
     try:
         compile(text, "<cell>", "exec", flags=_COMPILE_FLAGS, dont_inherit=True)
     except SyntaxError as exc:
@@ -158,9 +159,9 @@ def _is_magic(line: str) -> bool:
     return stripped[0] in "%!?" or stripped.endswith("?") or bool(_ASSIGN_MAGIC.match(line))
 
 
-def _code_cells(raw_cells: List[Any], path: str) -> Tuple[List[_Cell], List[FileError]]:
-    cells: List[_Cell] = []
-    errors: List[FileError] = []
+def _code_cells(raw_cells: list[Any], path: str) -> tuple[list[_Cell], list[FileError]]:
+    cells: list[_Cell] = []
+    errors: list[FileError] = []
     number = 0
     for position, raw in enumerate(raw_cells):
         if not isinstance(raw, dict) or raw.get("cell_type") != "code":
@@ -205,8 +206,8 @@ def _code_cells(raw_cells: List[Any], path: str) -> Tuple[List[_Cell], List[File
     return cells, errors
 
 
-def _join(cells: List[_Cell]) -> str:
-    parts: List[str] = []
+def _join(cells: list[_Cell]) -> str:
+    parts: list[str] = []
     line = 1
     for i, cell in enumerate(cells):
         if i:
@@ -218,7 +219,7 @@ def _join(cells: List[_Cell]) -> str:
     return "".join(parts)
 
 
-def _cell_at(line: int, cells: List[_Cell]) -> _Cell:
+def _cell_at(line: int, cells: list[_Cell]) -> _Cell:
     found = cells[0]
     for cell in cells:
         if cell.start <= line:
@@ -226,7 +227,7 @@ def _cell_at(line: int, cells: List[_Cell]) -> _Cell:
     return found
 
 
-def _map_finding(finding: Finding, cells: List[_Cell]) -> Finding:
+def _map_finding(finding: Finding, cells: list[_Cell]) -> Finding:
     cell = _cell_at(finding.line, cells)
     offset = cell.start - 1
     rng = finding.range
@@ -236,7 +237,7 @@ def _map_finding(finding: Finding, cells: List[_Cell]) -> Finding:
     return replace(finding, range=new, cell=cell.number)
 
 
-def _map_error(error: FileError, cells: List[_Cell], path: str) -> FileError:
+def _map_error(error: FileError, cells: list[_Cell], path: str) -> FileError:
     if error.line is None:
         return error
     cell = _cell_at(error.line, cells)
@@ -245,10 +246,10 @@ def _map_error(error: FileError, cells: List[_Cell], path: str) -> FileError:
     )
 
 
-def _split(fixed: str, cells: List[_Cell]) -> Optional[List[Tuple[_Cell, str]]]:
+def _split(fixed: str, cells: list[_Cell]) -> list[tuple[_Cell, str]] | None:
     """The fixed module cut back into its cells (None when the markers did not survive)."""
-    segments: List[List[str]] = [[]]
-    numbers: List[int] = [cells[0].number]
+    segments: list[list[str]] = [[]]
+    numbers: list[int] = [cells[0].number]
     for line in fixed.splitlines(keepends=True):
         m = _MARKER_RE.fullmatch(line)
         if m:
@@ -283,7 +284,7 @@ def _skip(text: str, i: int) -> int:
     return _WS.match(text, i).end()
 
 
-def _members(text: str, i: int) -> Iterator[Tuple[str, int, int]]:
+def _members(text: str, i: int) -> Iterator[tuple[str, int, int]]:
     """(key, value start, value end) of the JSON object starting at ``text[i] == '{'``."""
     j = _skip(text, i + 1)
     if text[j] == "}":
@@ -299,7 +300,7 @@ def _members(text: str, i: int) -> Iterator[Tuple[str, int, int]]:
         j = _skip(text, j + 1)
 
 
-def _elements(text: str, i: int) -> Iterator[Tuple[int, int]]:
+def _elements(text: str, i: int) -> Iterator[tuple[int, int]]:
     """(start, end) of each value of the JSON array starting at ``text[i] == '['``."""
     j = _skip(text, i + 1)
     if text[j] == "]":
@@ -313,8 +314,8 @@ def _elements(text: str, i: int) -> Iterator[Tuple[int, int]]:
         j = _skip(text, j + 1)
 
 
-def _source_spans(text: str) -> Dict[int, Tuple[int, int]]:
-    spans: Dict[int, Tuple[int, int]] = {}
+def _source_spans(text: str) -> dict[int, tuple[int, int]]:
+    spans: dict[int, tuple[int, int]] = {}
     for key, start, _ in _members(text, _skip(text, 0)):
         if key != "cells":
             continue
@@ -355,7 +356,7 @@ def _serialise(text: str, start: int, end: int, new_source: str, ensure_ascii: b
     return opening + between.join(dump(line) for line in lines) + closing
 
 
-def _splice(text: str, new_sources: Dict[int, str]) -> str:
+def _splice(text: str, new_sources: dict[int, str]) -> str:
     """``text`` with the ``source`` of the cells at the given positions replaced."""
     if not new_sources:
         return text
@@ -363,7 +364,7 @@ def _splice(text: str, new_sources: Dict[int, str]) -> str:
     ensure_ascii = text.isascii() and bool(
         re.search(r"\\u(?!00[01][0-9a-fA-F])[0-9a-fA-F]{4}", text)
     )
-    out: List[str] = []
+    out: list[str] = []
     last = 0
     for position in sorted(new_sources):
         start, end = spans[position]

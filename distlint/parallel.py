@@ -10,7 +10,8 @@ plain frozen dataclasses of :mod:`distlint.model`, which pickle as they are.
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable, Iterator, List, Optional, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import Callable, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -32,7 +33,7 @@ def can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def worker_count(n_items: int, jobs: Optional[int] = None) -> int:
+def worker_count(n_items: int, jobs: int | None = None) -> int:
     """How many processes to use for ``n_items`` files: 1 means lint in this process."""
     wanted = available_cpus() if jobs is None or jobs <= 0 else jobs
     if wanted <= 1 or n_items < MIN_FILES_FOR_POOL or not can_fork():
@@ -40,12 +41,10 @@ def worker_count(n_items: int, jobs: Optional[int] = None) -> int:
     return min(wanted, n_items)
 
 
-def ordered_map(
-    func: Callable[[T], R], items: Iterable[T], jobs: Optional[int] = None
-) -> Iterator[R]:
+def ordered_map(func: Callable[[T], R], items: Iterable[T], jobs: int | None = None) -> Iterator[R]:
     """``map(func, items)`` on a pool of forked processes, yielding results in input order as
     soon as each is ready. ``func`` must be picklable (a module-level function or a partial)."""
-    todo: List[T] = list(items)
+    todo: list[T] = list(items)
     workers = worker_count(len(todo), jobs)
     if workers == 1:
         for item in todo:

@@ -13,8 +13,8 @@ on every fixture. Should a LibCST release change its codegen internals, we fall 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Collection, Dict, Iterator, List, Set, Tuple
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # stable since LibCST 0.3; guarded below
@@ -25,15 +25,15 @@ _NULL = nullcontext()
 
 
 class _WantedPositionsState(CodegenState):
-    def __init__(self, module: cst.Module, wanted: Set[cst.CSTNode]) -> None:
+    def __init__(self, module: cst.Module, wanted: set[cst.CSTNode]) -> None:
         super().__init__(
             default_indent=module.default_indent, default_newline=module.default_newline
         )
         self.wanted = wanted
-        self.found: Dict[cst.CSTNode, CodeRange] = {}
+        self.found: dict[cst.CSTNode, CodeRange] = {}
         self.line = 1  # 1-based
         self.column = 0  # 0-based
-        self._starts: List[Tuple[int, int]] = []
+        self._starts: list[tuple[int, int]] = []
 
     def add_indent_tokens(self) -> None:
         self.tokens.extend(self.indent_tokens)
@@ -90,7 +90,7 @@ class _WantedPositionsState(CodegenState):
 
 def positions_of(
     module: cst.Module, nodes: Collection[cst.CSTNode]
-) -> Dict[cst.CSTNode, CodeRange]:
+) -> dict[cst.CSTNode, CodeRange]:
     """Ranges (1-based lines, 0-based columns, as LibCST's) of ``nodes`` in ``module``."""
     if not nodes:
         return {}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Dict, Iterable, List, Tuple, Type
 
 from distlint.rule import Rule
 
@@ -15,11 +15,11 @@ class RegistryError(Exception):
 
 
 @lru_cache(maxsize=1)
-def all_rules() -> Tuple[Type[Rule], ...]:
+def all_rules() -> tuple[type[Rule], ...]:
     """All rules, sorted by code. Raises RegistryError on duplicate codes or names."""
     import distlint.rules as package
 
-    found: List[Type[Rule]] = []
+    found: list[type[Rule]] = []
     for info in pkgutil.iter_modules(package.__path__):
         if info.name.startswith("_"):
             continue
@@ -36,9 +36,9 @@ def all_rules() -> Tuple[Type[Rule], ...]:
     return tuple(sorted(found, key=lambda r: r.CODE))
 
 
-def _check_unique(rules: Iterable[Type[Rule]]) -> None:
-    codes: Dict[str, str] = {}
-    names: Dict[str, str] = {}
+def _check_unique(rules: Iterable[type[Rule]]) -> None:
+    codes: dict[str, str] = {}
+    names: dict[str, str] = {}
     for rule in rules:
         if not rule.CODE or not rule.NAME:
             raise RegistryError(f"{rule.__module__}.{rule.__name__} has no CODE or NAME")
@@ -54,11 +54,11 @@ def _check_unique(rules: Iterable[Type[Rule]]) -> None:
         names[rule.NAME] = rule.__name__
 
 
-def by_code() -> Dict[str, Type[Rule]]:
+def by_code() -> dict[str, type[Rule]]:
     return {r.CODE: r for r in all_rules()}
 
 
-def lookup(code_or_name: str) -> Type[Rule]:
+def lookup(code_or_name: str) -> type[Rule]:
     key = code_or_name.strip()
     for rule in all_rules():
         if rule.CODE.upper() == key.upper() or rule.NAME == key:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import inspect
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
+from typing import Any, ClassVar
 
 import libcst as cst
 
@@ -26,10 +27,10 @@ class Option:
 
     default: Any
     help: str
-    choices: Optional[Tuple[Any, ...]] = None
-    type: Optional[type] = None
+    choices: tuple[Any, ...] | None = None
+    type: type | None = None
 
-    def validate(self, value: Any) -> Optional[str]:
+    def validate(self, value: Any) -> str | None:
         """An error message for a bad value, or None."""
         expected = self.type or type(self.default)
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
@@ -46,23 +47,23 @@ class Invalid:
     """An INVALID snippet: code that must be reported, and (if the rule fixes it) the fix."""
 
     code: str
-    fixed: Optional[str] = None  # expected output of the fix (unsafe fixes included)
+    fixed: str | None = None  # expected output of the fix (unsafe fixes included)
     count: int = 1  # how many findings this snippet yields
-    options: Dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Valid:
     code: str
-    options: Dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class Report:
-    rule: "Rule"
+    rule: Rule
     node: cst.CSTNode
     message: str
-    fix: Optional[Fix]
+    fix: Fix | None
 
 
 class RuleContext:
@@ -72,16 +73,14 @@ class RuleContext:
         self.index = index
         self.path = path
         self.source = source
-        self.reports: List[Report] = []
-        self._rule: Optional[Rule] = None
+        self.reports: list[Report] = []
+        self._rule: Rule | None = None
 
     @property
     def module(self) -> cst.Module:
         return self.index.module
 
-    def report(
-        self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[Fix] = None
-    ) -> None:
+    def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None) -> None:
         rule = self._rule
         assert rule is not None
         if fix is not None and not fix.title:
@@ -93,19 +92,19 @@ class Rule:
     CODE: ClassVar[str] = ""
     NAME: ClassVar[str] = ""
     MESSAGE: ClassVar[str] = ""
-    FIX_TITLE: ClassVar[Optional[str]] = None
-    FIX_SAFETY: ClassVar[Optional[Applicability]] = None
+    FIX_TITLE: ClassVar[str | None] = None
+    FIX_SAFETY: ClassVar[Applicability | None] = None
     # Substrings one of which must appear in the source for this rule to be able to match.
     # Files with none of the enabled rules' triggers are not even parsed.
-    TRIGGERS: ClassVar[Tuple[str, ...]] = ()
-    OPTIONS: ClassVar[Dict[str, Option]] = {}
+    TRIGGERS: ClassVar[tuple[str, ...]] = ()
+    OPTIONS: ClassVar[dict[str, Option]] = {}
     # Opt-in rules (DL9xx) run only when selected explicitly.
     DEFAULT_ENABLED: ClassVar[bool] = True
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
-    URL: ClassVar[Optional[str]] = None
+    URL: ClassVar[str | None] = None
 
-    def __init__(self, options: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
         values = {name: opt.default for name, opt in self.OPTIONS.items()}
         values.update(options or {})
         self.options = values
@@ -156,10 +155,10 @@ class Rule:
         return cls.MESSAGE.split(":")[0].split(". ")[0]
 
 
-def _split_sections(text: str) -> Dict[str, str]:
-    sections: Dict[str, str] = {}
+def _split_sections(text: str) -> dict[str, str]:
+    sections: dict[str, str] = {}
     current = None
-    buf: List[str] = []
+    buf: list[str] = []
     for line in text.splitlines():
         if line.startswith("## "):
             if current is not None:

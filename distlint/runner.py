@@ -9,9 +9,9 @@ import io
 import re
 import tokenize
 import traceback
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Collection, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -19,8 +19,8 @@ from distlint import fixes as fixes_mod
 from distlint.analysis import Index
 from distlint.config import Config
 from distlint.fixes import Fix
-from distlint.positions import all_positions, positions_of
 from distlint.model import Applicability, FileError, FileResult, Finding, FixInfo, Range
+from distlint.positions import all_positions, positions_of
 from distlint.registry import all_rules
 from distlint.rule import Rule, RuleContext
 
@@ -39,13 +39,13 @@ FILE_NOQA_RE = re.compile(
 class Noqa:
     """Suppression comments of one file."""
 
-    lines: Dict[int, Optional[FrozenSet[str]]] = field(default_factory=dict)  # None = blanket
-    file_codes: Optional[FrozenSet[str]] = None  # set when `# distlint: noqa` present
+    lines: dict[int, frozenset[str] | None] = field(default_factory=dict)  # None = blanket
+    file_codes: frozenset[str] | None = None  # set when `# distlint: noqa` present
     file_blanket: bool = False
-    used: Dict[int, Set[str]] = field(default_factory=dict)
+    used: dict[int, set[str]] = field(default_factory=dict)
 
     @classmethod
-    def scan(cls, text: str) -> "Noqa":
+    def scan(cls, text: str) -> Noqa:
         result = cls()
         if "noqa" not in text and "NOQA" not in text:
             return result
@@ -83,13 +83,13 @@ class Noqa:
 
 
 @lru_cache(maxsize=32)
-def _rule_instances(config: Config, codes: FrozenSet[str]) -> Tuple[Rule, ...]:
+def _rule_instances(config: Config, codes: frozenset[str]) -> tuple[Rule, ...]:
     return tuple(r(config.options_for(r.CODE)) for r in all_rules() if r.CODE in codes)
 
 
 def enabled_rules(
-    config: Config, path: str, select: Optional[FrozenSet[str]] = None
-) -> Tuple[Rule, ...]:
+    config: Config, path: str, select: frozenset[str] | None = None
+) -> tuple[Rule, ...]:
     defaults = {r.CODE: r.DEFAULT_ENABLED for r in all_rules()}
     codes = config.enabled_codes(defaults, path)
     if select is not None:
@@ -108,25 +108,25 @@ def decode(data: bytes) -> str:
 
 @dataclass
 class _Round:
-    findings: List[Finding]
-    suppressed: List[Finding]
-    fixes: List[Tuple[Finding, Fix]]
-    index: Optional[Index]
-    module: Optional[cst.Module]
+    findings: list[Finding]
+    suppressed: list[Finding]
+    fixes: list[tuple[Finding, Fix]]
+    index: Index | None
+    module: cst.Module | None
     noqa: Noqa
 
 
 def lint_source(
-    source: Union[str, bytes],
+    source: str | bytes,
     path: str = "<stdin>",
-    config: Optional[Config] = None,
+    config: Config | None = None,
     *,
     fix: bool = False,
-    unsafe_fixes: Optional[bool] = None,
+    unsafe_fixes: bool | None = None,
     ignore_noqa: bool = False,
-    rules: Optional[Sequence[Rule]] = None,
+    rules: Sequence[Rule] | None = None,
     debug: bool = False,
-    fix_ids: Optional[Collection[int]] = None,
+    fix_ids: Collection[int] | None = None,
 ) -> FileResult:
     """Lint ``source`` as the file ``path``; with ``fix``, also compute the fixed text.
 
@@ -169,7 +169,7 @@ def lint_source(
     except Exception as exc:  # libcst raises a few other types on odd input
         return FileResult(path, errors=(FileError(path, f"cannot parse: {exc}"),))
 
-    errors: List[FileError] = []
+    errors: list[FileError] = []
     try:
         current = _lint_module(
             module, text, path, active, config, ignore_noqa, unsafe_fixes, errors, debug, enabled
@@ -230,7 +230,7 @@ def lint_source(
 MAX_DEPTH = 400
 
 
-def _too_deep(text: str, path: str = "") -> Optional[FileError]:
+def _too_deep(text: str, path: str = "") -> FileError | None:
     """Refuse pathologically nested code before LibCST sees it.
 
     LibCST's parser takes time quadratic in the nesting of an expression (a generated
@@ -288,9 +288,9 @@ def _lint_module(
     config: Config,
     ignore_noqa: bool,
     unsafe_fixes: bool,
-    errors: List[FileError],
+    errors: list[FileError],
     debug: bool,
-    enabled: FrozenSet[str] = frozenset(),
+    enabled: frozenset[str] = frozenset(),
 ) -> _Round:
     index = Index(module, text)
     ctx = RuleContext(index, path, text)
@@ -318,10 +318,10 @@ def _lint_module(
         wanted = [r.node for r in ctx.reports]
         wanted += [s for s in (index.statement(n) for n in wanted) if s is not None]
         positions = positions_of(module, wanted)
-    findings: List[Finding] = []
-    suppressed: List[Finding] = []
-    fix_pairs: List[Tuple[Finding, Fix]] = []
-    seen: Set[Tuple[str, int, int]] = set()
+    findings: list[Finding] = []
+    suppressed: list[Finding] = []
+    fix_pairs: list[tuple[Finding, Fix]] = []
+    seen: set[tuple[str, int, int]] = set()
     for fix_id, report in enumerate(ctx.reports):
         rule = report.rule
         pos = positions.get(report.node)

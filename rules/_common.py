@@ -6,8 +6,6 @@ batch is global (effective ``split_batches``), and how to refer to the accelerat
 
 from __future__ import annotations
 
-from typing import FrozenSet, List, Optional
-
 import libcst as cst
 
 from distlint.analysis import Index, call_keyword, string_value, target_key
@@ -40,7 +38,7 @@ WORLD_SIZE_QUALNAMES = frozenset(
 )
 
 
-def is_world_size(node: cst.CSTNode, qualname: Optional[str]) -> bool:
+def is_world_size(node: cst.CSTNode, qualname: str | None) -> bool:
     """Predicate for :meth:`Index.reaches`: ``node`` reads the number of processes."""
     if qualname is not None:
         if qualname in WORLD_SIZE_QUALNAMES:
@@ -70,7 +68,7 @@ def is_world_size(node: cst.CSTNode, qualname: Optional[str]) -> bool:
     return False
 
 
-def accelerator_calls(index: Index) -> List[cst.Call]:
+def accelerator_calls(index: Index) -> list[cst.Call]:
     return index.calls_to(ACCELERATOR)
 
 
@@ -99,7 +97,7 @@ def split_batches_effective(index: Index) -> bool:
     return False
 
 
-def accelerator_expr(index: Index, at: cst.CSTNode) -> Optional[str]:
+def accelerator_expr(index: Index, at: cst.CSTNode) -> str | None:
     """Source text of an Accelerator visible at ``at`` (``accelerator``, ``self.accelerator``)."""
     scope = index.scope(at)
     # names bound to Accelerator(...) in visible scopes
@@ -131,8 +129,8 @@ def accelerator_expr(index: Index, at: cst.CSTNode) -> Optional[str]:
     return None
 
 
-def _visible_names(index: Index, at: cst.CSTNode) -> List[str]:
-    names: List[str] = []
+def _visible_names(index: Index, at: cst.CSTNode) -> list[str]:
+    names: list[str] = []
     scope = index.scope(at)
     first = True
     while scope is not None:
@@ -182,11 +180,11 @@ WORLD_SIZE_NAMES = frozenset(
 )
 
 
-def world_size_reader(names: FrozenSet[str], qualnames: FrozenSet[str] = frozenset()):
+def world_size_reader(names: frozenset[str], qualnames: frozenset[str] = frozenset()):
     """A predicate for :meth:`Index.reaches`: :func:`is_world_size`, one of ``qualnames``, or a
     name / attribute / string subscript called like the process count (one of ``names``)."""
 
-    def reads(node: cst.CSTNode, qualname: Optional[str]) -> bool:
+    def reads(node: cst.CSTNode, qualname: str | None) -> bool:
         if is_world_size(node, qualname) or qualname in qualnames:
             return True
         if isinstance(node, cst.Name):
@@ -222,7 +220,7 @@ def is_prepare_call(index: Index, node: cst.CSTNode) -> bool:
     return accelerator_expr(index, node) is not None
 
 
-def assigned_from(index: Index, assignment) -> Optional[cst.BaseExpression]:
+def assigned_from(index: Index, assignment) -> cst.BaseExpression | None:
     """The right-hand side of the statement that made ``assignment`` (also for tuple unpacking)."""
     if assignment.value is not None:
         return assignment.value

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
-
 import libcst as cst
 
 from distlint.analysis import Assignment, Index, walk
@@ -264,9 +262,7 @@ def _unwrap(index: Index, expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _origins(
-    index: Index, expr: cst.CSTNode, depth: int, position: Optional[int] = None
-) -> List[str]:
+def _origins(index: Index, expr: cst.CSTNode, depth: int, position: int | None = None) -> list[str]:
     """How each value that may flow into ``expr`` was made: SHARDED, UNSHARDED or UNKNOWN."""
     if depth <= 0:
         return [UNKNOWN]
@@ -281,7 +277,7 @@ def _origins(
     return [UNKNOWN]
 
 
-def _from_assignment(index: Index, assignment: Assignment, depth: int) -> List[str]:
+def _from_assignment(index: Index, assignment: Assignment, depth: int) -> list[str]:
     if assignment.op == "=" and assignment.value is not None:
         return _origins(index, assignment.value, depth - 1)
     if assignment.op == "unpack" and isinstance(assignment.node, cst.Assign):
@@ -295,7 +291,7 @@ def _from_assignment(index: Index, assignment: Assignment, depth: int) -> List[s
     return [UNKNOWN]
 
 
-def _from_call(index: Index, call: cst.Call, depth: int, position: Optional[int]) -> List[str]:
+def _from_call(index: Index, call: cst.Call, depth: int, position: int | None) -> list[str]:
     func = call.func
     qualname = index.qualname(func)
     if qualname in PREPARE_FUNCTIONS or _is_prepare_method(index, call):
@@ -307,7 +303,7 @@ def _from_call(index: Index, call: cst.Call, depth: int, position: Optional[int]
     fn = index.local_function(func)
     if fn is None:
         return [UNKNOWN]
-    out: List[str] = []
+    out: list[str] = []
     for ret in index.returns.get(fn, ()):
         value = ret.value
         if position is not None:
@@ -355,7 +351,7 @@ def _dataloader_origin(index: Index, call: cst.Call) -> str:
     return UNSHARDED
 
 
-def _shards_by_rank(node: cst.CSTNode, qualname: Optional[str]) -> bool:
+def _shards_by_rank(node: cst.CSTNode, qualname: str | None) -> bool:
     if is_world_size(node, qualname):
         return True
     text = qualname or (
@@ -368,7 +364,7 @@ def _shards_by_rank(node: cst.CSTNode, qualname: Optional[str]) -> bool:
     return any(word in text.lower() for word in _RANK_WORDS)
 
 
-def _fix(index: Index, loop: cst.For, loader: cst.BaseExpression) -> Optional[Fix]:
+def _fix(index: Index, loop: cst.For, loader: cst.BaseExpression) -> Fix | None:
     if not isinstance(loader, cst.Name):
         return None
     bindings = index.bindings_of(loader)

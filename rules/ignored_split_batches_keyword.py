@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
-
 import libcst as cst
 
 from distlint.analysis import Index, call_keyword
@@ -139,7 +137,7 @@ class IgnoredSplitBatchesKeyword(Rule):
                 continue
             ctx.report(arg, fix=self._fix(index, call, arg))
 
-    def _fix(self, index: Index, call: cst.Call, arg: cst.Arg) -> Optional[Fix]:
+    def _fix(self, index: Index, call: cst.Call, arg: cst.Arg) -> Fix | None:
         config_arg = _keyword_arg(call, "dataloader_config")
         if config_arg is None:
             name, spec = import_name(index, DATALOADER_CONFIGURATION, call)
@@ -184,14 +182,14 @@ class IgnoredSplitBatchesKeyword(Rule):
         return None
 
 
-def _keyword_arg(call: cst.Call, name: str) -> Optional[cst.Arg]:
+def _keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:
             return arg
     return None
 
 
-def _is_config_call(index: Index, node: Optional[cst.CSTNode]) -> bool:
+def _is_config_call(index: Index, node: cst.CSTNode | None) -> bool:
     return isinstance(node, cst.Call) and index.qualname(node.func) == DATALOADER_CONFIGURATION
 
 
@@ -216,7 +214,7 @@ _EQUAL = cst.AssignEqual(
 )
 
 
-def _without(args: List[cst.Arg], removed: cst.Arg) -> List[cst.Arg]:
+def _without(args: list[cst.Arg], removed: cst.Arg) -> list[cst.Arg]:
     """``args`` minus ``removed``, keeping the trailing-comma style of the call."""
     position = next(i for i, a in enumerate(args) if a is removed)
     rest = args[:position] + args[position + 1 :]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Set
-
 import libcst as cst
 
 from distlint.analysis import Index, call_keyword, target_key
@@ -26,11 +24,11 @@ PLUGINS = {
 }
 
 
-def _accumulation_settings(index: Index) -> List[cst.BaseExpression]:
+def _accumulation_settings(index: Index) -> list[cst.BaseExpression]:
     """The accumulation-steps values the Accelerator(s) of the file are configured with (not 1)."""
-    out: List[cst.BaseExpression] = []
+    out: list[cst.BaseExpression] = []
     for acc in accelerator_calls(index):
-        candidates: List[Optional[cst.BaseExpression]] = [
+        candidates: list[cst.BaseExpression | None] = [
             call_keyword(acc, "gradient_accumulation_steps")
         ]
         for plugin_qual, (keyword, field) in PLUGINS.items():
@@ -46,7 +44,7 @@ def _accumulation_settings(index: Index) -> List[cst.BaseExpression]:
     return out
 
 
-def _source_texts(index: Index, expr: cst.CSTNode, depth: int = 2) -> Set[str]:
+def _source_texts(index: Index, expr: cst.CSTNode, depth: int = 2) -> set[str]:
     """Texts of ``expr`` and of what it was assigned from: `grad_accum = args.grad_accum` makes
     `grad_accum` and `args.grad_accum` the same setting. Literals are left out (a `/ 2` that
     averages two losses is not the accumulation)."""
@@ -208,10 +206,10 @@ class LossDividedForAccumulation(Rule):
         settings = _accumulation_settings(index)
         if not settings:
             return
-        setting_texts: Set[str] = set()
+        setting_texts: set[str] = set()
         for value in settings:
             setting_texts |= _source_texts(index, value)
-        reported: Set[cst.CSTNode] = set()
+        reported: set[cst.CSTNode] = set()
         for call in index.calls:
             if not _is_accelerator_backward(index, call):
                 continue
@@ -226,12 +224,12 @@ class LossDividedForAccumulation(Rule):
                     ctx.report(division, message, self._fix(index, division))
 
     def _divisions_into(
-        self, index: Index, expr: cst.BaseExpression, setting_texts: Set[str]
-    ) -> List[cst.CSTNode]:
+        self, index: Index, expr: cst.BaseExpression, setting_texts: set[str]
+    ) -> list[cst.CSTNode]:
         """Divisions by the accumulation steps on the loss's way into ``backward`` (same function)."""
-        found: List[cst.CSTNode] = []
-        seen: Set[int] = set()
-        stack: List[cst.CSTNode] = [expr]
+        found: list[cst.CSTNode] = []
+        seen: set[int] = set()
+        stack: list[cst.CSTNode] = [expr]
         while stack:
             node = stack.pop()
             if id(node) in seen:
@@ -264,7 +262,7 @@ class LossDividedForAccumulation(Rule):
 
     @staticmethod
     def _is_accumulation(
-        index: Index, divisor: cst.BaseExpression, setting_texts: Set[str]
+        index: Index, divisor: cst.BaseExpression, setting_texts: set[str]
     ) -> bool:
         q = index.qualname(divisor)
         if (

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Union
 
 import libcst as cst
 
@@ -153,14 +154,14 @@ GLOBAL, SAMPLES = "global", "samples"
 class _Use:
     node: cst.BaseExpression  # the per-device batch as written at the use
     expr: cst.BaseExpression  # the whole arithmetic expression it is part of
-    others: List[cst.BaseExpression]  # the other operands multiplied/added along the way
+    others: list[cst.BaseExpression]  # the other operands multiplied/added along the way
 
 
-def _words(identifier: str) -> List[str]:
+def _words(identifier: str) -> list[str]:
     return [w.lower() for w in _WORD_RE.findall(identifier)]
 
 
-def name_role(identifier: str) -> Optional[str]:
+def name_role(identifier: str) -> str | None:
     """GLOBAL for `total_batch_size`, SAMPLES for `samples_per_sec` / `tokens_seen`, else None."""
     words = _words(identifier)
     if any(w in _LOCAL_WORDS for w in words):
@@ -172,7 +173,7 @@ def name_role(identifier: str) -> Optional[str]:
     return None
 
 
-def message_role(before: str, after: str, multiplied: bool) -> Optional[str]:
+def message_role(before: str, after: str, multiplied: bool) -> str | None:
     """Role of a value in a log message, from the text around its placeholder."""
     before, after = before.lower(), after.lower()
     if _MESSAGE_LOCAL_RE.search(before) or _MESSAGE_LOCAL_RE.search(after.split("\n")[0][:20]):
@@ -374,7 +375,7 @@ class PerDeviceBatchAsGlobal(Rule):
         places = _per_device_places(index)
         if not places:
             return
-        reported: Set[int] = set()
+        reported: set[int] = set()
         for use in _uses(index, places):
             if id(use.expr) in reported:
                 continue
@@ -395,7 +396,7 @@ class PerDeviceBatchAsGlobal(Rule):
 # ------------------------------------------------------------------------------------------
 
 
-def _distributed_mode(index: Index) -> Optional[str]:
+def _distributed_mode(index: Index) -> str | None:
     if uses_xla_spmd(index):
         return None  # one process drives every device: the DataLoader batch is global
     if creates_accelerator(index):
@@ -422,10 +423,10 @@ def uses_xla_spmd(index: Index) -> bool:
 
 # A "place" is what holds the per-device batch: ("name", assignment ids) for a local name, or
 # ("attr", key) for `args.batch_size`, `self.bs@Trainer`, `config[batch_size]`.
-Place = Tuple[str, Union[str, frozenset]]
+Place = tuple[str, Union[str, frozenset]]
 
 
-def _place(index: Index, node: cst.CSTNode) -> Optional[Place]:
+def _place(index: Index, node: cst.CSTNode) -> Place | None:
     if isinstance(node, cst.Name):
         bindings = index.bindings_of(node)
         ids = frozenset(id(b) for b in bindings) if bindings else frozenset({f"free:{node.value}"})
@@ -442,7 +443,7 @@ def _place(index: Index, node: cst.CSTNode) -> Optional[Place]:
     return None
 
 
-def _matches(place: Optional[Place], places: Sequence[Place]) -> bool:
+def _matches(place: Place | None, places: Sequence[Place]) -> bool:
     if place is None:
         return False
     for kind, value in places:
@@ -451,7 +452,7 @@ def _matches(place: Optional[Place], places: Sequence[Place]) -> bool:
     return False
 
 
-def _copied_value(index: Index, value: Optional[cst.CSTNode]) -> Optional[cst.BaseExpression]:
+def _copied_value(index: Index, value: cst.CSTNode | None) -> cst.BaseExpression | None:
     """The place a value is a plain copy of (`x`, `args.bs`, `int(cfg["bs"])`), else None."""
     if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
         return value
@@ -471,14 +472,14 @@ def _is_numeric_wrapper(index: Index, call: cst.Call) -> bool:
     return index.qualname(func) in _MATH_WRAPPERS
 
 
-def _per_device_places(index: Index) -> List[Place]:
-    places: List[Place] = []
-    pending: List[cst.CSTNode] = []
+def _per_device_places(index: Index) -> list[Place]:
+    places: list[Place] = []
+    pending: list[cst.CSTNode] = []
     for call in index.calls_to(*DATALOADERS):
         arg = index.argument(call, "batch_size", 1)
         if arg is not None:
             pending.append(arg.value)
-    seen: Set[int] = set()
+    seen: set[int] = set()
     # backwards: plain copies the DataLoader's value was taken from, helper-function arguments
     while pending:
         node = pending.pop()
@@ -513,7 +514,7 @@ def _per_device_places(index: Index) -> List[Place]:
             if copied is None or not _matches(_place(index, copied), places):
                 continue
             target = assignment.target
-            new: Optional[Place]
+            new: Place | None
             if isinstance(target, cst.Name):
                 new = ("name", frozenset({id(assignment)}))
             else:
@@ -569,7 +570,7 @@ def _is_target(index: Index, node: cst.CSTNode) -> bool:
 def _extend(index: Index, node: cst.BaseExpression) -> _Use:
     """Grow the use through the arithmetic it takes part in, as a count (not as a divisor)."""
     expr = node
-    others: List[cst.BaseExpression] = []
+    others: list[cst.BaseExpression] = []
     while True:
         parent = index.parent(expr)
         if isinstance(parent, cst.BinaryOperation):
@@ -596,7 +597,7 @@ def _extend(index: Index, node: cst.BaseExpression) -> _Use:
     return _Use(node, expr, others)
 
 
-def _role(index: Index, use: _Use) -> Optional[str]:
+def _role(index: Index, use: _Use) -> str | None:
     expr = use.expr
     multiplied = expr is not use.node
     parent = index.parent(expr)
@@ -633,7 +634,7 @@ def _role(index: Index, use: _Use) -> Optional[str]:
     return None
 
 
-def _target_role(target: cst.BaseExpression) -> Optional[str]:
+def _target_role(target: cst.BaseExpression) -> str | None:
     if isinstance(target, cst.Name):
         return name_role(target.value)
     if isinstance(target, cst.Attribute):
@@ -650,7 +651,7 @@ def _target_role(target: cst.BaseExpression) -> Optional[str]:
 # ------------------------------------------------------------------------------------------
 
 
-def _message_context(index: Index, expr: cst.BaseExpression) -> Optional[Tuple[str, str]]:
+def _message_context(index: Index, expr: cst.BaseExpression) -> tuple[str, str] | None:
     parent = index.parent(expr)
     if isinstance(parent, cst.FormattedStringExpression):
         fstring = index.parent(parent)
@@ -702,13 +703,13 @@ def _message_context(index: Index, expr: cst.BaseExpression) -> Optional[Tuple[s
     return None
 
 
-def _outermost_string(index: Index, node: Optional[cst.CSTNode]) -> Optional[cst.CSTNode]:
+def _outermost_string(index: Index, node: cst.CSTNode | None) -> cst.CSTNode | None:
     while isinstance(index.parent(node), cst.ConcatenatedString):  # type: ignore[arg-type]
         node = index.parent(node)  # type: ignore[arg-type]
     return node
 
 
-def _pieces(node: Optional[cst.CSTNode]) -> List[Union[str, cst.CSTNode]]:
+def _pieces(node: cst.CSTNode | None) -> list[str | cst.CSTNode]:
     """A string literal as a sequence of literal text and placeholders (f-string expressions)."""
     if isinstance(node, cst.ConcatenatedString):
         return _pieces(node.left) + _pieces(node.right)
@@ -720,9 +721,7 @@ def _pieces(node: Optional[cst.CSTNode]) -> List[Union[str, cst.CSTNode]]:
     return []
 
 
-def _around(
-    pieces: List[Union[str, cst.CSTNode]], placeholder: cst.CSTNode
-) -> Optional[Tuple[str, str]]:
+def _around(pieces: list[str | cst.CSTNode], placeholder: cst.CSTNode) -> tuple[str, str] | None:
     for i, piece in enumerate(pieces):
         if piece is placeholder:
             before, after = "", ""
@@ -738,7 +737,7 @@ def _around(
     return None
 
 
-def _literal_text(node: cst.CSTNode) -> Optional[str]:
+def _literal_text(node: cst.CSTNode) -> str | None:
     """Text of a string literal; an f-string's placeholders become `{}`."""
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
         pieces = _pieces(node)
@@ -746,14 +745,14 @@ def _literal_text(node: cst.CSTNode) -> Optional[str]:
     return None
 
 
-def _percent_around(text: str, position: int) -> Optional[Tuple[str, str]]:
+def _percent_around(text: str, position: int) -> tuple[str, str] | None:
     segments = _PERCENT_RE.split(text.replace("%%", "%"))
     if position + 1 >= len(segments):
         return None
     return segments[position], segments[position + 1]
 
 
-def _format_around(text: str, call: cst.Call, arg: cst.Arg) -> Optional[Tuple[str, str]]:
+def _format_around(text: str, call: cst.Call, arg: cst.Arg) -> tuple[str, str] | None:
     try:
         fields = list(string.Formatter().parse(text))
     except ValueError:
@@ -811,7 +810,7 @@ def _has_process_factor(index: Index, use: _Use) -> bool:
     )
 
 
-def _factor_text(index: Index, at: cst.CSTNode, mode: str) -> Optional[str]:
+def _factor_text(index: Index, at: cst.CSTNode, mode: str) -> str | None:
     if mode == "accelerate":
         accelerator = accelerator_expr(index, at)
         return None if accelerator is None else f"{accelerator}.num_processes"
@@ -821,9 +820,7 @@ def _factor_text(index: Index, at: cst.CSTNode, mode: str) -> Optional[str]:
     return None
 
 
-def _message(
-    index: Index, use: _Use, role: str, factor: Optional[str], model_parallel: bool
-) -> str:
+def _message(index: Index, use: _Use, role: str, factor: str | None, model_parallel: bool) -> str:
     code = index.module.code_for_node(use.node)
     if role == GLOBAL:
         what = "used as the global batch size: on N processes the observed batch is N times larger"
@@ -839,7 +836,7 @@ def _message(
     return f"`{code}` is the per-device batch (a DataLoader's `batch_size`) but is {what}; {advice}"
 
 
-def _fix(index: Index, use: _Use, factor: Optional[str]) -> Optional[Fix]:
+def _fix(index: Index, use: _Use, factor: str | None) -> Fix | None:
     if factor is None:
         return None
     node = use.node

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
-
 import libcst as cst
 
 from distlint.analysis import Index, call_keyword
@@ -23,7 +21,7 @@ from distlint.rules._common import (
 _TORCH = "torch.optim.lr_scheduler."
 _HF_WARMUP = ((1, "num_warmup_steps", "warmup"), (2, "num_training_steps", "total"))
 # scheduler -> arguments that count steps: (position, keyword, role); role "lambda" = lr_lambda.
-LENGTH_ARGUMENTS: Dict[str, Tuple[Tuple[int, str, str], ...]] = {
+LENGTH_ARGUMENTS: dict[str, tuple[tuple[int, str, str], ...]] = {
     _TORCH + "OneCycleLR": ((2, "total_steps", "total"), (4, "steps_per_epoch", "total")),
     _TORCH + "CosineAnnealingLR": ((1, "T_max", "total"),),
     _TORCH + "LinearLR": ((3, "total_iters", "total"),),
@@ -58,7 +56,7 @@ for _name in (
     LENGTH_ARGUMENTS["diffusers.optimization." + _name] = _HF_WARMUP
 
 
-def _scheduler_kind(qualname: Optional[str]) -> Optional[str]:
+def _scheduler_kind(qualname: str | None) -> str | None:
     if qualname is None:
         return None
     qualname = qualname.replace("transformers.optimization.", "transformers.")
@@ -268,8 +266,8 @@ class SchedulerLengthPerProcess(Rule):
             ctx.report(report_at, message, self._fix(index, sched, per_process))
 
     @staticmethod
-    def _length_values(sched: cst.Call, kind: str) -> List[Tuple[cst.BaseExpression, str]]:
-        out: List[Tuple[cst.BaseExpression, str]] = []
+    def _length_values(sched: cst.Call, kind: str) -> list[tuple[cst.BaseExpression, str]]:
+        out: list[tuple[cst.BaseExpression, str]] = []
         for position, keyword, role in LENGTH_ARGUMENTS[kind]:
             arg = Index.argument(sched, keyword, position)
             if arg is None:
@@ -294,7 +292,7 @@ class SchedulerLengthPerProcess(Rule):
                 and node.func.value == "len"
             )
 
-        def prepared_length(node: cst.CSTNode, _q: Optional[str]) -> bool:
+        def prepared_length(node: cst.CSTNode, _q: str | None) -> bool:
             if not is_len(node) or not node.args:  # type: ignore[union-attr]
                 return False
             # a length taken later in the same function (e.g. to recount epochs) is not the one
@@ -311,7 +309,7 @@ class SchedulerLengthPerProcess(Rule):
         return not index.reaches(value, reads_world_size, prune=is_len)
 
     @staticmethod
-    def _fix(index: Index, sched: cst.Call, values: List[cst.BaseExpression]) -> Optional[Fix]:
+    def _fix(index: Index, sched: cst.Call, values: list[cst.BaseExpression]) -> Fix | None:
         acc = accelerator_expr(index, sched)
         if acc is None:
             return None

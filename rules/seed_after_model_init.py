@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -124,7 +123,7 @@ class SeedAfterModelInit(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         analysis = _Analysis(ctx.index)
-        reported: Set[cst.Call] = set()
+        reported: set[cst.Call] = set()
         for root, prefix in analysis.roots():
             events = prefix + analysis.events(root)
             if not events or events[0].kind != "model":
@@ -151,11 +150,11 @@ class _Analysis:
 
     def __init__(self, index: Index) -> None:
         self.index = index
-        self._memo: Dict[cst.CSTNode, List[_Event]] = {}
-        self._trains: Optional[bool] = None
-        self._targets: Dict[cst.Call, List[cst.CSTNode]] = {}
+        self._memo: dict[cst.CSTNode, list[_Event]] = {}
+        self._trains: bool | None = None
+        self._targets: dict[cst.Call, list[cst.CSTNode]] = {}
         # Calls owned by each function (or the module), in source order; nested defs excluded.
-        self.calls_of: Dict[cst.CSTNode, List[cst.Call]] = {}
+        self.calls_of: dict[cst.CSTNode, list[cst.Call]] = {}
         for call in index.calls:
             owner = self._owner(call)
             if owner is not None:
@@ -172,7 +171,7 @@ class _Analysis:
             )
         return self._trains
 
-    def _owner(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    def _owner(self, node: cst.CSTNode) -> cst.CSTNode | None:
         scope = self.index.scope(node)
         while scope.kind == "comprehension":
             scope = scope.parent  # type: ignore[assignment]
@@ -181,25 +180,25 @@ class _Analysis:
         return None  # lambda bodies and class bodies do not run in order with the rest
 
     # ---------------------------------------------------------------- entry points
-    def roots(self) -> List[Tuple[cst.CSTNode, List[_Event]]]:
+    def roots(self) -> list[tuple[cst.CSTNode, list[_Event]]]:
         """The module, plus every function no call of the file reaches (mp.spawn workers, methods
         called from outside); a method runs after its class's ``__init__``."""
-        called: Set[cst.CSTNode] = set()
+        called: set[cst.CSTNode] = set()
         for call in self.index.calls:
             called.update(self.targets(call))
-        out: List[Tuple[cst.CSTNode, List[_Event]]] = [(self.index.module, [])]
+        out: list[tuple[cst.CSTNode, list[_Event]]] = [(self.index.module, [])]
         for defs in self.index.functions.values():
             for fn in defs:
                 if fn in called:
                     continue
-                prefix: List[_Event] = []
+                prefix: list[_Event] = []
                 init = self._init_of_class_of(fn)
                 if init is not None and init is not fn:
                     prefix = self.events(init)
                 out.append((fn, prefix))
         return out
 
-    def _init_of_class_of(self, fn: cst.FunctionDef) -> Optional[cst.FunctionDef]:
+    def _init_of_class_of(self, fn: cst.FunctionDef) -> cst.FunctionDef | None:
         scope = self.index.scope(fn)  # the scope the `def` statement sits in
         cls = scope if scope.kind == "class" else None
         if cls is None:
@@ -208,12 +207,12 @@ class _Analysis:
         return inits[-1] if inits else None
 
     # ---------------------------------------------------------------- events
-    def events(self, fn: cst.CSTNode) -> List[_Event]:
+    def events(self, fn: cst.CSTNode) -> list[_Event]:
         memo = self._memo
         if fn in memo:
             return memo[fn]
         memo[fn] = []  # recursion guard
-        out: List[_Event] = []
+        out: list[_Event] = []
         for call in self.calls_of.get(fn, ()):
             q = self.index.qualname(call.func)
             if q in SEEDERS:
@@ -258,14 +257,14 @@ class _Analysis:
                 return True
         return False
 
-    def targets(self, call: cst.Call) -> List[cst.CSTNode]:
+    def targets(self, call: cst.Call) -> list[cst.CSTNode]:
         """Functions, methods or classes of this file that ``call`` runs."""
         found = self._targets.get(call)
         if found is None:
             found = self._targets[call] = self._find_targets(call)
         return found
 
-    def _find_targets(self, call: cst.Call) -> List[cst.CSTNode]:
+    def _find_targets(self, call: cst.Call) -> list[cst.CSTNode]:
         index = self.index
         func = call.func
         fn = index.local_function(func)
@@ -279,9 +278,9 @@ class _Analysis:
                 return list(index.functions.get(f"{cls.name.value}.{func.attr.value}", ())[-1:])
         return []
 
-    def _instance_class(self, expr: cst.BaseExpression) -> Optional[cst.ClassDef]:
+    def _instance_class(self, expr: cst.BaseExpression) -> cst.ClassDef | None:
         """The class of this file that ``trainer`` (``trainer = Trainer(...)``) is an instance of."""
-        values: List[Optional[cst.CSTNode]] = [expr] if isinstance(expr, cst.Call) else []
+        values: list[cst.CSTNode | None] = [expr] if isinstance(expr, cst.Call) else []
         if isinstance(expr, cst.Name):
             values = [b.value for b in self.index.bindings_of(expr) if b.op == "="]
         elif isinstance(expr, cst.Attribute):  # `self.trainer = Trainer(...)`
@@ -295,7 +294,7 @@ class _Analysis:
         return classes.pop() if len(classes) == 1 else None  # type: ignore[return-value]
 
     # ---------------------------------------------------------------- what draws initial weights
-    def builds_model(self, call: cst.Call, q: Optional[str]) -> bool:
+    def builds_model(self, call: cst.Call, q: str | None) -> bool:
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_adapter":
             # `unet.add_adapter(LoraConfig(...))`: fresh LoRA weights are drawn here.
             return any(self._is_peft_config(arg.value) for arg in call.args)
@@ -334,7 +333,7 @@ class _Analysis:
             return False
         return Index.argument(call, keyword="generator", position=2) is None
 
-    def _is_model_class(self, cls: cst.ClassDef, seen: Set[cst.ClassDef]) -> bool:
+    def _is_model_class(self, cls: cst.ClassDef, seen: set[cst.ClassDef]) -> bool:
         if cls in seen:
             return False
         seen.add(cls)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
-
 import libcst as cst
 
 from distlint.analysis import Index
@@ -186,7 +184,7 @@ class SeedOnlyTorch(Rule):
         index = ctx.index
         seed_fn = self.options["seed-function"]
         calls = [(c, index.qualname(c.func)) for c in index.calls]
-        by_kind: Dict[str, List[cst.Call]] = {"torch": [], "python": [], "numpy": [], "xla": []}
+        by_kind: dict[str, list[cst.Call]] = {"torch": [], "python": [], "numpy": [], "xla": []}
         draws = {"python": False, "numpy": False}
         for call, q in calls:
             if q is None:
@@ -213,7 +211,7 @@ class SeedOnlyTorch(Rule):
             return
         uses_accelerator = bool(index.calls_to("accelerate.Accelerator"))
         uses_xla = _imports_module(index, "torch_xla")
-        missing: List[str] = []
+        missing: list[str] = []
         if not by_kind["python"] and (draws["python"] or uses_accelerator):
             missing.append("python `random`")
         if not by_kind["numpy"] and (draws["numpy"] or uses_accelerator):
@@ -240,10 +238,10 @@ class SeedOnlyTorch(Rule):
         self,
         index: Index,
         first: cst.Call,
-        by_kind: Dict[str, List[cst.Call]],
+        by_kind: dict[str, list[cst.Call]],
         seed_fn: str,
         short: str,
-    ) -> Optional[Fix]:
+    ) -> Fix | None:
         seeders = sorted(
             (c for kind in ("torch", "python", "numpy", "xla") for c in by_kind[kind]),
             key=index.order,
@@ -306,7 +304,7 @@ class SeedOnlyTorch(Rule):
 _DEVICE_WORDS = ("cuda", "gpu", "mps", "xpu", "npu", "mlu", "device")
 
 
-def _device_guard(index: Index, stmt: cst.CSTNode) -> Optional[cst.If]:
+def _device_guard(index: Index, stmt: cst.CSTNode) -> cst.If | None:
     """The `if torch.cuda.is_available():` (or `args.use_gpu`, ...) statement whose branch holds ``stmt``."""
     block = index.parent(stmt)
     owner = index.parent(block) if block is not None else None
@@ -319,11 +317,11 @@ def _device_guard(index: Index, stmt: cst.CSTNode) -> Optional[cst.If]:
     return None
 
 
-def _is_seeding_stmt(stmt: cst.CSTNode, statements: List[cst.SimpleStatementLine]) -> bool:
+def _is_seeding_stmt(stmt: cst.CSTNode, statements: list[cst.SimpleStatementLine]) -> bool:
     return any(stmt is s for s in statements)
 
 
-def _only_seeding(guard: cst.If, statements: List[cst.SimpleStatementLine]) -> bool:
+def _only_seeding(guard: cst.If, statements: list[cst.SimpleStatementLine]) -> bool:
     """Every branch of ``guard`` holds only the seeding calls being replaced (no `elif`)."""
     blocks = [guard.body]
     if guard.orelse is not None:
@@ -336,7 +334,7 @@ def _only_seeding(guard: cst.If, statements: List[cst.SimpleStatementLine]) -> b
     )
 
 
-def _seed_text(index: Index, call: cst.Call) -> Optional[str]:
+def _seed_text(index: Index, call: cst.Call) -> str | None:
     arg = Index.argument(call, keyword="seed", position=0) or Index.argument(
         call, keyword="new_state", position=0
     )
@@ -345,7 +343,7 @@ def _seed_text(index: Index, call: cst.Call) -> Optional[str]:
     return index.module.code_for_node(arg.value).strip()
 
 
-def _plain_call_statement(index: Index, call: cst.Call) -> Optional[cst.SimpleStatementLine]:
+def _plain_call_statement(index: Index, call: cst.Call) -> cst.SimpleStatementLine | None:
     """The statement line when ``call`` is the whole of a one-statement line, else None."""
     expr = index.parent(call)
     if not isinstance(expr, cst.Expr) or expr.value is not call:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Set
-
 import libcst as cst
 
 from distlint.analysis import Index, string_value
 from distlint.fixes import Fix, import_name
-from distlint.rule import Invalid, Option, Rule, RuleContext, Valid
 from distlint.model import Applicability
+from distlint.rule import Invalid, Option, Rule, RuleContext, Valid
 from distlint.rules._common import (
     accelerator_expr,
     creates_accelerator,
@@ -53,7 +51,7 @@ MODEL_PARALLEL = (
 )
 
 
-def is_optimizer_class(qualname: Optional[str]) -> bool:
+def is_optimizer_class(qualname: str | None) -> bool:
     if not qualname:
         return False
     parts = qualname.split(".")
@@ -68,7 +66,7 @@ def is_optimizer_class(qualname: Optional[str]) -> bool:
     return name[:1].isupper() and name not in _NOT_OPTIMIZERS
 
 
-def optimizer_calls(index: Index) -> List[cst.Call]:
+def optimizer_calls(index: Index) -> list[cst.Call]:
     """Optimizer constructions, also through `optimizer_cls = bnb.optim.AdamW8bit if ... else ...`."""
     out = []
     for call in index.calls:
@@ -95,7 +93,7 @@ def _all_optimizer_classes(index: Index, value: cst.BaseExpression) -> bool:
     return is_optimizer_class(index.qualname(value))
 
 
-def data_parallel_kind(index: Index) -> Optional[str]:
+def data_parallel_kind(index: Index) -> str | None:
     """How the script runs data-parallel: accelerate | fabric | xla | ddp, or None."""
     if creates_accelerator(index):
         return "accelerate"
@@ -126,7 +124,7 @@ def divides_by_world_size(index: Index, node: cst.CSTNode) -> bool:
 def global_batch_held_constant(index: Index) -> bool:
     """The per-device batch or the accumulation steps are divided by the world size somewhere:
     the batch per optimizer step is the same on 1 or N processes, so the LR must not be scaled."""
-    candidates: List[cst.CSTNode] = []
+    candidates: list[cst.CSTNode] = []
     for call in index.calls:
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value in (
@@ -154,13 +152,13 @@ def uses_model_parallelism(index: Index) -> bool:
     return bool(index.calls_to(*MODEL_PARALLEL))
 
 
-def peak_lr_schedulers(index: Index) -> List[cst.Call]:
+def peak_lr_schedulers(index: Index) -> list[cst.Call]:
     return [
         c for c in index.calls_to(*PEAK_LR_SCHEDULERS) if Index.argument(c, "max_lr", 1) is not None
     ]
 
 
-def world_size_text(index: Index, kind: str, at: cst.CSTNode) -> Optional[tuple]:
+def world_size_text(index: Index, kind: str, at: cst.CSTNode) -> tuple | None:
     """(expression text for the number of processes at ``at``, import needed or None)."""
     if kind == "accelerate":
         acc = accelerator_expr(index, at)
@@ -416,7 +414,7 @@ class UnscaledLearningRate(Rule):
         ctx.report(value, self._message(index, text, what, kind, model_parallel), fix)
 
     def _message(
-        self, index: Index, text: Optional[str], what: str, kind: str, model_parallel: bool
+        self, index: Index, text: str | None, what: str, kind: str, model_parallel: bool
     ) -> str:
         subject = f"{what} `{text}`" if text is not None and len(text) <= 40 else what
         factor = {
@@ -438,7 +436,7 @@ class UnscaledLearningRate(Rule):
 
     def _fix(
         self, index: Index, call: cst.Call, value: cst.BaseExpression, kind: str
-    ) -> Optional[Fix]:
+    ) -> Fix | None:
         found = world_size_text(index, kind, call)
         if found is None:
             return None
@@ -458,7 +456,7 @@ class UnscaledLearningRate(Rule):
         return fix
 
     @staticmethod
-    def _can_scale_name_in_place(index: Index, name: cst.Name, stmt: Optional[cst.CSTNode]) -> bool:
+    def _can_scale_name_in_place(index: Index, name: cst.Name, stmt: cst.CSTNode | None) -> bool:
         """`lr *= n` before the statement is right when `lr` is a local of the statement's scope
         (not a global: that would make it local and unbound), and the statement is not repeated
         by a loop (the factor would compound)."""
@@ -484,10 +482,10 @@ class UnscaledLearningRate(Rule):
 
     @staticmethod
     def _driven_by_peak_lr_scheduler(
-        index: Index, optimizers: List[cst.Call], schedulers: List[cst.Call]
-    ) -> Set[cst.Call]:
+        index: Index, optimizers: list[cst.Call], schedulers: list[cst.Call]
+    ) -> set[cst.Call]:
         """Optimizers whose learning rate a OneCycle-style scheduler overrides."""
-        exempt: Set[cst.Call] = set()
+        exempt: set[cst.Call] = set()
         for sched in schedulers:
             arg = Index.argument(sched, "optimizer", 0)
             linked = False
@@ -511,7 +509,7 @@ def _param_groups_scaled(index: Index, call: cst.Call) -> bool:
     if params is None:
         return False
 
-    def scaled_group_lr(node: cst.CSTNode, _q: Optional[str]) -> bool:
+    def scaled_group_lr(node: cst.CSTNode, _q: str | None) -> bool:
         return (
             isinstance(node, cst.DictElement)
             and string_value(node.key) == "lr"
@@ -522,7 +520,7 @@ def _param_groups_scaled(index: Index, call: cst.Call) -> bool:
 
 
 def _trained_data_parallel(
-    index: Index, call: cst.Call, prepared: List[cst.BaseExpression]
+    index: Index, call: cst.Call, prepared: list[cst.BaseExpression]
 ) -> bool:
     """Does the optimizer (or the model whose parameters it holds) go through `accelerator.prepare`?
     An optimizer of a side model that each process trains on its own (never prepared, so never
@@ -534,7 +532,7 @@ def _trained_data_parallel(
         return True
     prepared_texts = {index.module.code_for_node(v).strip() for v in prepared}
 
-    def is_prepared(node: cst.CSTNode, _q: Optional[str]) -> bool:
+    def is_prepared(node: cst.CSTNode, _q: str | None) -> bool:
         return (
             isinstance(node, (cst.Name, cst.Attribute))
             and index.module.code_for_node(node).strip() in prepared_texts

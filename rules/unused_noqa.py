@@ -9,7 +9,7 @@ and that comment analysis.
 from __future__ import annotations
 
 import re
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
+from collections.abc import Iterable, Mapping
 
 import libcst as cst
 
@@ -76,14 +76,14 @@ class UnusedNoqa(Rule):
 
 
 def unused_codes(
-    lines: Mapping[int, Optional[FrozenSet[str]]],
-    used: Mapping[int, Set[str]],
+    lines: Mapping[int, frozenset[str] | None],
+    used: Mapping[int, set[str]],
     enabled: Iterable[str],
     known: Iterable[str],
-) -> Dict[int, Tuple[List[str], List[str]]]:
+) -> dict[int, tuple[list[str], list[str]]]:
     """Per line: (enabled codes that suppressed nothing, DL codes that do not exist)."""
     enabled, known = set(enabled), set(known)
-    out: Dict[int, Tuple[List[str], List[str]]] = {}
+    out: dict[int, tuple[list[str], list[str]]] = {}
     for line, codes in lines.items():
         if not codes:
             continue  # blanket `# noqa`: may be meant for any tool
@@ -99,11 +99,11 @@ def unused_codes(
 class _Comments(cst.CSTVisitor):
     """The comment owners (trailing whitespace or an own-line comment) on the given lines."""
 
-    def __init__(self, positions, lines: Set[int]) -> None:
+    def __init__(self, positions, lines: set[int]) -> None:
         super().__init__()
         self.positions = positions
         self.lines = lines
-        self.found: List[Tuple[int, cst.CSTNode, cst.Comment]] = []
+        self.found: list[tuple[int, cst.CSTNode, cst.Comment]] = []
 
     def _visit(self, node) -> None:
         comment = node.comment
@@ -121,14 +121,14 @@ class _Comments(cst.CSTVisitor):
 
 def unused_noqa(
     module: cst.Module, positions, noqa, enabled: Iterable[str], known: Iterable[str]
-) -> List[Tuple[Range, str, Fix]]:
+) -> list[tuple[Range, str, Fix]]:
     """(range of the comment, message, fix) for each `# noqa: ...` comment with unused DL codes."""
     per_line = unused_codes(noqa.lines, noqa.used, enabled, known)
     if not per_line:
         return []
     visitor = _Comments(positions, set(per_line))
     module.visit(visitor)
-    out: List[Tuple[Range, str, Fix]] = []
+    out: list[tuple[Range, str, Fix]] = []
     for line, owner, comment in visitor.found:
         unused, unknown = per_line[line]
         parts = []
@@ -144,7 +144,7 @@ def unused_noqa(
     return out
 
 
-def _without_codes(owner: cst.CSTNode, comment: cst.Comment, drop: Set[str]):
+def _without_codes(owner: cst.CSTNode, comment: cst.Comment, drop: set[str]):
     text = comment.value
     m = _NOQA_RE.search(text)
     if m is None:

@@ -1,10 +1,8 @@
-import os
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import FIXTURES, ROOT  # noqa: F401
 
 

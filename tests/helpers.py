@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import List, Set, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -12,7 +11,7 @@ FIXTURES = ROOT / "fixtures"
 EXPECT_RE = re.compile(r"#\s*expect:\s*(?P<codes>DL\d{3}(?:\s*,\s*DL\d{3})*)")
 
 
-def expected_findings(source: str) -> Set[Tuple[int, str]]:
+def expected_findings(source: str) -> set[tuple[int, str]]:
     """(line, code) pairs marked with `# expect: DL101[, DL201]` at the end of a line."""
     out = set()
     for lineno, line in enumerate(source.splitlines(), start=1):
@@ -23,11 +22,12 @@ def expected_findings(source: str) -> Set[Tuple[int, str]]:
     return out
 
 
-def undefined_names(source: str, filename: str = "<fixed>") -> List[str]:
+def undefined_names(source: str, filename: str = "<fixed>") -> list[str]:
     """Names used but never bound, according to pyflakes (compiles the source too)."""
+    import io
+
     from pyflakes import api as pyflakes_api
     from pyflakes import reporter as pyflakes_reporter
-    import io
 
     out, err = io.StringIO(), io.StringIO()
     pyflakes_api.check(source, filename, pyflakes_reporter.Reporter(out, err))

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from helpers import FIXTURES
 
 BAD = (FIXTURES / "DL101" / "bad.py").read_text()

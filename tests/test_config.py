@@ -4,10 +4,9 @@ import os
 import subprocess
 
 import pytest
+from helpers import FIXTURES
 
 from distlint.config import Config, ConfigError, config_from_table, resolve_config
-
-from helpers import FIXTURES
 
 BAD = (FIXTURES / "DL101" / "bad.py").read_text()
 

@@ -11,15 +11,12 @@ and no fixable finding remains. `pytest --update-fixtures` regenerates bad.fixed
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import FIXTURES, expected_findings, undefined_names
 
 from distlint.config import Config
 from distlint.runner import lint_source
-
-from helpers import FIXTURES
-from helpers import expected_findings, undefined_names
 
 RULE_DIRS = sorted(p for p in FIXTURES.glob("DL[0-9][0-9][0-9]") if p.is_dir())
 SCRIPTS = sorted((FIXTURES / "scripts").glob("*.py"))

@@ -4,14 +4,12 @@ import json
 import os
 import subprocess
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
+from helpers import FIXTURES, ROOT
 
 from distlint.api import fix_source
 from distlint.config import Config
-
-from helpers import FIXTURES, ROOT
 
 BAD = (FIXTURES / "DL101" / "bad.py").read_text()
 GOOD = (FIXTURES / "DL101" / "good.py").read_text()
@@ -50,10 +48,11 @@ def test_github_annotations(distlint_exe, project):
 
 
 def test_github_escapes_workflow_command_characters():
+    import io
+
     from distlint.model import FileResult, Finding, Range
     from distlint.reporting import ReportContext
     from distlint.reporting.github_format import render
-    import io
 
     f = Finding(
         "a,b:c.py", Range(1, 1, 1, 2), "DL101", "seed-only-torch", "100% wrong\nsecond line"

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Tuple
 
 import pytest
 
@@ -68,7 +67,7 @@ def helper_{i}(x, y={i}):
 """
 
 
-def make_tree(root: Path, n: int) -> List[Path]:
+def make_tree(root: Path, n: int) -> list[Path]:
     """``n`` files in directories of 100; returns the training scripts."""
     training = []
     for i in range(n):
@@ -100,7 +99,7 @@ sys.stderr.write("\nPEAK_RSS_KB=%d EXIT=%d\n" % (usage.ru_maxrss, os.waitstatus_
 """
 
 
-def measured_check(root: Path, *extra: str) -> Tuple[int, Dict[str, set], int, float, str]:
+def measured_check(root: Path, *extra: str) -> tuple[int, dict[str, set], int, float, str]:
     """Run `distlint check` under a small parent that reads its exact peak RSS from wait4(2)
     (the maximum over the process and any workers it reaped)."""
     start = time.monotonic()
@@ -123,7 +122,7 @@ def measured_check(root: Path, *extra: str) -> Tuple[int, Dict[str, set], int, f
     elapsed = time.monotonic() - start
     m = re.search(r"PEAK_RSS_KB=(\d+) EXIT=(-?\d+)", proc.stderr)
     assert m, proc.stderr[-2000:]
-    findings: Dict[str, set] = {}
+    findings: dict[str, set] = {}
     for line in proc.stdout.splitlines():
         fm = LINE_RE.match(line)
         if fm:

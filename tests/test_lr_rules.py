@@ -8,14 +8,13 @@ the shape of the fixes.
 import textwrap
 
 import pytest
+from helpers import undefined_names
 
 from distlint.config import Config
 from distlint.rules.loss_divided_for_accumulation import LossDividedForAccumulation
 from distlint.rules.scheduler_length_per_process import SchedulerLengthPerProcess
 from distlint.rules.unscaled_learning_rate import UnscaledLearningRate
 from distlint.runner import lint_source
-
-from helpers import undefined_names
 
 
 def lint(rule, code, fix=False, **options):

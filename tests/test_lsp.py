@@ -9,7 +9,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
 
 import pytest
 
@@ -81,10 +80,10 @@ class Session:
     def __init__(self, client, workspace: Path):
         self.client = client
         self.workspace = workspace
-        self.versions: Dict[str, int] = {}
-        self.texts: Dict[str, str] = {}
+        self.versions: dict[str, int] = {}
+        self.texts: dict[str, str] = {}
 
-    async def open(self, path: Path, text: Optional[str] = None) -> str:
+    async def open(self, path: Path, text: str | None = None) -> str:
         uri = _uri(path)
         text = path.read_text() if text is None else text
         self.versions[uri] = 1
@@ -111,7 +110,7 @@ class Session:
             )
         )
 
-    async def diagnostics(self, uri: str) -> List[lsp.Diagnostic]:
+    async def diagnostics(self, uri: str) -> list[lsp.Diagnostic]:
         """Wait for the next diagnostics of ``uri``."""
 
         async def wait():
@@ -123,7 +122,7 @@ class Session:
 
     async def code_actions(
         self, uri: str, rng: lsp.Range, diagnostics=(), only=None
-    ) -> List[lsp.CodeAction]:
+    ) -> list[lsp.CodeAction]:
         result = await asyncio.wait_for(
             self.client.text_document_code_action_async(
                 lsp.CodeActionParams(
@@ -139,7 +138,7 @@ class Session:
 
 def apply_edit(text: str, uri: str, edit: lsp.WorkspaceEdit) -> str:
     """Apply a WorkspaceEdit as an editor would (positions in UTF-16 code units)."""
-    edits: List[lsp.TextEdit] = []
+    edits: list[lsp.TextEdit] = []
     if edit.document_changes:
         for change in edit.document_changes:
             assert change.text_document.uri == uri
@@ -166,7 +165,7 @@ def apply_edit(text: str, uri: str, edit: lsp.WorkspaceEdit) -> str:
     return text
 
 
-def cli(*args: str, cwd: Path, stdin: Optional[str] = None) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "distlint", *args],
         cwd=cwd,

@@ -3,11 +3,10 @@
 import subprocess
 
 import pytest
+from helpers import FIXTURES
 
 from distlint.config import Config
 from distlint.runner import lint_source
-
-from helpers import FIXTURES
 
 BAD = (FIXTURES / "DL101" / "bad.py").read_text()
 SEED_LINE = "    torch.manual_seed(args.seed)  # expect: DL101\n"
@@ -19,7 +18,8 @@ MULTILINE = (
 )
 
 
-def codes(source, config=Config(), **kwargs):
+def codes(source, config=None, **kwargs):
+    config = Config() if config is None else config
     return [f.code for f in lint_source(source, "train.py", config, **kwargs).findings]
 
 

@@ -2,11 +2,10 @@
 
 import libcst as cst
 import pytest
+from helpers import FIXTURES
 
 from distlint.analysis import walk
 from distlint.positions import all_positions, positions_of
-
-from helpers import FIXTURES
 
 FILES = sorted(FIXTURES.glob("**/*.py"))
 

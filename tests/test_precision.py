@@ -10,12 +10,11 @@ import subprocess
 import sys
 from collections import Counter
 
+from helpers import FIXTURES, ROOT, expected_findings
+
 from distlint.config import Config
 from distlint.registry import all_rules
 from distlint.runner import lint_source
-
-from helpers import FIXTURES, ROOT
-from helpers import expected_findings
 
 FILES = sorted((FIXTURES / "scripts").glob("*.py")) + [
     d / name
@@ -25,7 +24,7 @@ FILES = sorted((FIXTURES / "scripts").glob("*.py")) + [
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _table():
     expected, found, missed, false_positives = Counter(), Counter(), [], []
     config = Config(select=("ALL",))

@@ -13,7 +13,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from helpers import FIXTURES, ROOT
 
 pytestmark = pytest.mark.skipif(

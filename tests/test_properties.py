@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
 
 import hypothesmith
 from hypothesis import HealthCheck, given, note, settings
@@ -102,7 +102,7 @@ def check_properties(source: str, keep_lines: Sequence[str] = ()) -> FileResult:
     new_lines = new.splitlines(keepends=True)
     positions = [_find_line(new_lines, line) for line in keep_lines]
     assert all(p is not None for p in positions), [
-        l for l, p in zip(keep_lines, positions) if p is None
+        line for line, p in zip(keep_lines, positions) if p is None
     ]
     assert positions == sorted(positions), "untouched lines were reordered"
     return fixed
@@ -112,7 +112,7 @@ def _key(finding):
     return (finding.code, finding.line, finding.column, finding.message)
 
 
-def _find_line(lines: List[str], wanted: str) -> Optional[int]:
+def _find_line(lines: list[str], wanted: str) -> int | None:
     matches = [i for i, line in enumerate(lines) if line == wanted]
     return matches[0] if len(matches) == 1 else None
 
@@ -145,21 +145,21 @@ def test_libcst_generated_modules(source):
 class Names:
     """How the script refers to each library object, given the import forms drawn."""
 
-    imports: List[str]
+    imports: list[str]
     torch: str
     optim: str  # expression for the torch.optim module or the optimizer class' module
     optimizer_class: str
     dataloader: str
     accelerator_class: str
-    set_seed: Optional[str]
-    dl_config: Optional[str]
+    set_seed: str | None
+    dl_config: str | None
     np_random: str
     manual_seed: str
 
 
 @st.composite
 def names(draw) -> Names:
-    imports: List[str] = []
+    imports: list[str] = []
     torch = draw(st.sampled_from(["torch", "T"]))
     imports.append("import torch" if torch == "torch" else "import torch as T")
     manual_seed = draw(st.sampled_from([f"{torch}.manual_seed", "manual_seed", "seed_torch"]))
@@ -253,9 +253,9 @@ GA_SOURCES = ["accum", "args.gradient_accumulation_steps", "4"]
 
 
 @st.composite
-def blocks(draw, n: Names, acc: str) -> List[List[str]]:
+def blocks(draw, n: Names, acc: str) -> list[list[str]]:
     """Statement groups (lists of lines at indentation 0 relative to their scope)."""
-    out: List[List[str]] = []
+    out: list[list[str]] = []
     seed = draw(st.sampled_from(SEED_EXPRS))
     lr = draw(st.sampled_from(LR_SOURCES))
     bs = draw(st.sampled_from(BS_SOURCES))
@@ -274,7 +274,7 @@ def blocks(draw, n: Names, acc: str) -> List[List[str]]:
         ]
     )
     # seeding, possibly partial, possibly guarded
-    seeding: List[str] = []
+    seeding: list[str] = []
     for call in draw(
         st.lists(
             st.sampled_from(["torch", "cuda", "random", "numpy", "full"]), max_size=4, unique=True
@@ -332,7 +332,7 @@ def blocks(draw, n: Names, acc: str) -> List[List[str]]:
         )
     )
     sched_kind = draw(st.sampled_from(["cosine", "onecycle", "linear", None]))
-    scheduler: List[str] = []
+    scheduler: list[str] = []
     if sched_kind == "cosine":
         scheduler = [
             f"scheduler = {n.optim}.lr_scheduler.CosineAnnealingLR(optimizer, T_max={total})"
@@ -424,19 +424,19 @@ def blocks(draw, n: Names, acc: str) -> List[List[str]]:
 KEEP = "keep_{i} = ( {i} ,)   # untouched {i}\n"
 
 
-def _indent(lines: List[str], prefix: str) -> List[str]:
+def _indent(lines: list[str], prefix: str) -> list[str]:
     return [prefix + line if line else line for line in lines]
 
 
 @st.composite
-def training_scripts(draw) -> Tuple[str, List[str]]:
+def training_scripts(draw) -> tuple[str, list[str]]:
     """(source, lines that no fix may change)."""
     n = draw(names())
     shape = draw(st.sampled_from(["module", "main", "class"]))
     acc = "self.accelerator" if shape == "class" else draw(st.sampled_from(["accelerator", "acc"]))
     groups = draw(blocks(n, acc))
-    keep: List[str] = []
-    lines: List[str] = ['"""Generated training script."""'] + n.imports + [""]
+    keep: list[str] = []
+    lines: list[str] = ['"""Generated training script."""'] + n.imports + [""]
 
     def keep_line(prefix: str) -> str:
         text = prefix + KEEP.format(i=len(keep))
@@ -584,7 +584,7 @@ ODD_STATEMENTS = [
 
 
 @st.composite
-def odd_training_scripts(draw) -> Tuple[str, List[str]]:
+def odd_training_scripts(draw) -> tuple[str, list[str]]:
     source, keep = draw(training_scripts())
     lines = source.split("\n")
     for statement in draw(st.lists(st.sampled_from(ODD_STATEMENTS), min_size=1, max_size=6)):

@@ -6,14 +6,11 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from distlint import api
 from distlint.api import LintOptions, lint_file
 from distlint.config import Config
-from distlint.runner import lint_source
 
 SEEDED = "import torch\nimport numpy as np\ntorch.manual_seed(0)\nnp.random.rand(3)\n"
 FIXED_TAIL = "set_seed(0)\nnp.random.rand(3)\n"
@@ -77,7 +74,7 @@ def test_bad_input_gives_clean_error_or_result(tmp_path, name):
         assert str(path) + ": error" not in proc.stderr
     else:
         assert proc.returncode == 2
-        lines = [l for l in proc.stderr.splitlines() if l.startswith(str(path))]
+        lines = [ln for ln in proc.stderr.splitlines() if ln.startswith(str(path))]
         assert len(lines) == 1 and error in lines[0], proc.stderr
         if line is not None:
             assert lines[0].startswith(f"{path}:{line}:") or lines[0].startswith(
@@ -229,7 +226,6 @@ def test_vanished_file_is_reported(tmp_path, monkeypatch):
 
 def test_invalid_fix_is_dropped_not_written(tmp_path, monkeypatch):
     """A fix whose output would not parse is dropped with its rule code and nothing is written."""
-    import libcst as cst
     from distlint import fixes as fixes_mod
 
     real_transform = fixes_mod._transform

@@ -7,12 +7,11 @@ means the script is correct and must stay silent.
 import textwrap
 
 import pytest
+from helpers import undefined_names
 
 from distlint.config import Config
-from distlint.runner import lint_source
 from distlint.rules.seed_only_torch import SeedOnlyTorch
-
-from helpers import undefined_names
+from distlint.runner import lint_source
 
 
 def _lint(rule, source, fix=False):

@@ -1,12 +1,11 @@
 """Every rule's VALID / INVALID snippets, each run with that rule alone."""
 
 import pytest
+from helpers import undefined_names
 
 from distlint.config import Config
 from distlint.registry import all_rules
 from distlint.runner import lint_source
-
-from helpers import undefined_names
 
 VALID = [(r, i, v) for r in all_rules() for i, v in enumerate(r.VALID)]
 INVALID = [(r, i, v) for r in all_rules() for i, v in enumerate(r.INVALID)]

@@ -2,10 +2,10 @@
 
 import subprocess
 
+from helpers import FIXTURES
+
 from distlint.config import Config
 from distlint.runner import lint_source
-
-from helpers import FIXTURES
 
 BAD = (FIXTURES / "DL101" / "bad.py").read_text()
 

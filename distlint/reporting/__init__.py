@@ -7,8 +7,9 @@ Each renderer is ``render(results, stream, context) -> None``; ``results`` is th
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence, TextIO
+from typing import Any, Callable, TextIO
 
 from distlint.model import FileResult
 
@@ -22,7 +23,7 @@ class ReportContext:
     show_statistics: bool = False
     diff: bool = False
     # the run's LintOptions (sarif recomputes each finding's own fix with the same configuration)
-    options: Optional[Any] = None
+    options: Any | None = None
 
 
 def renderer(fmt: str) -> Callable[[Sequence[FileResult], TextIO, ReportContext], None]:

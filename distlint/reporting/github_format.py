@@ -7,7 +7,8 @@ JSON, not code), with the cell and cell-relative position in the message.
 
 from __future__ import annotations
 
-from typing import Sequence, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 from distlint.model import FileResult
 

@@ -4,7 +4,8 @@ finding, one ``<error>`` per problem reading or parsing the file."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Sequence, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 from distlint.model import FileResult
 from distlint.reporting.text_format import location

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import TextIO
 from urllib.parse import quote
 
 from distlint import __version__
@@ -23,7 +24,7 @@ SCHEMA_URI = (
 )
 
 
-def _uri(path: str) -> Tuple[str, Optional[str]]:
+def _uri(path: str) -> tuple[str, str | None]:
     """(uri, uriBaseId): paths relative to the checkout, as code scanning expects."""
     p = Path(path)
     if p.is_absolute():
@@ -36,9 +37,9 @@ def _uri(path: str) -> Tuple[str, Optional[str]]:
 
 def _location(
     path: str,
-    finding: Optional[Finding] = None,
-    line: Optional[int] = None,
-    column: Optional[int] = None,
+    finding: Finding | None = None,
+    line: int | None = None,
+    column: int | None = None,
 ) -> dict:
     uri, base = _uri(path)
     artifact = {"uri": uri}
@@ -60,7 +61,7 @@ def _location(
     return {"physicalLocation": physical}
 
 
-def _replacements(before: str, after: str) -> List[dict]:
+def _replacements(before: str, after: str) -> list[dict]:
     """The changed line spans between ``before`` and ``after``, one replacement each, as
     character regions of ``before`` (SARIF wants them ordered and non-overlapping)."""
     old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
@@ -85,7 +86,7 @@ def _replacements(before: str, after: str) -> List[dict]:
     return out
 
 
-def _fixes(result: FileResult, context) -> Dict[Finding, dict]:
+def _fixes(result: FileResult, context) -> dict[Finding, dict]:
     """Each fixable finding's own fix, as a SARIF fix object."""
     wanted = [f for f in result.findings if f.fix is not None and f.cell is None]
     if not wanted or getattr(context, "diff", False) or result.path.endswith(".ipynb"):
@@ -101,7 +102,7 @@ def _fixes(result: FileResult, context) -> Dict[Finding, dict]:
         return {}
     fresh = lint_source(text, result.path, config)
     ids = {(f.code, f.range): f.fix_id for f in fresh.findings if f.fix is not None}
-    out: Dict[Finding, dict] = {}
+    out: dict[Finding, dict] = {}
     for finding in wanted:
         fix_id = ids.get((finding.code, finding.range))
         if fix_id is None:
@@ -125,11 +126,11 @@ def _fixes(result: FileResult, context) -> Dict[Finding, dict]:
     return out
 
 
-def _rules() -> Tuple[List[dict], Dict[str, int]]:
+def _rules() -> tuple[list[dict], dict[str, int]]:
     from distlint.registry import all_rules
 
     descriptors = []
-    index: Dict[str, int] = {}
+    index: dict[str, int] = {}
     for i, rule in enumerate(all_rules()):
         docs = rule.docs()
         descriptor = {

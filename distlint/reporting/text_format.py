@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 from distlint.model import Applicability, FileResult
 

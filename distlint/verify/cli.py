@@ -6,7 +6,8 @@ Importing this module is cheap: no torch, no accelerate; the runs import them in
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from distlint.verify_options import VERIFY_HELP, verify_options  # noqa: F401 (re-exported)
 

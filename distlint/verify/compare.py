@@ -9,8 +9,9 @@ Each check says which static rule it confirms or refutes:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 from distlint.verify.launch import RunOutcome
 from distlint.verify.records import RankRecord, RunRecords
@@ -42,14 +43,14 @@ class Check:
     title: str
     status: str  # pass | warn | fail | skip
     detail: str
-    rule: Optional[str] = None
-    confirms: Optional[bool] = None  # True: what the rule warns about happened at run time
-    data: Dict[str, Any] = field(default_factory=dict)
+    rule: str | None = None
+    confirms: bool | None = None  # True: what the rule warns about happened at run time
+    data: dict[str, Any] = field(default_factory=dict)
     # False when the run can confirm the rule's premise but not see the hazard itself (DL301: how
     # the script *uses* batch_size is not observable), so "not reported statically" means nothing.
     observes_hazard: bool = True
-    static: Optional[str] = None  # filled by join_static: confirmed | refuted | missed | None
-    static_where: List[str] = field(default_factory=list)
+    static: str | None = None  # filled by join_static: confirmed | refuted | missed | None
+    static_where: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -68,7 +69,7 @@ class Check:
 
 @dataclass
 class Failure:
-    rank: Optional[int]
+    rank: int | None
     reason: str
     detail: str = ""  # traceback or stderr tail
 
@@ -81,9 +82,9 @@ class CurvePoint:
     update: int
     samples: int  # samples seen so far, all ranks together
     batch: int  # global samples of this update
-    loss: Optional[float]
-    lrs: List[float]
-    checksum: Optional[Tuple[float, float]]
+    loss: float | None
+    lrs: list[float]
+    checksum: tuple[float, float] | None
 
 
 @dataclass
@@ -91,20 +92,20 @@ class RunSummary:
     label: str
     nprocs: int
     launcher: str
-    command: List[str]
+    command: list[str]
     outcome: RunOutcome
     records: RunRecords
-    problems: List[str] = field(default_factory=list)  # why the run could not be made
-    failures: List[Failure] = field(default_factory=list)  # per rank, first failure first
-    notes: List[str] = field(default_factory=list)
-    curve: List[CurvePoint] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # why the run could not be made
+    failures: list[Failure] = field(default_factory=list)  # per rank, first failure first
+    notes: list[str] = field(default_factory=list)
+    curve: list[CurvePoint] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
     @property
-    def rank0(self) -> Optional[RankRecord]:
+    def rank0(self) -> RankRecord | None:
         return self.records.ranks[0] if self.records.ranks else None
 
     def config(self, key: str, default=None):
@@ -116,11 +117,11 @@ class RunSummary:
         return str(self.config("device") or self.outcome.plan.device)
 
     @property
-    def per_device_batch(self) -> Optional[int]:
+    def per_device_batch(self) -> int | None:
         return self.rank0.per_device_batch if self.rank0 else None
 
     @property
-    def global_batch(self) -> Optional[int]:
+    def global_batch(self) -> int | None:
         return self.curve[0].batch if self.curve else None
 
     @property
@@ -190,7 +191,7 @@ def summarize_run(
     ranks = records.ranks
     tails = outcome.rank_stderr_tails()
 
-    def tail_for(rank: Optional[int]) -> str:
+    def tail_for(rank: int | None) -> str:
         if rank is not None and rank in tails and tails[rank].strip():
             return tails[rank]
         return outcome.output_tail(20)
@@ -328,7 +329,7 @@ def summarize_run(
     return run
 
 
-def build_curve(ranks: Sequence[RankRecord]) -> List[CurvePoint]:
+def build_curve(ranks: Sequence[RankRecord]) -> list[CurvePoint]:
     """Per update, all ranks together: global batch, samples seen, mean loss, rank 0's LRs."""
     if not ranks:
         return []
@@ -474,7 +475,7 @@ def check_lr(one: RunSummary, many: RunSummary, exact: bool) -> Check:
     )
 
 
-def _seed_point(rank: RankRecord, gen: str) -> Tuple[Optional[str], Optional[str]]:
+def _seed_point(rank: RankRecord, gen: str) -> tuple[str | None, str | None]:
     """The fingerprint to compare for `gen`: right after the last call that seeded it, else at "ready"."""
     for seed in reversed(rank.seeds):
         if gen in SEEDS.get(seed["name"], ()) and gen in (seed.get("fp") or {}):
@@ -494,9 +495,9 @@ def _used(rank: RankRecord, gen: str) -> bool:
 def check_seeding(one: RunSummary, many: RunSummary) -> Check:
     ranks = many.records.ranks
     r1 = one.rank0
-    unseeded: Dict[str, List[str]] = {}
-    used: Dict[str, bool] = {}
-    seeded_by: Dict[str, str] = {}
+    unseeded: dict[str, list[str]] = {}
+    used: dict[str, bool] = {}
+    seeded_by: dict[str, str] = {}
     for gen in GENERATORS:
         points = [(r, _seed_point(r, gen)) for r in ranks]
         points = [(r, fp, by) for r, (fp, by) in points if fp is not None]
@@ -564,7 +565,7 @@ def check_seeding(one: RunSummary, many: RunSummary) -> Check:
     return Check("seeding", "seeding", status, detail, "DL101", confirms, data)
 
 
-def _cumulative(curve: Sequence[CurvePoint]) -> Dict[int, Tuple[float, float]]:
+def _cumulative(curve: Sequence[CurvePoint]) -> dict[int, tuple[float, float]]:
     out, s1, s2 = {}, 0.0, 0.0
     for p in curve:
         if p.checksum is None:
@@ -575,7 +576,7 @@ def _cumulative(curve: Sequence[CurvePoint]) -> Dict[int, Tuple[float, float]]:
     return out
 
 
-def _same_sum(a: Tuple[float, float], b: Tuple[float, float]) -> bool:
+def _same_sum(a: tuple[float, float], b: tuple[float, float]) -> bool:
     scale = 1.0 + abs(a[1]) + abs(b[1])
     return abs(a[0] - b[0]) <= 1e-9 * scale and abs(a[1] - b[1]) <= 1e-9 * scale
 
@@ -620,7 +621,7 @@ def check_data_order(one: RunSummary, many: RunSummary, exact: bool) -> Check:
     )
 
 
-def loss_tolerance(one: RunSummary, many: RunSummary, exact: bool) -> Tuple[float, str]:
+def loss_tolerance(one: RunSummary, many: RunSummary, exact: bool) -> tuple[float, str]:
     mixed = any(str(r.config("mixed_precision") or "no") not in ("no", "None") for r in (one, many))
     accum = max(int(r.config("gradient_accumulation_steps") or 1) for r in (one, many))
     if exact:
@@ -635,18 +636,16 @@ def loss_tolerance(one: RunSummary, many: RunSummary, exact: bool) -> Tuple[floa
     return rtol, ", ".join(why)
 
 
-def _window_mean(curve: Sequence[CurvePoint], lo: float, hi: float) -> Optional[float]:
+def _window_mean(curve: Sequence[CurvePoint], lo: float, hi: float) -> float | None:
     values = [p.loss for p in curve if lo < p.samples <= hi and p.loss is not None]
     return sum(values) / len(values) if values else None
 
 
-def check_loss(
-    one: RunSummary, many: RunSummary, exact: bool, rtol: Optional[float] = None
-) -> Check:
+def check_loss(one: RunSummary, many: RunSummary, exact: bool, rtol: float | None = None) -> Check:
     tol, why = loss_tolerance(one, many, exact)
     if rtol is not None:
         tol, why = rtol, "--loss-rtol"
-    data: Dict[str, Any] = {"rtol": tol, "tolerance_for": why}
+    data: dict[str, Any] = {"rtol": tol, "tolerance_for": why}
     if not one.curve or not many.curve:
         return Check("loss", "loss", "skip", "no losses were recorded", data=data)
     if exact:
@@ -710,7 +709,7 @@ def check_loss(
     )
 
 
-def equivalence_table(many: RunSummary) -> Optional[Dict[str, Any]]:
+def equivalence_table(many: RunSummary) -> dict[str, Any] | None:
     """The guide's table, for this script: per-device batch sizes that give the same observed batch."""
     per_device = many.per_device_batch
     if not per_device:
@@ -734,11 +733,11 @@ def equivalence_table(many: RunSummary) -> Optional[Dict[str, Any]]:
     }
 
 
-def join_static(checks: Sequence[Check], findings: Optional[Sequence[Any]]) -> None:
+def join_static(checks: Sequence[Check], findings: Sequence[Any] | None) -> None:
     """Say which static findings each check confirms or refutes (None: the static check did not run)."""
     if findings is None:
         return
-    by_code: Dict[str, List[str]] = {}
+    by_code: dict[str, list[str]] = {}
     for f in findings:
         by_code.setdefault(f.code, []).append(f"{f.path}:{f.line}")
     for check in checks:

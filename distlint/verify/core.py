@@ -7,8 +7,9 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable
 
 from distlint.verify import compare, launch
 from distlint.verify.compare import Check, RunSummary
@@ -21,21 +22,21 @@ DEFAULT_TIMEOUT = 300.0
 @dataclass
 class VerifyResult:
     script: str
-    script_args: List[str]
+    script_args: list[str]
     nprocs: int
     max_steps: int
     exact: bool
-    one: Optional[RunSummary] = None
-    many: Optional[RunSummary] = None
-    checks: List[Check] = field(default_factory=list)
-    table: Optional[Dict[str, Any]] = None
-    problems: List[str] = field(default_factory=list)  # the runs could not be made at all
-    notes: List[str] = field(default_factory=list)
-    static_findings: Optional[List[Any]] = None  # None: the static check did not run
+    one: RunSummary | None = None
+    many: RunSummary | None = None
+    checks: list[Check] = field(default_factory=list)
+    table: dict[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)  # the runs could not be made at all
+    notes: list[str] = field(default_factory=list)
+    static_findings: list[Any] | None = None  # None: the static check did not run
     wall_s: float = 0.0
 
     @property
-    def runs(self) -> List[RunSummary]:
+    def runs(self) -> list[RunSummary]:
         return [r for r in (self.one, self.many) if r is not None]
 
     @property
@@ -48,7 +49,7 @@ class VerifyResult:
     def verdict(self) -> str:
         return {0: "comparable", 1: "check failed", 2: "run failed"}[self.exit_code]
 
-    def check(self, check_id: str) -> Optional[Check]:
+    def check(self, check_id: str) -> Check | None:
         return next((c for c in self.checks if c.id == check_id), None)
 
     def to_json(self) -> dict:
@@ -82,17 +83,17 @@ def verify(
     script: str,
     script_args: Sequence[str] = (),
     *,
-    nprocs: Optional[int] = None,
+    nprocs: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     timeout: float = DEFAULT_TIMEOUT,
     launcher: str = "torchrun",
     launcher_args: Sequence[str] = (),
     exact: bool = False,
     device: str = "auto",
-    loss_rtol: Optional[float] = None,
-    static_findings: Optional[Sequence[Any]] = None,
-    progress: Optional[ProgressFn] = None,
-    keep_dir: Optional[str] = None,
+    loss_rtol: float | None = None,
+    static_findings: Sequence[Any] | None = None,
+    progress: ProgressFn | None = None,
+    keep_dir: str | None = None,
 ) -> VerifyResult:
     """Run `script` on 1 and N processes (never more than `timeout` seconds in all) and compare.
 
@@ -138,7 +139,7 @@ def verify(
         one_plan = launch.single_plan(path, script_args, devices.single)
         base_env = {"DISTLINT_VERIFY_SCRIPT": path}
 
-        def run(plan: launch.LaunchPlan, name: str, env: Dict[str, str]) -> Optional[RunSummary]:
+        def run(plan: launch.LaunchPlan, name: str, env: dict[str, str]) -> RunSummary | None:
             remaining = timeout - (time.monotonic() - started)
             if remaining <= 1:
                 result.problems.append(
@@ -209,7 +210,7 @@ def verify(
     return result
 
 
-def _prepared_lrs(run: Optional[RunSummary]) -> Optional[List[List[float]]]:
+def _prepared_lrs(run: RunSummary | None) -> list[list[float]] | None:
     """Rank 0's LRs of each optimizer as it was prepared (what --exact gives the 1-process run)."""
     if run is None or run.rank0 is None:
         return None

@@ -19,8 +19,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable
 
 PROBE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe")
 TAG_VAR = "DISTLINT_VERIFY_TAG"
@@ -72,10 +73,10 @@ class DevicePlan:
     single: str  # device of the 1-process run: "cpu", "cuda", "xla"
     multi: str  # device of the N-process run
     nprocs: int
-    notes: List[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
-def plan_devices(device: str, nprocs: Optional[int]) -> DevicePlan:
+def plan_devices(device: str, nprocs: int | None) -> DevicePlan:
     """Pick devices and N: GPUs when visible (N = their count, at least 2), else CPU with N = 2."""
     if device not in DEVICES:
         raise LaunchError(f"unknown device {device!r}; choose from {', '.join(DEVICES)}")
@@ -113,16 +114,16 @@ class LaunchPlan:
     nprocs: int
     launcher: str  # "python", "torchrun", "accelerate", "accelerate-tpu"
     device: str
-    argv: List[str]
-    env: Dict[str, str]  # added to os.environ
-    log_dir: Optional[str] = None  # where the launcher writes per-rank stdout/stderr
+    argv: list[str]
+    env: dict[str, str]  # added to os.environ
+    log_dir: str | None = None  # where the launcher writes per-rank stdout/stderr
 
 
 def _has_option(args: Sequence[str], *names: str) -> bool:
     return any(a == n or a.startswith(n + "=") for a in args for n in names)
 
 
-def device_env(device: str) -> Dict[str, str]:
+def device_env(device: str) -> dict[str, str]:
     if device == "cpu":
         # ACCELERATE_USE_CPU=1 makes Accelerate form a gloo group on CPU; without it, torchrun on a
         # CPU machine starts N independent single-process trainings that all exit 0.
@@ -146,7 +147,7 @@ def multi_plan(
     device: str,
     launcher: str = "torchrun",
     launcher_args: Sequence[str] = (),
-    log_dir: Optional[str] = None,
+    log_dir: str | None = None,
     main_function: str = "main",
 ) -> LaunchPlan:
     """The N-process command through an existing launcher."""
@@ -209,7 +210,7 @@ def multi_plan(
 # -- processes --------------------------------------------------------------------------------
 
 
-def _proc_state(pid: int) -> Optional[str]:
+def _proc_state(pid: int) -> str | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
@@ -218,10 +219,10 @@ def _proc_state(pid: int) -> Optional[str]:
         return None
 
 
-def tagged_processes(tag: str) -> Dict[int, Dict[str, str]]:
+def tagged_processes(tag: str) -> dict[int, dict[str, str]]:
     """Live processes whose environment carries DISTLINT_VERIFY_TAG=tag: pid -> a few env vars."""
     needle = f"{TAG_VAR}={tag}".encode()
-    found: Dict[int, Dict[str, str]] = {}
+    found: dict[int, dict[str, str]] = {}
     if not os.path.isdir("/proc"):
         return found
     me = os.getpid()
@@ -262,7 +263,7 @@ def _signal(pid: int, sig: int) -> None:
 
 def terminate_all(
     popen: subprocess.Popen, tag: str, grace: float = 2.0
-) -> Dict[int, Dict[str, str]]:
+) -> dict[int, dict[str, str]]:
     """SIGTERM the launcher's group and every tagged process, SIGKILL what is left after `grace`.
 
     Returns the processes that had to be killed with SIGKILL (they ignored SIGTERM).
@@ -307,14 +308,14 @@ def _wait_gone(popen: subprocess.Popen, tag: str, timeout: float) -> None:
 class RunOutcome:
     plan: LaunchPlan
     record_dir: str
-    returncode: Optional[int]
+    returncode: int | None
     wall_s: float
     timed_out: bool
     output_path: str
     tag: str
     launcher_stopped: bool = False  # every rank had finished; verify ended the launcher's teardown
-    killed_after_timeout: Dict[int, Dict[str, str]] = field(default_factory=dict)
-    leftovers: Dict[int, Dict[str, str]] = field(
+    killed_after_timeout: dict[int, dict[str, str]] = field(default_factory=dict)
+    leftovers: dict[int, dict[str, str]] = field(
         default_factory=dict
     )  # alive after the launcher ended
 
@@ -325,9 +326,9 @@ class RunOutcome:
         except OSError:
             return ""
 
-    def rank_stderr_tails(self, lines: int = 15) -> Dict[int, str]:
+    def rank_stderr_tails(self, lines: int = 15) -> dict[int, str]:
         """Per local rank, the tail of stderr the launcher logged (torchrun/accelerate --log-dir)."""
-        tails: Dict[int, str] = {}
+        tails: dict[int, str] = {}
         if not self.plan.log_dir:
             return tails
         for path in glob.glob(os.path.join(self.plan.log_dir, "*", "attempt_*", "*", "stderr.log")):
@@ -344,8 +345,8 @@ def run_plan(
     plan: LaunchPlan,
     work_dir: str,
     timeout: float,
-    extra_env: Dict[str, str],
-    on_poll: Optional[Callable[[float], None]] = None,
+    extra_env: dict[str, str],
+    on_poll: Callable[[float], None] | None = None,
 ) -> RunOutcome:
     """Run one launch to completion or timeout; nothing it started is left alive afterwards."""
     tag = uuid.uuid4().hex
@@ -372,8 +373,8 @@ def run_plan(
             start_new_session=True,  # its own process group: one killpg reaches the launcher's family
         )
     timed_out = launcher_stopped = False
-    killed: Dict[int, Dict[str, str]] = {}
-    all_done_since: Optional[float] = None
+    killed: dict[int, dict[str, str]] = {}
+    all_done_since: float | None = None
     try:
         while True:
             try:
@@ -400,7 +401,7 @@ def run_plan(
         terminate_all(popen, tag, grace=0.5)
         raise
     wall = time.monotonic() - start
-    leftovers: Dict[int, Dict[str, str]] = {}
+    leftovers: dict[int, dict[str, str]] = {}
     # Workers of a launcher that exited, or processes the script forked, may still be alive.
     deadline = time.monotonic() + 1.0
     while not timed_out and time.monotonic() < deadline and tagged_processes(tag):

@@ -6,7 +6,7 @@ import glob
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 
 @dataclass
@@ -14,14 +14,14 @@ class Update:
     """One real optimizer update of one rank, with the batches and losses that led to it."""
 
     n: int
-    lrs: List[float]
+    lrs: list[float]
     samples: int  # samples this rank consumed for this update (all accumulation micro-batches)
-    checksum: Optional[Tuple[float, float]]
-    losses: List[float]
+    checksum: tuple[float, float] | None
+    losses: list[float]
     t: float
 
     @property
-    def loss(self) -> Optional[float]:
+    def loss(self) -> float | None:
         return sum(self.losses) / len(self.losses) if self.losses else None
 
 
@@ -29,36 +29,36 @@ class Update:
 class RankRecord:
     pid: int
     path: str
-    header: Dict[str, Any]
-    config: Optional[Dict[str, Any]] = None
-    seeds: List[Dict[str, Any]] = field(default_factory=list)
-    rng: Dict[str, Dict[str, str]] = field(
+    header: dict[str, Any]
+    config: dict[str, Any] | None = None
+    seeds: list[dict[str, Any]] = field(default_factory=list)
+    rng: dict[str, dict[str, str]] = field(
         default_factory=dict
     )  # point -> generator -> fingerprint
-    dataloaders: List[Dict[str, Any]] = field(default_factory=list)
-    optimizers: List[Dict[str, Any]] = field(default_factory=list)
-    updates: List[Update] = field(default_factory=list)
-    exception: Optional[Dict[str, Any]] = None
+    dataloaders: list[dict[str, Any]] = field(default_factory=list)
+    optimizers: list[dict[str, Any]] = field(default_factory=list)
+    updates: list[Update] = field(default_factory=list)
+    exception: dict[str, Any] | None = None
     stopped: bool = False
     exited: bool = False
-    notes: List[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     last_t: float = 0.0
     n_batches: int = 0
     n_losses: int = 0
 
     @property
-    def rank(self) -> Optional[int]:
+    def rank(self) -> int | None:
         if self.config and self.config.get("process_index") is not None:
             return int(self.config["process_index"])
         env_rank = (self.header.get("env") or {}).get("RANK")
         return int(env_rank) if env_rank not in (None, "") else None
 
     @property
-    def num_processes(self) -> Optional[int]:
+    def num_processes(self) -> int | None:
         return self.config.get("num_processes") if self.config else None
 
     @property
-    def env_rank(self) -> Optional[int]:
+    def env_rank(self) -> int | None:
         value = (self.header.get("env") or {}).get("RANK")
         return int(value) if value not in (None, "") else None
 
@@ -68,11 +68,11 @@ class RankRecord:
         return self.stopped or (self.exited and self.exception is None)
 
     @property
-    def progress(self) -> Tuple[int, int, int]:
+    def progress(self) -> tuple[int, int, int]:
         return (len(self.updates), self.n_batches, self.n_losses)
 
     @property
-    def per_device_batch(self) -> Optional[int]:
+    def per_device_batch(self) -> int | None:
         for dl in self.dataloaders:
             if dl.get("batch_size"):
                 return int(dl["batch_size"])
@@ -80,20 +80,20 @@ class RankRecord:
         return max(sizes) if sizes else None
 
     @property
-    def native_per_device_batch(self) -> Optional[int]:
+    def native_per_device_batch(self) -> int | None:
         for dl in self.dataloaders:
             if dl.get("native_batch_size"):
                 return int(dl["native_batch_size"])
         return self.per_device_batch
 
-    def lrs(self, opt: int = 0) -> Optional[List[float]]:
+    def lrs(self, opt: int = 0) -> list[float] | None:
         """LRs of the first update of optimizer `opt` (what the script really used)."""
         for u in self.updates:
             if u.lrs:
                 return u.lrs
         return None
 
-    def native_lrs(self) -> Optional[List[float]]:
+    def native_lrs(self) -> list[float] | None:
         """The script's own LRs, before --exact gave this run the other run's LRs."""
         for opt in self.optimizers:
             if opt.get("index") == 0 and opt.get("native_lrs"):
@@ -101,7 +101,7 @@ class RankRecord:
         return self.lrs()
 
 
-def read_rank(path: str) -> Optional[RankRecord]:
+def read_rank(path: str) -> RankRecord | None:
     records = []
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -119,7 +119,7 @@ def read_rank(path: str) -> Optional[RankRecord]:
     samples = 0
     sums = [0.0, 0.0]
     have_checksum = True
-    losses: List[float] = []
+    losses: list[float] = []
     for r in records[1:]:
         kind = r.get("kind")
         rank.last_t = max(rank.last_t, float(r.get("t", 0.0)))
@@ -172,11 +172,11 @@ def read_rank(path: str) -> Optional[RankRecord]:
 
 @dataclass
 class RunRecords:
-    ranks: List[RankRecord]  # the processes that acted as ranks, ordered by rank
-    others: List[RankRecord]  # other processes that wrote something (a launcher's exception, ...)
+    ranks: list[RankRecord]  # the processes that acted as ranks, ordered by rank
+    others: list[RankRecord]  # other processes that wrote something (a launcher's exception, ...)
 
 
-def read_run(record_dir: str, single_pid: Optional[int] = None) -> RunRecords:
+def read_run(record_dir: str, single_pid: int | None = None) -> RunRecords:
     ranks, others = [], []
     for path in sorted(glob.glob(os.path.join(record_dir, "*.jsonl"))):
         try:

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import textwrap
-from typing import Any, Dict, List, Optional, TextIO
+from typing import Any, TextIO
 
 from distlint.verify.compare import RULES, RunSummary
 from distlint.verify.core import VerifyResult
@@ -24,7 +24,7 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _run_rows(run: Optional[RunSummary], exact_note: str = "") -> Dict[str, str]:
+def _run_rows(run: RunSummary | None, exact_note: str = "") -> dict[str, str]:
     if run is None:
         return {}
     backend = run.config("backend")
@@ -59,7 +59,7 @@ def _wrap(text: str, indent: int, width: int = 100) -> str:
 
 
 def render_text(result: VerifyResult) -> str:
-    out: List[str] = []
+    out: list[str] = []
     rel = os.path.relpath(result.script)
     rel = result.script if rel.startswith("..") else rel
     out.append(f"distlint verify: {rel} {' '.join(result.script_args)}".rstrip())
@@ -159,9 +159,9 @@ class Progress:
     def __init__(self, stream: TextIO = sys.stderr):
         self.stream = stream
         self.live = hasattr(stream, "isatty") and stream.isatty()
-        self.offsets: Dict[str, int] = {}
+        self.offsets: dict[str, int] = {}
         self.updates = 0
-        self.loss: Optional[float] = None
+        self.loss: float | None = None
         self.last_draw = 0.0
 
     def __call__(self, event: str, payload: Any) -> None:

@@ -11,11 +11,10 @@ import sys
 import time
 
 import pytest
+from verify_helpers import ROOT, fixture_script, processes_with_env
 
 from distlint.model import Finding, Range
 from distlint.verify.core import verify
-
-from verify_helpers import ROOT, fixture_script, processes_with_env
 
 pytestmark = [pytest.mark.verify, pytest.mark.usefixtures("linux_proc")]
 

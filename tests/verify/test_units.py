@@ -6,12 +6,11 @@ import subprocess
 import sys
 
 import pytest
+from verify_helpers import ROOT, fixture_script
 
+from distlint.model import Finding, Range
 from distlint.verify import launch
 from distlint.verify.compare import Check, join_static
-from distlint.model import Finding, Range
-
-from verify_helpers import ROOT, fixture_script
 
 
 def test_torchrun_command_is_standalone_with_logs():
