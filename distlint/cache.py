@@ -43,17 +43,17 @@ def engine_fingerprint() -> str:
 
     parts = [__version__, str(_FORMAT)]
     for package in (distlint, distlint.rules):
-        for directory in package.__path__:
-            try:
-                names = sorted(n for n in os.listdir(directory) if n.endswith(".py"))
-            except OSError:
-                continue
-            for name in names:
-                try:
-                    st = os.stat(os.path.join(directory, name))
-                except OSError:
-                    continue
-                parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+        for top in package.__path__:
+            # subpackages too (distlint.analysis, distlint.reporting): any engine edit counts
+            for directory, dirs, files in sorted(os.walk(top)):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(n for n in files if n.endswith(".py")):
+                    try:
+                        st = os.stat(os.path.join(directory, name))
+                    except OSError:
+                        continue
+                    rel = os.path.relpath(os.path.join(directory, name), top)
+                    parts.append(f"{rel}:{st.st_size}:{st.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
