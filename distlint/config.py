@@ -75,6 +75,8 @@ class Config:
     rule_options: tuple[
         tuple[str, tuple[tuple[str, Any], ...]], ...
     ] = ()  # (CODE, ((key, value), ...))
+    # First-party source folders for import resolution (ruff's `src`), relative to `root`.
+    src: tuple[str, ...] = ()
     root: str | None = None  # directory of the config file: patterns are relative to it
     source: str | None = None  # path of the config file
 
@@ -178,6 +180,7 @@ _LIST_KEYS = {
     "extend-exclude",
     "extend-safe-fixes",
     "extend-unsafe-fixes",
+    "src",
 }
 _KNOWN_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes"}
 
@@ -263,6 +266,8 @@ def config_from_table(
             ):
                 for v in value:
                     _check_selector(v, codes, source, key)
+            if key == "src" and any(not v.strip() or "\0" in v for v in value):
+                raise ConfigError(f"expected folder paths, got {value!r}", source, key)
             values[key.replace("-", "_")] = tuple(value)
         elif key == "unsafe-fixes":
             if not isinstance(value, bool):

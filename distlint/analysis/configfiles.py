@@ -1,0 +1,385 @@
+"""Configuration files a training script reads: YAML, JSON and TOML, and hydra's composition.
+
+Every file is parsed by a real library, never by hand: YAML by PyYAML (the optional extra
+``distlint[yaml]``; without it the file is reported once as not read), TOML by ``tomllib`` /
+``tomli``, JSON by ``json``. Each value keeps where it came from: the file, and the line where
+the library gives it (YAML's node marks: ``optimizer.lr`` has a line; ``json`` and ``tomllib``
+give none). Nothing is ever executed: YAML goes through PyYAML's safe loader only.
+
+Hydra: :func:`compose_hydra` builds what ``@hydra.main(config_path=..., config_name=...)``
+hands the task function from the files alone: the primary config's defaults list (config
+groups, ``group@package: option``, ``_self_``, ``override group: option``, nested defaults of
+group files, ``# @package`` headers), without command-line overrides (they are not in the code).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+YAML_MISSING = "YAML config not read: PyYAML is not installed (pip install 'distlint[yaml]')"
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+class ConfigFileError(Exception):
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+@dataclass
+class Entry:
+    """One value of a configuration: a mapping (dict of entries), a list of entries or a
+    scalar, with the file and line it comes from (line None where the format gives none)."""
+
+    value: Any
+    file: str
+    line: int | None = None
+    text: str | None = None  # a YAML scalar's source text (`3e-4`, not 0.0003)
+
+    def get(self, key: str | int) -> Entry | None:
+        if isinstance(self.value, dict):
+            found = self.value.get(key)
+            if found is None and isinstance(key, int):
+                found = self.value.get(str(key))
+            return found
+        if isinstance(self.value, list) and isinstance(key, int) and -len(self.value) <= key:
+            return self.value[key] if key < len(self.value) else None
+        return None
+
+    def find(self, keys: Iterable[str | int]) -> Entry | None:
+        node: Entry | None = self
+        for key in keys:
+            if node is None:
+                return None
+            node = node.get(key)
+        return node
+
+    def plain(self) -> Any:
+        """The value as plain Python data (dicts, lists, scalars)."""
+        if isinstance(self.value, dict):
+            return {k: v.plain() for k, v in self.value.items()}
+        if isinstance(self.value, list):
+            return [v.plain() for v in self.value]
+        return self.value
+
+    @property
+    def is_mapping(self) -> bool:
+        return isinstance(self.value, dict)
+
+
+@dataclass
+class ConfigDoc:
+    path: str
+    kind: str  # yaml | json | toml
+    root: Entry
+    package: str | None = None  # hydra's `# @package` header, when present
+
+
+def kind_of(path: str) -> str | None:
+    lower = path.lower()
+    if lower.endswith(YAML_SUFFIXES):
+        return "yaml"
+    if lower.endswith(".json"):
+        return "json"
+    if lower.endswith(".toml"):
+        return "toml"
+    return None
+
+
+def parse(path: str, data: bytes) -> ConfigDoc:
+    """Parse one configuration file. Raises :class:`ConfigFileError` (message, line)."""
+    kind = kind_of(path)
+    if kind is None:
+        raise ConfigFileError("not a YAML, JSON or TOML file: not read")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError(f"not UTF-8 text: {exc.reason}") from None
+    if kind == "yaml":
+        return ConfigDoc(path, kind, _parse_yaml(path, text), _package_header(text))
+    if kind == "json":
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigFileError(f"invalid JSON: {exc.msg}", exc.lineno) from None
+        return ConfigDoc(path, kind, _from_plain(value, path))
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        value = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        m = re.search(r"line (\d+)", message)
+        raise ConfigFileError(f"invalid TOML: {message}", int(m.group(1)) if m else None) from None
+    return ConfigDoc(path, kind, _from_plain(value, path))
+
+
+def _from_plain(value: Any, path: str) -> Entry:
+    if isinstance(value, dict):
+        return Entry({k: _from_plain(v, path) for k, v in value.items()}, path)
+    if isinstance(value, list):
+        return Entry([_from_plain(v, path) for v in value], path)
+    return Entry(value, path)
+
+
+def _parse_yaml(path: str, text: str) -> Entry:
+    try:
+        import yaml
+    except ImportError:
+        raise ConfigFileError(YAML_MISSING) from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_node() if loader.check_node() else None
+        if node is None:
+            return Entry({}, path, 1)
+        return _convert(loader, node, path, set())
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise ConfigFileError(f"invalid YAML: {problem}", mark.line + 1 if mark else None) from None
+    except yaml.YAMLError as exc:
+        raise ConfigFileError(f"invalid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigFileError("YAML nested too deeply to read") from None
+    finally:
+        loader.dispose()
+
+
+def _convert(loader: Any, node: Any, path: str, active: set[int]) -> Entry:
+    import yaml
+
+    line = node.start_mark.line + 1
+    if id(node) in active:  # a recursive alias: stop rather than loop
+        return Entry(None, path, line)
+    if isinstance(node, yaml.MappingNode):
+        active.add(id(node))
+        try:
+            loader.flatten_mapping(node)  # merge keys (`<<: *defaults`)
+            out: dict[Any, Entry] = {}
+            for key_node, value_node in node.value:
+                key = _scalar(loader, key_node)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue
+                out[key] = _convert(loader, value_node, path, active)
+            return Entry(out, path, line)
+        finally:
+            active.discard(id(node))
+    if isinstance(node, yaml.SequenceNode):
+        active.add(id(node))
+        try:
+            return Entry([_convert(loader, v, path, active) for v in node.value], path, line)
+        finally:
+            active.discard(id(node))
+    return Entry(_scalar(loader, node), path, line, node.value)
+
+
+def _scalar(loader: Any, node: Any) -> Any:
+    import yaml
+
+    if not isinstance(node, yaml.ScalarNode):
+        return None
+    try:
+        return loader.construct_object(node, deep=True)
+    except yaml.constructor.ConstructorError:  # an application tag: keep the text
+        return node.value
+
+
+_PACKAGE_RE = re.compile(r"#\s*@package\s+(\S+)")
+
+
+def _package_header(text: str) -> str | None:
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith("#"):
+            return None
+        m = _PACKAGE_RE.match(stripped)
+        if m:
+            return m.group(1)
+    return None
+
+
+# YAML 1.2 floats (`3e-4`), which OmegaConf and hydra read as floats and PyYAML (YAML 1.1,
+# which wants a dot: `3.0e-4`) as strings.
+_FLOAT_12 = re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?(?:[eE][-+]?\d+)$|^[-+]?\d[\d_]*\.\d*$")
+
+
+def omegaconf_scalar(entry: Entry) -> Any:
+    """The value OmegaConf / hydra give a YAML scalar (``3e-4`` is a float there)."""
+    value = entry.value
+    if isinstance(value, str) and entry.text is not None and _FLOAT_12.match(value.strip()):
+        try:
+            return float(value.replace("_", ""))
+        except ValueError:
+            return value
+    return value
+
+
+# --------------------------------------------------------------------------------- merging
+def merge(base: Entry | None, top: Entry | None) -> Entry | None:
+    """``top`` over ``base``: mappings merge key by key, anything else is replaced."""
+    if base is None:
+        return top
+    if top is None:
+        return base
+    if isinstance(base.value, dict) and isinstance(top.value, dict):
+        out = dict(base.value)
+        for key, value in top.value.items():
+            out[key] = merge(out.get(key), value)  # type: ignore[assignment]
+        return Entry(out, top.file, top.line)
+    return top
+
+
+def at_package(package: str, entry: Entry) -> Entry:
+    """``entry`` placed under the dotted ``package`` (``""``: the root)."""
+    for part in reversed([p for p in package.split(".") if p]):
+        entry = Entry({part: entry}, entry.file, entry.line)
+    return entry
+
+
+# --------------------------------------------------------------------------------- hydra
+@dataclass
+class _Default:
+    kind: str  # self | group | config
+    group: str = ""  # for group: `optimizer`, `/db`, `server/db`
+    option: Any = None  # str, list of str (multi-select), or None (`group: null`)
+    package: str | None = None
+    override: bool = False
+    optional: bool = False
+
+
+def _defaults(entry: Entry | None) -> list[_Default]:
+    out: list[_Default] = []
+    if entry is None or not isinstance(entry.value, list):
+        return out
+    for item in entry.value:
+        value = item.value
+        if isinstance(value, str):
+            if value == "_self_":
+                out.append(_Default("self"))
+            else:
+                name, _, package = value.partition("@")
+                out.append(_Default("config", option=name, package=package or None))
+        elif isinstance(value, dict) and len(value) == 1:
+            ((key, option_entry),) = value.items()
+            key = str(key)
+            override = key.startswith("override ")
+            optional = key.startswith("optional ")
+            key = key.split(" ", 1)[1].strip() if (override or optional) else key
+            group, _, package = key.partition("@")
+            out.append(
+                _Default(
+                    "group",
+                    group,
+                    option_entry.plain(),
+                    package or None,
+                    override=override,
+                    optional=optional,
+                )
+            )
+    return out
+
+
+def compose_hydra(project: Any, config_dir: str, config_name: str) -> Entry | None:
+    """The configuration ``@hydra.main(config_path=config_dir, config_name=config_name)``
+    composes by default, from the files alone; None when the primary file is missing."""
+    overrides: dict[str, Any] = {}
+    primary = _hydra_file(project, config_dir, "", config_name)
+    if primary is None:
+        return None
+    for d in _defaults(primary.root.get("defaults")):
+        if d.kind == "group" and d.override:
+            overrides[d.group.lstrip("/")] = d.option
+    return _compose(project, config_dir, "", primary, "", overrides, set())
+
+
+def _hydra_file(project: Any, config_dir: str, group: str, name: str) -> ConfigDoc | None:
+    base = os.path.join(config_dir, *[p for p in group.split("/") if p])
+    stem = os.path.join(base, *name.split("/"))
+    if stem.lower().endswith(YAML_SUFFIXES):
+        return project.config_file(stem)
+    for suffix in YAML_SUFFIXES:
+        if project.is_file(os.path.normpath(stem + suffix)):
+            return project.config_file(stem + suffix)
+    return None
+
+
+def _compose(
+    project: Any,
+    config_dir: str,
+    group: str,
+    doc: ConfigDoc,
+    package: str,
+    overrides: dict[str, Any],
+    seen: set[str],
+) -> Entry | None:
+    if doc.path in seen:
+        return None  # a config that includes itself: composed once
+    seen = seen | {doc.path}
+    if doc.package is not None:
+        package = "" if doc.package == "_global_" else doc.package.replace("_group_", group)
+    body = doc.root
+    if isinstance(body.value, dict) and "defaults" in body.value:
+        body = Entry({k: v for k, v in body.value.items() if k != "defaults"}, body.file, body.line)
+    items = _defaults(doc.root.get("defaults"))
+    if not any(d.kind == "self" for d in items):
+        items.append(_Default("self"))  # hydra >= 1.1: the config's own keys come last
+    result: Entry | None = None
+    for d in items:
+        if d.kind == "self":
+            result = merge(result, at_package(package, body) if body.value else None)
+        elif d.kind == "config":
+            child = _hydra_file(project, config_dir, group, str(d.option))
+            if child is not None:
+                pkg = d.package if d.package is not None else package
+                result = merge(
+                    result, _compose(project, config_dir, group, child, pkg, overrides, seen)
+                )
+        elif not d.override:
+            absolute = d.group.startswith("/")
+            child_group = (
+                d.group.lstrip("/") if absolute else "/".join(p for p in (group, d.group) if p)
+            )
+            option = overrides.get(child_group, d.option)
+            options = option if isinstance(option, list) else [option]
+            for opt in options:
+                if opt is None or opt == "null" or not isinstance(opt, str):
+                    continue
+                child = _hydra_file(project, config_dir, child_group, opt)
+                if child is None:
+                    continue
+                if d.package == "_global_":
+                    pkg = ""
+                elif d.package is not None:  # relative to the containing config's package
+                    own = "" if d.package == "_here_" else d.package
+                    pkg = ".".join(p for p in (package, own) if p)
+                else:
+                    pkg = child_group.replace("/", ".")
+                result = merge(
+                    result, _compose(project, config_dir, child_group, child, pkg, overrides, seen)
+                )
+    return result if result is not None else Entry({}, doc.path, 1)
+
+
+def iter_leaves(entry: Entry, prefix: tuple = ()) -> Iterator[tuple[tuple, Entry]]:
+    """(key path, entry) of every scalar below ``entry``."""
+    if isinstance(entry.value, dict):
+        for k, v in entry.value.items():
+            yield from iter_leaves(v, (*prefix, k))
+    elif isinstance(entry.value, list):
+        for i, v in enumerate(entry.value):
+            yield from iter_leaves(v, (*prefix, i))
+    else:
+        yield prefix, entry

@@ -1,0 +1,700 @@
+"""Values a script reads from configuration files: ``cfg.optimizer.lr`` -> ``configs/train.yaml``.
+
+:func:`config_value` answers, for an expression of a module, which configuration value it reads
+when it reads one: the object it is read from was built by a configuration load, and the key path
+exists in that file. Loads recognised (by qualified name, any import form):
+
+- ``OmegaConf.load(path)``, ``yaml.safe_load(f)`` / ``yaml.load`` / ``yaml.full_load``,
+  ``json.load(f)`` / ``json.loads(text)``, ``tomllib.load(f)`` / ``tomli`` / ``toml.load``, where
+  ``f`` is ``open(path)`` (also through ``with ... as f``) or ``Path(path).open()`` / ``.read_text()``,
+  and ``path`` is a literal, a constant, ``os.path.join`` / ``Path`` ``/`` of literals and
+  ``__file__``'s folder, or an argparse argument's default (``--config configs/train.yaml``);
+- the task function of ``@hydra.main(config_path=..., config_name=...)`` and
+  ``hydra.compose(config_name=...)`` under ``initialize(config_path=...)``, composed from the
+  defaults list (see :func:`distlint.analysis.configfiles.compose_hydra`);
+- pass-through wrappers (``OmegaConf.create`` / ``to_container`` / ``merge``, ``dict``,
+  ``EasyDict``, ``SimpleNamespace(**cfg)``, ``copy.deepcopy``), sub-configs
+  (``opt_cfg = cfg.optimizer``; ``cfg.get("lr")``; ``OmegaConf.select(cfg, "optimizer.lr")``), and
+  ``self.cfg = cfg`` / parameters of in-file callers;
+- argparse: ``args.lr`` from ``parser.parse_args()`` is the value of a config file that overrides
+  the parser's defaults (``parser.set_defaults(**yaml.safe_load(...))``,
+  ``args.__dict__.update(cfg)``, ``vars(args).update(cfg)``, ``for k, v in cfg.items():
+  setattr(args, k, v)``), else the ``default=`` of its ``add_argument`` (kind ``argparse``).
+
+:func:`config_component` reads ``instantiate(cfg.optimizer, ...)`` (hydra's ``_target_``,
+torchtune's ``_component_``): the class it builds and its keyword arguments from the file.
+Nothing is executed; a path that cannot be known statically yields None.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from distlint.analysis.configfiles import (
+    ConfigFileError,
+    Entry,
+    compose_hydra,
+    kind_of,
+    merge,
+    omegaconf_scalar,
+)
+from distlint.analysis.index import Index, string_value
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    value: Any
+    file: str
+    line: int | None
+    key: str
+    text: str | None = None  # the value as written (`3e-4`), when the format keeps it
+    kind: str = "file"  # file | argparse (an add_argument default in the script itself)
+
+    def describe(self, root: str | None = None) -> str:
+        """``configs/train.yaml: optimizer.lr = 3e-4`` (the file relative to ``root``)."""
+        where = self.file
+        if root:
+            rel = os.path.relpath(self.file, root)
+            if not rel.startswith(".."):
+                where = rel.replace(os.sep, "/")
+        if self.line is not None:
+            where += f":{self.line}"
+        shown = self.text if self.text is not None else repr(self.value)
+        if self.kind == "argparse":
+            return f"{where}: default of {self.key} = {shown}"
+        return f"{where}: {self.key} = {shown}"
+
+
+@dataclass(frozen=True)
+class Component:
+    """``instantiate(cfg.optimizer, ...)``: what the config node builds."""
+
+    target: str  # qualified name from `_target_` / `_component_`
+    node: ConfigValue  # the config mapping itself (value: plain dict)
+    kwargs: dict[str, ConfigValue] = field(default_factory=dict)
+    partial: bool = False  # hydra `_partial_: true`: a factory, called later
+
+
+_LOADS_PATH = {"omegaconf.OmegaConf.load": "omegaconf", "toml.load": "toml"}
+_LOADS_STREAM = {
+    "yaml.safe_load": "yaml",
+    "yaml.load": "yaml",
+    "yaml.full_load": "yaml",
+    "yaml.unsafe_load": "yaml",
+    "json.load": "json",
+    "json.loads": "json",
+    "tomllib.load": "toml",
+    "tomllib.loads": "toml",
+    "tomli.load": "toml",
+    "tomli.loads": "toml",
+    "toml.loads": "toml",
+}
+_PASS_THROUGH = frozenset(
+    {
+        "omegaconf.OmegaConf.create",
+        "omegaconf.OmegaConf.to_container",
+        "omegaconf.OmegaConf.to_object",
+        "omegaconf.OmegaConf.structured",
+        "omegaconf.DictConfig",
+        "omegaconf.dictconfig.DictConfig",
+        "dict",
+        "easydict.EasyDict",
+        "types.SimpleNamespace",
+        "argparse.Namespace",
+        "box.Box",
+        "ml_collections.ConfigDict",
+        "copy.deepcopy",
+        "copy.copy",
+        "float",
+        "int",
+    }
+)
+_INSTANTIATE = frozenset(
+    {
+        "hydra.utils.instantiate",
+        "hydra.utils.call",
+        "torchtune.config.instantiate",
+        "torchtune.config._instantiate.instantiate",
+    }
+)
+_HYDRA_MAIN = "hydra.main"
+_HYDRA_COMPOSE = ("hydra.compose", "hydra.experimental.compose")
+_HYDRA_INIT = ("hydra.initialize", "hydra.experimental.initialize")
+_MAX_DEPTH = 12
+
+
+@dataclass(frozen=True)
+class _Located:
+    """An expression's value is the config ``root`` at ``keys``, read by a ``flavor`` loader."""
+
+    root: Entry | None  # None: an argparse namespace
+    keys: tuple = ()
+    flavor: str = "yaml"
+    parser: cst.Call | None = None  # for argparse namespaces
+
+
+def config_value(facts_or_index: Any, node: cst.CSTNode, project: Any, path: str | None):
+    """The :class:`ConfigValue` ``node`` reads, when it reads a value of a configuration file
+    (or an argparse default); None otherwise. Memoised per node in ``project.memo``."""
+    index: Index = getattr(facts_or_index, "index", facts_or_index)
+    memo = project.memo if project is not None else None
+    key = ("configsource.value", id(index), id(node))
+    if memo is not None and key in memo and memo[key][0] is node:
+        return memo[key][1]
+    resolver = _Resolver(index, project, path)
+    result = resolver.value(node)
+    if memo is not None:
+        memo[key] = (node, result)
+    return result
+
+
+def config_component(facts_or_index: Any, call: cst.Call, project: Any, path: str | None):
+    """For ``instantiate(cfg.x, ...)``: the :class:`Component` the config node describes."""
+    index: Index = getattr(facts_or_index, "index", facts_or_index)
+    if not isinstance(call, cst.Call) or _qual(index, call.func) not in _INSTANTIATE:
+        return None
+    arg = Index.argument(call, "config", 0)
+    if arg is None:
+        return None
+    resolver = _Resolver(index, project, path)
+    for loc in resolver.locate(arg.value, 0, set()):
+        if loc.root is None:
+            continue
+        entry = loc.root.find(loc.keys)
+        if entry is None or not entry.is_mapping:
+            continue
+        target_entry = entry.get("_target_") or entry.get("_component_")
+        if target_entry is None or not isinstance(target_entry.value, str):
+            continue
+        dotted = ".".join(str(k) for k in loc.keys)
+        kwargs = {}
+        for name, sub in entry.value.items():
+            if isinstance(name, str) and not (name.startswith("_") and name.endswith("_")):
+                kwargs[name] = resolver.to_value(loc.root, sub, f"{dotted}.{name}", loc.flavor)
+        partial = entry.get("_partial_")
+        return Component(
+            target_entry.value,
+            resolver.to_value(loc.root, entry, dotted, loc.flavor),
+            kwargs,
+            bool(partial is not None and partial.value is True),
+        )
+    return None
+
+
+class _Resolver:
+    def __init__(self, index: Index, project: Any, path: str | None) -> None:
+        self.index = index
+        self.project = project
+        self.path = os.path.abspath(path) if path and not path.startswith("<") else None
+        self._busy: set[cst.Call] = set()
+
+    # ------------------------------------------------------------------ answers
+    def value(self, node: cst.CSTNode) -> ConfigValue | None:
+        for loc in self.locate(node, 0, set()):
+            if loc.root is None:
+                found = self._argparse_value(loc)
+                if found is not None:
+                    return found
+                continue
+            entry = loc.root.find(loc.keys)
+            if entry is not None:
+                dotted = ".".join(str(k) for k in loc.keys)
+                return self.to_value(loc.root, entry, dotted, loc.flavor)
+        return None
+
+    def to_value(self, root: Entry, entry: Entry, key: str, flavor: str) -> ConfigValue:
+        entry = self._interpolated(root, entry, 0)
+        if entry.is_mapping or isinstance(entry.value, list):
+            value: Any = entry.plain()
+        elif flavor == "omegaconf":
+            value = omegaconf_scalar(entry)
+        else:
+            value = entry.value
+        return ConfigValue(value, entry.file, entry.line, key, entry.text)
+
+    def _interpolated(self, root: Entry, entry: Entry, depth: int) -> Entry:
+        """``${optimizer.lr}`` (OmegaConf interpolation of another key) -> that key's entry."""
+        value = entry.value
+        if (
+            depth < 8
+            and isinstance(value, str)
+            and value.startswith("${")
+            and value.endswith("}")
+            and ":" not in value
+        ):
+            target = root.find(value[2:-1].split("."))
+            if target is not None:
+                return self._interpolated(root, target, depth + 1)
+        return entry
+
+    # ------------------------------------------------------------------ locating
+    def locate(self, node: cst.CSTNode, depth: int, seen: set[int]) -> list[_Located]:
+        if depth > _MAX_DEPTH or id(node) in seen:
+            return []
+        seen = seen | {id(node)}
+        index = self.index
+        if isinstance(node, cst.Name):
+            hydra = self._hydra_param(node)
+            if hydra is not None:
+                return [hydra]
+            return self._via_values(node, depth, seen)
+        if isinstance(node, cst.Attribute):
+            own = index.attribute_assignments(node)
+            if own:
+                return self._via_values(node, depth, seen)
+            return [
+                _Located(loc.root, (*loc.keys, node.attr.value), loc.flavor, loc.parser)
+                for loc in self.locate(node.value, depth + 1, seen)
+            ]
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+            element = node.slice[0].slice
+            if not isinstance(element, cst.Index):
+                return []
+            key = self._key(element.value)
+            if key is None:
+                return []
+            if index.attribute_assignments(node):
+                return self._via_values(node, depth, seen)
+            return [
+                _Located(loc.root, (*loc.keys, key), loc.flavor, loc.parser)
+                for loc in self.locate(node.value, depth + 1, seen)
+                if loc.root is not None
+            ]
+        if isinstance(node, cst.Call):
+            return self._call(node, depth, seen)
+        return []
+
+    def _key(self, node: cst.BaseExpression) -> str | int | None:
+        s = string_value(node)
+        if s is not None:
+            return s
+        if isinstance(node, cst.Integer):
+            return int(node.value.replace("_", ""), 0)
+        return None
+
+    def _via_values(self, node: cst.CSTNode, depth: int, seen: set[int]) -> list[_Located]:
+        out: list[_Located] = []
+        for value in self.index.values_of(node):
+            if value is not None:
+                out.extend(self.locate(value, depth + 1, seen))
+        # `args, _ = parser.parse_known_args()`: the unpacked first element
+        if isinstance(node, cst.Name):
+            for b in self.index.bindings_of(node):
+                if b.op == "unpack" and isinstance(b.node, cst.Assign):
+                    value = b.node.value
+                    if isinstance(value, cst.Call) and self._is_parse_args(value):
+                        out.extend(self.locate(value, depth + 1, seen))
+        return out
+
+    def _call(self, call: cst.Call, depth: int, seen: set[int]) -> list[_Located]:
+        index = self.index
+        q = _qual(index, call.func)
+        if q in _LOADS_PATH or q in _LOADS_STREAM:
+            arg = call.args[0].value if call.args else None
+            if arg is None:
+                return []
+            target = self.path_of(arg, q in _LOADS_STREAM, depth, seen)
+            if target is None:
+                return []
+            flavor = "omegaconf" if q == "omegaconf.OmegaConf.load" else "yaml"
+            root = self._load(target)
+            return [] if root is None else [_Located(root, (), flavor)]
+        if q in _PASS_THROUGH:
+            for arg in call.args:
+                if arg.keyword is None or arg.star == "**":
+                    return self.locate(arg.value, depth + 1, seen)
+            return []
+        if q == "omegaconf.OmegaConf.merge":
+            merged: Entry | None = None
+            flavor = "omegaconf"
+            for arg in call.args:
+                for loc in self.locate(arg.value, depth + 1, seen):
+                    if loc.root is not None and not loc.keys:
+                        merged = merge(merged, loc.root)
+                        break
+            return [] if merged is None else [_Located(merged, (), flavor)]
+        if q == "omegaconf.OmegaConf.select" and len(call.args) >= 2:
+            key = string_value(call.args[1].value)
+            if key is None:
+                return []
+            parts = tuple(key.split("."))
+            return [
+                _Located(loc.root, (*loc.keys, *parts), loc.flavor)
+                for loc in self.locate(call.args[0].value, depth + 1, seen)
+                if loc.root is not None
+            ]
+        if q in _HYDRA_COMPOSE:
+            return self._hydra_compose(call)
+        if isinstance(call.func, cst.Attribute):
+            attr = call.func.attr.value
+            if attr == "get" and call.args:
+                key = self._key(call.args[0].value)
+                if key is not None:
+                    return [
+                        _Located(loc.root, (*loc.keys, key), loc.flavor, loc.parser)
+                        for loc in self.locate(call.func.value, depth + 1, seen)
+                    ]
+            if self._is_parse_args(call):
+                parser = self._parser_call(call.func.value)
+                if parser is not None:
+                    return [_Located(None, (), "argparse", parser)]
+        return []
+
+    # ------------------------------------------------------------------ paths
+    def path_of(self, node: cst.BaseExpression, stream: bool, depth: int, seen: set[int]):
+        """The file a load reads: ``node`` is a path (``stream`` False) or a stream / text."""
+        text = None if stream else self._path_text(node, depth)
+        if text is None:
+            opened = self._opened(node, depth)
+            text = self._path_text(opened, depth) if opened is not None else None
+        return None if text is None else self._existing(text)
+
+    def _opened(self, node: cst.BaseExpression, depth: int) -> cst.BaseExpression | None:
+        """For ``open(p)``, ``Path(p).open()``, ``Path(p).read_text()``, ``f.read()``, a name
+        bound to one (``with open(p) as f``): the path expression ``p``."""
+        if depth > _MAX_DEPTH:
+            return None
+        index = self.index
+        if isinstance(node, cst.Name):
+            for value in index.values_of(node):
+                if value is not None:
+                    found = self._opened(value, depth + 1)
+                    if found is not None:
+                        return found
+            return None
+        if not isinstance(node, cst.Call):
+            return None
+        q = _qual(index, node.func)
+        if q in ("open", "io.open", "codecs.open") and node.args:
+            return node.args[0].value
+        if isinstance(node.func, cst.Attribute):
+            attr = node.func.attr.value
+            if attr in ("open", "read_text", "read_bytes"):
+                return node.func.value
+            if attr == "read":
+                return self._opened(node.func.value, depth + 1)
+        return None
+
+    def _path_text(self, node: cst.BaseExpression, depth: int) -> str | None:
+        if depth > _MAX_DEPTH:
+            return None
+        index = self.index
+        s = string_value(node)
+        if s is not None:
+            return s
+        if isinstance(node, cst.Name):
+            if node.value == "__file__":
+                return self.path
+            values = [v for v in index.values_of(node) if v is not None]
+            texts = {self._path_text(v, depth + 1) for v in values}
+            if len(texts) == 1:
+                return texts.pop()
+            return None
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+            left = self._path_text(node.left, depth + 1)
+            right = self._path_text(node.right, depth + 1)
+            if left is not None and right is not None:
+                return os.path.join(left, right)
+            return None
+        if isinstance(node, cst.Attribute):
+            if node.attr.value == "parent":
+                inner = self._path_text(node.value, depth + 1)
+                return os.path.dirname(inner) if inner is not None else None
+            # `args.config` with an argparse default
+            for loc in self.locate(node, depth + 1, set()):
+                if loc.root is None and loc.keys:
+                    found = self._argparse_value(loc)
+                    if found is not None and isinstance(found.value, str):
+                        return found.value
+            return None
+        if isinstance(node, cst.Call):
+            q = _qual(index, node.func)
+            args = [a.value for a in node.args if a.keyword is None and not a.star]
+            if q == "os.path.join" and args:
+                parts = [self._path_text(a, depth + 1) for a in args]
+                return None if any(p is None for p in parts) else os.path.join(*parts)  # type: ignore[arg-type]
+            if q in ("os.path.dirname",) and len(args) == 1:
+                inner = self._path_text(args[0], depth + 1)
+                return os.path.dirname(inner) if inner is not None else None
+            if (
+                q
+                in (
+                    "os.path.abspath",
+                    "os.path.realpath",
+                    "os.path.normpath",
+                    "os.path.expanduser",
+                    "str",
+                    "os.fspath",
+                    "pathlib.Path",
+                    "pathlib.PurePath",
+                )
+                and len(args) == 1
+            ):
+                return self._path_text(args[0], depth + 1)
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+                "resolve",
+                "absolute",
+                "expanduser",
+            ):
+                return self._path_text(node.func.value, depth + 1)
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "joinpath":
+                base = self._path_text(node.func.value, depth + 1)
+                parts = [self._path_text(a, depth + 1) for a in args]
+                if base is None or any(p is None for p in parts):
+                    return None
+                return os.path.join(base, *parts)  # type: ignore[arg-type]
+        return None
+
+    def _existing(self, text: str) -> str | None:
+        """A path as the script names it, found in the project: absolute, else relative to the
+        script's folder, then to the project root (where runs usually start)."""
+        project = self.project
+        if project is None:
+            return None
+        if os.path.isabs(text):
+            candidates = [text]
+        else:
+            bases = [os.path.dirname(self.path)] if self.path else []
+            bases.append(project.root)
+            candidates = [os.path.join(b, text) for b in bases]
+        for c in candidates:
+            full = os.path.normpath(c)
+            if kind_of(full) is not None and project.is_file(full):
+                return full
+        return None
+
+    def _load(self, target: str) -> Entry | None:
+        try:
+            doc = self.project.config_file(target)
+        except ConfigFileError:  # pragma: no cover - config_file records errors itself
+            return None
+        return None if doc is None else doc.root
+
+    # ------------------------------------------------------------------ hydra
+    def _hydra_param(self, node: cst.Name) -> _Located | None:
+        """The first parameter of a ``@hydra.main`` task function: the composed config."""
+        index = self.index
+        for b in index.bindings_of(node):
+            if b.op != "param":
+                continue
+            fn = index.parent(index.parent(b.node))
+            if not isinstance(fn, cst.FunctionDef):
+                continue
+            params = list(fn.params.posonly_params) + list(fn.params.params)
+            if not params or params[0] is not b.node:
+                continue
+            for dec in fn.decorators:
+                call = dec.decorator
+                if isinstance(call, cst.Call) and _qual(index, call.func) == _HYDRA_MAIN:
+                    name_arg = Index.argument(call, "config_name", 1)
+                    if name_arg is not None:
+                        return self._hydra_root_from(call, name_arg.value)
+        return None
+
+    def _hydra_compose(self, call: cst.Call) -> list[_Located]:
+        index = self.index
+        name_arg = Index.argument(call, "config_name", 0)
+        if name_arg is None:
+            return []
+        for init in index.calls_to(*_HYDRA_INIT):
+            loc = self._hydra_root_from(init, name_arg.value)
+            if loc is not None:
+                return [loc]
+        return []
+
+    def _hydra_root_from(self, path_call: cst.Call, name_node: cst.BaseExpression):
+        if self.project is None or self.path is None:
+            return None
+        path_arg = Index.argument(path_call, "config_path", 0)
+        name = self._path_text(name_node, 0)
+        if name is None:
+            return None
+        rel = self._path_text(path_arg.value, 0) if path_arg is not None else None
+        if path_arg is not None and rel is None:
+            return None
+        config_dir = os.path.normpath(os.path.join(os.path.dirname(self.path), rel or "."))
+        root = compose_hydra(self.project, config_dir, name)
+        return None if root is None else _Located(root, (), "omegaconf")
+
+    # ------------------------------------------------------------------ argparse
+    def _is_parse_args(self, call: cst.Call) -> bool:
+        return isinstance(call.func, cst.Attribute) and call.func.attr.value in (
+            "parse_args",
+            "parse_known_args",
+        )
+
+    def _parser_call(self, receiver: cst.BaseExpression) -> cst.Call | None:
+        index = self.index
+        for value in [receiver, *index.values_of(receiver)]:
+            if isinstance(value, cst.Call) and _qual(index, value.func) == (
+                "argparse.ArgumentParser"
+            ):
+                return value
+        return None
+
+    def _argparse_value(self, loc: _Located) -> ConfigValue | None:
+        if not loc.keys or loc.parser is None:
+            return None
+        dest = loc.keys[0]
+        rest = loc.keys[1:]
+        # The override files' own paths (`args.config`) come from the defaults: no re-entry.
+        overrides = [] if loc.parser in self._busy else self._argparse_overrides(loc.parser)
+        for root, flavor in reversed(overrides):
+            entry = root.find((dest, *rest))
+            if entry is not None:
+                key = ".".join(str(k) for k in (dest, *rest))
+                return self.to_value(root, entry, key, flavor)
+        if rest:
+            return None
+        for call in self._add_argument_calls(loc.parser):
+            names = [string_value(a.value) for a in call.args if a.keyword is None]
+            names = [n for n in names if n]
+            dest_arg = Index.argument(call, "dest")
+            explicit = string_value(dest_arg.value) if dest_arg is not None else None
+            longs = [n for n in names if n.startswith("--")]
+            shorts = [n for n in names if n.startswith("-") and not n.startswith("--")]
+            plain = [n for n in names if not n.startswith("-")]
+            chosen = explicit or (
+                longs[0][2:] if longs else shorts[0][1:] if shorts else plain[0] if plain else None
+            )
+            if chosen is None or chosen.replace("-", "_") != dest:
+                continue
+            default = Index.argument(call, "default")
+            if default is None:
+                return None
+            value = self._literal(default.value)
+            if value is _UNKNOWN:
+                return None
+            type_arg = Index.argument(call, "type")
+            if isinstance(value, str) and type_arg is not None:
+                q = _qual(self.index, type_arg.value)
+                try:
+                    value = (
+                        {"float": float, "int": int}[q](value) if q in ("float", "int") else value
+                    )
+                except ValueError:
+                    pass
+            text = self.index.module.code_for_node(default.value).strip()
+            label = (longs or shorts or plain or [dest])[0]
+            return ConfigValue(
+                value, self.path or "<stdin>", self._line(call), label, text, "argparse"
+            )
+        return None
+
+    def _argparse_overrides(self, parser: cst.Call) -> list[tuple[Entry, str]]:
+        """Config files whose keys override the parser's defaults, in source order."""
+        index = self.index
+        found: list[tuple[int, Entry, str]] = []
+        self._busy.add(parser)
+        try:
+
+            def roots(expr: cst.BaseExpression) -> list[tuple[Entry, str]]:
+                return [
+                    (loc.root.find(loc.keys), loc.flavor)  # type: ignore[misc]
+                    for loc in self.locate(expr, 1, set())
+                    if loc.root is not None and loc.root.find(loc.keys) is not None
+                ]
+
+            for call in index.calls:
+                func = call.func
+                if not isinstance(func, cst.Attribute):
+                    continue
+                attr = func.attr.value
+                source: cst.BaseExpression | None = None
+                if attr == "set_defaults" and self._parser_call(func.value) is parser:
+                    source = next((a.value for a in call.args if a.star == "**"), None)
+                elif attr == "update" and call.args:
+                    receiver = func.value
+                    ns = None
+                    if isinstance(receiver, cst.Attribute) and receiver.attr.value == "__dict__":
+                        ns = receiver.value
+                    elif isinstance(receiver, cst.Call) and _qual(index, receiver.func) == "vars":
+                        ns = receiver.args[0].value if receiver.args else None
+                    if ns is not None and self._is_namespace_of(ns, parser):
+                        source = call.args[0].value
+                elif attr == "items" and not call.args:
+                    loop = index.parent(call)
+                    if (
+                        isinstance(loop, cst.For)
+                        and loop.iter is call
+                        and self._setattr_loop(loop, parser)
+                    ):
+                        source = func.value
+                if source is not None:
+                    for root, flavor in roots(source):
+                        found.append((index.order(call), root, flavor))
+        finally:
+            self._busy.discard(parser)
+        found.sort(key=lambda item: item[0])
+        return [(root, flavor) for _, root, flavor in found]
+
+    def _is_namespace_of(self, ns: cst.BaseExpression, parser: cst.Call) -> bool:
+        return any(
+            loc.root is None and loc.parser is parser and not loc.keys
+            for loc in self.locate(ns, 1, set())
+        )
+
+    def _setattr_loop(self, loop: cst.For, parser: cst.Call) -> bool:
+        for sub in _walk_calls(loop.body):
+            if _qual(self.index, sub.func) == "setattr" and sub.args:
+                if self._is_namespace_of(sub.args[0].value, parser):
+                    return True
+        return False
+
+    def _add_argument_calls(self, parser: cst.Call) -> list[cst.Call]:
+        index = self.index
+        parsers = [c for c in index.calls if _qual(index, c.func) == "argparse.ArgumentParser"]
+        out = []
+        for call in index.calls:
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value == "add_argument"):
+                continue
+            if len(parsers) == 1 or self._receiver_is(func.value, parser):
+                out.append(call)
+        return out
+
+    def _receiver_is(self, receiver: cst.BaseExpression, parser: cst.Call) -> bool:
+        def pred(node: cst.CSTNode, _q: str | None) -> bool:
+            return node is parser
+
+        return self.index.reaches(receiver, pred, depth=4)
+
+    def _literal(self, node: cst.BaseExpression) -> Any:
+        try:
+            return ast.literal_eval(self.index.module.code_for_node(node).strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            pass
+        value = self.index.constant_value(node)
+        return _UNKNOWN if value is None else value
+
+    def _line(self, node: cst.CSTNode) -> int | None:
+        from distlint.positions import positions_of
+
+        pos = positions_of(self.index.module, [node]).get(node)
+        return pos.start.line if pos is not None else None
+
+
+_UNKNOWN = object()
+_BUILTINS = frozenset({"open", "dict", "float", "int", "str", "vars", "setattr"})
+
+
+def _qual(index: Index, node: cst.CSTNode) -> str | None:
+    """The qualified name, with unshadowed builtins (``open``, ``dict``) by their own name."""
+    q = index.qualname(node)
+    if q is None and isinstance(node, cst.Name) and node.value in _BUILTINS:
+        if not index.bindings_of(node):
+            return node.value
+    return q
+
+
+def _walk_calls(node: cst.CSTNode):
+    from distlint.analysis.index import walk
+
+    for sub in walk(node):
+        if isinstance(sub, cst.Call):
+            yield sub

@@ -1,0 +1,489 @@
+"""A static view of one training project: its modules and configuration files.
+
+Training code is rarely one file: the accelerator comes from ``train_util.prepare_accelerator``,
+the optimizer from ``utils/optim.py``, the learning rate from ``configs/train.yaml``. A
+:class:`Project` resolves the imports of a linted file to files of the same project and parses
+each of them once per content, so the analysis can follow calls and values across modules.
+
+Nothing is ever imported or executed: resolution is a search of the file system (or of the
+in-memory sources of :meth:`Project.from_sources`) following Python's own rules for the
+importer's folder, the project root, ``src/`` layouts and the configured ``src = [...]``.
+Third-party and standard-library modules are never found here (they are not project files), so
+they are never parsed; what distlint knows about them lives in the analysis' knowledge base.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from distlint.model import FileError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst
+
+    from distlint.analysis.configfiles import ConfigDoc
+    from distlint.analysis.index import Index
+
+# Files over this size are refused: not read into the analysis, not parsed (generated code,
+# vendored bundles). The linted file itself is governed by the runner's own limits.
+MAX_MODULE_BYTES = 1_000_000
+MAX_CONFIG_BYTES = 2_000_000
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+@dataclass
+class ModuleInfo:
+    path: str  # absolute, normalised
+    text: str  # decoded source
+    module: libcst.Module
+    index: Index  # built once per content
+    digest: str  # sha256 of the bytes
+
+
+def normalise(path: str) -> str:
+    return os.path.normpath(os.path.abspath(path))
+
+
+def find_root(path: str) -> str:
+    """The nearest folder at or above ``path`` holding a pyproject.toml, setup.py, setup.cfg or
+    .git; the file's own folder when there is none."""
+    start = normalise(path)
+    here = start if os.path.isdir(start) else os.path.dirname(start)
+    current = here
+    while True:
+        if any(os.path.exists(os.path.join(current, m)) for m in ROOT_MARKERS):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return here
+        current = parent
+
+
+class Project:
+    """Static view of one training project. Never imports or executes anything."""
+
+    def __init__(
+        self,
+        root: str,
+        src: Iterable[str] = (),
+        *,
+        sources: Mapping[str, str | bytes] | None = None,
+        overlay: Mapping[str, str] | None = None,
+        src_base: str | None = None,
+    ) -> None:
+        self.root = normalise(root)
+        base = normalise(src_base) if src_base is not None else self.root
+        # Search folders for absolute imports after the importer's own folder: the root, the
+        # configured `src` entries (relative to the configuration's folder), then `root/src`.
+        roots = [self.root]
+        roots += [normalise(os.path.join(base, s)) for s in src]
+        roots.append(os.path.join(self.root, "src"))
+        self.search_roots: tuple[str, ...] = tuple(dict.fromkeys(roots))
+        self.errors: list[FileError] = []
+        self.memo: dict[Any, Any] = {}
+        self._memory: dict[str, bytes] | None = None
+        self._memory_dirs: set[str] = set()
+        if sources is not None:
+            self._memory = {}
+            for rel, content in sources.items():
+                full = normalise(os.path.join(self.root, rel))
+                self._memory[full] = (
+                    content.encode("utf-8") if isinstance(content, str) else content
+                )
+                parent = os.path.dirname(full)
+                while parent not in self._memory_dirs:
+                    self._memory_dirs.add(parent)
+                    up = os.path.dirname(parent)
+                    if up == parent:
+                        break
+                    parent = up
+        self._overlay: dict[str, bytes] = {}
+        for p, text in (overlay or {}).items():
+            self.set_overlay(p, text)
+        self._data: dict[str, bytes | None] = {}  # path -> bytes read (None: unreadable)
+        self._modules: dict[str, ModuleInfo | None] = {}
+        self._configs: dict[str, Any] = {}
+        self._parsed: dict[str, tuple[Any, Any]] = {}  # digest -> (module, index)
+        self._error_keys: set[tuple[str, str]] = set()
+        self._isfile: dict[str, bool] = {}
+        self._isdir: dict[str, bool] = {}
+        self._resolved: dict[tuple[str, str, int], str | None] = {}
+        # dependency tracking (see `tracking`)
+        self._digests: dict[str, str] = {}
+        self._log: list[str] = []
+        self._first: dict[str, int] = {}
+        self._hints: dict[str, frozenset[str]] = {}
+        self.parse_count = 0  # modules parsed by this project (benchmarks, tests)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_sources(
+        cls, root: str, files: Mapping[str, str | bytes], src: Iterable[str] = ()
+    ) -> Project:
+        """A project whose files live in memory (tests): ``{"relpath.py": "source", ...}``.
+        Nothing on disk is consulted."""
+        return cls(root, src, sources=files)
+
+    @classmethod
+    def for_path(cls, path: str, config: Any = None) -> Project:
+        """The project of file ``path``: root found from the file, ``src`` from the config."""
+        src = tuple(getattr(config, "src", ()) or ())
+        return cls(find_root(path), src, src_base=getattr(config, "root", None))
+
+    # ------------------------------------------------------------------ file access
+    def set_overlay(self, path: str, text: str | bytes | None) -> None:
+        """Use ``text`` instead of the file on disk (an editor's open buffer); None: the disk."""
+        full = normalise(path)
+        if text is None:
+            self._overlay.pop(full, None)
+        else:
+            self._overlay[full] = text.encode("utf-8") if isinstance(text, str) else text
+        self.refresh(full)
+
+    def refresh(self, path: str) -> None:
+        """Forget what was read of ``path`` (it changed on disk or in an editor)."""
+        full = normalise(path)
+        self._data.pop(full, None)
+        self._modules.pop(full, None)
+        self._configs.pop(full, None)
+        self._isfile.pop(full, None)
+        self._digests.pop(full, None)
+        self._resolved.clear()
+        self._error_keys = {k for k in self._error_keys if k[0] != full}
+        self.errors = [e for e in self.errors if e.path != full]
+        self.memo.clear()  # analysis results may depend on the old content
+
+    def is_file(self, path: str) -> bool:
+        found = self._isfile.get(path)
+        if found is None:
+            if path in self._overlay:
+                found = True
+            elif self._memory is not None:
+                found = path in self._memory
+            else:
+                found = os.path.isfile(path)
+            self._isfile[path] = found
+        return found
+
+    def is_dir(self, path: str) -> bool:
+        found = self._isdir.get(path)
+        if found is None:
+            if self._memory is not None:
+                found = path in self._memory_dirs
+            else:
+                found = os.path.isdir(path)
+            self._isdir[path] = found
+        return found
+
+    def read_bytes(self, path: str, limit: int | None = None) -> bytes | None:
+        """The bytes of a project file, read once; None (and one recorded error) when the file
+        is unreadable or over ``limit`` bytes."""
+        full = normalise(path)
+        if full in self._data:
+            return self._data[full]
+        if limit is None:
+            limit = MAX_MODULE_BYTES
+        data: bytes | None
+        if full in self._overlay:
+            data = self._overlay[full]
+        elif self._memory is not None:
+            data = self._memory.get(full)
+            if data is None:
+                self._error(full, "no such file")
+        else:
+            data = None
+            try:
+                size = os.path.getsize(full)
+                if size > limit:
+                    self._error(full, f"{size} bytes, over the {limit}-byte limit: not analysed")
+                else:
+                    with open(full, "rb") as handle:
+                        data = handle.read()
+            except OSError as exc:
+                self._error(full, f"cannot read: {exc.strerror or exc}")
+        if data is not None and len(data) > limit:
+            self._error(full, f"{len(data)} bytes, over the {limit}-byte limit: not analysed")
+            data = None
+        self._data[full] = data
+        if data is not None:
+            self._digests[full] = hashlib.sha256(data).hexdigest()
+        return data
+
+    def digest(self, path: str) -> str | None:
+        full = normalise(path)
+        if full not in self._digests:
+            self.read_bytes(full)
+        return self._digests.get(full)
+
+    def _error(self, path: str, message: str, line: int | None = None, column=None) -> None:
+        key = (path, message)
+        if key in self._error_keys:
+            return
+        self._error_keys.add(key)
+        self.errors.append(FileError(path, message, line, column))
+
+    # ------------------------------------------------------------------ modules
+    def module(self, path: str) -> ModuleInfo | None:
+        """Parsed once per content (cached). None when unreadable, unparsable or over the size
+        bounds; the error is recorded once in ``errors``. Cycles are the caller's memo's job."""
+        full = normalise(path)
+        self._touch(full)
+        if full in self._modules:
+            return self._modules[full]
+        info = self._load_module(full)
+        self._modules[full] = info
+        return info
+
+    def add_module(self, path: str, data: bytes, module: Any = None, index: Any = None):
+        """Register the linted file's own parse (the runner parsed it already): a whole-tree
+        run then parses every module once, whether it is linted or imported first."""
+        full = normalise(path)
+        digest = hashlib.sha256(data).hexdigest()
+        known = self._modules.get(full)
+        if known is not None and known.digest == digest:
+            return known
+        if self._data.get(full) is not None and self._digests.get(full) != digest:
+            self.refresh(full)  # the linted text differs from what was read (an open buffer)
+            self._overlay[full] = data
+        self._data[full] = data
+        self._digests[full] = digest
+        if module is not None and index is not None:
+            self._parsed.setdefault(digest, (module, index))
+        info = self._load_module(full)
+        self._modules[full] = info
+        return info
+
+    def _load_module(self, full: str) -> ModuleInfo | None:
+        data = self.read_bytes(full)
+        if data is None:
+            return None
+        digest = self._digests[full]
+        parsed = self._parsed.get(digest)
+        from distlint.runner import decode
+
+        try:
+            text = decode(data)
+        except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+            self._error(full, f"cannot decode source: {exc}")
+            return None
+        if parsed is None:
+            parsed = self._parse(full, data, text)
+            if parsed is None:
+                return None
+            self._parsed[digest] = parsed
+        module, index = parsed
+        return ModuleInfo(full, text, module, index, digest)
+
+    def _parse(self, full: str, data: bytes, text: str):
+        import libcst as cst
+
+        from distlint.analysis.index import Index
+        from distlint.runner import _syntax_error, _too_deep
+
+        if "\x00" in text:
+            self._error(full, "source contains a null byte")
+            return None
+        deep = _too_deep(text, full)
+        if deep is not None:
+            self._error(full, deep.message, deep.line)
+            return None
+        try:
+            module = cst.parse_module(data)
+            self.parse_count += 1
+            return module, Index(module, text)
+        except cst.ParserSyntaxError as exc:
+            err = _syntax_error(full, text, exc)
+            self._error(full, err.message, err.line, err.column)
+        except RecursionError:
+            self._error(full, "source is too deeply nested to parse")
+        except Exception as exc:  # LibCST raises a few other types on odd input
+            self._error(full, f"cannot parse: {exc}")
+        return None
+
+    # ------------------------------------------------------------------ config files
+    def config_file(self, path: str) -> ConfigDoc | None:
+        """A YAML / JSON / TOML file parsed once (see :mod:`distlint.analysis.configfiles`);
+        None when missing, unreadable or invalid (the error recorded once)."""
+        from distlint.analysis import configfiles
+
+        full = normalise(path)
+        if not self.is_file(full):
+            return None
+        self._touch(full)
+        if full in self._configs:
+            return self._configs[full]
+        data = self.read_bytes(full, MAX_CONFIG_BYTES)
+        doc = None
+        if data is not None:
+            try:
+                doc = configfiles.parse(full, data)
+            except configfiles.ConfigFileError as exc:
+                self._error(full, exc.message, exc.line)
+        self._configs[full] = doc
+        return doc
+
+    # ------------------------------------------------------------------ resolution
+    def resolve_import(self, importer: str, module: str, level: int = 0) -> str | None:
+        """Absolute path of the project file that ``import module`` (level 0) or
+        ``from <level dots><module> import ...`` in file ``importer`` refers to: a module .py
+        or a package __init__.py, searched in the importer's folder, the project root, src/
+        layouts and the configured ``src = [...]``; None for stdlib / third-party / not found."""
+        key = (normalise(importer), module, level)
+        if key in self._resolved:
+            return self._resolved[key]
+        found = None
+        for base in self._bases(key[0], level):
+            hit = self._find(base, module)
+            if hit is not None:
+                found = hit if hit.endswith(".py") else None
+                break
+        self._resolved[key] = found
+        return found
+
+    def resolve_from_import(
+        self, importer: str, module: str, name: str, level: int = 0
+    ) -> str | None:
+        """For ``from pkg import mod`` where ``mod`` is a submodule FILE: its path, else None."""
+        for base in self._bases(normalise(importer), level):
+            package = self._find(base, module) if module else base
+            if package is None:
+                continue
+            if package.endswith(".py") and not package.endswith("__init__.py"):
+                return None  # `from mod import name`: a name inside a module, not a file
+            folder = os.path.dirname(package) if package.endswith(".py") else package
+            hit = self._find(folder, name)
+            # the package was found here: Python stops at the first match
+            return hit if hit is not None and hit.endswith(".py") else None
+        return None
+
+    def _bases(self, importer: str, level: int) -> list[str]:
+        here = os.path.dirname(importer)
+        if level > 0:
+            base = here
+            for _ in range(level - 1):
+                parent = os.path.dirname(base)
+                if parent == base:
+                    return []
+                base = parent
+            if not self._within(base):
+                return []
+            return [base]
+        return list(dict.fromkeys((here, *self.search_roots)))
+
+    def _within(self, path: str) -> bool:
+        return path == self.root or path.startswith(self.root + os.sep)
+
+    def _find(self, base: str, module: str) -> str | None:
+        """``module`` (dotted) below folder ``base``: a .py file, a package's __init__.py, or the
+        folder of a namespace package; None when absent."""
+        if not module:
+            init = os.path.join(base, "__init__.py")
+            return init if self.is_file(init) else (base if self.is_dir(base) else None)
+        parts = module.split(".")
+        if any(not p or p in (os.curdir, os.pardir) for p in parts):
+            return None
+        target = os.path.join(base, *parts)
+        init = os.path.join(target, "__init__.py")
+        if self.is_file(init):
+            return init
+        if self.is_file(target + ".py"):
+            return target + ".py"
+        if self.is_dir(target) and self._has_python(target):
+            return target  # a namespace package (PEP 420)
+        return None
+
+    def _has_python(self, folder: str) -> bool:
+        if self._memory is not None:
+            prefix = folder + os.sep
+            return any(p.startswith(prefix) and p.endswith(".py") for p in self._memory)
+        try:
+            with os.scandir(folder) as entries:
+                return any(
+                    e.name.endswith(".py") or (e.is_dir() and not e.name.startswith("."))
+                    for e in entries
+                )
+        except OSError:
+            return False
+
+    # ------------------------------------------------------------------ dependencies
+    def _touch(self, full: str) -> None:
+        if full not in self._first:
+            self._first[full] = len(self._log)
+        self._log.append(full)
+
+    def dependencies(self) -> dict[str, str]:
+        """path -> digest of every module and config file consulted so far (cache keys, LSP)."""
+        out = {}
+        for path in self._first:
+            digest = self._digests.get(path)
+            if digest is not None:
+                out[path] = digest
+        return out
+
+    @contextmanager
+    def tracking(self, path: str | None = None) -> Iterator[dict[str, str]]:
+        """Collect, into the yielded dict, path -> digest of what the analysis of one file
+        consults, also through results memoised while another file was linted.
+
+        What a module's own analysis consults is everything consulted after its first use, up
+        to the end of the lint that first used it: a superset of its real dependencies, which
+        a later lint that only finds the memoised result inherits.
+        """
+        deps: dict[str, str] = {}
+        start = len(self._log)
+        try:
+            yield deps
+        finally:
+            end = len(self._log)
+            seen = dict.fromkeys(self._log[start:end])
+            for p in seen:
+                first = self._first.get(p, start)
+                if first >= start and p not in self._hints:
+                    self._hints[p] = frozenset(self._log[first + 1 : end])
+            closure: set[str] = set()
+            stack = list(seen)
+            while stack:
+                p = stack.pop()
+                if p in closure:
+                    continue
+                closure.add(p)
+                stack.extend(self._hints.get(p, ()))
+            self_path = normalise(path) if path is not None else None
+            for p in sorted(closure):
+                if p == self_path:
+                    continue
+                digest = self._digests.get(p)
+                deps[p] = digest if digest is not None else "missing"
+
+    def dependents_of(self, changed: str, results: Mapping[str, Iterable[str]]) -> list[str]:
+        """Of ``results`` (path -> its dependency paths), those that depend on ``changed``."""
+        full = normalise(changed)
+        return [p for p, deps in results.items() if full in {normalise(d) for d in deps}]
+
+
+# ---------------------------------------------------------------------------------- per run
+_PROJECTS: dict[tuple[str, tuple[str, ...], str | None], Project] = {}
+
+
+def project_for(path: str, config: Any = None) -> Project:
+    """The shared :class:`Project` of ``path`` in this process (one per root and ``src``), so
+    every file of a run reuses the modules and config files already parsed."""
+    src = tuple(getattr(config, "src", ()) or ())
+    base = getattr(config, "root", None) if src else None
+    root = find_root(path)
+    key = (root, src, base)
+    project = _PROJECTS.get(key)
+    if project is None:
+        project = _PROJECTS[key] = Project(root, src, src_base=base)
+    return project
+
+
+def forget_projects() -> None:
+    """Drop every shared project (tests; a long-lived process that wants a fresh view)."""
+    _PROJECTS.clear()

@@ -1,0 +1,201 @@
+"""distlint.analysis.project: static module resolution, parse-once, errors, dependencies."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from distlint.analysis.project import Project, find_root, project_for
+from distlint.config import Config
+
+ROOT = os.path.abspath("/proj")
+
+
+def P(rel: str) -> str:
+    return os.path.join(ROOT, *rel.split("/"))
+
+
+def make(files: dict[str, str], src=()) -> Project:
+    return Project.from_sources(ROOT, files, src=src)
+
+
+FLAT = {
+    "scripts/train.py": "import utils\nfrom misc import get_world_size\n",
+    "scripts/utils.py": "X = 1\n",
+    "misc.py": "def get_world_size(): ...\n",
+    "pkg/__init__.py": "",
+    "pkg/models/__init__.py": "from .unet import UNet\nfrom . import blocks\nfrom ..optim import make\n",
+    "pkg/models/unet.py": "class UNet: ...\n",
+    "pkg/models/blocks.py": "",
+    "pkg/optim.py": "def make(): ...\n",
+    "src/lib/__init__.py": "",
+    "src/lib/helpers.py": "",
+    "nsroot/ns/mod.py": "",
+}
+
+
+@pytest.mark.parametrize(
+    "importer, module, level, expected",
+    [
+        ("scripts/train.py", "utils", 0, "scripts/utils.py"),  # the importer's own folder
+        ("scripts/train.py", "misc", 0, "misc.py"),  # the project root
+        ("scripts/train.py", "pkg", 0, "pkg/__init__.py"),
+        ("scripts/train.py", "pkg.models", 0, "pkg/models/__init__.py"),
+        ("scripts/train.py", "pkg.models.unet", 0, "pkg/models/unet.py"),
+        ("scripts/train.py", "lib.helpers", 0, "src/lib/helpers.py"),  # src/ layout
+        ("pkg/models/__init__.py", "unet", 1, "pkg/models/unet.py"),
+        ("pkg/models/__init__.py", "", 1, "pkg/models/__init__.py"),
+        ("pkg/models/__init__.py", "optim", 2, "pkg/optim.py"),
+        ("pkg/models/unet.py", "", 2, "pkg/__init__.py"),
+        ("scripts/train.py", "torch", 0, None),  # third-party: not a project file
+        ("scripts/train.py", "os.path", 0, None),
+        ("scripts/train.py", "pkg.missing", 0, None),
+        ("misc.py", "x", 3, None),  # above the root
+        ("scripts/train.py", "nsroot.ns", 0, None),  # a namespace package has no file
+        ("scripts/train.py", "nsroot.ns.mod", 0, "nsroot/ns/mod.py"),
+    ],
+)
+def test_resolve_import(importer, module, level, expected):
+    project = make(FLAT)
+    found = project.resolve_import(P(importer), module, level)
+    assert found == (P(expected) if expected else None)
+
+
+def test_resolve_from_import_finds_submodule_files_only():
+    project = make(FLAT)
+    train = P("scripts/train.py")
+    assert project.resolve_from_import(train, "pkg.models", "unet") == P("pkg/models/unet.py")
+    assert project.resolve_from_import(train, "pkg", "optim") == P("pkg/optim.py")
+    assert project.resolve_from_import(train, "pkg.models", "UNet") is None  # a name, not a file
+    assert project.resolve_from_import(train, "misc", "get_world_size") is None
+    assert project.resolve_from_import(train, "nsroot.ns", "mod") == P("nsroot/ns/mod.py")
+    init = P("pkg/models/__init__.py")
+    assert project.resolve_from_import(init, "", "blocks", 1) == P("pkg/models/blocks.py")
+    assert project.resolve_from_import(init, "", "optim", 2) == P("pkg/optim.py")
+    assert project.resolve_from_import(train, "torch", "optim") is None
+
+
+def test_configured_src_and_first_match_wins():
+    files = {
+        "app/train.py": "",
+        "lib/common/__init__.py": "",
+        "lib/common/dist.py": "",
+        "common/dist.py": "",  # the root comes before configured src folders
+    }
+    project = make(files, src=["lib"])
+    assert project.resolve_import(P("app/train.py"), "common.dist") == P("common/dist.py")
+    del files["common/dist.py"]
+    project = make(files, src=["lib"])
+    assert project.resolve_import(P("app/train.py"), "common.dist") == P("lib/common/dist.py")
+    assert make(files).resolve_import(P("app/train.py"), "common.dist") is None
+
+
+def test_module_is_parsed_once_per_content():
+    project = make(FLAT)
+    first = project.module(P("pkg/optim.py"))
+    assert first is not None and first.text == "def make(): ...\n"
+    assert "make" in first.index.functions
+    assert project.module(P("pkg/optim.py")) is first
+    assert project.parse_count == 1
+    # the same content at another path shares the parse
+    same = make({"a.py": "x = 1\n", "b.py": "x = 1\n"})
+    a, b = same.module(P("a.py")), same.module(P("b.py"))
+    assert a is not None and b is not None and a.module is b.module and same.parse_count == 1
+
+
+def test_unparsable_module_reported_once_and_named():
+    project = make({"train.py": "import broken\n", "broken.py": "def f(:\n    pass\n"})
+    assert project.module(P("broken.py")) is None
+    assert project.module(P("broken.py")) is None
+    assert len(project.errors) == 1
+    err = project.errors[0]
+    assert err.path == P("broken.py") and err.line == 1 and "syntax" in err.message
+
+
+def test_oversized_module_is_refused_without_parsing(tmp_path, monkeypatch):
+    import distlint.analysis.project as project_mod
+
+    monkeypatch.setattr(project_mod, "MAX_MODULE_BYTES", 100)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "big.py").write_text("x = 1\n" * 50)
+    project = Project(str(tmp_path))
+    assert project.module(str(tmp_path / "big.py")) is None
+    assert project.parse_count == 0
+    assert "over the 100-byte limit" in project.errors[0].message
+
+
+def test_cyclic_imports_resolve_without_looping():
+    project = make({"a.py": "import b\n", "b.py": "import a\n"})
+    seen, todo = set(), [P("a.py")]
+    while todo:  # a caller's walk over the import graph terminates
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for name in ("a", "b"):
+            found = project.resolve_import(path, name)
+            if found:
+                todo.append(found)
+    assert seen == {P("a.py"), P("b.py")}
+
+
+def test_dependencies_and_tracking_carry_memoised_consultations():
+    project = make({"a.py": "", "b.py": "", "c.py": "", "d.py": ""})
+    with project.tracking(P("a.py")) as deps_a:
+        project.module(P("b.py"))
+        project.module(P("d.py"))  # consulted while b's facts were computed
+    assert set(deps_a) == {P("b.py"), P("d.py")}
+    with project.tracking(P("c.py")) as deps_c:
+        project.module(P("b.py"))  # memoised: d must still be a dependency of c
+    assert set(deps_c) == {P("b.py"), P("d.py")}
+    assert set(project.dependencies()) == {P("b.py"), P("d.py")}
+    assert all(len(d) == 64 for d in project.dependencies().values())
+
+
+def test_overlay_replaces_disk_content_and_refreshes(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "helper.py").write_text("A = 1\n")
+    project = Project(str(tmp_path))
+    path = str(tmp_path / "helper.py")
+    assert project.module(path).text == "A = 1\n"
+    before = project.digest(path)
+    project.set_overlay(path, "A = 2\n")
+    assert project.module(path).text == "A = 2\n"
+    assert project.digest(path) != before
+    project.set_overlay(path, None)
+    assert project.module(path).text == "A = 1\n"
+
+
+def test_root_discovery_and_shared_project(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "examples" / "sub").mkdir(parents=True)
+    script = tmp_path / "examples" / "sub" / "train.py"
+    script.write_text("")
+    assert find_root(str(script)) == str(tmp_path)
+    config = Config(src=("lib",), root=str(tmp_path))
+    first = project_for(str(script), config)
+    assert project_for(str(tmp_path / "examples" / "x.py"), config) is first
+    assert os.path.join(str(tmp_path), "lib") in first.search_roots
+    lonely = tmp_path.parent / f"{tmp_path.name}-bare"
+    lonely.mkdir()
+    (lonely / "t.py").write_text("")
+    if not any(
+        os.path.exists(os.path.join(d, m))
+        for d in [str(lonely), *map(str, lonely.parents)]
+        for m in ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+    ):
+        assert find_root(str(lonely / "t.py")) == str(lonely)
+
+
+def test_src_setting_is_validated(tmp_path):
+    from distlint.config import ConfigError, load_config_file
+
+    bad = tmp_path / "pyproject.toml"
+    bad.write_text('[tool.distlint]\nsrc = "src"\n')
+    with pytest.raises(ConfigError) as exc:
+        load_config_file(str(bad))
+    assert str(bad) in str(exc.value) and "src" in str(exc.value)
+    good = tmp_path / "distlint.toml"
+    good.write_text('src = ["src", "lib"]\n')
+    assert load_config_file(str(good)).src == ("src", "lib")
