@@ -304,3 +304,34 @@ def test_torchtune_component_and_hydra_target():
     assert comp.target == "torch.optim.SGD" and comp.partial and comp.kwargs["lr"].value == 0.1
     not_instantiate = _expr(info, "OmegaConf.load('conf/opt.yaml')")
     assert config_component(info.index, not_instantiate, project, P("train.py")) is None
+
+
+def test_config_loaded_by_a_function_of_another_module():
+    files = {
+        "configs/base.yaml": "optimizer:\n  lr: 1.5e-4\n",
+        "config.py": "import os\nfrom omegaconf import OmegaConf\n"
+        "CONFIG_DIR = os.path.join(os.path.dirname(__file__), 'configs')\n\n"
+        "def load_config(name='base'):\n    return OmegaConf.load(os.path.join(CONFIG_DIR, name + '.yaml'))\n",
+        "pkg/__init__.py": "",
+        "pkg/settings.py": "from ..config import load_config\n\ndef get():\n    return load_config()\n",
+        "pkg/helpers.py": "from omegaconf import OmegaConf\n\ndef load():\n    return OmegaConf.load('configs/base.yaml')\n",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/run.py": "from ..helpers import load\nd = load().optimizer.lr\n",
+        "train.py": "import config\nfrom config import load_config as lc\nfrom pkg import settings\n"
+        "a = lc().optimizer.lr\nb = config.load_config().optimizer.lr\nc = settings.get().optimizer.lr\n",
+    }
+    for text in ("lc().optimizer.lr", "config.load_config().optimizer.lr"):
+        value, _ = value_of(files, text)
+        assert value is not None and value.value == 1.5e-4 and value.file == P("configs/base.yaml")
+    assert value_of(files, "settings.get().optimizer.lr")[0] is None  # `..` above the root
+    value, _ = value_of(files, "load().optimizer.lr", "pkg/sub/run.py")
+    assert value is not None and value.line == 2
+
+
+def test_mutually_recursive_helpers_terminate():
+    files = {
+        "a.py": "from b import g\n\ndef f():\n    return g()\n",
+        "b.py": "from a import f\n\ndef g():\n    return f()\n",
+        "train.py": "from a import f\nx = f().lr\n",
+    }
+    assert value_of(files, "f().lr")[0] is None

@@ -192,6 +192,7 @@ class _Resolver:
         self.project = project
         self.path = os.path.abspath(path) if path and not path.startswith("<") else None
         self._busy: set[cst.Call] = set()
+        self._active: set[tuple[str, str]] = set()  # project functions being followed
 
     # ------------------------------------------------------------------ answers
     def value(self, node: cst.CSTNode) -> ConfigValue | None:
@@ -330,6 +331,9 @@ class _Resolver:
             ]
         if q in _HYDRA_COMPOSE:
             return self._hydra_compose(call)
+        imported = self._project_function(call.func)
+        if imported is not None:
+            return self._returns_of(imported, depth)
         if isinstance(call.func, cst.Attribute):
             attr = call.func.attr.value
             if attr == "get" and call.args:
@@ -344,6 +348,69 @@ class _Resolver:
                 if parser is not None:
                     return [_Located(None, (), "argparse", parser)]
         return []
+
+    # ------------------------------------------------------------------ other modules
+    def _project_function(self, func: cst.BaseExpression):
+        """``load_config`` imported from a project module (``from config import load_config``,
+        ``import config`` + ``config.load_config``): (its ModuleInfo, its FunctionDef)."""
+        project, index = self.project, self.index
+        if project is None or self.path is None:
+            return None
+        if isinstance(func, cst.Name):
+            base, attr = func, None
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            base, attr = func.value, func.attr.value
+        else:
+            return None
+        statements = [b.node for b in index.bindings_of(base) if b.op == "import"]
+        if not statements:  # an index that does not bind relative imports: read them here
+            statements = [
+                sub
+                for sub in _walk_imports(index.module)
+                if isinstance(sub, cst.ImportFrom) and sub.relative
+            ]
+        for stmt in statements:
+            target = None
+            name = base.value
+            if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+                module = _dotted(stmt.module) if stmt.module is not None else ""
+                level = len(stmt.relative)
+                for alias in stmt.names:
+                    name = _dotted(alias.name)
+                    local = _dotted(alias.asname.name) if alias.asname else name
+                    if local == base.value:
+                        sub = project.resolve_from_import(self.path, module, name, level)
+                        if sub is not None:  # `from pkg import config`: a module
+                            target, name = sub, attr
+                        elif attr is None:
+                            target = project.resolve_import(self.path, module, level)
+            elif isinstance(stmt, cst.Import) and attr is not None:
+                for alias in stmt.names:
+                    full = _dotted(alias.name)
+                    local = alias.asname.name.value if alias.asname else full.split(".")[0]
+                    if local == base.value and (alias.asname is not None or "." not in full):
+                        target, name = project.resolve_import(self.path, full, 0), attr
+            if target is None or name is None:
+                continue
+            info = project.module(target)
+            if info is None:
+                return None
+            for fn in info.index.functions.get(name, ())[-1:]:
+                return info, fn
+        return None
+
+    def _returns_of(self, found, depth: int) -> list[_Located]:
+        info, fn = found
+        key = (info.path, fn.name.value)
+        if key in self._active or depth > _MAX_DEPTH:
+            return []
+        child = _Resolver(info.index, self.project, info.path)
+        child._active = self._active | {key}
+        out: list[_Located] = []
+        for ret in info.index.returns.get(fn, ()):
+            if ret.value is not None:
+                out.extend(child.locate(ret.value, depth + 1, set()))
+        return out
 
     # ------------------------------------------------------------------ paths
     def path_of(self, node: cst.BaseExpression, stream: bool, depth: int, seen: set[int]):
@@ -395,6 +462,10 @@ class _Resolver:
             if len(texts) == 1:
                 return texts.pop()
             return None
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            left = self._path_text(node.left, depth + 1)
+            right = self._path_text(node.right, depth + 1)
+            return left + right if left is not None and right is not None else None
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
             left = self._path_text(node.left, depth + 1)
             right = self._path_text(node.right, depth + 1)
@@ -690,6 +761,22 @@ def _qual(index: Index, node: cst.CSTNode) -> str | None:
         if not index.bindings_of(node):
             return node.value
     return q
+
+
+def _dotted(node: cst.CSTNode) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def _walk_imports(module: cst.Module):
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    yield small
 
 
 def _walk_calls(node: cst.CSTNode):

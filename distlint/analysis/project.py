@@ -365,14 +365,17 @@ class Project:
     def _bases(self, importer: str, level: int) -> list[str]:
         here = os.path.dirname(importer)
         if level > 0:
+            # `from ..x` in a.b.c means a.x: the importer's folder and the level - 1 folders
+            # above it are packages (the root itself only when it has an __init__.py)
             base = here
-            for _ in range(level - 1):
-                parent = os.path.dirname(base)
-                if parent == base:
-                    return []
-                base = parent
-            if not self._within(base):
-                return []
+            for step in range(level):
+                if not self._within(base) or (
+                    base == self.root and not self.is_file(os.path.join(base, "__init__.py"))
+                ):
+                    if not (step == 0 and level == 1 and base == self.root):
+                        return []
+                if step < level - 1:
+                    base = os.path.dirname(base)
             return [base]
         return list(dict.fromkeys((here, *self.search_roots)))
 
