@@ -17,11 +17,29 @@ from distlint.discovery import iter_source_files
 from distlint.model import Applicability, FileError, FileResult, Finding
 
 
-def _lint_source(*args, **kwargs) -> FileResult:
+def _lint_source(source, path, *args, project=None, **kwargs) -> FileResult:
     # The engine (LibCST, the rules) loads on first use: a run answered from the cache never needs it.
     from distlint.runner import lint_source
 
-    return lint_source(*args, **kwargs)
+    if project is None:
+        return lint_source(source, path, *args, **kwargs)
+    with project.tracking(path) as deps:
+        result = lint_source(source, path, *args, project=project, **kwargs)
+    # Modules and config files this file reached that could not be read or parsed: reported
+    # once per run, by the first file that needs them, unless they are linted themselves.
+    broken = project.report_errors(deps, exclude=path)
+    return replace(
+        result,
+        errors=result.errors + tuple(broken),
+        dependencies=tuple(sorted(deps.items())),
+    )
+
+
+def project_for(path: str, config: Config):
+    """The project analysis shared by every file of ``path``'s project in this process."""
+    from distlint.analysis.project import project_for as shared
+
+    return shared(path, config)
 
 
 __all__ = [
@@ -82,8 +100,12 @@ def lint_source(
     unsafe_fixes: bool | None = None,
     ignore_noqa: bool = False,
     debug: bool = False,
+    project=None,
 ) -> FileResult:
-    """Lint ``source`` as the file ``path``; see :func:`distlint.runner.lint_source`."""
+    """Lint ``source`` as the file ``path``; see :func:`distlint.runner.lint_source`.
+
+    ``project`` (a :class:`distlint.analysis.project.Project`, e.g. :func:`project_for`): follow
+    the file's imports and config files; None: the file alone."""
     if path.endswith(".ipynb"):
         from distlint import notebook
 
@@ -104,6 +126,7 @@ def lint_source(
         unsafe_fixes=unsafe_fixes,
         ignore_noqa=ignore_noqa,
         debug=debug,
+        project=project,
     )
 
 
@@ -115,6 +138,7 @@ def fix_source(
     fix_ids: Collection[int] | None = None,
     unsafe_fixes: bool | None = None,
     ignore_noqa: bool = False,
+    project=None,
 ) -> str:
     """The text ``source`` with fixes applied, through the same fix rounds as ``distlint fix``.
 
@@ -134,6 +158,7 @@ def fix_source(
         unsafe_fixes=unsafe_fixes,
         ignore_noqa=ignore_noqa,
         fix_ids=frozenset(fix_ids) if fix_ids is not None else None,
+        project=project,
     )
     return result.fixed_source if result.fixed_source is not None else source
 
@@ -190,9 +215,13 @@ def _lint_file(
     result = _lint_data(path, data, config, options)
     # A fix run's result equals the check result only when no fix was wanted: nothing changed
     # (a `--diff` run must not cache the post-fix findings under the unfixed file's key).
-    if cache and (
-        not options.fix
-        or (result.fixed_source is None and not _fix_wanted(result, config, options))
+    if (
+        cache
+        and all(e.path == path for e in result.errors)
+        and (
+            not options.fix
+            or (result.fixed_source is None and not _fix_wanted(result, config, options))
+        )
     ):
         store, key = _cache_entry(path, data, config, options)
         store.put(key, result)
@@ -208,6 +237,7 @@ def _lint_data(path: str, data: bytes, config: Config, options: LintOptions) -> 
         unsafe_fixes=options.unsafe_fixes,
         ignore_noqa=options.ignore_noqa,
         debug=options.debug,
+        project=None if path.endswith(".ipynb") else project_for(path, config),
     )
     if options.fix and options.write and result.fixed_bytes is not None:
         try:
@@ -273,6 +303,9 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
             slots.append(hit if hit is not None else item)
     todo = [slot for slot in slots if isinstance(slot, str)]
     if todo:
+        from distlint.analysis.project import lint_run
+
+        lint_run(todo)  # a module linted in this run reports its own errors, not its importers
         # Load LibCST and the rules here, once: forked pool workers inherit them instead of
         # each importing them again.
         from distlint.registry import all_rules

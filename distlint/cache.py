@@ -94,9 +94,13 @@ class Cache:
         except OSError:
             return None
         try:
-            return _decode(json.loads(raw), path)
+            result = _decode(json.loads(raw), path)
         except Exception:  # corrupt, truncated or foreign entry: lint the file again
             return None
+        # The modules and config files it reached are part of the key: any changed, a miss.
+        if any(_digest_now(dep) != digest for dep, digest in result.dependencies):
+            return None
+        return result
 
     def put(self, key: str, result: FileResult) -> None:
         try:
@@ -162,7 +166,25 @@ def _encode(result: FileResult) -> dict[str, Any]:
         "findings": [_finding_out(f) for f in result.findings],
         "suppressed": [_finding_out(f) for f in result.suppressed],
         "errors": [[e.message, e.line, e.column] for e in result.errors],
+        "deps": [list(d) for d in result.dependencies],
     }
+
+
+def _digest_now(path: str) -> str:
+    """sha256 of a file's bytes now (``missing`` when unreadable), memoised by stat."""
+    try:
+        st = os.stat(path)
+        key = (path, st.st_mtime_ns, st.st_size)
+        found = _DIGESTS.get(key)
+        if found is None:
+            with open(path, "rb") as handle:
+                found = _DIGESTS[key] = hashlib.sha256(handle.read()).hexdigest()
+        return found
+    except OSError:
+        return "missing"
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}
 
 
 def _finding_out(f: Finding) -> list:
@@ -189,6 +211,7 @@ def _decode(data: dict[str, Any], path: str) -> FileResult:
         findings=tuple(_finding_in(item, path) for item in data["findings"]),
         errors=tuple(_error_in(item, path) for item in data["errors"]),
         suppressed=tuple(_finding_in(item, path) for item in data["suppressed"]),
+        dependencies=tuple((str(p), str(d)) for p, d in data.get("deps", ())),
     )
 
 

@@ -125,3 +125,6 @@ class FileResult:
     fixes_applied: int = 0
     # Suppressed findings (kept for --ignore-noqa / unused-noqa bookkeeping and statistics).
     suppressed: tuple[Finding, ...] = ()
+    # (path, sha256) of the other project modules and config files the analysis consulted:
+    # part of the cache key, and what the language server re-lints dependents on.
+    dependencies: tuple[tuple[str, str], ...] = ()

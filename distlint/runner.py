@@ -17,6 +17,7 @@ import libcst as cst
 
 from distlint import fixes as fixes_mod
 from distlint.analysis import Index
+from distlint.analysis.project import Project
 from distlint.config import Config
 from distlint.fixes import Fix
 from distlint.model import Applicability, FileError, FileResult, Finding, FixInfo, Range
@@ -127,8 +128,12 @@ def lint_source(
     rules: Sequence[Rule] | None = None,
     debug: bool = False,
     fix_ids: Collection[int] | None = None,
+    project: Project | None = None,
 ) -> FileResult:
     """Lint ``source`` as the file ``path``; with ``fix``, also compute the fixed text.
+
+    ``project``: the :class:`~distlint.analysis.project.Project` the file belongs to, shared by
+    the files of a run (other modules and config files are then followed); None: this file only.
 
     ``fix_ids`` (with ``fix``) applies only the fixes of the findings with these
     :attr:`Finding.fix_id` values, from a lint of this same text, safe or not, in one round
@@ -172,7 +177,18 @@ def lint_source(
     errors: list[FileError] = []
     try:
         current = _lint_module(
-            module, text, path, active, config, ignore_noqa, unsafe_fixes, errors, debug, enabled
+            module,
+            text,
+            path,
+            active,
+            config,
+            ignore_noqa,
+            unsafe_fixes,
+            errors,
+            debug,
+            enabled,
+            project=project,
+            data=source,
         )
     except RecursionError:
         return FileResult(path, errors=(FileError(path, "source is too deeply nested to analyse"),))
@@ -213,7 +229,17 @@ def lint_source(
         module = new_module
         text = module.code
         current = _lint_module(
-            module, text, path, active, config, ignore_noqa, unsafe_fixes, errors, debug, enabled
+            module,
+            text,
+            path,
+            active,
+            config,
+            ignore_noqa,
+            unsafe_fixes,
+            errors,
+            debug,
+            enabled,
+            project=project,
         )
     fixed_source = module.code if changed else None
     return FileResult(
@@ -291,9 +317,16 @@ def _lint_module(
     errors: list[FileError],
     debug: bool,
     enabled: frozenset[str] = frozenset(),
+    project: Project | None = None,
+    data: str | bytes | None = None,
 ) -> _Round:
     index = Index(module, text)
+    if project is not None and data is not None:
+        # the file as read is a module of the project: imported by others, parsed once
+        raw = data if isinstance(data, bytes) else data.encode("utf-8")
+        project.add_module(path, raw, module, index)
     ctx = RuleContext(index, path, text)
+    ctx.project = project  # type: ignore[attr-defined]
     for rule in active:
         ctx._rule = rule
         try:

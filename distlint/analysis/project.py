@@ -107,6 +107,7 @@ class Project:
         for p, text in (overlay or {}).items():
             self.set_overlay(p, text)
         self._data: dict[str, bytes | None] = {}  # path -> bytes read (None: unreadable)
+        self._stats: dict[str, tuple[int, int]] = {}  # path -> (mtime_ns, size) when read
         self._modules: dict[str, ModuleInfo | None] = {}
         self._configs: dict[str, Any] = {}
         self._parsed: dict[str, tuple[Any, Any]] = {}  # digest -> (module, index)
@@ -120,6 +121,7 @@ class Project:
         self._first: dict[str, int] = {}
         self._hints: dict[str, frozenset[str]] = {}
         self.parse_count = 0  # modules parsed by this project (benchmarks, tests)
+        self._reported: set[tuple[str, str]] = set()
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -150,6 +152,7 @@ class Project:
         """Forget what was read of ``path`` (it changed on disk or in an editor)."""
         full = normalise(path)
         self._data.pop(full, None)
+        self._stats.pop(full, None)
         self._modules.pop(full, None)
         self._configs.pop(full, None)
         self._isfile.pop(full, None)
@@ -199,7 +202,9 @@ class Project:
         else:
             data = None
             try:
-                size = os.path.getsize(full)
+                st = os.stat(full)
+                self._stats[full] = (st.st_mtime_ns, st.st_size)
+                size = st.st_size
                 if size > limit:
                     self._error(full, f"{size} bytes, over the {limit}-byte limit: not analysed")
                 else:
@@ -214,6 +219,22 @@ class Project:
         if data is not None:
             self._digests[full] = hashlib.sha256(data).hexdigest()
         return data
+
+    def _stale(self, full: str) -> bool:
+        """The file changed on disk since it was read (a long-lived process: the language
+        server, a test session): forget it, so it is read and parsed again."""
+        known = self._stats.get(full)
+        if known is None:
+            return False  # in memory, an open buffer, or unreadable
+        try:
+            st = os.stat(full)
+            now = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            now = None
+        if now == known:
+            return False
+        self.refresh(full)
+        return True
 
     def digest(self, path: str) -> str | None:
         full = normalise(path)
@@ -234,7 +255,7 @@ class Project:
         bounds; the error is recorded once in ``errors``. Cycles are the caller's memo's job."""
         full = normalise(path)
         self._touch(full)
-        if full in self._modules:
+        if full in self._modules and not self._stale(full):
             return self._modules[full]
         info = self._load_module(full)
         self._modules[full] = info
@@ -248,11 +269,17 @@ class Project:
         known = self._modules.get(full)
         if known is not None and known.digest == digest:
             return known
-        if self._data.get(full) is not None and self._digests.get(full) != digest:
-            self.refresh(full)  # the linted text differs from what was read (an open buffer)
-            self._overlay[full] = data
+        if full in self._data and self._digests.get(full) != digest:
+            self.refresh(full)  # the linted text differs from what was read before
         self._data[full] = data
         self._digests[full] = digest
+        if self._memory is None and full not in self._overlay:
+            try:  # a later change on disk must be noticed (see `_stale`)
+                st = os.stat(full)
+                if st.st_size == len(data):
+                    self._stats[full] = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                pass
         if module is not None and index is not None:
             self._parsed.setdefault(digest, (module, index))
         info = self._load_module(full)
@@ -316,7 +343,7 @@ class Project:
         if not self.is_file(full):
             return None
         self._touch(full)
-        if full in self._configs:
+        if full in self._configs and not self._stale(full):
             return self._configs[full]
         data = self.read_bytes(full, MAX_CONFIG_BYTES)
         doc = None
@@ -464,6 +491,21 @@ class Project:
                 digest = self._digests.get(p)
                 deps[p] = digest if digest is not None else "missing"
 
+    def report_errors(self, deps: Mapping[str, str], exclude: str | None = None) -> list[FileError]:
+        """The recorded errors of files in ``deps`` not reported yet in this run (each is
+        reported once), leaving out files that are linted themselves in this run."""
+        own = normalise(exclude) if exclude else None
+        out = []
+        for err in self.errors:
+            if err.path == own or err.path not in deps or err.path in _RUN_FILES:
+                continue
+            key = (err.path, err.message)
+            if key in self._reported:
+                continue
+            self._reported.add(key)
+            out.append(err)
+        return out
+
     def dependents_of(self, changed: str, results: Mapping[str, Iterable[str]]) -> list[str]:
         """Of ``results`` (path -> its dependency paths), those that depend on ``changed``."""
         full = normalise(changed)
@@ -490,3 +532,13 @@ def project_for(path: str, config: Any = None) -> Project:
 def forget_projects() -> None:
     """Drop every shared project (tests; a long-lived process that wants a fresh view)."""
     _PROJECTS.clear()
+    _RUN_FILES.clear()
+
+
+_RUN_FILES: set[str] = set()
+
+
+def lint_run(paths: Iterable[str]) -> None:
+    """Declare the files a run lints: their own errors are theirs to report."""
+    _RUN_FILES.clear()
+    _RUN_FILES.update(normalise(p) for p in paths)
