@@ -30,7 +30,7 @@ from distlint.config import Config
 from distlint.model import Applicability, FileError, FileResult, Finding, FixInfo, Range, Severity
 
 CACHE_DIR = ".distlint_cache"
-_FORMAT = 1  # bump when the entry layout changes
+_FORMAT = 2  # bump when the entry layout changes (2: dependency digests)
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# distlint cache; see https://bford.info/cachedir/\n"
 
 
