@@ -165,8 +165,10 @@ def lint_source(
     deep = _too_deep(text, path)
     if deep is not None:
         return FileResult(path, errors=(deep,))
+    known = project.parsed(path, source) if project is not None else None
     try:
-        module = cst.parse_module(source)
+        # a module the project already parsed for an importer is not parsed again
+        module = known[0] if known is not None else cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
         return FileResult(path, errors=(_syntax_error(path, text, exc),))
     except RecursionError:
@@ -189,6 +191,7 @@ def lint_source(
             enabled,
             project=project,
             data=source,
+            index=known[1] if known is not None else None,
         )
     except RecursionError:
         return FileResult(path, errors=(FileError(path, "source is too deeply nested to analyse"),))
@@ -319,8 +322,10 @@ def _lint_module(
     enabled: frozenset[str] = frozenset(),
     project: Project | None = None,
     data: str | bytes | None = None,
+    index: Index | None = None,
 ) -> _Round:
-    index = Index(module, text)
+    if index is None:
+        index = Index(module, text)
     if project is not None and data is not None:
         # the file as read is a module of the project: imported by others, parsed once
         raw = data if isinstance(data, bytes) else data.encode("utf-8")

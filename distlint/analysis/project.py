@@ -286,6 +286,11 @@ class Project:
         self._modules[full] = info
         return info
 
+    def parsed(self, path: str, data: str | bytes) -> tuple[Any, Any] | None:
+        """(module, index) of ``data`` when this project already parsed that content."""
+        raw = data if isinstance(data, bytes) else data.encode("utf-8")
+        return self._parsed.get(hashlib.sha256(raw).hexdigest())
+
     def _load_module(self, full: str) -> ModuleInfo | None:
         data = self.read_bytes(full)
         if data is None:
