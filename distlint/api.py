@@ -8,13 +8,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import TypeVar
 
 from distlint.config import Config, ConfigError, resolve_config
 from distlint.discovery import iter_source_files
 from distlint.model import Applicability, FileError, FileResult, Finding
+
+K = TypeVar("K")
 
 
 def _lint_source(source, path, *args, project=None, **kwargs) -> FileResult:
@@ -33,6 +36,24 @@ def _lint_source(source, path, *args, project=None, **kwargs) -> FileResult:
         errors=result.errors + tuple(broken),
         dependencies=tuple(sorted(deps.items())),
     )
+
+
+def lint_document(
+    text: str, path: str, config: Config, open_documents: Mapping[str, str | None] = {}
+) -> FileResult:
+    """Lint an editor buffer as file ``path``: the other open buffers (path -> text; None for a
+    closed one) stand in for their files on disk when this file's analysis reaches them."""
+    project = project_for(path, config)
+    for other, other_text in open_documents.items():
+        if os.path.abspath(other) != os.path.abspath(path):
+            project.set_overlay(other, other_text)
+    return lint_source(text, path, config, project=project)
+
+
+def dependents(changed: str, results: Mapping[K, FileResult]) -> list[K]:
+    """The keys of ``results`` whose lint reached file ``changed`` (to lint them again)."""
+    target = os.path.normpath(os.path.abspath(changed))
+    return [key for key, r in results.items() if any(p == target for p, _ in r.dependencies)]
 
 
 def project_for(path: str, config: Config):

@@ -42,6 +42,17 @@ SOURCE = "distlint"
 FIX_ALL_KIND = "source.fixAll.distlint"
 DEBOUNCE_SECONDS = 0.15
 CONFIG_FILE_NAMES = ("pyproject.toml", "distlint.toml", ".distlint.toml")
+# modules and config files a lint can reach: a change on disk re-lints the open dependents
+DEPENDENCY_GLOBS = ("*.py", "*.yaml", "*.yml", "*.json")
+
+
+def lsp_uri_path(uri: str) -> str:
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    return os.path.normpath(unquote(parsed.path)) if parsed.scheme == "file" else uri
+
+
 IMPORTED_MODULES_COMMAND = "distlint.importedModules"
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -77,6 +88,7 @@ class DistlintServer(LanguageServer):
         self.lints: dict[str, _Lint] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.reported_config_errors: set = set()
+        self.stale: set[str] = set()  # open documents whose dependencies changed
 
     # ------------------------------------------------------------------ helpers
     def log(self, message: str, kind: lsp.MessageType = lsp.MessageType.Info) -> None:
@@ -103,8 +115,9 @@ class DistlintServer(LanguageServer):
         doc = self.workspace.get_text_document(uri)
         text = doc.source
         cached = self.lints.get(uri)
-        if cached is not None and cached.text == text:
+        if cached is not None and cached.text == text and uri not in self.stale:
             return cached
+        self.stale.discard(uri)
         path = self.document_path(uri)
         try:
             config = api.config_for(path, self.options)
@@ -117,7 +130,13 @@ class DistlintServer(LanguageServer):
                     lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"distlint: {exc}")
                 )
             return None
-        result = api.lint_source(text, path, config)
+        # other open buffers stand in for their files when this file's analysis reaches them
+        buffers = {
+            self.document_path(u): d.source
+            for u, d in list(self.workspace.text_documents.items())
+            if u != uri and self.is_python(u)
+        }
+        result = api.lint_document(text, path, config, buffers)
         for error in result.errors:
             self.log(f"{error}", lsp.MessageType.Warning)
         if result.errors and not result.findings:
@@ -128,6 +147,7 @@ class DistlintServer(LanguageServer):
 
     def lint_and_publish(self, uri: str) -> None:
         self.pending.pop(uri, None)
+        previous = self.lints.get(uri)
         try:
             entry = self.lint(uri)
         except Exception as exc:  # a bug must cost this document its diagnostics, not the server
@@ -144,6 +164,17 @@ class DistlintServer(LanguageServer):
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=doc.version)
         )
+        if previous is not None and previous.text != entry.text:  # this buffer was edited
+            self.lint_dependents(entry.path)
+
+    def lint_dependents(self, path: str) -> None:
+        """Open documents whose last lint reached ``path`` (a module or config file that
+        changed in a buffer or on disk): lint them again."""
+        others = {u: e.result for u, e in self.lints.items()}
+        for dependent in api.dependents(path, others):
+            if self.document_path(dependent) != path:
+                self.stale.add(dependent)
+                self.schedule(dependent, DEBOUNCE_SECONDS)
 
     def schedule(self, uri: str, delay: float) -> None:
         handle = self.pending.pop(uri, None)
@@ -393,7 +424,8 @@ def create_server() -> DistlintServer:
         watched = caps.did_change_watched_files if caps else None
         if watched and watched.dynamic_registration:
             watchers = [
-                lsp.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_FILE_NAMES
+                lsp.FileSystemWatcher(glob_pattern=f"**/{name}")
+                for name in CONFIG_FILE_NAMES + DEPENDENCY_GLOBS
             ]
             ls.client_register_capability(
                 lsp.RegistrationParams(
@@ -435,7 +467,12 @@ def create_server() -> DistlintServer:
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched(ls: DistlintServer, params: lsp.DidChangeWatchedFilesParams) -> None:
-        ls.configuration_changed()
+        paths = [lsp_uri_path(change.uri) for change in params.changes]
+        if any(os.path.basename(p) in CONFIG_FILE_NAMES for p in paths) or not paths:
+            ls.configuration_changed()
+            return
+        for path in paths:  # a project module or config file changed on disk
+            ls.lint_dependents(path)
 
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,

@@ -143,3 +143,25 @@ def test_cli_names_the_config_file(tmp_path):
     )
     assert proc.returncode == 1, proc.stderr
     assert "conf/optimizer/adamw.yaml:2: optimizer.lr = 3e-4" in proc.stdout
+
+
+def test_cache_key_covers_reached_modules_and_config_files(tmp_path):
+    import shutil
+
+    project = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "projects" / "omegaconf_helper_module", project)
+    entry = str(project / "train.py")
+    options = api.LintOptions(select=("ALL",), cache=True, jobs=1)
+    forget_projects()
+    first = list(api.lint_paths([entry], options))[0]
+    reached = {rel(project, p) for p, _ in first.dependencies}
+    assert {"config.py", "configs/base.yaml"} <= reached
+    assert api._cached_result(entry, options) is not None  # unchanged: answered from the cache
+    yaml_path = project / "configs" / "base.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("1.5e-4", "2.5e-4"))
+    assert api._cached_result(entry, options) is None  # a reached config file changed: a miss
+    again = list(api.lint_paths([entry], options))[0]
+    assert any("optimizer.lr = 2.5e-4" in f.message for f in again.findings)
+    helper = project / "config.py"
+    helper.write_text(helper.read_text() + "\n# touched\n")
+    assert api._cached_result(entry, options) is None  # a reached module changed: a miss

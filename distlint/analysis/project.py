@@ -142,10 +142,13 @@ class Project:
     def set_overlay(self, path: str, text: str | bytes | None) -> None:
         """Use ``text`` instead of the file on disk (an editor's open buffer); None: the disk."""
         full = normalise(path)
-        if text is None:
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        if self._overlay.get(full) == data:
+            return  # unchanged: keep what was parsed and memoised
+        if data is None:
             self._overlay.pop(full, None)
         else:
-            self._overlay[full] = text.encode("utf-8") if isinstance(text, str) else text
+            self._overlay[full] = data
         self.refresh(full)
 
     def refresh(self, path: str) -> None:
