@@ -614,7 +614,7 @@ class _Resolver:
         dest = loc.keys[0]
         rest = loc.keys[1:]
         # The override files' own paths (`args.config`) come from the defaults: no re-entry.
-        overrides = [] if loc.parser in self._busy else self._argparse_overrides(loc.parser)
+        overrides = [] if loc.parser in self._busy else self._memo("overrides", loc.parser)
         for root, flavor in reversed(overrides):
             entry = root.find((dest, *rest))
             if entry is not None:
@@ -622,7 +622,7 @@ class _Resolver:
                 return self.to_value(root, entry, key, flavor)
         if rest:
             return None
-        for call in self._add_argument_calls(loc.parser):
+        for call in self._memo("arguments", loc.parser):
             names = [string_value(a.value) for a in call.args if a.keyword is None]
             names = [n for n in names if n]
             dest_arg = Index.argument(call, "dest")
@@ -656,6 +656,18 @@ class _Resolver:
                 value, self.path or "<stdin>", self._line(call), label, text, "argparse"
             )
         return None
+
+    def _memo(self, what: str, parser: cst.Call) -> list:
+        """Per-parser answers, once per module (``project.memo``; keyed by node identity)."""
+        compute = self._argparse_overrides if what == "overrides" else self._add_argument_calls
+        memo = self.project.memo if self.project is not None else None
+        if memo is None:
+            return compute(parser)
+        key = ("configsource.argparse", what, id(self.index), id(parser))
+        found = memo.get(key)
+        if found is None or found[0] is not parser:
+            found = memo[key] = (parser, compute(parser))
+        return found[1]
 
     def _argparse_overrides(self, parser: cst.Call) -> list[tuple[Entry, str]]:
         """Config files whose keys override the parser's defaults, in source order."""
