@@ -19,6 +19,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from distlint.model import FileError
@@ -54,7 +55,11 @@ def find_root(path: str) -> str:
     """The nearest folder at or above ``path`` holding a pyproject.toml, setup.py, setup.cfg or
     .git; the file's own folder when there is none."""
     start = normalise(path)
-    here = start if os.path.isdir(start) else os.path.dirname(start)
+    return _root_of_dir(start if os.path.isdir(start) else os.path.dirname(start))
+
+
+@lru_cache(maxsize=1024)
+def _root_of_dir(here: str) -> str:
     current = here
     while True:
         if any(os.path.exists(os.path.join(current, m)) for m in ROOT_MARKERS):
@@ -541,6 +546,7 @@ def forget_projects() -> None:
     """Drop every shared project (tests; a long-lived process that wants a fresh view)."""
     _PROJECTS.clear()
     _RUN_FILES.clear()
+    _root_of_dir.cache_clear()
 
 
 _RUN_FILES: set[str] = set()
