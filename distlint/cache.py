@@ -16,6 +16,7 @@ pickle: a cache directory checked into a repository must not be able to run code
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -65,6 +66,10 @@ def cache_key(
     debug: bool = False,
 ) -> str:
     h = hashlib.sha256()
+    if config.unsafe_fixes:
+        # findings and their edits do not depend on it: `check` warms the cache for `fix
+        # --unsafe-fixes`
+        config = dataclasses.replace(config, unsafe_fixes=False)
     for part in (
         engine_fingerprint(),
         repr(config),
