@@ -204,7 +204,9 @@ def lint_file(
     except Exception as exc:
         import traceback
 
-        detail = traceback.format_exc() if options.debug else f"{type(exc).__name__}: {exc}"
+        detail = (
+            traceback.format_exc(limit=-40) if options.debug else f"{type(exc).__name__}: {exc}"
+        )
         return FileResult(
             path,
             errors=(FileError(path, f"internal error: {detail} (--debug shows the traceback)"),),

@@ -191,12 +191,19 @@ def untouched_equal(before: str, after: str, edits: Sequence[Edit]) -> bool:
     return after[pos_after:] == before[pos_before:]
 
 
+class OutsideEdits(ValueError):
+    """A fixed text differs from its input outside the edited spans: it is never written."""
+
+
 def apply_fixes(text: str, fixes: Sequence[Fix]) -> tuple[str, list[Edit]]:
-    """Apply compatible ``fixes`` (see :func:`choose`) to ``text``: (new text, edits applied)."""
+    """Apply compatible ``fixes`` (see :func:`choose`) to ``text``: (new text, edits applied).
+
+    Raises :class:`OutsideEdits` when the result differs from ``text`` anywhere but in the
+    edited spans (splicing keeps that by design; the check guards every fixed text anyway)."""
     edits = ordered_edits(fixes)
     new = splice(text, edits)
-    if not untouched_equal(text, new, edits):  # pragma: no cover - splice keeps it by design
-        raise ValueError("a fix changed text outside its edits")
+    if not untouched_equal(text, new, edits):
+        raise OutsideEdits("the fixed text differs from the input outside the edited spans")
     return new, edits
 
 

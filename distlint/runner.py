@@ -16,7 +16,7 @@ import libcst as cst
 from distlint import fixes as fixes_mod
 from distlint.analysis import Index
 from distlint.config import Config
-from distlint.edits import LineIndex, apply_fixes, choose, fixes_to_apply
+from distlint.edits import LineIndex, OutsideEdits, apply_fixes, choose, fixes_to_apply
 from distlint.edits import decode as decode_text
 from distlint.model import Applicability, FileError, FileResult, Finding, Fix, Range
 from distlint.noqa import Directives, Placement, suppression_edit, unused_noqa
@@ -127,7 +127,7 @@ def lint_source(
             source_text=kept,
         )
 
-    original = text
+    original, first = text, current
     applied = 0
     codes = {}
     for _ in range(MAX_FIX_ROUNDS):
@@ -136,7 +136,12 @@ def lint_source(
             break
         codes = {id(f.fix): f.code for f in current.findings if f.fix is not None}
         chosen, _deferred = choose(wanted)
-        new_text, module, good, dropped = _gate(text, chosen, path)
+        try:
+            new_text, module, good, dropped = _gate(text, chosen, path)
+        except OutsideEdits as exc:
+            errors.append(FileError(path, f"fixes not applied: {exc}"))
+            text, applied, current = original, 0, first
+            break
         for bad in dropped:
             errors.append(
                 FileError(
@@ -223,7 +228,23 @@ def _too_deep(text: str, path: str = "") -> FileError | None:
     LibCST's parser takes time quadratic in the nesting of an expression (a generated
     ``1 + 1 + ...`` of 6,000 terms takes ~45 s), so a file with very long lines or of over 1 MB
     is first measured with CPython's own (fast, C) parser.
+
+    An ``if``/``elif`` chain nests one level per branch (each ``elif`` is an ``If`` in the
+    previous one's ``orelse``): LibCST's native parser crashes the process on chains of about
+    10,000 branches, so a file with that many ``elif`` is measured too, and a chain over
+    :data:`MAX_ELIF_CHAIN` branches is refused in one line.
     """
+    if text.count("elif") > MAX_ELIF_CHAIN:
+        chain = _longest_elif_chain(text)
+        if chain is None:
+            return FileError(path, "source is too deeply nested to analyse")
+        if chain[0] > MAX_ELIF_CHAIN:
+            return FileError(
+                path,
+                f"an if/elif chain of {chain[0]:,} branches: too long to analyse "
+                f"(limit {MAX_ELIF_CHAIN:,})",
+                chain[1],
+            )
     if len(text) < 1_000_000 and (not text or max(map(len, text.splitlines() or [""])) < 2000):
         return None
     import ast
@@ -245,6 +266,35 @@ def _too_deep(text: str, path: str = "") -> FileError | None:
             )
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
     return None
+
+
+MAX_ELIF_CHAIN = 5_000
+
+
+def _longest_elif_chain(text: str) -> tuple[int, int] | None:
+    """(branches, line) of the longest if/elif chain; None when CPython cannot parse it for
+    depth (a syntax error is left to LibCST, which reports it with its location)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (RecursionError, MemoryError):
+        return None
+    except (SyntaxError, ValueError):
+        return 0, 1
+    best = (0, 1)
+    inner: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or id(node) in inner:
+            continue
+        length, current = 1, node
+        while len(current.orelse) == 1 and isinstance(current.orelse[0], ast.If):
+            current = current.orelse[0]
+            inner.add(id(current))
+            length += 1
+        if length > best[0]:
+            best = (length, node.lineno)
+    return best
 
 
 def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
