@@ -29,6 +29,7 @@ def test_code_is_clean(command: tuple[str, ...]) -> None:
 
 def test_version_has_one_source() -> None:
     import importlib.metadata
+
     import tomllib
 
     import distlint
