@@ -215,6 +215,7 @@ def _run(
         debug=debug,
         cache=not no_cache,
         jobs=jobs,
+        keep_source=diff,
     )
     if verify:
         return _run_verify(paths, options, fmt, verify_kwargs)
@@ -239,11 +240,11 @@ def _run(
         for error in result.errors:
             click.echo(str(error), err=True)
         if diff and result.fixed_source is not None:
-            diffs.append(_unified_diff(result))
+            diffs.append(_unified_diff(result, result.source_text or ""))
         # keep findings, not the text of every fixed file, across a large tree
         results.append(
-            replace(result, fixed_source=None, fixed_bytes=None)
-            if result.fixed_source is not None
+            replace(result, fixed_source=None, fixed_bytes=None, source_text=None)
+            if result.fixed_source is not None or result.source_text is not None
             else result
         )
     context = ReportContext(
@@ -251,7 +252,6 @@ def _run(
         unsafe_fixes=bool(unsafe_fixes),
         show_statistics=statistics,
         diff=diff,
-        options=options,
     )
     if diff:
         out = "".join(diffs)
@@ -296,7 +296,6 @@ def _run_stdin(
         unsafe_fixes=bool(options.unsafe_fixes),
         show_statistics=statistics,
         diff=diff,
-        options=options,
     )
     if options.fix and not diff:
         # `distlint fix -`: the fixed source on stdout and nothing else (editors pipe through it)
@@ -310,7 +309,9 @@ def _run_stdin(
         return EXIT_CLEAN if exit_zero or not result.findings else EXIT_FINDINGS
     if diff:
         if result.fixed_source is not None:
-            sys.stdout.write(_unified_diff(result))
+            from distlint.edits import decode
+
+            sys.stdout.write(_unified_diff(result, decode(data)[0]))
         return _exit_code([result], exit_zero, diff_changed=result.fixed_source is not None)
     _emit([result], fmt, output_file, context)
     return _exit_code([result], exit_zero)
@@ -328,50 +329,24 @@ def _excluded(path: str, options: LintOptions) -> bool:
 
 def _run_add_noqa(paths: tuple[str, ...], options: LintOptions) -> int:
     """Write `# noqa: CODE` for every current finding; exit 0 unless a file could not be handled."""
-    import io
-    import tokenize
-
-    from distlint.add_noqa import add_noqa
-    from distlint.fixes import write_atomic
-    from distlint.runner import decode
-
     added = 0
     failed = False
-    for result in lint_paths(list(paths) or ["."], options):
+    for result in lint_paths(list(paths) or ["."], replace(options, add_noqa=True)):
         for error in result.errors:
             click.echo(str(error), err=True)
             failed = True
-        if not result.findings:
-            continue
-        if result.path.endswith(".ipynb"):
+        if result.findings and result.path.endswith(".ipynb"):
             click.echo(
                 f"{result.path}: --add-noqa does not edit notebooks; add the comments in the cells",
                 err=True,
             )
-            continue
-        try:
-            with open(result.path, "rb") as handle:
-                data = handle.read()
-            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-            new_text, count = add_noqa(decode(data), result.findings)
-            if count:
-                write_atomic(result.path, new_text.encode(encoding))
-                added += count
-        except (OSError, SyntaxError, UnicodeError) as exc:
-            click.echo(f"{result.path}: error: cannot add noqa comments: {exc}", err=True)
-            failed = True
+        added += result.noqa_added
     click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
     return EXIT_ERROR if failed else EXIT_CLEAN
 
 
-def _unified_diff(result: FileResult) -> str:
-    try:
-        with open(result.path, "rb") as handle:
-            from distlint.runner import decode
-
-            before = decode(handle.read())
-    except OSError:
-        before = ""
+def _unified_diff(result: FileResult, before: str) -> str:
+    """The diff of ``result``'s fix against ``before``, the text it was computed from."""
     after = result.fixed_source or ""
     return "".join(
         difflib.unified_diff(

@@ -36,7 +36,8 @@ from pygls.lsp.server import LanguageServer
 
 from distlint import __version__, api
 from distlint.config import ConfigError
-from distlint.model import Applicability, FileResult, Finding, Severity
+from distlint.edits import merged
+from distlint.model import Applicability, Edit, FileResult, Finding, Severity
 
 SOURCE = "distlint"
 FIX_ALL_KIND = "source.fixAll.distlint"
@@ -45,7 +46,6 @@ CONFIG_FILE_NAMES = ("pyproject.toml", "distlint.toml", ".distlint.toml")
 IMPORTED_MODULES_COMMAND = "distlint.importedModules"
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-_NOQA_CODES_RE = re.compile(r"#\s*noqa:\s*[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*", re.IGNORECASE)
 _SEVERITY = {
     Severity.ERROR: lsp.DiagnosticSeverity.Error,
     Severity.WARNING: lsp.DiagnosticSeverity.Warning,
@@ -182,10 +182,7 @@ class DistlintServer(LanguageServer):
             code_description=lsp.CodeDescription(href=url) if url else None,
             source=SOURCE,
             message=finding.message,
-            data={
-                "fix_id": finding.fix_id,
-                "fix": finding.fix.applicability.value if finding.fix else None,
-            },
+            data={"fix": finding.fix.applicability.value if finding.fix else None},
         )
 
     def text_edit(self, uri: str, old: str, new: str) -> lsp.WorkspaceEdit:
@@ -208,42 +205,42 @@ class DistlintServer(LanguageServer):
             end = lsp.Position(line=end_a, character=0)
         rng = lsp.Range(start=lsp.Position(line=start, character=0), end=end)
         edit = lsp.TextEdit(range=rng, new_text="".join(b[start:end_b]))
+        return self.workspace_edit(uri, [edit])
+
+    def workspace_edit(self, uri: str, edits: Sequence[lsp.TextEdit]) -> lsp.WorkspaceEdit:
+        doc = self.workspace.get_text_document(uri)
         caps = self.client_capabilities.workspace
         if caps and caps.workspace_edit and caps.workspace_edit.document_changes:
             ident = lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=doc.version)
             return lsp.WorkspaceEdit(
-                document_changes=[lsp.TextDocumentEdit(text_document=ident, edits=[edit])]
+                document_changes=[lsp.TextDocumentEdit(text_document=ident, edits=list(edits))]
             )
-        return lsp.WorkspaceEdit(changes={uri: [edit]})
+        return lsp.WorkspaceEdit(changes={uri: list(edits)})
+
+    def edits_of(self, uri: str, lines: Sequence[str], edits: Sequence[Edit]) -> lsp.WorkspaceEdit:
+        """A finding's own edits (computed by the lint, nothing re-linted) as an LSP edit."""
+        doc = self.workspace.get_text_document(uri)
+        text_edits = [
+            lsp.TextEdit(
+                range=lsp.Range(
+                    start=self.position(lines, e.range.line, e.range.column, doc),
+                    end=self.position(lines, e.range.end_line, e.range.end_column, doc),
+                ),
+                new_text=e.content,
+            )
+            for e in merged(edits)
+        ]
+        return self.workspace_edit(uri, text_edits)
 
     # ------------------------------------------------------------ code actions
-    def fixed_text(self, entry: _Lint, key: Any, **kwargs) -> str:
-        if key not in entry.fixed:
-            entry.fixed[key] = api.fix_source(entry.text, entry.path, entry.config, **kwargs)
-        return entry.fixed[key]
-
-    def noqa_text(self, entry: _Lint, finding: Finding) -> str | None:
-        """The text with ``# noqa: CODE`` on the finding's line, if that suppresses it."""
-        lines = split_lines(entry.text)
-        index = finding.line - 1
-        if index >= len(lines):
-            return None
-        line = lines[index]
-        body = line.rstrip("\r\n")
-        ending = line[len(body) :]
-        existing = _NOQA_CODES_RE.search(body)
-        if existing:
-            body = body[: existing.end()] + f", {finding.code}" + body[existing.end() :]
-        else:
-            body = body.rstrip() + f"  # noqa: {finding.code}"
-        new = "".join(lines[:index]) + body + ending + "".join(lines[index + 1 :])
-        # The line may end inside a multi-line string: only offer what really suppresses it.
-        check = api.lint_source(new, entry.path, entry.config)
-        if check.errors or any(
-            f.code == finding.code and f.line == finding.line for f in check.findings
-        ):
-            return None
-        return new
+    def fixed_text(self, entry: _Lint) -> str:
+        """Fix-all: the lint's edits applied, verified by one lint of the result (more rounds
+        only when that lint finds fixes the first round uncovered)."""
+        if "all" not in entry.fixed:
+            entry.fixed["all"] = api.fix_source(
+                entry.text, entry.path, entry.config, prior=entry.result
+            )
+        return entry.fixed["all"]
 
     def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         uri = params.text_document.uri
@@ -262,38 +259,33 @@ class DistlintServer(LanguageServer):
                 if not _overlaps(rng, params.range):
                     continue
                 diag = self.diagnostic(finding, lines, doc)
-                if finding.fix is not None:
-                    new = self.fixed_text(entry, ("one", finding.fix_id), fix_ids=[finding.fix_id])
-                    if new != entry.text:
-                        unsafe = finding.fix.applicability is Applicability.UNSAFE
-                        title = f"{finding.code}: {finding.fix.title}" + (
-                            " (unsafe fix)" if unsafe else ""
+                if finding.fix is not None and finding.fix.edits:
+                    unsafe = finding.fix.applicability is Applicability.UNSAFE
+                    title = f"{finding.code}: {finding.fix.title}" + (
+                        " (unsafe fix)" if unsafe else ""
+                    )
+                    actions.append(
+                        lsp.CodeAction(
+                            title=title,
+                            kind=lsp.CodeActionKind.QuickFix,
+                            diagnostics=[diag],
+                            is_preferred=not unsafe,
+                            edit=self.edits_of(uri, lines, finding.fix.edits),
                         )
-                        actions.append(
-                            lsp.CodeAction(
-                                title=title,
-                                kind=lsp.CodeActionKind.QuickFix,
-                                diagnostics=[diag],
-                                is_preferred=not unsafe,
-                                edit=self.text_edit(uri, entry.text, new),
-                            )
-                        )
-                new = entry.fixed.get(("noqa", finding.fix_id))
-                if ("noqa", finding.fix_id) not in entry.fixed:
-                    new = entry.fixed[("noqa", finding.fix_id)] = self.noqa_text(entry, finding)  # type: ignore[assignment]
-                if new is not None:
+                    )
+                if finding.suppression is not None:
                     actions.append(
                         lsp.CodeAction(
                             title=f"{finding.code}: suppress with `# noqa: {finding.code}`",
                             kind=lsp.CodeActionKind.QuickFix,
                             diagnostics=[diag],
-                            edit=self.text_edit(uri, entry.text, new),
+                            edit=self.edits_of(uri, lines, [finding.suppression]),
                         )
                     )
         # Light-bulb requests (no `only`) get fix-all only when something is fixable; editors ask
         # for it by kind on save (`source.fixAll`) or from the source-action menu.
         if want_fix_all and (only or any(f.fix for f in entry.result.findings)):
-            new = self.fixed_text(entry, "all")
+            new = self.fixed_text(entry)
             if new != entry.text:
                 unsafe = " (unsafe included)" if entry.config.unsafe_fixes else ""
                 actions.append(

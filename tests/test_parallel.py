@@ -94,9 +94,9 @@ def test_lint_paths_same_results_in_pool_and_in_process(project):
     assert any(r.findings for r in serial) and any(r.errors for r in serial)
     assert pooled == serial
     assert [r.path for r in pooled] == sorted(r.path for r in pooled), "stable, sorted order"
-    # fix_id is not part of equality; it must survive the trip through the pool too
-    assert [f.fix_id for r in pooled for f in r.findings] == [
-        f.fix_id for r in serial for f in r.findings
+    # the fixes' edits and the suppression edits survive the trip through the pool too
+    assert [(f.fix, f.suppression) for r in pooled for f in r.findings] == [
+        (f.fix, f.suppression) for r in serial for f in r.findings
     ]
 
 

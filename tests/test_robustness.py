@@ -228,14 +228,10 @@ def test_invalid_fix_is_dropped_not_written(tmp_path, monkeypatch):
     """A fix whose output would not parse is dropped with its rule code and nothing is written."""
     from distlint import fixes as fixes_mod
 
-    real_transform = fixes_mod._transform
+    def broken_code(module, node, indent):
+        return "(\n"  # every statement a fix rewrites or inserts comes out unparsable
 
-    def broken_transform(module, fixes):
-        if not fixes:
-            return real_transform(module, fixes)
-        return None  # as if the transformed code did not re-parse
-
-    monkeypatch.setattr(fixes_mod, "_transform", broken_transform)
+    monkeypatch.setattr(fixes_mod, "_code", broken_code)
     path = tmp_path / "t.py"
     path.write_text(SEEDED)
     result = lint_file(str(path), Config(), FIX)
