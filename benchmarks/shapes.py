@@ -22,8 +22,8 @@ import libcst
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from distlint.config import Config  # noqa: E402
-from distlint.runner import lint_source  # noqa: E402
+from distlint.config import Config
+from distlint.runner import lint_source
 
 HEAD = (
     "import torch\nfrom torch.utils.data import DataLoader\nfrom accelerate import Accelerator\n\n"
