@@ -17,6 +17,7 @@ import libcst as cst
 
 from distlint import fixes as fixes_mod
 from distlint.analysis import Index
+from distlint.analysis.facts import facts_for
 from distlint.config import Config
 from distlint.fixes import Fix
 from distlint.model import Applicability, FileError, FileResult, Finding, FixInfo, Range
@@ -293,7 +294,7 @@ def _lint_module(
     enabled: frozenset[str] = frozenset(),
 ) -> _Round:
     index = Index(module, text)
-    ctx = RuleContext(index, path, text)
+    ctx = RuleContext(index, path, text, facts_for(index, path))
     for rule in active:
         ctx._rule = rule
         try:

@@ -268,6 +268,7 @@ class Index:
         self._values_cache: dict[cst.CSTNode, list[cst.CSTNode | None]] = {}
         self._children_cache: dict[cst.CSTNode, list[cst.CSTNode]] = {}
         self._flow = None
+        self._nodes_cache: dict[tuple[type, ...], list[cst.CSTNode]] = {}
         self._owners: dict[str, int] | None = None
         self._calls_by_name: dict[str, list[cst.Call]] | None = (
             None  # callee name -> calls, built on demand
@@ -590,6 +591,20 @@ class Index:
                     return found[i:]
         return found
 
+    def import_record(self, name_node: cst.CSTNode) -> ImportRecord | None:
+        """How the import that binds this name (at this use) was written, for resolving it to a
+        project file; None when the name is not bound by exactly one import."""
+        if not isinstance(name_node, cst.Name):
+            return None
+        bindings = self.bindings_of(name_node)
+        if not bindings:
+            # the name of an import statement itself (`from x import y`): look it up whole
+            bindings = self.lookup(name_node.value, self.scope(name_node))
+        records = {b.record for b in bindings if b.op == "import" and b.record is not None}
+        if len(records) == 1 and all(b.op == "import" for b in bindings):
+            return records.pop()
+        return None
+
     def attribute_assignments(self, node: cst.BaseExpression) -> list[Assignment]:
         """Assignments to a dotted target such as ``args.lr``, ``self.lr`` or ``config["lr"]``."""
         key = target_key(node)
@@ -823,6 +838,14 @@ class Index:
 
             flow = self._flow = Flow(self)
         return flow
+
+    def nodes_of(self, *types: type) -> list[cst.CSTNode]:
+        """Every meaningful node of these types, in walk order (one filtered pass, cached: rules
+        never re-walk the module)."""
+        found = self._nodes_cache.get(types)
+        if found is None:
+            found = self._nodes_cache[types] = [n for n in self._info if isinstance(n, types)]
+        return found
 
     def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
         found = self._children_cache.get(node)

@@ -98,6 +98,8 @@ DEVICE_COUNTS = frozenset(
         "torch_xla.runtime.addressable_device_count()",
     }
 )
+# A DeviceMesh (or one of its dimensions, `mesh["dp"]`): its `.size()` counts processes.
+DEVICE_MESH = "torch.distributed.device_mesh.init_device_mesh()"
 # Attributes holding the process count on an Accelerator / state / Fabric instance.
 PROCESS_COUNT_ATTRIBUTES = frozenset({"num_processes", "world_size"})
 ENV_WORLD_SIZE = "WORLD_SIZE"
@@ -149,6 +151,8 @@ PROCESS_COUNT_NAMES = frozenset(
         "num_workers_dp",
     }
 )
+# Same policy for the gradient accumulation steps (a helper's untraced `grad_accum` parameter).
+ACCUMULATION_WORD = "accum"
 RANK_NAMES = frozenset({"rank", "global_rank", "local_rank", "process_index", "ordinal"})
 
 # ------------------------------------------------------------------ optimizers
@@ -176,9 +180,12 @@ NOT_OPTIMIZERS = frozenset(
         "AdafactorSchedule",
         "SchedulerType",
         "OptimizerNames",
+        # Adafactor sizes its steps relative to the parameters (relative_step / scale_parameter):
+        # the linear scaling rule does not apply to it
+        "Adafactor",
     }
 )
-OPTIMIZER_CLASSES = frozenset({"transformers.AdamW", "transformers.Adafactor"})
+OPTIMIZER_CLASSES = frozenset({"transformers.AdamW"})
 # Library factories that build an optimizer: callee -> (lr keyword, lr position or None).
 OPTIMIZER_FACTORIES: dict[str, tuple[str, int | None]] = {
     "timm.optim.create_optimizer_v2": ("lr", 2),
@@ -333,7 +340,6 @@ FULL_SEEDERS = frozenset(
         "torchtune.training.set_seed",
     }
 )
-SEED_FUNCTIONS = ("accelerate.utils.set_seed", "transformers.set_seed", "lightning.seed_everything")
 # Functions of `random` / `numpy.random` that do not draw from the module-level generator.
 PYTHON_NON_DRAWING = frozenset({"seed", "Random", "SystemRandom", "getstate", "setstate"})
 NUMPY_NON_DRAWING = frozenset(
@@ -386,7 +392,7 @@ RANDOM_SPLITS = frozenset(
 
 def is_optimizer_class(qualname: str | None) -> bool:
     """A library optimizer class (`torch.optim.AdamW`, `bnb.optim.AdamW8bit`, `schedulefree.*`)."""
-    if not qualname:
+    if not qualname or "(" in qualname:  # `torch.optim.SGD()` is an instance, not the class
         return False
     if qualname in OPTIMIZER_CLASSES:
         return True
