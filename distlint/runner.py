@@ -15,6 +15,7 @@ import libcst as cst
 
 from distlint import fixes as fixes_mod
 from distlint.analysis import Index
+from distlint.analysis.facts import facts_for
 from distlint.config import Config
 from distlint.edits import LineIndex, OutsideEdits, apply_fixes, choose, fixes_to_apply
 from distlint.edits import decode as decode_text
@@ -344,7 +345,7 @@ def _lint_module(
     PASSES["rules"] += 1
     errors: list[FileError] = []
     index = Index(module, text)
-    ctx = RuleContext(index, path, text)
+    ctx = RuleContext(index, path, text, facts_for(index, path))
     for rule in active:
         ctx._rule = rule
         try:
