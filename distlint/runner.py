@@ -16,6 +16,7 @@ from functools import lru_cache
 import libcst as cst
 
 from distlint import fixes as fixes_mod
+from distlint import guard
 from distlint.analysis import Index
 from distlint.config import Config
 from distlint.fixes import Fix
@@ -157,9 +158,10 @@ def lint_source(
     if not active:
         return FileResult(path)
 
-    deep = _too_deep(text, path)
-    if deep is not None:
-        return FileResult(path, errors=(deep,))
+    refused = guard.check_source(text, path, config.max_file_size)  # before LibCST sees it
+    if refused is not None:
+        return FileResult(path, errors=(refused,))
+    guard.ensure_recursion_headroom()
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -225,39 +227,6 @@ def lint_source(
         fixes_applied=applied,
         suppressed=tuple(current.suppressed),
     )
-
-
-MAX_DEPTH = 400
-
-
-def _too_deep(text: str, path: str = "") -> FileError | None:
-    """Refuse pathologically nested code before LibCST sees it.
-
-    LibCST's parser takes time quadratic in the nesting of an expression (a generated
-    ``1 + 1 + ...`` of 6,000 terms takes ~45 s), so a file with very long lines or of over 1 MB
-    is first measured with CPython's own (fast, C) parser.
-    """
-    if len(text) < 1_000_000 and (not text or max(map(len, text.splitlines() or [""])) < 2000):
-        return None
-    import ast
-
-    try:
-        tree = ast.parse(text)
-    except RecursionError:
-        return FileError(path, "source is too deeply nested to analyse")
-    except (SyntaxError, ValueError, MemoryError):
-        return None  # LibCST reports it with the location
-    stack = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return FileError(
-                path,
-                f"expression nested over {MAX_DEPTH} levels deep: too deep to analyse",
-                getattr(node, "lineno", None),
-            )
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return None
 
 
 def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:

@@ -40,20 +40,26 @@ BAD_INPUTS = {
     "badcookie.py": (b"# -*- coding: klingon -*-\nimport torch\n", "cannot decode", None),
     "empty.py": (b"", None, None),
     "only_comment.py": (b"# torch.manual_seed(0)\n", None, None),
+    # Python's own limit is 200 nested brackets: within it linted, beyond it refused
     "deep.py": (
-        b"import torch\ntorch.manual_seed(0)\nx = " + b"(" * 400 + b"1" + b")" * 400 + b"\n",
+        b"import torch\ntorch.manual_seed(0)\nx = " + b"(" * 200 + b"1" + b")" * 200 + b"\n",
         None,
         None,
+    ),
+    "deeper.py": (
+        b"import torch\ntorch.manual_seed(0)\nx = " + b"(" * 201 + b"1" + b")" * 201 + b"\n",
+        "more than 200 nested brackets",
+        3,
     ),
     "longchain.py": (
         b"import torch\ntorch.manual_seed(0)\nx = " + b"+".join([b"1"] * 50000) + b"\n",
-        "too deeply nested",
-        None,
+        "expression nested more than 1200 levels",
+        3,
     ),
     "widechain.py": (
-        b"import torch\ntorch.manual_seed(0)\nx = " + b"+".join([b"1"] * 1200) + b"\n",
-        "too deep",
-        3,
+        b"import torch\ntorch.manual_seed(0)\nx = " + b"+".join([b"1"] * 1100) + b"\n",
+        None,
+        None,
     ),
 }
 
@@ -129,7 +135,14 @@ def test_ten_megabyte_file(tmp_path):
     path = tmp_path / "big.py"
     path.write_text(body + filler)
     assert path.stat().st_size > 10_000_000
+    # over the default budget (1 MiB): one clear error, nothing parsed
     result = lint_file(str(path), Config())
+    assert [str(e) for e in result.errors] == [
+        f"{path}:1: error: file is 9.6 MiB, over the 1.0 MiB budget for one file "
+        "(max-file-size in [tool.distlint]); not linted"
+    ]
+    # within a raised budget: linted
+    result = lint_file(str(path), Config(max_file_size=16 << 20))
     assert not result.errors
     assert [f.code for f in result.findings] == ["DL101"]
 
