@@ -10,7 +10,7 @@ it never recurses and holds O(nesting) state) and returns one :class:`FileError`
 file, the line and the bound when the text is over one of them:
 
 =========================  ========================================================
-``max-file-size``          bytes of one file that is parsed (configurable, default 1 MiB;
+``max-file-size``          bytes of one file that is parsed (configurable, default 512 KiB;
                            LibCST needs ~650 MB and ~13 s per MiB of ordinary code)
 ``MAX_BRACKETS`` (200)     nested brackets: Python's own limit ("too many nested
                            parentheses"); LibCST segfaults at ~1,400 over lines
@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 import sys
 
-from distlint.config import DEFAULT_MAX_FILE_SIZE  # 1 MiB: `max-file-size`
+from distlint.config import DEFAULT_MAX_FILE_SIZE  # 512 KiB: `max-file-size`
 from distlint.model import FileError
 
 MAX_BRACKETS = 200  # CPython's tokenizer refuses more ("too many nested parentheses")
@@ -87,7 +87,7 @@ def ensure_recursion_headroom() -> None:
         sys.setrecursionlimit(RECURSION_LIMIT)
 
 
-def _size(n: int) -> str:
+def human_size(n: int) -> str:
     if n >= 1 << 20:
         return f"{n / (1 << 20):.1f} MiB"
     if n >= 1 << 10:
@@ -100,7 +100,7 @@ def check_size(size: int, path: str, max_file_size: int | None = DEFAULT_MAX_FIL
     if max_file_size and size > max_file_size:
         return FileError(
             path,
-            f"file is {_size(size)}, over the {_size(max_file_size)} budget for one file "
+            f"file is {human_size(size)}, over the {human_size(max_file_size)} budget for one file "
             "(max-file-size in [tool.distlint]); not linted",
             1,
         )
