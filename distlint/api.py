@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -153,30 +154,54 @@ def apply_fix(source: str, finding: Finding) -> str:
     return apply_fixes(source, [finding.fix])[0]
 
 
-MAX_READ_BYTES = 64 * 1024 * 1024
+# A regular file bigger than this is not read at all (a file without trigger words is read and
+# skipped whatever its size up to here; one that is parsed must also fit `max-file-size`).
+READ_LIMIT = 64 << 20
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
-def read_source(path: str) -> bytes | FileError:
-    data = read_stable(path)
+def read_source(path: str, limit: int | None = READ_LIMIT) -> bytes | FileError:
+    data = read_stable(path, limit)
     return data if isinstance(data, FileError) else data[0]
 
 
-def read_stable(path: str, tries: int = 3) -> tuple[bytes, os.stat_result] | FileError:
-    """The bytes of ``path`` and the file's state when they were read, taken only while its
-    size holds still (a writer pausing mid-write would otherwise be fixed from half a file)."""
+def read_stable(
+    path: str, limit: int | None = READ_LIMIT, tries: int = 3
+) -> tuple[bytes, os.stat_result] | FileError:
+    """The bytes of the regular file ``path`` (at most ``limit``) and the file's state when they
+    were read, or the error to report.
+
+    Never blocks and never reads without end: anything but a regular file (a FIFO, a device
+    such as a link to /dev/zero, a socket) is refused from its ``stat`` before it is opened,
+    the open is non-blocking, and a file over ``limit`` bytes is refused unread. The bytes are
+    taken only while the file's size and mtime hold still (a writer pausing mid-write would
+    otherwise be fixed from half a file).
+    """
+    for attempt in range(tries):
+        read = _read_once(path, limit)
+        if isinstance(read, FileError):
+            return read
+        data, before, after = read
+        if before.st_size == after.st_size == len(data) and before.st_mtime_ns == after.st_mtime_ns:
+            return data, after
+        time.sleep(0.05 * (attempt + 1))
+    return FileError(path, "the file kept changing while it was read; not linted")
+
+
+def _read_once(
+    path: str, limit: int | None
+) -> tuple[bytes, os.stat_result, os.stat_result] | FileError:
     try:
-        for attempt in range(tries):
-            with open(path, "rb") as handle:
-                before = os.fstat(handle.fileno())
-                data = handle.read()
-                after = os.fstat(handle.fileno())
-            if (
-                before.st_size == after.st_size == len(data)
-                and before.st_mtime_ns == after.st_mtime_ns
-            ):
-                return data, after
-            time.sleep(0.05 * (attempt + 1))
-        return FileError(path, "the file kept changing while it was read; not linted")
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return _not_regular(path, st.st_mode)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except IsADirectoryError:
         return FileError(path, "is a directory, not a Python file")
     except FileNotFoundError:
@@ -187,6 +212,42 @@ def read_stable(path: str, tries: int = 3) -> tuple[bytes, os.stat_result] | Fil
         return FileError(path, "permission denied")
     except OSError as exc:
         return FileError(path, f"cannot read: {exc.strerror or exc}")
+    try:
+        st = os.fstat(fd)  # what was opened, which may differ from what was stat'ed
+        if not stat.S_ISREG(st.st_mode):
+            return _not_regular(path, st.st_mode)
+        if limit and st.st_size > limit:
+            return _too_big(path, st.st_size, limit)
+        chunks = []
+        size = 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+            if limit and size > limit:  # it grew while being read
+                return _too_big(path, None, limit)
+            chunks.append(chunk)
+        return b"".join(chunks), st, os.fstat(fd)
+    except OSError as exc:
+        return FileError(path, f"cannot read: {exc.strerror or exc}")
+    finally:
+        os.close(fd)
+
+
+def _not_regular(path: str, mode: int) -> FileError:
+    if stat.S_ISDIR(mode):
+        return FileError(path, "is a directory, not a Python file")
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
+    return FileError(path, f"is {kind}{link}, not a regular file: not read")
+
+
+def _too_big(path: str, size: int | None, limit: int) -> FileError:
+    from distlint.guard import human_size  # the guard's tokenizer loads only to lint
+
+    what = human_size(size) if size is not None else "growing"
+    return FileError(path, f"file is {what}, over the {human_size(limit)} read limit: not read")
 
 
 def lint_file(
@@ -221,7 +282,7 @@ def _lint_file(
             config = config_for(path, options)
         except ConfigError as exc:
             return FileResult(path, errors=(FileError(path, str(exc)),))
-    read = read_stable(path)
+    read = read_stable(path, _read_limit(config))
     if isinstance(read, FileError):
         return FileResult(path, errors=(read,))
     data, state = read
@@ -348,6 +409,10 @@ def _on_disk(
     )
 
 
+def _read_limit(config: Config) -> int | None:
+    return max(READ_LIMIT, config.max_file_size) if config.max_file_size else None
+
+
 def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> Iterator[FileResult]:
     """Lint every Python file under ``paths``, one result per file, in a stable order.
 
@@ -371,9 +436,18 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
         from distlint.runner import lint_source  # noqa: F401
 
         all_rules()
-    linted = ordered_map(partial(lint_file, config=None, options=options), todo, options.jobs)
+    linted = ordered_map(
+        partial(lint_file, config=None, options=options), todo, options.jobs, _worker_died
+    )
     for slot in slots:
         yield next(linted) if isinstance(slot, str) else slot
+
+
+def _worker_died(path: str, reason: str) -> FileResult:
+    """The result of a file whose worker process died twice (alone the second time)."""
+    hint = " (out of memory?)" if "SIGKILL" in reason else ""
+    message = f"the process linting this file died: {reason}{hint}; not linted"
+    return FileResult(path, errors=(FileError(path, message),))
 
 
 def _cache_entry(path: str, data: bytes, config: Config, options: LintOptions):
@@ -396,7 +470,7 @@ def _cached_result(path: str, options: LintOptions) -> FileResult | None:
         config = config_for(path, options)
     except ConfigError:
         return None
-    read = read_stable(path)
+    read = read_stable(path, _read_limit(config))
     if isinstance(read, FileError):
         return None
     data, state = read

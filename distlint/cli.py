@@ -13,7 +13,7 @@ import click
 
 from distlint import __version__
 from distlint.api import LintOptions, config_for, lint_paths, lint_source
-from distlint.config import ConfigError
+from distlint.config import ConfigError, config_file_problem
 from distlint.model import FileResult
 from distlint.reporting import FORMATS, ReportContext, renderer
 
@@ -42,7 +42,9 @@ def _validate_selectors(codes: tuple[str, ...] | None, option: str) -> None:
 
 def _common_options(f):
     options = [
-        click.argument("paths", nargs=-1, type=click.Path()),
+        # readable=False: an unreadable file is reported as one error line and the others are
+        # still linted (click's own check would stop the whole run with a usage error)
+        click.argument("paths", nargs=-1, type=click.Path(readable=False)),
         click.option(
             "--select",
             multiple=True,
@@ -199,8 +201,9 @@ def _run(
     _validate_selectors(select_t, "--select")
     _validate_selectors(ignore_t, "--ignore")
     _validate_selectors(extend_t, "--extend-select")
-    if config_path is not None and not os.path.isfile(config_path):
-        click.echo(f"error: configuration file {config_path} not found", err=True)
+    problem = config_file_problem(config_path) if config_path is not None else None
+    if problem is not None:  # missing, a directory, a FIFO...
+        click.echo(f"error: {problem}", err=True)
         return EXIT_ERROR
     options = LintOptions(
         select=select_t,

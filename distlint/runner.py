@@ -14,6 +14,7 @@ from functools import lru_cache
 import libcst as cst
 
 from distlint import fixes as fixes_mod
+from distlint import guard
 from distlint.analysis import Index
 from distlint.analysis.facts import facts_for
 from distlint.config import Config
@@ -114,7 +115,7 @@ def lint_source(
     if prior is not None and fix:
         current = _Round(list(prior.findings), list(prior.suppressed), list(prior.errors))
     else:
-        module = _parse(text, path)
+        module = _parse(text, path, config.max_file_size)
         if isinstance(module, FileError):
             return FileResult(path, errors=(module,), source_text=kept)
         current = lint(module, text)
@@ -179,10 +180,13 @@ def lint_source(
     )
 
 
-def _parse(text: str, path: str) -> cst.Module | FileError:
-    deep = _too_deep(text, path)
-    if deep is not None:
-        return deep
+def _parse(
+    text: str, path: str, max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE
+) -> cst.Module | FileError:
+    refused = guard.check_source(text, path, max_file_size)  # before LibCST sees it
+    if refused is not None:
+        return refused
+    guard.ensure_recursion_headroom()
     PASSES["parse"] += 1
     try:
         return cst.parse_module(text)
@@ -218,84 +222,6 @@ def _gate(
     if best is None:
         return text, None, [], dropped
     return best[0], best[1], good, dropped
-
-
-MAX_DEPTH = 400
-
-
-def _too_deep(text: str, path: str = "") -> FileError | None:
-    """Refuse pathologically nested code before LibCST sees it.
-
-    LibCST's parser takes time quadratic in the nesting of an expression (a generated
-    ``1 + 1 + ...`` of 6,000 terms takes ~45 s), so a file with very long lines or of over 1 MB
-    is first measured with CPython's own (fast, C) parser.
-
-    An ``if``/``elif`` chain nests one level per branch (each ``elif`` is an ``If`` in the
-    previous one's ``orelse``): LibCST's native parser crashes the process on chains of about
-    10,000 branches, so a file with that many ``elif`` is measured too, and a chain over
-    :data:`MAX_ELIF_CHAIN` branches is refused in one line.
-    """
-    if text.count("elif") > MAX_ELIF_CHAIN:
-        chain = _longest_elif_chain(text)
-        if chain is None:
-            return FileError(path, "source is too deeply nested to analyse")
-        if chain[0] > MAX_ELIF_CHAIN:
-            return FileError(
-                path,
-                f"an if/elif chain of {chain[0]:,} branches: too long to analyse "
-                f"(limit {MAX_ELIF_CHAIN:,})",
-                chain[1],
-            )
-    if len(text) < 1_000_000 and (not text or max(map(len, text.splitlines() or [""])) < 2000):
-        return None
-    import ast
-
-    try:
-        tree = ast.parse(text)
-    except RecursionError:
-        return FileError(path, "source is too deeply nested to analyse")
-    except (SyntaxError, ValueError, MemoryError):
-        return None  # LibCST reports it with the location
-    stack = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return FileError(
-                path,
-                f"expression nested over {MAX_DEPTH} levels deep: too deep to analyse",
-                getattr(node, "lineno", None),
-            )
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return None
-
-
-MAX_ELIF_CHAIN = 5_000
-
-
-def _longest_elif_chain(text: str) -> tuple[int, int] | None:
-    """(branches, line) of the longest if/elif chain; None when CPython cannot parse it for
-    depth (a syntax error is left to LibCST, which reports it with its location)."""
-    import ast
-
-    try:
-        tree = ast.parse(text)
-    except (RecursionError, MemoryError):
-        return None
-    except (SyntaxError, ValueError):
-        return 0, 1
-    best = (0, 1)
-    inner: set[int] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.If) or id(node) in inner:
-            continue
-        length, current = 1, node
-        while len(current.orelse) == 1 and isinstance(current.orelse[0], ast.If):
-            current = current.orelse[0]
-            inner.add(id(current))
-            length += 1
-        if length > best[0]:
-            best = (length, node.lineno)
-    return best
 
 
 def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
