@@ -518,6 +518,10 @@ def clean(paths: tuple[str, ...]) -> None:
 @main.command()
 def lsp() -> None:
     """Start the language server over stdio (needs the `lsp` extra)."""
+    from distlint.lsp_worker import Worker
+
+    worker = Worker()
+    worker.start()  # it imports LibCST and the rules while this process imports pygls
     try:
         from distlint.lsp import serve
     except ImportError as exc:
@@ -525,8 +529,9 @@ def lsp() -> None:
             f"error: the language server needs the lsp extra: pip install 'distlint[lsp]' ({exc})",
             err=True,
         )
+        worker.close()
         sys.exit(EXIT_ERROR)
-    serve()
+    serve(worker)
 
 
 if __name__ == "__main__":  # pragma: no cover
