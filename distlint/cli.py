@@ -5,6 +5,17 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+
+if sys.argv[1:2] == ["lsp"]:
+    # `distlint lsp`: start the lint worker before the rest of the command line is even
+    # imported; it loads LibCST and the rules while this process loads pygls (distlint.lsp_start).
+    from distlint.lsp_worker import Worker as _Worker
+
+    _EARLY_WORKER: _Worker | None = _Worker()
+    _EARLY_WORKER.start()
+else:
+    _EARLY_WORKER = None
+
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TextIO
@@ -518,19 +529,21 @@ def clean(paths: tuple[str, ...]) -> None:
 @main.command()
 def lsp() -> None:
     """Start the language server over stdio (needs the `lsp` extra)."""
-    from distlint.lsp_worker import Worker
+    import importlib.util
 
-    worker = Worker()
-    worker.start()  # it imports LibCST and the rules while this process imports pygls
-    try:
-        from distlint.lsp import serve
-    except ImportError as exc:
+    missing = [m for m in ("pygls", "lsprotocol") if importlib.util.find_spec(m) is None]
+    if missing:
         click.echo(
-            f"error: the language server needs the lsp extra: pip install 'distlint[lsp]' ({exc})",
+            "error: the language server needs the lsp extra: pip install 'distlint[lsp]' "
+            f"(missing: {', '.join(missing)})",
             err=True,
         )
-        worker.close()
         sys.exit(EXIT_ERROR)
+    from distlint.lsp_start import serve
+    from distlint.lsp_worker import Worker
+
+    worker = _EARLY_WORKER or Worker()
+    worker.start()  # it imports LibCST and the rules while this process imports pygls
     serve(worker)
 
 

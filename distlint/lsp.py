@@ -37,6 +37,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
 from distlint import __version__, api
+from distlint.lsp_start import options_from, split_lines
 from distlint.lsp_worker import CONFIG_FILE_NAMES, Worker, WorkerError
 from distlint.model import Applicability, FileResult, Finding, Severity
 
@@ -46,17 +47,11 @@ DEBOUNCE_SECONDS = 0.15
 LINT_TIMEOUT = 20.0  # seconds one lint (or fix) may take before the worker is stopped
 IMPORTED_MODULES_COMMAND = "distlint.importedModules"
 
-_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _NOQA_CODES_RE = re.compile(r"#\s*noqa:\s*[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*", re.IGNORECASE)
 _SEVERITY = {
     Severity.ERROR: lsp.DiagnosticSeverity.Error,
     Severity.WARNING: lsp.DiagnosticSeverity.Warning,
 }
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings, split where LSP (and LibCST) split: \\r\\n, \\r, \\n."""
-    return _LINE_RE.findall(text)
 
 
 @dataclass
@@ -207,12 +202,12 @@ class DistlintServer(LanguageServer):
                 lsp.MessageType.Error,
             )
             return
-        self.on_loop(self.publish, uri, version, entry.text, diagnostics)
+        self.on_loop(self.publish, uri, version, entry, diagnostics)
 
-    def publish(self, uri: str, version, text: str, diagnostics: list) -> None:
-        if not self.is_open(uri) or self.workspace.get_text_document(uri).source != text:
+    def publish(self, uri: str, version, entry: _Lint, diagnostics: list) -> None:
+        if not self.is_open(uri) or self.workspace.get_text_document(uri).source != entry.text:
             return  # the text changed meanwhile: its own lint is on the way
-        key = (version, text, diagnostics)
+        key = (version, entry.text, entry.result.findings)
         if self.published.get(uri) == key:
             return  # the same diagnostics for the same text were sent already
         self.published[uri] = key
@@ -457,24 +452,7 @@ def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
     return start_a <= end_b and start_b <= end_a
 
 
-def _options_from(init: Any) -> api.LintOptions:
-    if not isinstance(init, dict):
-        return api.LintOptions()
-
-    def codes(key: str) -> tuple[str, ...] | None:
-        value = init.get(key)
-        return tuple(str(v).upper() for v in value) if isinstance(value, list) else None
-
-    unsafe = init.get("unsafeFixes")
-    config = init.get("config")
-    return api.LintOptions(
-        select=codes("select"),
-        ignore=codes("ignore"),
-        extend_select=codes("extendSelect"),
-        unsafe_fixes=unsafe if isinstance(unsafe, bool) else None,
-        config_path=config if isinstance(config, str) and config else None,
-        isolated=init.get("isolated") is True,
-    )
+_options_from = options_from
 
 
 def create_server(worker: Worker | None = None) -> DistlintServer:
@@ -599,10 +577,12 @@ def create_server(worker: Worker | None = None) -> DistlintServer:
     return server
 
 
-def serve(worker: Worker | None = None) -> None:
+def serve(worker: Worker | None = None, stdin=None, stdout=None, published=None) -> None:
+    """Run the server over stdio (``stdin`` / ``stdout``: see :mod:`distlint.lsp_start`)."""
     server = create_server(worker)
+    server.published.update(published or {})
     try:
-        server.start_io()
+        server.start_io(stdin, stdout)
     finally:
         server.worker.close()
         server.executor.shutdown(wait=False, cancel_futures=True)

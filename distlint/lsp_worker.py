@@ -157,6 +157,7 @@ class _Engine:
 
         api.lint_source("import torch\ntorch.manual_seed(0)\n", "warm_up.py", Config())
         self.stamps: dict[str, tuple | None] = {}
+        self.last: tuple | None = None  # ((text, path, config), reply) of the last lint
 
     # Configuration files are re-checked on every lint (a few stat calls): an edit of
     # pyproject.toml applies at the next keystroke, whether or not the client watches files.
@@ -207,7 +208,12 @@ class _Engine:
             return ("config_error", str(exc), None, False)
         except (OSError, RecursionError) as exc:
             return ("config_error", f"{type(exc).__name__}: {exc}", None, False)
-        return ("ok", self.api.lint_source(text, path, config), config, changed)
+        key = (text, path, config)
+        if self.last is not None and self.last[0] == key and not changed:
+            return self.last[1]  # the same text again (the start-up code linted it already)
+        reply = ("ok", self.api.lint_source(text, path, config), config, changed)
+        self.last = (key, reply)
+        return reply
 
     def fix(self, text: str, path: str, config: Any, fix_ids: Any, kwargs: dict) -> str:
         return self.api.fix_source(text, path, config, fix_ids=fix_ids, **kwargs)

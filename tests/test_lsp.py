@@ -391,12 +391,19 @@ async def test_bad_config_is_logged_and_does_not_crash(tmp_path):
     script.write_text(SAFE_SCRIPT)
     async with session(tmp_path) as s:
         uri = await s.open(script)
-        await asyncio.sleep(1.0)
+
+        def logged():
+            return any(
+                "distlint.toml" in m.message and m.type == lsp.MessageType.Error
+                for m in s.client.log_messages
+            )
+
+        for _ in range(TIMEOUT * 10):
+            if logged():
+                break
+            await asyncio.sleep(0.1)
+        assert logged(), [(m.type, m.message) for m in s.client.log_messages]
         assert uri not in s.client.diagnostics
-        assert any(
-            "distlint.toml" in m.message and m.type == lsp.MessageType.Error
-            for m in s.client.log_messages
-        )
         hover = await s.client.text_document_hover_async(
             lsp.HoverParams(
                 text_document=lsp.TextDocumentIdentifier(uri=uri),
@@ -563,3 +570,36 @@ def test_exit_without_shutdown_exits_1_and_after_shutdown_0():
     shutdown = {"jsonrpc": "2.0", "id": 2, "method": "shutdown"}
     assert _raw_server_exit_code([INIT, exit_]) == 1
     assert _raw_server_exit_code([INIT, shutdown, exit_]) == 0
+
+
+def _initialize_answer(init_options) -> dict:
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "capabilities": {"general": {"positionEncodings": ["utf-8", "utf-16"]}},
+            "initializationOptions": init_options,
+        },
+    }
+    exit_ = [
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    body = b""
+    for m in [message, *exit_]:
+        data = json.dumps(m).encode()
+        body += b"Content-Length: %d\r\n\r\n" % len(data) + data
+    out = subprocess.run(SERVER, input=body, capture_output=True, timeout=60).stdout
+    head, _, rest = out.partition(b"\r\n\r\n")
+    length = int(head.split(b"\r\n")[0].split(b":")[1])
+    return json.loads(rest[:length])
+
+
+def test_start_up_answer_to_initialize_is_what_pygls_answers():
+    """distlint.lsp_start answers `initialize` before pygls is loaded; a `lintTimeout` option
+    makes it leave the answer to the pygls server: both answers must be the same."""
+    fast = _initialize_answer({"unsafeFixes": False})
+    pygls_answer = _initialize_answer({"lintTimeout": 20})
+    assert fast["result"] == pygls_answer["result"]
+    assert fast["result"]["capabilities"]["positionEncoding"] == "utf-8"
