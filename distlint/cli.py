@@ -117,6 +117,12 @@ def _common_options(f):
         ),
         click.option("--debug", is_flag=True, help="Show tracebacks of internal errors."),
         click.option(
+            "--quiet",
+            "-q",
+            is_flag=True,
+            help="Print no findings: only errors and how many fixes were applied (the fix hook).",
+        ),
+        click.option(
             "--no-cache",
             is_flag=True,
             help="Lint every file again instead of reusing results from .distlint_cache.",
@@ -200,6 +206,7 @@ def _run(
     verify: bool = False,
     add_noqa: bool = False,
     force_exclude: bool = False,
+    quiet: bool = False,
     **verify_kwargs,
 ) -> int:
     select_t, ignore_t, extend_t = (
@@ -267,10 +274,20 @@ def _run(
     if diff:
         out = "".join(diffs)
         sys.stdout.write(out)
-        if fmt == "text":
+        if quiet:
+            pass
+        elif fmt == "text":
             _emit(results, "text", output_file, context, stream=sys.stderr)
         else:
             _emit(results, fmt, output_file, context)
+    elif quiet:
+        fixed = sum(r.fixes_applied for r in results)
+        if fixed:
+            changed = sum(1 for r in results if r.fixes_applied)
+            click.echo(
+                f"Fixed {fixed} finding{'s' if fixed != 1 else ''} "
+                f"in {changed} file{'s' if changed != 1 else ''}."
+            )
     else:
         _emit(results, fmt, output_file, context)
     return _exit_code(results, exit_zero, diff_changed=bool(diffs) and diff)
