@@ -236,16 +236,26 @@ def _run(
     )
     if verify:
         return _run_verify(paths, options, fmt, verify_kwargs)
+    if output_file and not _output_directory_ready(output_file):
+        return EXIT_ERROR  # before any file is fixed: nothing is written when the report cannot be
 
     stdin_mode = list(paths) == ["-"] or (stdin_filename is not None and not paths)
     if stdin_mode:
+        if force_exclude and stdin_filename and _excluded(stdin_filename, options, named=True):
+            # ruff's behaviour: an excluded --stdin-filename is passed through untouched
+            if options.fix and not diff:
+                sys.stdout.buffer.write(sys.stdin.buffer.read())
+                sys.stdout.flush()
+            return EXIT_CLEAN
         return _run_stdin(
             stdin_filename or "<stdin>", options, fmt, output_file, exit_zero, diff, statistics
         )
     if force_exclude and paths:
         paths = tuple(p for p in paths if not _excluded(p, options))
         if not paths:
-            return EXIT_CLEAN  # every named file is excluded: nothing to lint (not "lint the cwd")
+            # every named file is excluded: nothing to lint (not "lint the cwd")
+            click.echo("warning: No Python files found", err=True)
+            return EXIT_CLEAN
     if add_noqa:
         if fix or diff:
             raise click.UsageError("--add-noqa cannot be combined with --fix or --diff")
@@ -264,9 +274,11 @@ def _run(
             if result.fixed_source is not None
             else result
         )
+    if not results:
+        click.echo("warning: No Python files found", err=True)
     context = ReportContext(
         fix_mode=fix,
-        unsafe_fixes=bool(unsafe_fixes),
+        unsafe_fixes=_unsafe_fixes(unsafe_fixes, paths, options),
         show_statistics=statistics,
         diff=diff,
         options=options,
@@ -321,7 +333,7 @@ def _run_stdin(
         click.echo(str(error), err=True)
     context = ReportContext(
         fix_mode=options.fix,
-        unsafe_fixes=bool(options.unsafe_fixes),
+        unsafe_fixes=config.unsafe_fixes,
         show_statistics=statistics,
         diff=diff,
         options=options,
@@ -344,14 +356,44 @@ def _run_stdin(
     return _exit_code([result], exit_zero)
 
 
-def _excluded(path: str, options: LintOptions) -> bool:
-    """--force-exclude: is a file named on the command line excluded by the configuration?"""
-    if not os.path.isfile(path):
+def _excluded(path: str, options: LintOptions, named: bool = False) -> bool:
+    """--force-exclude: is a file named on the command line excluded by the configuration?
+    (``named``: a --stdin-filename, which need not exist.)"""
+    if not named and not os.path.isfile(path):
         return False
     try:
         return config_for(path, options).is_excluded(path)
     except ConfigError:
         return False  # reported when the file is linted
+
+
+def _output_directory_ready(output_file: str) -> bool:
+    """-o into a missing directory creates it, as ruff does; exit 2 if it cannot."""
+    directory = os.path.dirname(os.path.abspath(output_file))
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        click.echo(
+            f"error: cannot create the directory of --output-file {output_file}: "
+            f"{exc.strerror or exc}",
+            err=True,
+        )
+        return False
+    if os.path.isdir(output_file):
+        click.echo(f"error: --output-file {output_file} is a directory", err=True)
+        return False
+    return True
+
+
+def _unsafe_fixes(flag: bool | None, paths: Sequence[str], options: LintOptions) -> bool:
+    """Whether unsafe fixes count as fixable (`[*]`): the flag, else the configuration's
+    `unsafe-fixes` (of the first path's configuration: the one of the run, in practice)."""
+    if flag is not None:
+        return flag
+    try:
+        return config_for(paths[0] if paths else os.getcwd(), options).unsafe_fixes
+    except ConfigError:
+        return False
 
 
 def _run_add_noqa(paths: tuple[str, ...], options: LintOptions) -> int:
