@@ -413,21 +413,23 @@ def _run_add_noqa(paths: tuple[str, ...], options: LintOptions) -> int:
             failed = True
         if not result.findings:
             continue
-        if result.path.endswith(".ipynb"):
-            click.echo(
-                f"{result.path}: --add-noqa does not edit notebooks; add the comments in the cells",
-                err=True,
-            )
-            continue
         try:
             with open(result.path, "rb") as handle:
                 data = handle.read()
+            if result.path.endswith(".ipynb"):  # comments go into the cells (distlint.notebook)
+                from distlint import notebook
+
+                new_data, count = notebook.add_noqa(data, result.findings)
+                if count:
+                    write_atomic(result.path, new_data)
+                    added += count
+                continue
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
             new_text, count = add_noqa(decode(data), result.findings)
             if count:
                 write_atomic(result.path, new_text.encode(encoding))
                 added += count
-        except (OSError, SyntaxError, UnicodeError) as exc:
+        except (OSError, SyntaxError, UnicodeError, ValueError) as exc:
             click.echo(f"{result.path}: error: cannot add noqa comments: {exc}", err=True)
             failed = True
     click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
