@@ -47,7 +47,9 @@ def _location(
     if base:
         artifact["uriBaseId"] = base
     physical: dict = {"artifactLocation": artifact}
-    if finding is not None and finding.cell is None:
+    if finding is not None:
+        # notebooks: the region is in the finding's code cell (cell-relative lines, as viewers
+        # of notebook results expect); the cell number is in the result's properties
         physical["region"] = {
             "startLine": finding.line,
             "startColumn": finding.column,
