@@ -118,10 +118,7 @@ def diagnostic_json(finding, lines: list[str], encoding: str, url: str | None) -
         "code": finding.code,
         "source": SOURCE,
         "message": finding.message,
-        "data": {
-            "fix_id": finding.fix_id,
-            "fix": finding.fix.applicability.value if finding.fix else None,
-        },
+        "data": {"fix": finding.fix.applicability.value if finding.fix else None},
     }
     if url:
         out["codeDescription"] = {"href": url}

@@ -399,7 +399,6 @@ def add_noqa(data: bytes, findings: Sequence[Finding]) -> tuple[bytes, int]:
     """The notebook ``data`` with ``# noqa: CODE`` comments for ``findings`` (cell-relative
     positions, as :func:`lint_notebook_source` reports them) written into their cells; also
     the number of lines changed. Only the changed cells' sources are replaced in the JSON."""
-    from distlint.add_noqa import add_noqa as add_to_text
 
     bom = data.startswith(b"\xef\xbb\xbf")
     text = data.decode("utf-8-sig")
@@ -418,7 +417,7 @@ def add_noqa(data: bytes, findings: Sequence[Finding]) -> tuple[bytes, int]:
         source = _cell_source(raw)
         if source is None or number not in by_cell:
             continue
-        new, count = add_to_text(source, by_cell[number])
+        new, count = _add_noqa_to_cell(source, by_cell[number])
         if count and new != source:
             new_sources[position] = new
             changed += count
@@ -426,3 +425,23 @@ def add_noqa(data: bytes, findings: Sequence[Finding]) -> tuple[bytes, int]:
         return data, 0
     out = _splice(text, new_sources).encode("utf-8")
     return (b"\xef\xbb\xbf" + out if bom else out), changed
+
+
+def _add_noqa_to_cell(source: str, findings: Sequence[Finding]) -> tuple[str, int]:
+    """One cell's source with ``# noqa`` comments for its (cell-relative) findings."""
+    from distlint.edits import LineIndex, splice
+    from distlint.noqa import Placement, directive_edit
+
+    placement = Placement(source)
+    wanted: dict[int, list[str]] = {}
+    for finding in findings:
+        target = placement.target(finding.line)
+        if target is None:
+            continue  # nowhere to put it: leave the finding visible
+        codes = wanted.setdefault(target, [])
+        if finding.code not in codes:
+            codes.append(finding.code)
+    lines = LineIndex(source)
+    edits = [e for line, codes in wanted.items() if (e := directive_edit(lines, line, codes))]
+    edits.sort(key=lambda e: e.start)
+    return splice(source, edits), len(edits)

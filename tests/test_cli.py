@@ -14,7 +14,18 @@ GOOD = (FIXTURES / "DL101" / "good.py").read_text()
 # A training script with a syntax error (it mentions manual_seed, so distlint must parse it).
 BROKEN = "import torch\n\ntorch.manual_seed(0)\nfor x in range(3)\n    print(x)\n"
 
-JSON_KEYS = {"path", "line", "column", "end_line", "end_column", "code", "name", "message", "fix", "cell"}
+JSON_KEYS = {
+    "path",
+    "line",
+    "column",
+    "end_line",
+    "end_column",
+    "code",
+    "name",
+    "message",
+    "fix",
+    "cell",
+}
 
 
 def run(exe, *args, cwd, stdin=None):

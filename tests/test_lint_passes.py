@@ -102,22 +102,24 @@ def _server(root, text):
 
 def test_language_server_code_actions_lint_no_more(tmp_path):
     server, uri, lsp = _server(tmp_path, DL101.read_text())
-    runner.PASSES.clear()
+    # the server lints in its worker process: the passes are counted there
+    server.worker.call("passes", True)
     entry = server.lint(uri)
-    assert dict(runner.PASSES) == ONE and entry.result.findings
+    assert server.worker.call("passes") == ONE and entry.result.findings
     whole = lsp.Range(
         start=lsp.Position(line=0, character=0), end=lsp.Position(line=10**6, character=0)
     )
 
     def actions(kind):
-        runner.PASSES.clear()
+        server.worker.call("passes", True)
         params = lsp.CodeActionParams(
             text_document=lsp.TextDocumentIdentifier(uri=uri),
             range=whole,
             context=lsp.CodeActionContext(diagnostics=[], only=[kind]),
         )
         found = server.code_actions(params)
-        return found, {"parse": runner.PASSES["parse"], "rules": runner.PASSES["rules"]}
+        counts = server.worker.call("passes")
+        return found, {"parse": counts.get("parse", 0), "rules": counts.get("rules", 0)}
 
     quick, cost = actions(lsp.CodeActionKind.QuickFix)
     titles = [a.title for a in quick]
