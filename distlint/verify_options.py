@@ -23,9 +23,10 @@ def verify_options(f: Callable) -> Callable:
         click.option(
             "-n",
             "--nprocs",
-            type=click.IntRange(min=2),
+            type=click.IntRange(min=1),
             default=None,
-            help="Processes of the N-process run [default: visible GPUs (at least 2), 2 on CPU].",
+            help="Processes of the N-process run (per node with --nnodes) [default: visible GPUs "
+            "(at least 2), 2 on CPU].",
         ),
         click.option(
             "--max-steps",

@@ -227,8 +227,14 @@ def signal_deaths(records: RunRecords, output: str) -> dict[int, str]:
 
 
 def summarize_run(
-    outcome: RunOutcome, records: RunRecords, expected: int, max_steps: int
+    outcome: RunOutcome,
+    records: RunRecords,
+    expected: int,
+    max_steps: int,
+    world: int | None = None,
 ) -> RunSummary:
+    """expected: the ranks whose records should be here; world: the group size each should
+    report (more than expected on a follower node, which sees only its own ranks)."""
     plan = outcome.plan
     run = RunSummary(plan.label, plan.nprocs, plan.launcher, plan.argv, outcome, records)
     run.problems.extend(records.problems)
@@ -262,7 +268,7 @@ def summarize_run(
         run.curve = []
         return run
 
-    _check_group(run, ranks, expected, plan.argv)
+    _check_group(run, ranks, expected, plan.argv, world or expected)
     _check_finished(run, ranks, outcome, max_steps, tail_for)
     if not run.problems and not any(r.updates for r in ranks):
         run.problems.append("no optimizer update was recorded: nothing to compare")
@@ -280,18 +286,18 @@ def summarize_run(
     untrained = sum(u.untrained for r in ranks[:1] for u in r.updates)
     if untrained:
         run.notes.append(
-            f"{untrained} forward(s) with grad enabled that no backward reached (evaluation or a "
-            "sanity check): not counted as trained samples"
+            f"{run.label}: {untrained} forward(s) of the model with grad enabled that no backward "
+            "reached (evaluation or a sanity check) were not counted as trained samples"
         )
     run.curve = build_curve(ranks)
     return run
 
 
-def _check_group(run: RunSummary, ranks: list[RankRecord], expected: int, argv) -> None:
+def _check_group(run: RunSummary, ranks: list[RankRecord], expected: int, argv, world: int) -> None:
     """Did the N processes form ONE group of N? (Judged from what each rank recorded.)"""
     reported = sorted({r.num_processes for r in ranks if r.num_processes is not None})
     indices = [r.rank for r in ranks]
-    if expected == 1:
+    if world == 1:
         if len(ranks) > 1 or any(n != 1 for n in reported):
             run.problems.append(
                 f"the 1-process run recorded {len(ranks)} ranks (num_processes={reported}): the "
@@ -299,7 +305,7 @@ def _check_group(run: RunSummary, ranks: list[RankRecord], expected: int, argv) 
             )
         return
     lone = [r for r in ranks if r.config is None or r.num_processes == 1]
-    if len(ranks) > 1 and len(lone) == len(ranks):
+    if len(ranks) > 1 and len(lone) == len(ranks) and world > 1:
         no_group = [r for r in ranks if r.config is None]
         if no_group:
             why = (
@@ -326,11 +332,11 @@ def _check_group(run: RunSummary, ranks: list[RankRecord], expected: int, argv) 
             f"expected {expected} ranks, but only {len(ranks)} process(es) recorded a rank "
             f"(num_processes={reported or '?'}).{hint}"
         )
-    elif any(n != expected for n in reported) or sorted(
-        i for i in indices if i is not None
-    ) != list(range(expected)):
+    elif any(n != world for n in reported) or (
+        world == expected and sorted(i for i in indices if i is not None) != list(range(world))
+    ):
         run.problems.append(
-            f"the ranks did not form one group of {expected}: num_processes={reported}, "
+            f"the ranks did not form one group of {world}: num_processes={reported}, "
             f"process indices {indices}"
         )
 
@@ -384,12 +390,16 @@ def _check_finished(run, ranks, outcome, max_steps, tail_for) -> None:
     explicit = []
     for r in ranks:
         if r.pid in deaths and not r.finished:
+            # A fatal signal (a native crash, or SIGKILL: the OOM killer) comes first; SIGTERM
+            # and the like are what a launcher sends the survivors after another rank failed.
+            polite = deaths[r.pid] in ("SIGTERM", "SIGINT", "SIGHUP")
             explicit.append(
                 (
-                    0,
+                    2 if polite else 0,
                     r.last_t,
                     r.rank,
-                    f"died of {deaths[r.pid]} after {len(r.updates)} updates",
+                    f"{'terminated by' if polite else 'died of'} {deaths[r.pid]} after "
+                    f"{len(r.updates)} updates",
                     "",
                 )
             )

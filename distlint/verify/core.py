@@ -209,7 +209,7 @@ def verify(
     if launcher == "accelerate" and nprocs is None:
         nprocs = launch.accelerate_config_processes(launcher_args)
     try:
-        devices = launch.plan_devices(device, nprocs)
+        devices = launch.plan_devices(device, nprocs, minimum=1 if nodes else 2)
     except launch.LaunchError as exc:
         result.problems.append(str(exc))
         return result
@@ -278,8 +278,13 @@ def verify(
             )
             rewritten.extend(p for p in _rewritten(linked) if p not in rewritten)
             records = read_run(outcome.record_dir, single_pid=None)
+            follower = bool(nodes and nodes.node_rank) and plan is many_plan
             summary = compare.summarize_run(
-                outcome, records, plan.nprocs, int(run_env[launch.schema.ENV_MAX_STEPS])
+                outcome,
+                records,
+                plan.local if follower else plan.nprocs,
+                int(run_env[launch.schema.ENV_MAX_STEPS]),
+                world=plan.nprocs,
             )
             if progress:
                 progress("end", summary)

@@ -78,11 +78,11 @@ class DevicePlan:
     notes: list[str] = field(default_factory=list)
 
 
-def plan_devices(device: str, nprocs: int | None) -> DevicePlan:
+def plan_devices(device: str, nprocs: int | None, minimum: int = 2) -> DevicePlan:
     """Pick devices and N: GPUs when visible (N = their count, at least 2), else CPU with N = 2."""
     if device not in DEVICES:
         raise LaunchError(f"unknown device {device!r}; choose from {', '.join(DEVICES)}")
-    if nprocs is not None and nprocs < 2:
+    if nprocs is not None and nprocs < minimum:
         raise LaunchError("-n/--nprocs must be at least 2 (the 1-process run is always made)")
     if device == "xla":
         return DevicePlan("xla", "xla", nprocs or 8)
@@ -174,12 +174,32 @@ class Nodes:
     slurm: bool = False
 
     def torchrun_args(self) -> list[str]:
-        args = ["--nnodes", str(self.nnodes), "--rdzv-backend", "c10d"]
-        args += ["--rdzv-endpoint", self.rdzv_endpoint or "127.0.0.1:29400"]
-        args += ["--rdzv-id", self.rdzv_id]
+        endpoint = self.rdzv_endpoint or "127.0.0.1:29400"
         if self.node_rank is not None:
-            args += ["--node-rank", str(self.node_rank)]
-        return args
+            # Static rendezvous: each node keeps the rank it was given (node 0 hosts the store
+            # and global rank 0, so its verify reads every rank's records).
+            host, _, port = endpoint.rpartition(":")
+            return [
+                "--nnodes",
+                str(self.nnodes),
+                "--node-rank",
+                str(self.node_rank),
+                "--master-addr",
+                host,
+                "--master-port",
+                port,
+            ]
+        # srun: one torchrun per node, ranks assigned by the c10d rendezvous.
+        return [
+            "--nnodes",
+            str(self.nnodes),
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            endpoint,
+            "--rdzv-id",
+            self.rdzv_id,
+        ]
 
 
 def slurm_master(environ: dict[str, str] | None = None) -> str | None:
@@ -598,6 +618,7 @@ class RunOutcome:
     leftovers: dict[int, dict[str, str]] = field(default_factory=dict)  # alive after the launcher
     end_t: float = 0.0  # time.time() when the run ended
     cwd: str | None = None
+    stderr_tails: dict[int, str] | None = None  # replayed runs: the tails as recorded
 
     def output_tail(self, lines: int = 30) -> str:
         try:
@@ -608,6 +629,8 @@ class RunOutcome:
 
     def rank_stderr_tails(self, lines: int = 15) -> dict[int, str]:
         """Per local rank, the tail of stderr the launcher logged (torchrun/accelerate --log-dir)."""
+        if self.stderr_tails is not None:
+            return self.stderr_tails
         tails: dict[int, str] = {}
         if not self.plan.log_dir:
             return tails

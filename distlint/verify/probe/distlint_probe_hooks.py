@@ -20,6 +20,17 @@ class Hooks:
         self.exact = interventions
         self.p = patcher
         self.prepared_optimizers = 0
+        self.fault_file = None
+
+    def enable_faulthandler(self, out_dir):
+        """A rank killed by SIGSEGV/SIGABRT/SIGBUS/SIGFPE/SIGILL leaves its signal in <pid>.fault."""
+        try:
+            import faulthandler
+
+            self.fault_file = open(os.path.join(out_dir, f"{os.getpid()}.fault"), "w")
+            faulthandler.enable(file=self.fault_file, all_threads=False)
+        except Exception:
+            pass
 
     # -- seeding ---------------------------------------------------------------------------
 
@@ -385,14 +396,7 @@ def activate(out_dir):
     patcher = Patcher(recorder.note)
     recorder.patches = patcher
     hooks = Hooks(recorder, Interventions(), patcher)
-    try:
-        import faulthandler
-
-        # A rank killed by SIGSEGV/SIGABRT/SIGBUS/SIGFPE/SIGILL leaves its signal here.
-        hooks.fault_file = open(os.path.join(out_dir, f"{os.getpid()}.fault"), "w")
-        faulthandler.enable(file=hooks.fault_file, all_threads=False)
-    except Exception:
-        pass
+    hooks.enable_faulthandler(out_dir)
     for name, method in PATCHES.items():
         module = sys.modules.get(name)
         if module is not None:

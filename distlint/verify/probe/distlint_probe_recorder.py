@@ -434,6 +434,8 @@ class Recorder:
         for node, pid, text in gathered:
             if str(node) == str(group_rank) or not text:
                 continue
+            if os.path.exists(os.path.join(self.out_dir, f"{pid}.jsonl")):
+                continue  # a shared folder (srun): the rank wrote there itself
             name = os.path.join(self.out_dir, f"node{node}-{pid}.jsonl")
             with open(name, "w", encoding="utf-8") as f:
                 f.write(text)
