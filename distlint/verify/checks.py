@@ -190,8 +190,15 @@ def check_sharding(many: RunSummary) -> Check:
 
 
 def check_lr(one: RunSummary, many: RunSummary, exact: bool, identical: bool = False) -> Check:
-    lr1 = one.rank0.native_lrs() if one.rank0 else None
-    lrn = many.curve[0].lrs if many.curve else None
+    # Without --exact: the LRs of the first update in both runs (a scheduler may have changed
+    # the optimizer's LR since it was built). With --exact the 1-process run was given the
+    # N-process LRs, so both runs' own LRs at prepare time are compared.
+    if exact:
+        lr1 = one.rank0.native_lrs() if one.rank0 else None
+        lrn = many.rank0.native_lrs() if many.rank0 else None
+    else:
+        lr1 = one.curve[0].lrs if one.curve else None
+        lrn = many.curve[0].lrs if many.curve else None
     if exact and one.rank0 is not None:
         native1 = one.rank0.native_per_device_batch
         accum1 = one.accumulation or 1
@@ -351,12 +358,19 @@ def check_schedule(one: RunSummary, many: RunSummary) -> Check:
         f"LR relative to its peak at sample {last}: {end1:.3g} on 1 process, {endn:.3g} on "
         f"{many.nprocs}"
     )
-    if worst <= 0.05:
+    if worst <= 0.15:
+        status = "pass" if worst <= 0.05 else "warn"
+        tail = (
+            "; the schedule follows the samples seen alike in both runs."
+            if status == "pass"
+            else f"; they differ slightly (largest gap {worst:.2g} of the peak, at sample "
+            f"{worst_at}): a warmup counted in updates lasts N times more samples on N processes."
+        )
         return Check(
             "schedule",
             "LR schedule",
-            "pass",
-            head + "; the schedule follows the samples seen alike in both runs.",
+            status,
+            head + tail,
             "DL202",
             False,
             data,

@@ -118,7 +118,9 @@ def _install_signal_handlers() -> dict[int, Any]:
     return previous
 
 
-def mirror_cwd(src: str, dst: str, budget: int = 3000, depth: int = 2) -> dict[str, tuple]:
+def mirror_cwd(
+    src: str, dst: str, budget: int = 3000, depth: int = 2, skip: str | None = None
+) -> dict[str, tuple]:
     """A scratch working directory: folders re-created, files linked to the originals.
 
     Inputs stay reachable under their relative paths; new files (checkpoints, logs) land in the
@@ -138,6 +140,8 @@ def mirror_cwd(src: str, dst: str, budget: int = 3000, depth: int = 2) -> dict[s
             target = os.path.join(d_dir, entry.name)
             if entry.name.startswith("distlint-verify-"):
                 continue
+            if skip and os.path.realpath(entry.path) == skip:
+                continue  # verify's own folder (--keep inside the working directory)
             try:
                 if entry.is_dir(follow_symlinks=False) and level < depth and budget > 0:
                     os.makedirs(target, exist_ok=True)
@@ -264,7 +268,7 @@ def verify(
                 return None
             run_dir = os.path.join(work, name)
             scratch = os.path.join(run_dir, "cwd")
-            linked = mirror_cwd(user_cwd, scratch)
+            linked = mirror_cwd(user_cwd, scratch, skip=os.path.realpath(work))
             if progress:
                 progress("start", plan)
             record_dir = os.path.join(run_dir, "records")
@@ -298,9 +302,9 @@ def verify(
             result.one = run(one_plan, "one", one_env)
         if rewritten:
             result.notes.append(
-                "the runs rewrote files of your working directory through their links (each run "
-                "gets a scratch folder, but files that existed are linked, not copied): "
-                + ", ".join(rewritten[:5])
+                "files of your working directory changed while the runs went (each run works in "
+                "a scratch folder, but files that existed are linked, not copied, so a run that "
+                "rewrites one rewrites yours): " + ", ".join(rewritten[:5])
             )
         if result.one and result.many and result.one.ok and result.many.ok:
             one, many = result.one, result.many

@@ -233,3 +233,15 @@ def test_hang_ignoring_sigterm_is_named_and_killed():
     assert r.exit_code == 2 and r.many.outcome.timed_out
     assert [f.rank for f in r.many.failures if f.reason.startswith("hung")] == [1]
     assert any("ignored SIGTERM" in n for n in r.many.notes)
+
+
+def test_nlp_example_style_script():
+    """accelerate's nlp_example shape: dict batches into model(**batch) returning an object,
+    a scheduler after prepare, evaluation with grad enabled; its LR is not scaled."""
+    r = load_case("accelerate_nlp_style", static_findings=[finding("DL201")])
+    c = by_id(r)
+    assert r.one.samples_seen == r.many.samples_seen == 160
+    assert c["lr"].status == "fail" and c["lr"].static == "confirmed"
+    assert c["sharding"].status == "pass"  # the dict inputs were checksummed
+    assert c["schedule"].status == "warn"  # a 2-update warmup lasts twice the samples on 2
+    assert any("not counted as trained" in n for n in r.many.notes + r.one.notes)

@@ -371,3 +371,25 @@ def test_signals_stop_verify_with_128_plus_signal_and_remove_the_temp_folder(
     assert result.exit_code == code and result.interrupted
     assert made and not os.path.exists(made[0])
     assert raised in result.verdict or raised in " ".join(result.problems)
+
+
+def test_scratch_folder_links_inputs_and_keeps_outputs_apart(tmp_path):
+    from distlint.verify.core import _rewritten, mirror_cwd
+
+    src = tmp_path / "project"
+    (src / "data" / "shards").mkdir(parents=True)
+    (src / "data" / "train.bin").write_bytes(b"tokens")
+    (src / "data" / "shards" / "0.bin").write_bytes(b"0")
+    (src / "cfg.yaml").write_text("lr: 1\n")
+    keep = src / "verify-out"
+    keep.mkdir()
+    dst = tmp_path / "scratch"
+    linked = mirror_cwd(str(src), str(dst), skip=os.path.realpath(keep))
+    assert (dst / "data" / "train.bin").read_bytes() == b"tokens"  # inputs reachable
+    assert (dst / "data" / "shards" / "0.bin").is_symlink()
+    assert not (dst / "verify-out").exists()  # verify's own folder is not mirrored
+    (dst / "ckpt.pt").write_bytes(b"new")  # a new output stays in the scratch folder
+    assert not (src / "ckpt.pt").exists()
+    assert _rewritten(linked) == []
+    (dst / "cfg.yaml").write_text("lr: 2\n")  # rewriting a linked original is reported
+    assert _rewritten(linked) == [str(src / "cfg.yaml")]

@@ -205,6 +205,13 @@ class Recorder:
         elif isinstance(obj, (list, tuple)):
             for item in obj:
                 self.tensors_in(item, out, depth + 1)
+        elif hasattr(obj, "__dict__") and not isinstance(obj, (type, torch.nn.Module)):
+            # an output object (SimpleNamespace, a dataclass): its attributes
+            try:
+                for value in list(vars(obj).values()):
+                    self.tensors_in(value, out, depth + 1)
+            except Exception:
+                pass
         return out
 
     def summarize(self, obj):
