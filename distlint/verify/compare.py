@@ -289,6 +289,17 @@ def summarize_run(
             f"{run.label}: {untrained} forward(s) of the model with grad enabled that no backward "
             "reached (evaluation or a sanity check) were not counted as trained samples"
         )
+    r0 = ranks[0]
+    trained = [u.samples for u in r0.updates]
+    handed = [u.loader_samples for u in r0.updates]
+    if r0.updates and all(t is not None for t in trained) and any(handed):
+        total_t, total_h = sum(trained), sum(h or 0 for h in handed)  # type: ignore[arg-type]
+        if total_h != total_t:
+            run.notes.append(
+                f"{run.label}: rank 0's DataLoaders handed out {total_h} samples during its "
+                f"{len(r0.updates)} updates, {total_t} were trained on (the rest: peeks, "
+                "evaluation, or batches the script skipped)"
+            )
     run.curve = build_curve(ranks)
     return run
 

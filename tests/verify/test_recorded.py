@@ -146,6 +146,8 @@ def test_peek_and_evaluation_before_training_are_not_counted():
     assert r.many.per_device_batch == 8 and r.many.global_batch == 16 and r.one.global_batch == 8
     assert by_id(r)["lr"].status == "pass" and by_id(r)["lr"].data["batch_ratio"] == 2
     assert any("not counted as trained" in n for n in r.many.notes)
+    # cross-checked with the DataLoader batches: the peek and the evaluations were handed out
+    assert any("handed out 312 samples" in n and "80 were trained on" in n for n in r.many.notes)
 
 
 def test_unsharded_loader_is_a_dl302_fail_and_confirms_nothing_else():

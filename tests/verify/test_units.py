@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from verify_helpers import ROOT, fixture_script
@@ -393,3 +394,41 @@ def test_scratch_folder_links_inputs_and_keeps_outputs_apart(tmp_path):
     assert _rewritten(linked) == []
     (dst / "cfg.yaml").write_text("lr: 2\n")  # rewriting a linked original is reported
     assert _rewritten(linked) == [str(src / "cfg.yaml")]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux-only")
+def test_sigkill_to_verify_leaves_no_launcher_or_rank_running(tmp_path):
+    """PR_SET_PDEATHSIG: the launcher dies with verify, a rank with its launcher (no torch here:
+    a stand-in launcher that starts one python "rank")."""
+    ready = tmp_path / "ready"
+    rank = tmp_path / "rank.py"
+    rank.write_text(
+        f"import pathlib, time\npathlib.Path({str(ready)!r}).write_text('up')\ntime.sleep(60)\n"
+    )
+    launcher = tmp_path / "launcher.py"
+    launcher.write_text(
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, {str(rank)!r}])\n"
+        "time.sleep(60)\n"
+    )
+    parent = (
+        "import sys\n"
+        "from distlint.verify import launch\n"
+        f"plan = launch.LaunchPlan('x', 1, 'python', 'cpu', [sys.executable, {str(launcher)!r}], {{}})\n"
+        f"launch.run_plan(plan, {str(tmp_path / 'run')!r}, 60, {{}})\n"
+    )
+    verify_like = subprocess.Popen([sys.executable, "-c", parent], cwd=ROOT)
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ready.exists()
+    needle = f"DISTLINT_VERIFY_OUT={tmp_path / 'run' / 'records'}"
+    from verify_helpers import processes_with_env
+
+    assert len(processes_with_env(needle)) == 2  # the launcher and its rank
+    verify_like.kill()  # SIGKILL: no handler runs in verify
+    verify_like.wait()
+    deadline = time.monotonic() + 10
+    while processes_with_env(needle) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_with_env(needle) == []
