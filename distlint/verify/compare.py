@@ -259,6 +259,15 @@ def summarize_run(
                 "if it was slow"
             )
         run.problems.append(reason)
+        spawned = sum(1 for c in outcome.at_timeout if "spawn_main" in c or "forkserver" in c)
+        if spawned:
+            run.problems.append(
+                f"{spawned} process(es) started by the script itself (multiprocessing spawn) were "
+                "alive: a script that starts its own group (torch.multiprocessing.spawn with its "
+                "own MASTER_PORT) is its own launcher, and under a launcher each rank starts a "
+                "group of its own. verify needs a script that a launcher starts (torchrun, "
+                "accelerate launch, fabric run)."
+            )
         detail = (exc.exception or {}).get("traceback", "") if exc else ""
         run.failures.append(
             Failure(

@@ -619,6 +619,7 @@ class RunOutcome:
     end_t: float = 0.0  # time.time() when the run ended
     cwd: str | None = None
     stderr_tails: dict[int, str] | None = None  # replayed runs: the tails as recorded
+    at_timeout: list[str] = field(default_factory=list)  # command lines alive when it timed out
 
     def output_tail(self, lines: int = 30) -> str:
         try:
@@ -684,6 +685,7 @@ def run_plan(
     tracker.root = popen.pid
     timed_out = launcher_stopped = False
     killed: dict[int, dict[str, str]] = {}
+    alive: list[str] = []
     stray: dict[int, dict[str, str]] = {}
     all_done_since: float | None = None
     try:
@@ -698,6 +700,7 @@ def run_plan(
                 on_poll(elapsed)
             if elapsed > timeout:
                 timed_out = True
+                alive = [i.get("cmdline", "") for i in tracker.processes().values()]
                 killed = terminate_all(popen, tracker)
                 break
             if plan.launcher != "python" and _ranks_done(record_dir, plan.local, popen.pid, tag):
@@ -739,6 +742,7 @@ def run_plan(
         launcher_stopped=launcher_stopped,
         end_t=time.time(),
         cwd=cwd,
+        at_timeout=alive,
     )
 
 

@@ -229,7 +229,8 @@ class Progress:
                 self.stream.write("\r" + " " * 60 + "\r")
             state = "ok" if run.ok else "FAILED: " + "; ".join(run.problems)
             self.stream.write(
-                f"  {run.label}: {len(run.curve)} updates, {run.samples_seen} samples "
+                f"  {run.label}: {len(run.curve)} updates, "
+                f"{run.samples_seen if run.samples_known else 'unknown'} samples "
                 f"in {run.outcome.wall_s:.1f} s, {state}\n"
             )
         self.stream.flush()

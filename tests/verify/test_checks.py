@@ -224,3 +224,19 @@ def test_a_run_still_progressing_at_the_timeout_is_not_stuck(tmp_path):
     again.outcome.end_t = 5000.0  # nothing written for an hour: stuck
     stuck = compare.summarize_run(again.outcome, again.records, 2, 20)
     assert stuck.failures[0].reason.startswith("all ranks stuck at update 5")
+
+
+def test_a_script_that_spawns_its_own_group_is_explained(tmp_path):
+    """pytorch/examples multigpu.py style (mp.spawn): under a launcher nothing becomes a rank."""
+    folder = tmp_path / "spawn"
+    folder.mkdir()
+    run = summarize(folder, 2, timed_out=True)
+    assert "before any rank started training" in run.problems[0] and len(run.problems) == 1
+    run.outcome.at_timeout = [
+        "python -m torch.distributed.run --nproc_per_node 2 spawn_ddp.py",
+        "python -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5)",
+    ]
+    from distlint.verify import compare
+
+    again = compare.summarize_run(run.outcome, run.records, 2, 20)
+    assert "is its own launcher" in again.problems[1] and again.problems[1].startswith("1 process")
