@@ -105,7 +105,7 @@ def check_batch(one: RunSummary, many: RunSummary, exact: bool, identical: bool 
             data=data,
         )
     # DL301's claim: the DataLoader's batch_size is per device, so the global batch is batch_size × N.
-    confirms = bool(native) and gn == native * n * accum and n > 1
+    confirms = bool(native) and native is not None and gn == native * n * accum and n > 1
     if many.config("split_batches"):
         detail += (
             f" split_batches=True: the DataLoader's batch_size ({native}) is the global batch here."
@@ -206,7 +206,13 @@ def check_lr(one: RunSummary, many: RunSummary, exact: bool, identical: bool = F
     else:
         g1 = one.global_batch
     gn = many.global_batch
-    data = {"lr_1": lr1, "lr_n": lrn, "batch_ratio": None, "lr_ratio": None, "scaling": None}
+    data: dict[str, Any] = {
+        "lr_1": lr1,
+        "lr_n": lrn,
+        "batch_ratio": None,
+        "lr_ratio": None,
+        "scaling": None,
+    }
     if not lr1 or not lrn or not lr1[0]:
         return Check(
             "lr",
@@ -463,8 +469,8 @@ def check_seeding(one: RunSummary, many: RunSummary) -> Check:
     used: dict[str, bool] = {}
     seeded_by: dict[str, str] = {}
     for gen in GENERATORS:
-        points = [(r, _seed_point(r, gen)) for r in ranks]
-        points = [(r, fp, by) for r, (fp, by) in points if fp is not None]
+        found = [(r, _seed_point(r, gen)) for r in ranks]
+        points = [(r, fp, by) for r, (fp, by) in found if fp is not None]
         if not points:
             continue
         where = []

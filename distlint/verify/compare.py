@@ -473,14 +473,16 @@ def build_curve(ranks: Sequence[RankRecord]) -> list[CurvePoint]:
     for i in range(count):
         ups = [r.updates[i] for r in ranks]
         sizes = [u.samples if u.samples is not None else u.loader_samples for u in ups]
-        batch = None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[misc]
+        known = [s for s in sizes if s is not None]
+        batch = sum(known) if len(known) == len(sizes) else None
         seen = None if seen is None or batch is None else seen + batch
         tokens = [u.numel for u in ups]
         losses = [u.loss for u in ups if u.loss is not None]
         checks = [u.checksum for u in ups]
+        present = [c for c in checks if c is not None]
         checksum = None
-        if all(c is not None for c in checks):
-            checksum = (sum(c[0] for c in checks), sum(c[1] for c in checks))  # type: ignore[index]
+        if len(present) == len(checks):
+            checksum = (sum(c[0] for c in present), sum(c[1] for c in present))
         curve.append(
             CurvePoint(
                 update=i + 1,
@@ -490,7 +492,7 @@ def build_curve(ranks: Sequence[RankRecord]) -> list[CurvePoint]:
                 lrs=ups[0].lrs,
                 checksum=checksum,
                 rank_checksums=checks,
-                tokens=None if any(t is None for t in tokens) else sum(tokens),  # type: ignore[arg-type]
+                tokens=None if any(t is None for t in tokens) else sum(t or 0 for t in tokens),
             )
         )
     return curve

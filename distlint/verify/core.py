@@ -105,7 +105,7 @@ class Interrupted(BaseException):
 def _install_signal_handlers() -> dict[int, Any]:
     if threading.current_thread() is not threading.main_thread():
         return {}
-    previous = {}
+    previous: dict[int, Any] = {}
 
     def handler(signum, frame):
         raise Interrupted(signum)
@@ -377,5 +377,5 @@ def _prepared_lrs(run: RunSummary | None) -> list[list[float]] | None:
     if run is None or run.rank0 is None:
         return None
     opts = sorted(run.rank0.optimizers, key=lambda o: o.get("index", 0))
-    lrs = [o.get("native_lrs") for o in opts if o.get("native_lrs")]
+    lrs = [list(o["native_lrs"]) for o in opts if o.get("native_lrs")]
     return lrs or None

@@ -541,7 +541,7 @@ class Tracker:
                 pass
 
     def orphans_done(self) -> list[int]:
-        out = []
+        out: list[int] = []
         try:
             names = os.listdir("/proc")
         except OSError:

@@ -252,7 +252,9 @@ class RunRecords:
 
 
 def read_run(record_dir: str, single_pid: int | None = None) -> RunRecords:
-    ranks, others, problems = [], [], []
+    ranks: list[RankRecord] = []
+    others: list[RankRecord] = []
+    problems: list[str] = []
     for path in sorted(glob.glob(os.path.join(record_dir, "*.jsonl"))):
         try:
             rank = read_rank(path)
