@@ -475,6 +475,17 @@ def _run_verify(paths: tuple[str, ...], options: LintOptions, fmt: str, verify_k
             "--verify needs the training script: distlint check --verify train.py [-- args]"
         )
     script, script_args = paths[0], tuple(paths[1:])
+    if os.path.isdir(script):
+        raise click.UsageError(
+            f"--verify runs one training script; {script} is a directory", ctx=None
+        )
+    # A second path before `--` is a second script, not an argument of the first one.
+    if script_args and "--" not in sys.argv[1:] and not script_args[0].startswith("-"):
+        if os.path.exists(script_args[0]):
+            raise click.UsageError(
+                f"--verify runs one training script, got a second path {script_args[0]}; "
+                "pass arguments of the script after `--`"
+            )
     static = []
     for result in lint_paths(
         [script],
