@@ -3,7 +3,8 @@
     python benchmarks/verify_overhead.py [--script fixtures/verify/correct.py] [--repeat 3] [--nprocs 2]
 
 For each repetition, interleaved so that background load hits all three alike:
-  bare 1   `python SCRIPT --steps K*N`                       (what verify's 1-process run trains)
+  bare 1   `torchrun --standalone --nproc_per_node 1 SCRIPT --steps K*N` (verify's 1-process run:
+           the same launcher, as many samples)
   bare N   `torchrun --standalone --nproc_per_node N SCRIPT --steps K` with ACCELERATE_USE_CPU=1
   verify   `python -m distlint.verify --device cpu --format json SCRIPT` (--max-steps K)
 
@@ -44,7 +45,17 @@ def main() -> int:
 
     n, k = args.nprocs, args.max_steps
     cpu_env = dict(os.environ, ACCELERATE_USE_CPU="1", CUDA_VISIBLE_DEVICES="")
-    bare_one = [sys.executable, args.script, "--steps", str(k * n)]
+    bare_one = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "1",
+        args.script,
+        "--steps",
+        str(k * n),
+    ]
     bare_many = [
         sys.executable,
         "-m",

@@ -8,7 +8,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterator, Mapping, Sequence
+import stat
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TypeVar
@@ -93,6 +95,8 @@ class LintOptions:
     debug: bool = False
     cache: bool = False  # reuse results from .distlint_cache (the CLI's default; --no-cache)
     jobs: int | None = None  # processes for many files; None: one per available core
+    keep_source: bool = False  # results carry the decoded text (for --diff)
+    add_noqa: bool = False  # write `# noqa: CODE` for every finding (--add-noqa)
 
     def apply_to(self, config: Config) -> Config:
         changes = {}
@@ -121,10 +125,13 @@ def lint_source(
     unsafe_fixes: bool | None = None,
     ignore_noqa: bool = False,
     debug: bool = False,
+    prior: FileResult | None = None,
     project=None,
 ) -> FileResult:
     """Lint ``source`` as the file ``path``; see :func:`distlint.runner.lint_source`.
 
+    ``prior`` (with ``fix``): a result of linting this same text with the same settings, whose
+    edits the first fix round applies without linting again (the cache's, the server's).
     ``project`` (a :class:`distlint.analysis.project.Project`, e.g. :func:`project_for`): follow
     the file's imports and config files; None: the file alone."""
     if path.endswith(".ipynb"):
@@ -147,6 +154,7 @@ def lint_source(
         unsafe_fixes=unsafe_fixes,
         ignore_noqa=ignore_noqa,
         debug=debug,
+        prior=prior,
         project=project,
     )
 
@@ -156,18 +164,16 @@ def fix_source(
     path: str = "<stdin>",
     config: Config | None = None,
     *,
-    fix_ids: Collection[int] | None = None,
     unsafe_fixes: bool | None = None,
     ignore_noqa: bool = False,
+    prior: FileResult | None = None,
     project=None,
 ) -> str:
-    """The text ``source`` with fixes applied, through the same fix rounds as ``distlint fix``.
-
-    With ``fix_ids``: only the fixes of those findings (their :attr:`Finding.fix_id` from a
-    lint of this same text and configuration), safe or unsafe, one round: a quick fix.
-    Without: every safe fix (unsafe ones too with ``unsafe_fixes``, default the config's
-    ``unsafe-fixes``), exactly as ``distlint fix`` computes them. Returns ``source`` unchanged
-    when nothing applies or the text does not parse.
+    """The text ``source`` with every safe fix applied (unsafe ones too with ``unsafe_fixes``,
+    default the config's ``unsafe-fixes``), exactly as ``distlint fix`` computes it. ``prior``:
+    a lint result of this same text and configuration (the language server's), so the first
+    round applies its edits without linting again. Returns ``source`` unchanged when nothing
+    applies or the text does not parse.
     """
     if path.endswith(".ipynb"):
         raise ValueError("fix_source works on Python source; notebooks go through lint_source")
@@ -178,16 +184,69 @@ def fix_source(
         fix=True,
         unsafe_fixes=unsafe_fixes,
         ignore_noqa=ignore_noqa,
-        fix_ids=frozenset(fix_ids) if fix_ids is not None else None,
+        prior=prior,
         project=project,
     )
     return result.fixed_source if result.fixed_source is not None else source
 
 
-def read_source(path: str) -> bytes | FileError:
+def apply_fix(source: str, finding: Finding) -> str:
+    """``source`` with ``finding``'s own fix applied (its edits only, nothing re-linted)."""
+    from distlint.edits import apply_fixes
+
+    if finding.fix is None:
+        return source
+    return apply_fixes(source, [finding.fix])[0]
+
+
+# A regular file bigger than this is not read at all (a file without trigger words is read and
+# skipped whatever its size up to here; one that is parsed must also fit `max-file-size`).
+READ_LIMIT = 64 << 20
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_source(path: str, limit: int | None = READ_LIMIT) -> bytes | FileError:
+    data = read_stable(path, limit)
+    return data if isinstance(data, FileError) else data[0]
+
+
+def read_stable(
+    path: str, limit: int | None = READ_LIMIT, tries: int = 3
+) -> tuple[bytes, os.stat_result] | FileError:
+    """The bytes of the regular file ``path`` (at most ``limit``) and the file's state when they
+    were read, or the error to report.
+
+    Never blocks and never reads without end: anything but a regular file (a FIFO, a device
+    such as a link to /dev/zero, a socket) is refused from its ``stat`` before it is opened,
+    the open is non-blocking, and a file over ``limit`` bytes is refused unread. The bytes are
+    taken only while the file's size and mtime hold still (a writer pausing mid-write would
+    otherwise be fixed from half a file).
+    """
+    for attempt in range(tries):
+        read = _read_once(path, limit)
+        if isinstance(read, FileError):
+            return read
+        data, before, after = read
+        if before.st_size == after.st_size == len(data) and before.st_mtime_ns == after.st_mtime_ns:
+            return data, after
+        time.sleep(0.05 * (attempt + 1))
+    return FileError(path, "the file kept changing while it was read; not linted")
+
+
+def _read_once(
+    path: str, limit: int | None
+) -> tuple[bytes, os.stat_result, os.stat_result] | FileError:
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return _not_regular(path, st.st_mode)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except IsADirectoryError:
         return FileError(path, "is a directory, not a Python file")
     except FileNotFoundError:
@@ -198,6 +257,42 @@ def read_source(path: str) -> bytes | FileError:
         return FileError(path, "permission denied")
     except OSError as exc:
         return FileError(path, f"cannot read: {exc.strerror or exc}")
+    try:
+        st = os.fstat(fd)  # what was opened, which may differ from what was stat'ed
+        if not stat.S_ISREG(st.st_mode):
+            return _not_regular(path, st.st_mode)
+        if limit and st.st_size > limit:
+            return _too_big(path, st.st_size, limit)
+        chunks = []
+        size = 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+            if limit and size > limit:  # it grew while being read
+                return _too_big(path, None, limit)
+            chunks.append(chunk)
+        return b"".join(chunks), st, os.fstat(fd)
+    except OSError as exc:
+        return FileError(path, f"cannot read: {exc.strerror or exc}")
+    finally:
+        os.close(fd)
+
+
+def _not_regular(path: str, mode: int) -> FileError:
+    if stat.S_ISDIR(mode):
+        return FileError(path, "is a directory, not a Python file")
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
+    return FileError(path, f"is {kind}{link}, not a regular file: not read")
+
+
+def _too_big(path: str, size: int | None, limit: int) -> FileError:
+    from distlint.guard import human_size  # the guard's tokenizer loads only to lint
+
+    what = human_size(size) if size is not None else "growing"
+    return FileError(path, f"file is {what}, over the {human_size(limit)} read limit: not read")
 
 
 def lint_file(
@@ -215,7 +310,9 @@ def lint_file(
     except Exception as exc:
         import traceback
 
-        detail = traceback.format_exc() if options.debug else f"{type(exc).__name__}: {exc}"
+        detail = (
+            traceback.format_exc(limit=-40) if options.debug else f"{type(exc).__name__}: {exc}"
+        )
         return FileResult(
             path,
             errors=(FileError(path, f"internal error: {detail} (--debug shows the traceback)"),),
@@ -230,26 +327,77 @@ def _lint_file(
             config = config_for(path, options)
         except ConfigError as exc:
             return FileResult(path, errors=(FileError(path, str(exc)),))
-    data = read_source(path)
-    if isinstance(data, FileError):
-        return FileResult(path, errors=(data,))
-    result = _lint_data(path, data, config, options)
-    # A fix run's result equals the check result only when no fix was wanted: nothing changed
-    # (a `--diff` run must not cache the post-fix findings under the unfixed file's key).
-    if (
-        cache
-        and all(e.path == path for e in result.errors)
-        and (
-            not options.fix
-            or (result.fixed_source is None and not _fix_wanted(result, config, options))
-        )
-    ):
+    read = read_stable(path, _read_limit(config))
+    if isinstance(read, FileError):
+        return FileResult(path, errors=(read,))
+    data, state = read
+    store = key = None
+    prior = None
+    if cache:
         store, key = _cache_entry(path, data, config, options)
-        store.put(key, result)
+        prior = store.get(key, path)
+        if prior is not None and not (options.fix and _fix_wanted(prior, config, options)):
+            return _finish(path, data, state, prior, config, options)
+    result = _lint_data(path, data, config, options, prior, state)
+    if store is not None and key is not None and not result.errors:
+        if result.fixed_bytes is None and prior is None:
+            store.put(key, result)  # nothing was fixed: the result is the file's
+        elif result.fixed_bytes is not None and options.write and result.fixes_applied:
+            # the file now holds the fixed bytes and the result is theirs: the next run is warm
+            fixed_store, fixed_key = _cache_entry(path, result.fixed_bytes, config, options)
+            fixed_store.put(fixed_key, result)
+    return _finish(path, data, state, result, config, options)
+
+
+def _finish(
+    path: str,
+    data: bytes,
+    state: os.stat_result,
+    result: FileResult,
+    config: Config,
+    options: LintOptions,
+) -> FileResult:
+    """What a result needs once the file is linted: the source text it was computed on (for
+    --diff), and `# noqa` comments written (--add-noqa)."""
+    needs_text = options.keep_source or options.add_noqa
+    if needs_text and result.source_text is None:
+        from distlint.edits import decode
+
+        try:
+            result = replace(result, source_text=decode(data)[0])
+        except (SyntaxError, UnicodeError, LookupError):
+            pass
+    if options.add_noqa and result.findings and not path.endswith(".ipynb"):
+        result = _write_noqa(path, data, state, result)
     return result
 
 
-def _lint_data(path: str, data: bytes, config: Config, options: LintOptions) -> FileResult:
+def _write_noqa(path: str, data: bytes, state: os.stat_result, result: FileResult) -> FileResult:
+    from distlint.edits import decode
+    from distlint.fixes import FileChanged, write_atomic
+    from distlint.noqa import add_noqa
+
+    try:
+        text, encoding = decode(data)
+        new_text, count = add_noqa(text, result.findings)
+        if count:
+            write_atomic(path, new_text.encode(encoding), expected=state)
+        return replace(result, noqa_added=count)
+    except FileChanged:
+        message = "file changed on disk while noqa comments were added; not written"
+    except (OSError, SyntaxError, UnicodeError) as exc:
+        message = f"cannot add noqa comments: {exc}"
+    return replace(result, errors=result.errors + (FileError(path, message),))
+
+
+def _lint_data(
+    path: str,
+    data: bytes,
+    config: Config,
+    options: LintOptions,
+    prior: FileResult | None = None,
+    state: os.stat_result | None = None,
+) -> FileResult:
     result = lint_source(
         data,
         path,
@@ -258,53 +406,57 @@ def _lint_data(path: str, data: bytes, config: Config, options: LintOptions) -> 
         unsafe_fixes=options.unsafe_fixes,
         ignore_noqa=options.ignore_noqa,
         debug=options.debug,
+        prior=prior,
         project=None if path.endswith(".ipynb") else project_for(path, config),
     )
     if options.fix and options.write and result.fixed_bytes is not None:
+        from distlint.fixes import FileChanged, write_atomic
+
+        problem = None
         try:
             with open(path, "rb") as handle:
                 if handle.read() != data:
-                    raise _Changed()
-            from distlint.fixes import write_atomic
-
-            write_atomic(path, result.fixed_bytes)
-        except _Changed:
-            return replace(
-                result,
-                fixed_source=None,
-                fixed_bytes=None,
-                fixes_applied=0,
-                errors=result.errors
-                + (FileError(path, "file changed on disk while it was being fixed; not written"),),
-            )
+                    raise FileChanged(path)
+            write_atomic(path, result.fixed_bytes, expected=state)
+        except FileChanged:
+            problem = "file changed on disk while it was being fixed; not written"
         except FileNotFoundError:
-            return replace(
-                result,
-                errors=result.errors
-                + (FileError(path, "file vanished before the fix was written"),),
-            )
+            problem = "file vanished before the fix was written"
         except PermissionError:
-            return replace(
-                result,
-                fixed_source=None,
-                fixed_bytes=None,
-                fixes_applied=0,
-                errors=result.errors + (FileError(path, "permission denied: fixes not written"),),
-            )
+            problem = "permission denied: fixes not written"
         except OSError as exc:
-            return replace(
-                result,
-                fixed_source=None,
-                fixed_bytes=None,
-                fixes_applied=0,
-                errors=result.errors
-                + (FileError(path, f"cannot write fixes: {exc.strerror or exc}"),),
-            )
+            problem = f"cannot write fixes: {exc.strerror or exc}"
+        if problem is not None:
+            return _on_disk(path, data, config, options, result, problem)
     return result
 
 
-class _Changed(Exception):
-    pass
+def _on_disk(
+    path: str,
+    data: bytes,
+    config: Config,
+    options: LintOptions,
+    result: FileResult,
+    problem: str,
+) -> FileResult:
+    """A fix that could not be written: report the findings of what is still on disk (the
+    unfixed text), not those of the text that was never written."""
+    before = lint_source(
+        data,
+        path,
+        config,
+        ignore_noqa=options.ignore_noqa,
+        debug=options.debug,
+    )
+    return replace(
+        before,
+        errors=tuple(dict.fromkeys(before.errors + result.errors)) + (FileError(path, problem),),
+        source_text=result.source_text,
+    )
+
+
+def _read_limit(config: Config) -> int | None:
+    return max(READ_LIMIT, config.max_file_size) if config.max_file_size else None
 
 
 def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> Iterator[FileResult]:
@@ -333,9 +485,18 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
         from distlint.runner import lint_source  # noqa: F401
 
         all_rules()
-    linted = ordered_map(partial(lint_file, config=None, options=options), todo, options.jobs)
+    linted = ordered_map(
+        partial(lint_file, config=None, options=options), todo, options.jobs, _worker_died
+    )
     for slot in slots:
         yield next(linted) if isinstance(slot, str) else slot
+
+
+def _worker_died(path: str, reason: str) -> FileResult:
+    """The result of a file whose worker process died twice (alone the second time)."""
+    hint = " (out of memory?)" if "SIGKILL" in reason else ""
+    message = f"the process linting this file died: {reason}{hint}; not linted"
+    return FileResult(path, errors=(FileError(path, message),))
 
 
 def _cache_entry(path: str, data: bytes, config: Config, options: LintOptions):
@@ -358,11 +519,14 @@ def _cached_result(path: str, options: LintOptions) -> FileResult | None:
         config = config_for(path, options)
     except ConfigError:
         return None
-    data = read_source(path)
-    if isinstance(data, FileError):
+    read = read_stable(path, _read_limit(config))
+    if isinstance(read, FileError):
         return None
+    data, state = read
     cache, key = _cache_entry(path, data, config, options)
     result = cache.get(key, path)
     if result is None or (options.fix and _fix_wanted(result, config, options)):
-        return None  # a fix run can reuse a result only when there is nothing to fix
-    return result
+        return None  # a fix run starts from the cached edits in its worker (see _lint_file)
+    if options.add_noqa and result.findings:
+        return None  # written by the worker
+    return _finish(path, data, state, result, config, options)

@@ -16,6 +16,7 @@ pickle: a cache directory checked into a repository must not be able to run code
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -27,10 +28,10 @@ from typing import Any
 
 from distlint import __version__
 from distlint.config import Config
-from distlint.model import Applicability, FileError, FileResult, Finding, FixInfo, Range, Severity
+from distlint.model import Applicability, Edit, FileError, FileResult, Finding, Fix, Range, Severity
 
 CACHE_DIR = ".distlint_cache"
-_FORMAT = 2  # bump when the entry layout changes (2: dependency digests)
+_FORMAT = 3  # bump when the entry layout changes (2: edits; 3: dependency digests)
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# distlint cache; see https://bford.info/cachedir/\n"
 
 
@@ -65,6 +66,10 @@ def cache_key(
     debug: bool = False,
 ) -> str:
     h = hashlib.sha256()
+    if config.unsafe_fixes:
+        # findings and their edits do not depend on it: `check` warms the cache for `fix
+        # --unsafe-fixes`
+        config = dataclasses.replace(config, unsafe_fixes=False)
     for part in (
         engine_fingerprint(),
         repr(config),
@@ -188,7 +193,14 @@ _DIGESTS: dict[tuple[str, int, int], str] = {}
 
 
 def _finding_out(f: Finding) -> list:
-    fix = [f.fix.applicability.value, f.fix.title] if f.fix is not None else None
+    fix = None
+    if f.fix is not None:
+        fix = [
+            f.fix.applicability.value,
+            f.fix.title,
+            [_edit_out(e) for e in f.fix.edits],
+            f.fix.isolation,
+        ]
     return [
         list(_range_tuple(f.range)),
         f.code,
@@ -197,8 +209,19 @@ def _finding_out(f: Finding) -> list:
         fix,
         f.severity.value,
         f.cell,
-        f.fix_id,
+        _edit_out(f.suppression) if f.suppression is not None else None,
     ]
+
+
+def _edit_out(e: Edit) -> list:
+    return [e.start, e.end, e.content, list(_range_tuple(e.range))]
+
+
+def _edit_in(item: Iterable[Any]) -> Edit:
+    start, end, content, rng = item
+    if not isinstance(content, str):
+        raise TypeError("edit content")
+    return Edit(int(start), int(end), content, Range(*(int(v) for v in rng)))
 
 
 def _range_tuple(r: Range) -> tuple[int, int, int, int]:
@@ -216,9 +239,17 @@ def _decode(data: dict[str, Any], path: str) -> FileResult:
 
 
 def _finding_in(item: Iterable[Any], path: str) -> Finding:
-    rng, code, name, message, fix, severity, cell, fix_id = item
+    rng, code, name, message, fix, severity, cell, suppression = item
     line, column, end_line, end_column = (int(v) for v in rng)
-    info = FixInfo(Applicability(fix[0]), str(fix[1])) if fix is not None else None
+    info = None
+    if fix is not None:
+        applicability, title, edits, isolation = fix
+        info = Fix(
+            str(title),
+            Applicability(applicability),
+            tuple(_edit_in(e) for e in edits),
+            None if isolation is None else str(isolation),
+        )
     return Finding(
         path,
         Range(line, column, end_line, end_column),
@@ -228,7 +259,7 @@ def _finding_in(item: Iterable[Any], path: str) -> Finding:
         info,
         Severity(severity),
         None if cell is None else int(cell),
-        None if fix_id is None else int(fix_id),
+        None if suppression is None else _edit_in(suppression),
     )
 
 

@@ -5,6 +5,17 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+
+if sys.argv[1:2] == ["lsp"]:
+    # `distlint lsp`: start the lint worker before the rest of the command line is even
+    # imported; it loads LibCST and the rules while this process loads pygls (distlint.lsp_start).
+    from distlint.lsp_worker import Worker as _Worker
+
+    _EARLY_WORKER: _Worker | None = _Worker()
+    _EARLY_WORKER.start()
+else:
+    _EARLY_WORKER = None
+
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TextIO
@@ -13,7 +24,7 @@ import click
 
 from distlint import __version__
 from distlint.api import LintOptions, config_for, lint_paths, lint_source
-from distlint.config import ConfigError
+from distlint.config import ConfigError, config_file_problem
 from distlint.model import FileResult
 from distlint.reporting import FORMATS, ReportContext, renderer
 
@@ -42,7 +53,9 @@ def _validate_selectors(codes: tuple[str, ...] | None, option: str) -> None:
 
 def _common_options(f):
     options = [
-        click.argument("paths", nargs=-1, type=click.Path()),
+        # readable=False: an unreadable file is reported as one error line and the others are
+        # still linted (click's own check would stop the whole run with a usage error)
+        click.argument("paths", nargs=-1, type=click.Path(readable=False)),
         click.option(
             "--select",
             multiple=True,
@@ -105,6 +118,12 @@ def _common_options(f):
             help="Apply exclude / extend-exclude to files named on the command line too (for pre-commit).",
         ),
         click.option("--debug", is_flag=True, help="Show tracebacks of internal errors."),
+        click.option(
+            "--quiet",
+            "-q",
+            is_flag=True,
+            help="Print no findings: only errors and how many fixes were applied (the fix hook).",
+        ),
         click.option(
             "--no-cache",
             is_flag=True,
@@ -189,6 +208,7 @@ def _run(
     verify: bool = False,
     add_noqa: bool = False,
     force_exclude: bool = False,
+    quiet: bool = False,
     **verify_kwargs,
 ) -> int:
     select_t, ignore_t, extend_t = (
@@ -199,8 +219,9 @@ def _run(
     _validate_selectors(select_t, "--select")
     _validate_selectors(ignore_t, "--ignore")
     _validate_selectors(extend_t, "--extend-select")
-    if config_path is not None and not os.path.isfile(config_path):
-        click.echo(f"error: configuration file {config_path} not found", err=True)
+    problem = config_file_problem(config_path) if config_path is not None else None
+    if problem is not None:  # missing, a directory, a FIFO...
+        click.echo(f"error: {problem}", err=True)
         return EXIT_ERROR
     options = LintOptions(
         select=select_t,
@@ -215,19 +236,30 @@ def _run(
         debug=debug,
         cache=not no_cache,
         jobs=jobs,
+        keep_source=diff,
     )
     if verify:
         return _run_verify(paths, options, fmt, verify_kwargs)
+    if output_file and not _output_directory_ready(output_file):
+        return EXIT_ERROR  # before any file is fixed: nothing is written when the report cannot be
 
     stdin_mode = list(paths) == ["-"] or (stdin_filename is not None and not paths)
     if stdin_mode:
+        if force_exclude and stdin_filename and _excluded(stdin_filename, options, named=True):
+            # ruff's behaviour: an excluded --stdin-filename is passed through untouched
+            if options.fix and not diff:
+                sys.stdout.buffer.write(sys.stdin.buffer.read())
+                sys.stdout.flush()
+            return EXIT_CLEAN
         return _run_stdin(
             stdin_filename or "<stdin>", options, fmt, output_file, exit_zero, diff, statistics
         )
     if force_exclude and paths:
         paths = tuple(p for p in paths if not _excluded(p, options))
         if not paths:
-            return EXIT_CLEAN  # every named file is excluded: nothing to lint (not "lint the cwd")
+            # every named file is excluded: nothing to lint (not "lint the cwd")
+            click.echo("warning: No Python files found", err=True)
+            return EXIT_CLEAN
     if add_noqa:
         if fix or diff:
             raise click.UsageError("--add-noqa cannot be combined with --fix or --diff")
@@ -239,27 +271,38 @@ def _run(
         for error in result.errors:
             click.echo(str(error), err=True)
         if diff and result.fixed_source is not None:
-            diffs.append(_unified_diff(result))
+            diffs.append(_unified_diff(result, result.source_text or ""))
         # keep findings, not the text of every fixed file, across a large tree
         results.append(
-            replace(result, fixed_source=None, fixed_bytes=None)
-            if result.fixed_source is not None
+            replace(result, fixed_source=None, fixed_bytes=None, source_text=None)
+            if result.fixed_source is not None or result.source_text is not None
             else result
         )
+    if not results:
+        click.echo("warning: No Python files found", err=True)
     context = ReportContext(
         fix_mode=fix,
-        unsafe_fixes=bool(unsafe_fixes),
+        unsafe_fixes=_unsafe_fixes(unsafe_fixes, paths, options),
         show_statistics=statistics,
         diff=diff,
-        options=options,
     )
     if diff:
         out = "".join(diffs)
         sys.stdout.write(out)
-        if fmt == "text":
+        if quiet:
+            pass
+        elif fmt == "text":
             _emit(results, "text", output_file, context, stream=sys.stderr)
         else:
             _emit(results, fmt, output_file, context)
+    elif quiet:
+        fixed = sum(r.fixes_applied for r in results)
+        if fixed:
+            changed = sum(1 for r in results if r.fixes_applied)
+            click.echo(
+                f"Fixed {fixed} finding{'s' if fixed != 1 else ''} "
+                f"in {changed} file{'s' if changed != 1 else ''}."
+            )
     else:
         _emit(results, fmt, output_file, context)
     return _exit_code(results, exit_zero, diff_changed=bool(diffs) and diff)
@@ -293,10 +336,9 @@ def _run_stdin(
         click.echo(str(error), err=True)
     context = ReportContext(
         fix_mode=options.fix,
-        unsafe_fixes=bool(options.unsafe_fixes),
+        unsafe_fixes=config.unsafe_fixes,
         show_statistics=statistics,
         diff=diff,
-        options=options,
     )
     if options.fix and not diff:
         # `distlint fix -`: the fixed source on stdout and nothing else (editors pipe through it)
@@ -310,15 +352,18 @@ def _run_stdin(
         return EXIT_CLEAN if exit_zero or not result.findings else EXIT_FINDINGS
     if diff:
         if result.fixed_source is not None:
-            sys.stdout.write(_unified_diff(result))
+            from distlint.edits import decode
+
+            sys.stdout.write(_unified_diff(result, decode(data)[0]))
         return _exit_code([result], exit_zero, diff_changed=result.fixed_source is not None)
     _emit([result], fmt, output_file, context)
     return _exit_code([result], exit_zero)
 
 
-def _excluded(path: str, options: LintOptions) -> bool:
-    """--force-exclude: is a file named on the command line excluded by the configuration?"""
-    if not os.path.isfile(path):
+def _excluded(path: str, options: LintOptions, named: bool = False) -> bool:
+    """--force-exclude: is a file named on the command line excluded by the configuration?
+    (``named``: a --stdin-filename, which need not exist.)"""
+    if not named and not os.path.isfile(path):
         return False
     try:
         return config_for(path, options).is_excluded(path)
@@ -326,52 +371,66 @@ def _excluded(path: str, options: LintOptions) -> bool:
         return False  # reported when the file is linted
 
 
+def _output_directory_ready(output_file: str) -> bool:
+    """-o into a missing directory creates it, as ruff does; exit 2 if it cannot."""
+    directory = os.path.dirname(os.path.abspath(output_file))
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        click.echo(
+            f"error: cannot create the directory of --output-file {output_file}: "
+            f"{exc.strerror or exc}",
+            err=True,
+        )
+        return False
+    if os.path.isdir(output_file):
+        click.echo(f"error: --output-file {output_file} is a directory", err=True)
+        return False
+    return True
+
+
+def _unsafe_fixes(flag: bool | None, paths: Sequence[str], options: LintOptions) -> bool:
+    """Whether unsafe fixes count as fixable (`[*]`): the flag, else the configuration's
+    `unsafe-fixes` (of the first path's configuration: the one of the run, in practice)."""
+    if flag is not None:
+        return flag
+    try:
+        return config_for(paths[0] if paths else os.getcwd(), options).unsafe_fixes
+    except ConfigError:
+        return False
+
+
 def _run_add_noqa(paths: tuple[str, ...], options: LintOptions) -> int:
     """Write `# noqa: CODE` for every current finding; exit 0 unless a file could not be handled."""
-    import io
-    import tokenize
-
-    from distlint.add_noqa import add_noqa
-    from distlint.fixes import write_atomic
-    from distlint.runner import decode
-
     added = 0
     failed = False
-    for result in lint_paths(list(paths) or ["."], options):
+    for result in lint_paths(list(paths) or ["."], replace(options, add_noqa=True)):
         for error in result.errors:
             click.echo(str(error), err=True)
             failed = True
-        if not result.findings:
+        if result.findings and result.path.endswith(".ipynb"):
+            # comments go into the cells (distlint.notebook)
+            from distlint import notebook
+            from distlint.fixes import write_atomic
+
+            try:
+                with open(result.path, "rb") as handle:
+                    data = handle.read()
+                new_data, count = notebook.add_noqa(data, result.findings)
+                if count:
+                    write_atomic(result.path, new_data)
+                    added += count
+            except (OSError, SyntaxError, UnicodeError, ValueError) as exc:
+                click.echo(f"{result.path}: error: cannot add noqa comments: {exc}", err=True)
+                failed = True
             continue
-        if result.path.endswith(".ipynb"):
-            click.echo(
-                f"{result.path}: --add-noqa does not edit notebooks; add the comments in the cells",
-                err=True,
-            )
-            continue
-        try:
-            with open(result.path, "rb") as handle:
-                data = handle.read()
-            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-            new_text, count = add_noqa(decode(data), result.findings)
-            if count:
-                write_atomic(result.path, new_text.encode(encoding))
-                added += count
-        except (OSError, SyntaxError, UnicodeError) as exc:
-            click.echo(f"{result.path}: error: cannot add noqa comments: {exc}", err=True)
-            failed = True
+        added += result.noqa_added
     click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
     return EXIT_ERROR if failed else EXIT_CLEAN
 
 
-def _unified_diff(result: FileResult) -> str:
-    try:
-        with open(result.path, "rb") as handle:
-            from distlint.runner import decode
-
-            before = decode(handle.read())
-    except OSError:
-        before = ""
+def _unified_diff(result: FileResult, before: str) -> str:
+    """The diff of ``result``'s fix against ``before``, the text it was computed from."""
     after = result.fixed_source or ""
     return "".join(
         difflib.unified_diff(
@@ -416,6 +475,17 @@ def _run_verify(paths: tuple[str, ...], options: LintOptions, fmt: str, verify_k
             "--verify needs the training script: distlint check --verify train.py [-- args]"
         )
     script, script_args = paths[0], tuple(paths[1:])
+    if os.path.isdir(script):
+        raise click.UsageError(
+            f"--verify runs one training script; {script} is a directory", ctx=None
+        )
+    # A second path before `--` is a second script, not an argument of the first one.
+    if script_args and "--" not in sys.argv[1:] and not script_args[0].startswith("-"):
+        if os.path.exists(script_args[0]):
+            raise click.UsageError(
+                f"--verify runs one training script, got a second path {script_args[0]}; "
+                "pass arguments of the script after `--`"
+            )
     static = []
     for result in lint_paths(
         [script],
@@ -518,15 +588,22 @@ def clean(paths: tuple[str, ...]) -> None:
 @main.command()
 def lsp() -> None:
     """Start the language server over stdio (needs the `lsp` extra)."""
-    try:
-        from distlint.lsp import serve
-    except ImportError as exc:
+    import importlib.util
+
+    missing = [m for m in ("pygls", "lsprotocol") if importlib.util.find_spec(m) is None]
+    if missing:
         click.echo(
-            f"error: the language server needs the lsp extra: pip install 'distlint[lsp]' ({exc})",
+            "error: the language server needs the lsp extra: pip install 'distlint[lsp]' "
+            f"(missing: {', '.join(missing)})",
             err=True,
         )
         sys.exit(EXIT_ERROR)
-    serve()
+    from distlint.lsp_start import serve
+    from distlint.lsp_worker import Worker
+
+    worker = _EARLY_WORKER or Worker()
+    worker.start()  # it imports LibCST and the rules while this process imports pygls
+    serve(worker)
 
 
 if __name__ == "__main__":  # pragma: no cover

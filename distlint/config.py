@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -61,6 +62,13 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 )
 
 
+# Bytes of one file that distlint parses: LibCST needs ~650 MB of memory and ~13 s per MiB of
+# ordinary code (a 1 MB one-line list: 30 s), so bigger files are refused with an error
+# (`max-file-size`; 0: no budget). The largest hand-written modules of big projects
+# (transformers' trainer.py, modeling_utils.py) are 250-350 KB.
+DEFAULT_MAX_FILE_SIZE = 512 << 10
+
+
 @dataclass(frozen=True)
 class Config:
     select: tuple[str, ...] = ()  # empty: every default-enabled rule
@@ -77,6 +85,7 @@ class Config:
     ] = ()  # (CODE, ((key, value), ...))
     # First-party source folders for import resolution (ruff's `src`), relative to `root`.
     src: tuple[str, ...] = ()
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; 0: no budget
     root: str | None = None  # directory of the config file: patterns are relative to it
     source: str | None = None  # path of the config file
 
@@ -182,7 +191,7 @@ _LIST_KEYS = {
     "extend-unsafe-fixes",
     "src",
 }
-_KNOWN_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes"}
+_KNOWN_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes", "max-file-size"}
 
 
 def find_config_file(start: str) -> Path | None:
@@ -193,23 +202,93 @@ def find_config_file(start: str) -> Path | None:
     return _find_from_dir(str(here))
 
 
+# A configuration file is small; more than this is not a configuration (and is not read).
+MAX_CONFIG_SIZE = 16 << 20
+
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def config_file_problem(path: str) -> str | None:
+    """Why ``path`` cannot be a configuration file (missing, a directory, a FIFO...), or None."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return f"configuration file {path} not found"
+    except OSError as exc:
+        return f"configuration file {path}: {exc.strerror or exc}"
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+    return f"configuration file {path} is {kind}, not a file"
+
+
+def _read_config(path: Path) -> bytes:
+    """The bytes of a configuration file; raises ConfigError. Never blocks on a FIFO."""
+    problem = config_file_problem(str(path))
+    if problem is not None:
+        raise ConfigError(problem.replace(f"configuration file {path} ", "", 1), str(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration: {exc.strerror or exc}", str(path)) from None
+    try:
+        data = b""
+        while len(data) <= MAX_CONFIG_SIZE:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return data
+            data += chunk
+        raise ConfigError(f"over {MAX_CONFIG_SIZE >> 20} MiB: not a configuration file", str(path))
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration: {exc.strerror or exc}", str(path)) from None
+    finally:
+        os.close(fd)
+
+
+def _parse_toml(raw: bytes, path: Path) -> dict[str, Any]:
+    """TOML from bytes; raises ConfigError naming the file for bad UTF-8, bad TOML, deep nesting."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"not UTF-8 (TOML must be): byte {raw[exc.start]:#04x} at line {line}", str(path)
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML: {exc}", str(path)) from None
+    except RecursionError:
+        raise ConfigError("invalid TOML: nested too deeply to read", str(path)) from None
+
+
 @lru_cache(maxsize=256)
 def _find_from_dir(directory: str) -> Path | None:
     here = Path(directory)
     for candidate in (here / "distlint.toml", here / ".distlint.toml"):
-        if candidate.is_file():
-            return candidate
+        if os.path.exists(candidate) and not os.path.isdir(candidate):
+            return candidate  # a FIFO or unreadable one is reported when it is loaded
     pyproject = here / "pyproject.toml"
-    if pyproject.is_file():
+    if os.path.lexists(pyproject):
+        # An existing pyproject.toml that cannot be read, decoded or parsed is never skipped
+        # silently (the run would use the defaults): loading it reports the problem, exit 2. A
+        # broken one that does not mention distlint belongs to other tools and is passed over.
         try:
-            with open(pyproject, "rb") as handle:
-                raw = handle.read()
-            data = tomllib.loads(raw.decode("utf-8"))
-        except (OSError, UnicodeDecodeError):
-            data = {}
-        except tomllib.TOMLDecodeError:
-            # A broken pyproject.toml that configures distlint must not be silently skipped
-            # (the run would use the defaults): loading it reports the TOML error, exit 2.
+            raw = _read_config(pyproject)
+        except ConfigError:
+            if not os.path.exists(pyproject):
+                raw = b""  # a broken symbolic link: nothing there
+            else:
+                return pyproject
+        try:
+            data = _parse_toml(raw, pyproject)
+        except ConfigError:
             if b"distlint" in raw:
                 return pyproject
             data = {}
@@ -224,13 +303,7 @@ def _find_from_dir(directory: str) -> Path | None:
 def load_config_file(path: str) -> Config:
     """Parse and validate one configuration file. Raises ConfigError."""
     p = Path(path)
-    try:
-        with open(p, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigError(f"cannot read configuration: {exc.strerror or exc}", str(p)) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"invalid TOML: {exc}", str(p)) from None
+    data = _parse_toml(_read_config(p), p)
     if p.name == "pyproject.toml":
         table = data.get("tool", {}).get("distlint", {})
     else:
@@ -256,7 +329,7 @@ def config_from_table(
     for key, value in table.items():
         if key in _LIST_KEYS:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"expected a list of strings, got {value!r}", source, key)
+                raise ConfigError(f"expected a list of strings, got {_show(value)}", source, key)
             if key in (
                 "select",
                 "ignore",
@@ -271,8 +344,14 @@ def config_from_table(
             values[key.replace("-", "_")] = tuple(value)
         elif key == "unsafe-fixes":
             if not isinstance(value, bool):
-                raise ConfigError(f"expected true or false, got {value!r}", source, key)
+                raise ConfigError(f"expected true or false, got {_show(value)}", source, key)
             values["unsafe_fixes"] = value
+        elif key == "max-file-size":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(
+                    f"expected a number of bytes (0 for no budget), got {_show(value)}", source, key
+                )
+            values["max_file_size"] = value
         elif key == "per-file-ignores":
             if not isinstance(value, dict):
                 raise ConfigError("expected a table of glob = [codes]", source, key)
@@ -280,7 +359,7 @@ def config_from_table(
             for pattern, sel in value.items():
                 if not isinstance(sel, list) or not all(isinstance(v, str) for v in sel):
                     raise ConfigError(
-                        f"expected a list of codes for {pattern!r}, got {sel!r}", source, key
+                        f"expected a list of codes for {pattern!r}, got {_show(sel)}", source, key
                     )
                 for v in sel:
                     _check_selector(v, codes, source, f"{key}.{pattern!r}")
@@ -320,6 +399,13 @@ def config_from_table(
         (code, tuple(sorted(opts.items()))) for code, opts in sorted(rule_options.items())
     )
     return Config(root=root, source=source, **values)
+
+
+def _show(value: Any) -> str:
+    """A value in a message: its repr, cut short (a 3,000-deep array must not fill the screen)."""
+    import reprlib
+
+    return reprlib.repr(value)
 
 
 def _check_selector(sel: str, codes: Iterable[str], source: str | None, key: str) -> None:

@@ -1,9 +1,13 @@
-"""Fix plans and their application.
+"""Fix plans, and how they become text edits.
 
-A rule describes a fix as node replacements (keyed by node identity), statements to insert
-before an anchor statement, and imports it needs. All chosen fixes of a file are applied in one
-transformer pass, then all imports are added in one ``AddImportsVisitor`` pass, and the result is
-re-parsed; a fix whose result does not parse is dropped and reported, never written.
+A rule describes its fix as a plan over the CST (:class:`FixPlan`, importable as ``Fix``): node
+replacements (keyed by node identity), statements to insert before an anchor statement, and
+imports it needs. The engine turns each plan into text edits ONCE, in the pass that computes
+positions (:func:`plan_edits`): every statement the plan touches is regenerated alone, with the
+indentation in effect there, and replaces that statement's span of the original text; an
+inserted statement or an added import is one insertion edit. Applying edits, the re-parse gate
+and the fixed point live in the runner and :mod:`distlint.edits`; writing a file atomically,
+with its on-disk state re-checked just before the rename, lives here.
 """
 
 from __future__ import annotations
@@ -16,11 +20,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 
-from distlint.model import Applicability
+from distlint.edits import LineIndex
+from distlint.model import Applicability, Edit
 
 if TYPE_CHECKING:  # pragma: no cover
     from distlint.analysis import Index
+    from distlint.positions import Span
 
 Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
 
@@ -33,21 +40,20 @@ class ImportSpec:
 
 
 @dataclass(eq=False)
-class Fix:
-    """One finding's fix. ``applicability`` None means the rule's FIX_SAFETY."""
+class FixPlan:
+    """One finding's fix, as a rule describes it. ``applicability`` None means the rule's
+    FIX_SAFETY; ``isolation``: fixes of one group never apply in the same round."""
 
     replace: dict[cst.CSTNode, Replacement] = field(default_factory=dict)
     insert_before: dict[cst.CSTNode, list[cst.BaseStatement]] = field(default_factory=dict)
     imports: list[ImportSpec] = field(default_factory=list)
     applicability: Applicability | None = None
     title: str = ""
-
-    def touched(self) -> list[cst.CSTNode]:
-        return list(self.replace) + list(self.insert_before)
+    isolation: str | None = None
 
 
-class FixError(Exception):
-    pass
+# The name rules use.
+Fix = FixPlan
 
 
 def import_name(
@@ -99,92 +105,263 @@ class _ApplyTransformer(cst.CSTTransformer):
         return result
 
 
-def _conflicts(
-    index: Index, fix: Fix, claimed: set[cst.CSTNode], claimed_ancestors: set[cst.CSTNode]
-) -> bool:
-    """A fix conflicts when it rewrites a node that another chosen fix rewrites, contains or is
-    contained in, or inserts statements inside a node another fix replaces."""
-    for node in fix.replace:
-        if (
-            node in claimed
-            or node in claimed_ancestors
-            or any(a in claimed for a in index.ancestors(node))
-        ):
-            return True
-    return any(any(a in claimed for a in index.ancestors(anchor)) for anchor in fix.insert_before)
+# ------------------------------------------------------------------------------------------
+# Plans -> edits
+# ------------------------------------------------------------------------------------------
 
 
-def apply(
-    module: cst.Module, index: Index, fixes: Sequence[Fix]
-) -> tuple[cst.Module, list[Fix], list[tuple[Fix, str]]]:
-    """Apply compatible fixes. Returns (new module, applied, dropped with reasons).
+class _Layout:
+    """What :func:`plan_edits` needs from the module: the statements each plan touches."""
 
-    Overlapping fixes: the first wins; the others are left for the next round (the runner
-    re-lints and applies again until nothing changes).
-    """
-    chosen: list[Fix] = []
-    deferred: list[tuple[Fix, str]] = []
-    claimed: set[cst.CSTNode] = set()
-    claimed_ancestors: set[cst.CSTNode] = set()
-    for fix in fixes:
-        if _conflicts(index, fix, claimed, claimed_ancestors):
-            deferred.append((fix, "overlaps another fix"))
-            continue
-        chosen.append(fix)
-        for node in fix.replace:
-            claimed.add(node)
-            claimed_ancestors.update(index.ancestors(node))
-    if not chosen:
-        return module, [], deferred
-    new_module = _transform(module, chosen)
-    if new_module is None:
-        # Find the culprit(s): apply each alone and keep those that produce valid code.
-        good: list[Fix] = []
-        for fix in chosen:
-            if _transform(module, good + [fix]) is not None:
-                good.append(fix)
-            else:
-                deferred.append((fix, "the fixed code would not parse; fix dropped"))
-        chosen = good
-        new_module = _transform(module, chosen) if chosen else module
-        assert new_module is not None
-    return new_module, chosen, deferred
+    def __init__(self, module: cst.Module, index: Index, plans: Sequence[FixPlan]) -> None:
+        self.module = module
+        self.index = index
+        self.plans = list(plans)
+        self.tops: list[tuple[list[cst.CSTNode], list[cst.CSTNode]] | None] = []
+        self.spans_wanted: set[cst.CSTNode] = set()
+        self.imports_block: tuple[int, int] | None = None  # (first, end) of module.body
+        for plan in plans:
+            self.tops.append(self._tops(plan))
+        if any(plan.imports for plan in plans):
+            first, end = _import_block(module)
+            self.imports_block = (first, end)
+            body = module.body
+            self.spans_wanted.update(body[: min(end + 1, len(body))])
+
+    def _tops(self, plan: FixPlan) -> tuple[list[cst.CSTNode], list[cst.CSTNode]] | None:
+        """(statements to regenerate, anchors to insert before), or None: no statement known."""
+        index = self.index
+        touched: list[cst.CSTNode] = []
+        for node in plan.replace:
+            stmt = index.statement(node)
+            if stmt is None:
+                return None
+            if stmt not in touched:
+                touched.append(stmt)
+        top_set = set(touched)
+        tops = [s for s in touched if not any(a in top_set for a in index.ancestors(s))]
+        top_set = set(tops)
+        anchors = []
+        for anchor in plan.insert_before:
+            if anchor in top_set or any(a in top_set for a in index.ancestors(anchor)):
+                continue  # inserted by regenerating the statement that holds it
+            if index.statement(anchor) is not anchor:
+                return None
+            anchors.append(anchor)
+        self.spans_wanted.update(tops)
+        self.spans_wanted.update(anchors)
+        return tops, anchors
 
 
-def _transform(module: cst.Module, fixes: Sequence[Fix]) -> cst.Module | None:
-    replace: dict[cst.CSTNode, Replacement] = {}
-    inserts: dict[cst.CSTNode, list[cst.BaseStatement]] = {}
-    imports: list[ImportSpec] = []
-    for fix in fixes:
-        replace.update(fix.replace)
-        for anchor, stmts in fix.insert_before.items():
-            inserts.setdefault(anchor, []).extend(stmts)
-        imports.extend(fix.imports)
-    try:
-        new = module.visit(_ApplyTransformer(replace, inserts))
-        if imports:
-            # libcst.codemod pulls in libcst.matchers (~0.5 s of imports): only a fix needs it.
-            from libcst.codemod import CodemodContext
-            from libcst.codemod.visitors import AddImportsVisitor
+def prepare(module: cst.Module, index: Index, plans: Sequence[FixPlan]) -> _Layout:
+    return _Layout(module, index, plans)
 
-            context = CodemodContext()
-            for spec in imports:
-                AddImportsVisitor.add_needed_import(context, spec.module, spec.name, spec.asname)
-            new = AddImportsVisitor(context).transform_module(new)
-        code = new.code
-        reparsed = cst.parse_module(code)
-    except (cst.ParserSyntaxError, RecursionError, Exception):
-        return None
-    # keep encoding / newline settings of the original
-    return (
-        reparsed.with_changes(
-            encoding=module.encoding,
-            default_newline=module.default_newline,
-            default_indent=module.default_indent,
-        )
-        if isinstance(reparsed, cst.Module)
-        else None
+
+def plan_edits(
+    layout: _Layout, spans: dict[cst.CSTNode, Span], lines: LineIndex, plan_number: int
+) -> tuple[Edit, ...] | None:
+    """The text edits of the ``plan_number``-th plan; None when they cannot be computed (the
+    fix is then not offered)."""
+    module = layout.module
+    tops = layout.tops[plan_number]
+    the_plan = layout.plans[plan_number]
+    edits: list[Edit] = []
+    if tops is None:
+        return _whole_module(module, lines, the_plan)
+    statements, anchors = tops
+    transformer = _ApplyTransformer(the_plan.replace, the_plan.insert_before)
+    for stmt in statements:
+        span = spans.get(stmt)
+        if span is None:
+            return None
+        new = stmt.visit(transformer)
+        edits.append(_statement_edit(module, lines, span, _code(module, new, span[4])))
+    for anchor in anchors:
+        span = spans.get(anchor)
+        if span is None:
+            return None
+        content = "".join(_code(module, s, span[4]) for s in the_plan.insert_before[anchor])
+        at = lines.offset(span[0], span[1])
+        edits.append(lines.edit(at, at, content))
+    for spec in the_plan.imports:
+        found = _import_edits(layout, spans, lines, spec)
+        if found is None:
+            return None
+        edits.extend(found)
+    return tuple(edits)
+
+
+def _code(module: cst.Module, node, indent: Sequence[str]) -> str:
+    """The code of ``node`` (a node, or a removal / flatten sentinel) at ``indent``."""
+    if isinstance(node, cst.RemovalSentinel):
+        return ""
+    if isinstance(node, cst.FlattenSentinel):
+        return "".join(_code(module, n, indent) for n in node.nodes)
+    state = CodegenState(
+        default_indent=module.default_indent,
+        default_newline=module.default_newline,
+        indent_tokens=list(indent),
     )
+    node._codegen(state)
+    return "".join(state.tokens)
+
+
+def _statement_edit(module: cst.Module, lines: LineIndex, span: Span, content: str) -> Edit:
+    start = lines.offset(span[0], span[1])
+    end = lines.offset(span[2], span[3])
+    old = lines.text[start:end]
+    # the last statement of a file without a final newline: keep it without one
+    if end == len(lines.text) and not old.endswith(("\n", "\r")):
+        for newline in (module.default_newline, "\r\n", "\n", "\r"):
+            if content.endswith(newline):
+                content = content[: -len(newline)]
+                break
+    return lines.edit(start, end, content)
+
+
+def _whole_module(module: cst.Module, lines: LineIndex, plan: FixPlan) -> tuple[Edit, ...] | None:
+    """A plan that touches something outside every statement (a module-level comment): the
+    module regenerated, as one edit (the untouched-bytes check still guards the result)."""
+    try:
+        new = module.visit(_ApplyTransformer(plan.replace, plan.insert_before))
+        code = new.code
+    except Exception:
+        return None
+    if plan.imports:
+        return None
+    return (lines.edit(0, len(lines.text), code),)
+
+
+def _import_block(module: cst.Module) -> tuple[int, int]:
+    """(first, end): ``module.body[first:end]`` is the leading block of import statements, after
+    a docstring (LibCST's AddImportsVisitor takes the same block)."""
+    body = module.body
+    first = 0
+    if body and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1:
+        small = body[0].body[0]
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString):
+            first = 1
+        elif (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == "__strict__"
+        ):
+            first = 1
+    end = first
+    while end < len(body) and _is_import_line(body[end]):
+        end += 1
+    return first, end
+
+
+def _is_import_line(stmt: cst.CSTNode) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
+    )
+
+
+def _dotted(node: cst.CSTNode | None) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def _import_key(stmt: cst.SimpleStatementLine) -> tuple[int, str] | None:
+    """isort's order inside a section, for the statements of one package: plain imports first,
+    then by module name."""
+    small = stmt.body[0]
+    if isinstance(small, cst.Import):
+        return 0, _dotted(small.names[0].name)
+    if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+        return 1, _dotted(small.module)
+    return None
+
+
+def _import_edits(
+    layout: _Layout, spans: dict[cst.CSTNode, Span], lines: LineIndex, spec: ImportSpec
+) -> list[Edit] | None:
+    """The edit(s) adding ``spec``: merged into a ``from module import ...`` of the import block
+    (as LibCST's AddImportsVisitor does), else a new statement beside the block's imports of the
+    same package (where isort puts it), else after the block, with a blank line before the
+    code that follows."""
+    module = layout.module
+    assert layout.imports_block is not None
+    first, end = layout.imports_block
+    body = module.body
+    block = list(body[first:end])
+    newline = module.default_newline
+    if spec.name is not None:
+        for stmt in block:
+            small = stmt.body[0]
+            if (
+                isinstance(small, cst.ImportFrom)
+                and not small.relative
+                and _dotted(small.module) == spec.module
+                and not isinstance(small.names, cst.ImportStar)
+            ):
+                alias = cst.ImportAlias(
+                    name=cst.Name(spec.name),
+                    asname=cst.AsName(name=cst.Name(spec.asname)) if spec.asname else None,
+                )
+                new = stmt.with_changes(body=[small.with_changes(names=[alias, *small.names])])
+                span = spans.get(stmt)
+                if span is None:
+                    return None
+                return [_statement_edit(module, lines, span, _code(module, new, span[4]))]
+        text = f"from {spec.module} import {spec.name}"
+    else:
+        text = f"import {spec.module}"
+    if spec.asname:
+        text += f" as {spec.asname}"
+    text += newline
+    package = spec.module.split(".")[0]
+    key = (0 if spec.name is None else 1, spec.module)
+    same = [s for s in block if (k := _import_key(s)) is not None and k[1].split(".")[0] == package]
+    after: cst.CSTNode | None = None
+    before: cst.CSTNode | None = None
+    if same:
+        earlier = [s for s in same if (_import_key(s) or (0, "")) <= key]
+        if earlier:
+            after = earlier[-1]
+        else:
+            before = same[0]
+    elif block:
+        after = block[-1]
+    elif first:
+        after = body[0]
+    elif body:
+        before = body[0]
+    follower: cst.CSTNode | None = None  # the statement the new import lands right before
+    if before is not None:
+        span = spans.get(before)
+        if span is None:
+            return None
+        at = lines.offset(span[0], span[1])
+        if not block:
+            follower = before
+    elif after is not None:
+        span = spans.get(after)
+        if span is None:
+            return None
+        at = lines.offset(span[2], span[3])
+        position = next(i for i, s in enumerate(body) if s is after)
+        if position + 1 == end and end < len(body):
+            follower = body[end]
+    else:  # an empty module (comments only): at the end
+        at = len(lines.text)
+        if lines.text and not lines.text.endswith(("\n", "\r")):
+            text = newline + text
+    edits = [lines.edit(at, at, text)]
+    if follower is not None and (
+        not follower.leading_lines or follower.leading_lines[0].comment is not None
+    ):
+        # a blank line between the imports and the code (AddImportsVisitor's rule)
+        edits.append(lines.edit(at, at, newline))
+    return edits
 
 
 # ------------------------------------------------------------------------------------------
@@ -192,16 +369,33 @@ def _transform(module: cst.Module, fixes: Sequence[Fix]) -> cst.Module | None:
 # ------------------------------------------------------------------------------------------
 
 
-def write_atomic(path: str, data: bytes) -> None:
+class FileChanged(Exception):
+    """The file on disk is not the one that was read: another writer got there first."""
+
+
+def same_file_state(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_ino, a.st_dev, a.st_size, a.st_mtime_ns) == (
+        b.st_ino,
+        b.st_dev,
+        b.st_size,
+        b.st_mtime_ns,
+    )
+
+
+def write_atomic(path: str, data: bytes, expected: os.stat_result | None = None) -> None:
     """Write ``data`` to ``path`` without ever leaving it half-written.
 
     The bytes go to a temporary file in the same directory, which is flushed, given the original
     file's mode and renamed over the original (atomic on POSIX). A symlink is followed: its target
-    is rewritten and the link stays a link.
+    is rewritten and the link stays a link. With ``expected`` (the state of the file when it was
+    read), the file's inode, size and modification time are checked again just before the
+    rename: :class:`FileChanged` when another writer touched it meanwhile (nothing is written).
     """
     real = os.path.realpath(path)
     directory = os.path.dirname(real) or "."
     st = os.stat(real)
+    if expected is not None and not same_file_state(st, expected):
+        raise FileChanged(path)
     fd, tmp = tempfile.mkstemp(prefix=".distlint-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -213,6 +407,8 @@ def write_atomic(path: str, data: bytes) -> None:
             os.chown(tmp, st.st_uid, st.st_gid)
         except OSError:
             pass
+        if expected is not None and not same_file_state(os.stat(real), expected):
+            raise FileChanged(path)
         os.replace(tmp, real)
     except BaseException:
         try:

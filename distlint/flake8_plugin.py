@@ -29,6 +29,17 @@ class Flake8Plugin:
         from distlint.config import ConfigError
 
         path = self.filename if self.filename not in ("stdin", "-", None) else "stdin.py"
+        if path.endswith(".ipynb"):
+            # flake8 reads a notebook as Python source (its JSON): positions in it would be
+            # meaningless. Say so once instead of reporting findings at the wrong lines.
+            yield (
+                1,
+                0,
+                "DL000 notebooks are not linted through flake8 (it reads the JSON as Python); "
+                f"run `distlint check {path}`",
+                type(self),
+            )
+            return
         try:
             config = config_for(path)
         except ConfigError as exc:

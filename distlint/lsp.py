@@ -24,10 +24,11 @@ torch_xla or numpy, so it starts and answers fast.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-import re
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,13 +36,16 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
 from distlint import __version__, api
-from distlint.config import ConfigError
-from distlint.model import Applicability, FileResult, Finding, Severity
+from distlint.edits import merged
+from distlint.lsp_start import options_from, split_lines
+from distlint.lsp_worker import CONFIG_FILE_NAMES, Worker, WorkerError
+from distlint.model import Applicability, Edit, FileResult, Finding, Severity
 
 SOURCE = "distlint"
 FIX_ALL_KIND = "source.fixAll.distlint"
 DEBOUNCE_SECONDS = 0.15
-CONFIG_FILE_NAMES = ("pyproject.toml", "distlint.toml", ".distlint.toml")
+LINT_TIMEOUT = 20.0  # seconds one lint (or fix) may take before the worker is stopped
+IMPORTED_MODULES_COMMAND = "distlint.importedModules"
 # modules and config files a lint can reach: a change on disk re-lints the open dependents
 DEPENDENCY_GLOBS = ("*.py", "*.yaml", "*.yml", "*.json")
 
@@ -52,20 +56,10 @@ def lsp_uri_path(uri: str) -> str:
     parsed = urlparse(uri)
     return os.path.normpath(unquote(parsed.path)) if parsed.scheme == "file" else uri
 
-
-IMPORTED_MODULES_COMMAND = "distlint.importedModules"
-
-_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-_NOQA_CODES_RE = re.compile(r"#\s*noqa:\s*[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*", re.IGNORECASE)
 _SEVERITY = {
     Severity.ERROR: lsp.DiagnosticSeverity.Error,
     Severity.WARNING: lsp.DiagnosticSeverity.Warning,
 }
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings, split where LSP (and LibCST) split: \\r\\n, \\r, \\n."""
-    return _LINE_RE.findall(text)
 
 
 @dataclass
@@ -74,13 +68,13 @@ class _Lint:
 
     text: str
     path: str
-    config: Any  # distlint.config.Config
+    config: Any  # distlint.config.Config (pickled from the worker, sent back for fixes)
     result: FileResult
     fixed: dict[Any, str] = field(default_factory=dict)  # fix key -> fixed text, for this text
 
 
 class DistlintServer(LanguageServer):
-    def __init__(self) -> None:
+    def __init__(self, worker: Worker | None = None) -> None:
         super().__init__(
             "distlint", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental
         )
@@ -89,10 +83,49 @@ class DistlintServer(LanguageServer):
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.reported_config_errors: set = set()
         self.stale: set[str] = set()  # open documents whose dependencies changed
+        # Lints and fixes run in the worker process, called from these threads: the event
+        # loop only reads messages, schedules work and publishes results.
+        self.worker = worker or Worker()
+        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="distlint-lint")
+        self.lint_timeout = LINT_TIMEOUT
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.failed: dict[str, tuple[str, str]] = {}  # uri -> (text it failed on, why)
+        self.published: dict[str, tuple] = {}  # uri -> (version, diagnostics) last sent
+        self.rule_info: dict[str, tuple[str, str | None]] | None = None
+        self.exit_code: int | None = None
 
     # ------------------------------------------------------------------ helpers
     def log(self, message: str, kind: lsp.MessageType = lsp.MessageType.Info) -> None:
-        self.window_log_message(lsp.LogMessageParams(type=kind, message=f"distlint: {message}"))
+        self.on_loop(
+            self.window_log_message,
+            lsp.LogMessageParams(type=kind, message=f"distlint: {message}"),
+        )
+
+    def show(self, message: str, kind: lsp.MessageType = lsp.MessageType.Error) -> None:
+        self.on_loop(
+            self.window_show_message,
+            lsp.ShowMessageParams(type=kind, message=f"distlint: {message}"),
+        )
+
+    def on_loop(self, fn, *args) -> None:
+        """Run ``fn(*args)`` on the event loop (everything sent to the client goes from there)."""
+        loop = self.loop
+        if loop is None or not loop.is_running():
+            fn(*args)
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            fn(*args)
+        else:
+            loop.call_soon_threadsafe(fn, *args)
+
+    def is_open(self, uri: str) -> bool:
+        """Only documents the client opened are linted: their text comes from the client. A
+        never-opened URI would make pygls read the file from disk (a FIFO blocks forever)."""
+        return uri in self.workspace.text_documents
 
     def document_path(self, uri: str) -> str:
         doc = self.workspace.get_text_document(uri)
@@ -103,13 +136,18 @@ class DistlintServer(LanguageServer):
         return os.path.join(root, os.path.basename(doc.path or "untitled.py") or "untitled.py")
 
     def is_python(self, uri: str) -> bool:
+        if not self.is_open(uri):
+            return False
         doc = self.workspace.get_text_document(uri)
         if (doc.path or "").endswith(".ipynb"):
             return False  # notebooks: `distlint check` handles them; the server lints plain Python
         return doc.language_id in (None, "python") or (doc.path or "").endswith((".py", ".pyi"))
 
     def lint(self, uri: str) -> _Lint | None:
-        """Lint the document's current text; None when it cannot be linted (logged)."""
+        """Lint the document's current text; None when it cannot be linted (logged).
+
+        Blocking (it waits for the worker): called from the executor's threads, never on the
+        event loop."""
         if not self.is_python(uri):
             return None
         doc = self.workspace.get_text_document(uri)
@@ -118,25 +156,38 @@ class DistlintServer(LanguageServer):
         if cached is not None and cached.text == text and uri not in self.stale:
             return cached
         self.stale.discard(uri)
+        failed = self.failed.get(uri)
+        if failed is not None and failed[0] == text:
+            return None  # this exact text crashed or timed out the worker: do not retry it
         path = self.document_path(uri)
-        try:
-            config = api.config_for(path, self.options)
-        except ConfigError as exc:
-            message = f"configuration error, {os.path.basename(path)} not linted: {exc}"
-            self.log(message, lsp.MessageType.Error)
-            if str(exc) not in self.reported_config_errors:  # tell the user once, not per keystroke
-                self.reported_config_errors.add(str(exc))
-                self.window_show_message(
-                    lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"distlint: {exc}")
-                )
-            return None
         # other open buffers stand in for their files when this file's analysis reaches them
         buffers = {
             self.document_path(u): d.source
             for u, d in list(self.workspace.text_documents.items())
             if u != uri and self.is_python(u)
         }
-        result = api.lint_document(text, path, config, buffers)
+        try:
+            status, value, config, changed = self.worker.call(
+                "lint", text, path, self.options, buffers, timeout=self.lint_timeout
+            )
+        except WorkerError as exc:
+            self.failed[uri] = (text, str(exc))
+            message = f"{os.path.basename(path)} not linted: {exc}"
+            self.log(message, lsp.MessageType.Error)
+            self.show(message)
+            return None
+        if status == "config_error":
+            message = f"configuration error, {os.path.basename(path)} not linted: {value}"
+            self.log(message, lsp.MessageType.Error)
+            if value not in self.reported_config_errors:  # tell the user once, not per keystroke
+                self.reported_config_errors.add(value)
+                self.show(value)
+            return None
+        if changed:
+            # A configuration file changed on disk: every open document may lint differently.
+            self.reported_config_errors.clear()
+            self.on_loop(self.relint_all, uri)
+        result = value
         for error in result.errors:
             self.log(f"{error}", lsp.MessageType.Warning)
         if result.errors and not result.findings:
@@ -145,31 +196,47 @@ class DistlintServer(LanguageServer):
         self.lints[uri] = entry
         return entry
 
-    def lint_and_publish(self, uri: str) -> None:
-        self.pending.pop(uri, None)
+    def relint_all(self, except_uri: str | None = None) -> None:
+        """On the loop: forget every lint and lint each open document again."""
+        self.lints = {u: e for u, e in self.lints.items() if u == except_uri}
+        for uri in list(self.workspace.text_documents):
+            if uri != except_uri:
+                self.schedule(uri, 0)
+
+    def lint_and_publish(self, uri: str, version: int | None = None) -> None:
+        """In an executor thread: lint and send the diagnostics (from the loop)."""
         previous = self.lints.get(uri)
         try:
             entry = self.lint(uri)
+            if entry is None:
+                return
+            if previous is not None and previous.text != entry.text:  # this buffer was edited
+                self.on_loop(self.lint_dependents, entry.path)
+            doc = self.workspace.get_text_document(uri)
+            lines = split_lines(entry.text)
+            diagnostics = [self.diagnostic(f, lines, doc) for f in entry.result.findings]
         except Exception as exc:  # a bug must cost this document its diagnostics, not the server
             self.log(
                 f"internal error while linting {uri}: {type(exc).__name__}: {exc}",
                 lsp.MessageType.Error,
             )
             return
-        if entry is None:
-            return
-        doc = self.workspace.get_text_document(uri)
-        lines = split_lines(entry.text)
-        diagnostics = [self.diagnostic(f, lines, doc) for f in entry.result.findings]
+        self.on_loop(self.publish, uri, version, entry, diagnostics)
+
+    def publish(self, uri: str, version, entry: _Lint, diagnostics: list) -> None:
+        if not self.is_open(uri) or self.workspace.get_text_document(uri).source != entry.text:
+            return  # the text changed meanwhile: its own lint is on the way
+        key = (version, entry.text, entry.result.findings)
+        if self.published.get(uri) == key:
+            return  # the same diagnostics for the same text were sent already
+        self.published[uri] = key
         self.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=doc.version)
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
         )
-        if previous is not None and previous.text != entry.text:  # this buffer was edited
-            self.lint_dependents(entry.path)
 
     def lint_dependents(self, path: str) -> None:
-        """Open documents whose last lint reached ``path`` (a module or config file that
-        changed in a buffer or on disk): lint them again."""
+        """On the loop: open documents whose last lint reached ``path`` (a module or config
+        file that changed in a buffer or on disk) are linted again."""
         others = {u: e.result for u, e in self.lints.items()}
         for dependent in api.dependents(path, others):
             if self.document_path(dependent) != path:
@@ -177,13 +244,22 @@ class DistlintServer(LanguageServer):
                 self.schedule(dependent, DEBOUNCE_SECONDS)
 
     def schedule(self, uri: str, delay: float) -> None:
+        """On the loop: lint ``uri`` after ``delay`` seconds (the last of rapid changes wins)."""
+        self.loop = asyncio.get_running_loop()
         handle = self.pending.pop(uri, None)
         if handle is not None:
             handle.cancel()
         if delay <= 0:
-            self.lint_and_publish(uri)
+            self.start_lint(uri)
             return
-        self.pending[uri] = asyncio.get_running_loop().call_later(delay, self.lint_and_publish, uri)
+        self.pending[uri] = self.loop.call_later(delay, self.start_lint, uri)
+
+    def start_lint(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        if not self.is_open(uri):
+            return
+        version = self.workspace.get_text_document(uri).version
+        self.executor.submit(self.lint_and_publish, uri, version)
 
     # ------------------------------------------------------------ conversions
     def position(self, lines: Sequence[str], line: int, column: int, doc) -> lsp.Position:
@@ -202,10 +278,7 @@ class DistlintServer(LanguageServer):
         )
 
     def diagnostic(self, finding: Finding, lines: Sequence[str], doc) -> lsp.Diagnostic:
-        from distlint.registry import by_code
-
-        rule = by_code().get(finding.code)
-        url = getattr(rule, "URL", None)
+        url = self.rules().get(finding.code, ("", None))[1]
         return lsp.Diagnostic(
             range=self.lsp_range(finding, lines, doc),
             severity=_SEVERITY.get(finding.severity, lsp.DiagnosticSeverity.Error),
@@ -213,10 +286,7 @@ class DistlintServer(LanguageServer):
             code_description=lsp.CodeDescription(href=url) if url else None,
             source=SOURCE,
             message=finding.message,
-            data={
-                "fix_id": finding.fix_id,
-                "fix": finding.fix.applicability.value if finding.fix else None,
-            },
+            data={"fix": finding.fix.applicability.value if finding.fix else None},
         )
 
     def text_edit(self, uri: str, old: str, new: str) -> lsp.WorkspaceEdit:
@@ -239,42 +309,49 @@ class DistlintServer(LanguageServer):
             end = lsp.Position(line=end_a, character=0)
         rng = lsp.Range(start=lsp.Position(line=start, character=0), end=end)
         edit = lsp.TextEdit(range=rng, new_text="".join(b[start:end_b]))
+        return self.workspace_edit(uri, [edit])
+
+    def workspace_edit(self, uri: str, edits: Sequence[lsp.TextEdit]) -> lsp.WorkspaceEdit:
+        doc = self.workspace.get_text_document(uri)
         caps = self.client_capabilities.workspace
         if caps and caps.workspace_edit and caps.workspace_edit.document_changes:
             ident = lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=doc.version)
             return lsp.WorkspaceEdit(
-                document_changes=[lsp.TextDocumentEdit(text_document=ident, edits=[edit])]
+                document_changes=[lsp.TextDocumentEdit(text_document=ident, edits=list(edits))]
             )
-        return lsp.WorkspaceEdit(changes={uri: [edit]})
+        return lsp.WorkspaceEdit(changes={uri: list(edits)})
+
+    def edits_of(self, uri: str, lines: Sequence[str], edits: Sequence[Edit]) -> lsp.WorkspaceEdit:
+        """A finding's own edits (computed by the lint, nothing re-linted) as an LSP edit."""
+        doc = self.workspace.get_text_document(uri)
+        text_edits = [
+            lsp.TextEdit(
+                range=lsp.Range(
+                    start=self.position(lines, e.range.line, e.range.column, doc),
+                    end=self.position(lines, e.range.end_line, e.range.end_column, doc),
+                ),
+                new_text=e.content,
+            )
+            for e in merged(edits)
+        ]
+        return self.workspace_edit(uri, text_edits)
 
     # ------------------------------------------------------------ code actions
-    def fixed_text(self, entry: _Lint, key: Any, **kwargs) -> str:
-        if key not in entry.fixed:
-            entry.fixed[key] = api.fix_source(entry.text, entry.path, entry.config, **kwargs)
-        return entry.fixed[key]
+    def rules(self) -> dict[str, tuple[str, str | None]]:
+        """Each rule's documentation and URL, asked once from the worker (the server process
+        never imports the rules, nor LibCST)."""
+        if self.rule_info is None:
+            self.rule_info = self.worker.call("rules", timeout=self.lint_timeout)
+        return self.rule_info
 
-    def noqa_text(self, entry: _Lint, finding: Finding) -> str | None:
-        """The text with ``# noqa: CODE`` on the finding's line, if that suppresses it."""
-        lines = split_lines(entry.text)
-        index = finding.line - 1
-        if index >= len(lines):
-            return None
-        line = lines[index]
-        body = line.rstrip("\r\n")
-        ending = line[len(body) :]
-        existing = _NOQA_CODES_RE.search(body)
-        if existing:
-            body = body[: existing.end()] + f", {finding.code}" + body[existing.end() :]
-        else:
-            body = body.rstrip() + f"  # noqa: {finding.code}"
-        new = "".join(lines[:index]) + body + ending + "".join(lines[index + 1 :])
-        # The line may end inside a multi-line string: only offer what really suppresses it.
-        check = api.lint_source(new, entry.path, entry.config)
-        if check.errors or any(
-            f.code == finding.code and f.line == finding.line for f in check.findings
-        ):
-            return None
-        return new
+    def fixed_text(self, entry: _Lint) -> str:
+        """Fix-all: the lint's edits applied, verified by one lint of the result (more rounds
+        only when that lint finds fixes the first round uncovered), in the worker."""
+        if "all" not in entry.fixed:
+            entry.fixed["all"] = self.worker.call(
+                "fix", entry.text, entry.path, entry.config, entry.result, timeout=self.lint_timeout
+            )
+        return entry.fixed["all"]
 
     def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         uri = params.text_document.uri
@@ -293,38 +370,33 @@ class DistlintServer(LanguageServer):
                 if not _overlaps(rng, params.range):
                     continue
                 diag = self.diagnostic(finding, lines, doc)
-                if finding.fix is not None:
-                    new = self.fixed_text(entry, ("one", finding.fix_id), fix_ids=[finding.fix_id])
-                    if new != entry.text:
-                        unsafe = finding.fix.applicability is Applicability.UNSAFE
-                        title = f"{finding.code}: {finding.fix.title}" + (
-                            " (unsafe fix)" if unsafe else ""
+                if finding.fix is not None and finding.fix.edits:
+                    unsafe = finding.fix.applicability is Applicability.UNSAFE
+                    title = f"{finding.code}: {finding.fix.title}" + (
+                        " (unsafe fix)" if unsafe else ""
+                    )
+                    actions.append(
+                        lsp.CodeAction(
+                            title=title,
+                            kind=lsp.CodeActionKind.QuickFix,
+                            diagnostics=[diag],
+                            is_preferred=not unsafe,
+                            edit=self.edits_of(uri, lines, finding.fix.edits),
                         )
-                        actions.append(
-                            lsp.CodeAction(
-                                title=title,
-                                kind=lsp.CodeActionKind.QuickFix,
-                                diagnostics=[diag],
-                                is_preferred=not unsafe,
-                                edit=self.text_edit(uri, entry.text, new),
-                            )
-                        )
-                new = entry.fixed.get(("noqa", finding.fix_id))
-                if ("noqa", finding.fix_id) not in entry.fixed:
-                    new = entry.fixed[("noqa", finding.fix_id)] = self.noqa_text(entry, finding)  # type: ignore[assignment]
-                if new is not None:
+                    )
+                if finding.suppression is not None:
                     actions.append(
                         lsp.CodeAction(
                             title=f"{finding.code}: suppress with `# noqa: {finding.code}`",
                             kind=lsp.CodeActionKind.QuickFix,
                             diagnostics=[diag],
-                            edit=self.text_edit(uri, entry.text, new),
+                            edit=self.edits_of(uri, lines, [finding.suppression]),
                         )
                     )
         # Light-bulb requests (no `only`) get fix-all only when something is fixable; editors ask
         # for it by kind on save (`source.fixAll`) or from the source-action menu.
         if want_fix_all and (only or any(f.fix for f in entry.result.findings)):
-            new = self.fixed_text(entry, "all")
+            new = self.fixed_text(entry)
             if new != entry.text:
                 unsafe = " (unsafe included)" if entry.config.unsafe_fixes else ""
                 actions.append(
@@ -337,11 +409,11 @@ class DistlintServer(LanguageServer):
         return actions
 
     def hover(self, params: lsp.HoverParams) -> lsp.Hover | None:
-        from distlint.registry import by_code
-
+        """The rule docs of the findings under the cursor, from the document's last lint (a
+        hover never waits for a lint, and never reads a file the client did not open)."""
         uri = params.text_document.uri
-        entry = self.lint(uri)
-        if entry is None:
+        entry = self.lints.get(uri)
+        if entry is None or not self.is_open(uri):
             return None
         doc = self.workspace.get_text_document(uri)
         lines = split_lines(entry.text)
@@ -350,10 +422,8 @@ class DistlintServer(LanguageServer):
         for finding in entry.result.findings:
             rng = self.lsp_range(finding, lines, doc)
             if _overlaps(rng, lsp.Range(start=pos, end=pos)):
-                rule = by_code().get(finding.code)
-                parts.append(
-                    f"**{finding.code}** {finding.message}\n\n" + (rule.docs() if rule else "")
-                )
+                docs = self.rules().get(finding.code, ("", None))[0]
+                parts.append(f"**{finding.code}** {finding.message}\n\n" + docs)
         if not parts:
             return None
         return lsp.Hover(
@@ -364,18 +434,15 @@ class DistlintServer(LanguageServer):
 
     def configuration_changed(self) -> None:
         """A configuration file changed: forget cached configs and lint every open document."""
-        from distlint import config as config_mod
-
-        for cached in (
-            getattr(config_mod, "_find_from_dir", None),
-            getattr(config_mod, "load_config_file", None),
-        ):
-            if cached is not None and hasattr(cached, "cache_clear"):
-                cached.cache_clear()
-        self.lints.clear()
         self.reported_config_errors.clear()
-        for uri in list(self.workspace.text_documents):
-            self.schedule(uri, 0)
+        self.executor.submit(self._reset_and_relint)
+
+    def _reset_and_relint(self) -> None:
+        try:
+            self.worker.call("reset_config", timeout=self.lint_timeout)
+        except WorkerError:
+            pass  # a restarted worker starts with fresh caches anyway
+        self.on_loop(self.relint_all)
 
 
 def _wanted(only: Sequence[str] | None, kind: str) -> bool:
@@ -391,35 +458,23 @@ def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
     return start_a <= end_b and start_b <= end_a
 
 
-def _options_from(init: Any) -> api.LintOptions:
-    if not isinstance(init, dict):
-        return api.LintOptions()
-
-    def codes(key: str) -> tuple[str, ...] | None:
-        value = init.get(key)
-        return tuple(str(v).upper() for v in value) if isinstance(value, list) else None
-
-    unsafe = init.get("unsafeFixes")
-    config = init.get("config")
-    return api.LintOptions(
-        select=codes("select"),
-        ignore=codes("ignore"),
-        extend_select=codes("extendSelect"),
-        unsafe_fixes=unsafe if isinstance(unsafe, bool) else None,
-        config_path=config if isinstance(config, str) and config else None,
-        isolated=init.get("isolated") is True,
-    )
+_options_from = options_from
 
 
-def create_server() -> DistlintServer:
-    server = DistlintServer()
+def create_server(worker: Worker | None = None) -> DistlintServer:
+    server = DistlintServer(worker)
 
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: DistlintServer, params: lsp.InitializeParams) -> None:
         ls.options = _options_from(params.initialization_options)
+        init = params.initialization_options
+        if isinstance(init, dict) and isinstance(init.get("lintTimeout"), (int, float)):
+            ls.lint_timeout = max(0.1, float(init["lintTimeout"]))
 
     @server.feature(lsp.INITIALIZED)
     def initialized(ls: DistlintServer, params: lsp.InitializedParams) -> None:
+        ls.loop = asyncio.get_running_loop()
+        ls.executor.submit(ls.rules)  # fetch the rule docs while the user reads
         caps = ls.client_capabilities.workspace
         watched = caps.did_change_watched_files if caps else None
         if watched and watched.dynamic_registration:
@@ -443,6 +498,7 @@ def create_server() -> DistlintServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: DistlintServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.failed.pop(params.text_document.uri, None)
         ls.schedule(params.text_document.uri, 0)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
@@ -463,6 +519,8 @@ def create_server() -> DistlintServer:
         if handle is not None:
             handle.cancel()
         ls.lints.pop(uri, None)
+        ls.failed.pop(uri, None)
+        ls.published.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -478,11 +536,14 @@ def create_server() -> DistlintServer:
         lsp.TEXT_DOCUMENT_CODE_ACTION,
         lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL_KIND]),
     )
-    def code_action(
+    async def code_action(
         ls: DistlintServer, params: lsp.CodeActionParams
     ) -> list[lsp.CodeAction] | None:
+        ls.loop = asyncio.get_running_loop()
+        if not ls.is_open(params.text_document.uri):
+            return None
         try:
-            return ls.code_actions(params) or None
+            return await ls.loop.run_in_executor(ls.executor, ls.code_actions, params) or None
         except Exception as exc:
             ls.log(
                 f"internal error computing code actions: {type(exc).__name__}: {exc}",
@@ -491,8 +552,11 @@ def create_server() -> DistlintServer:
             return None
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
-    def hover(ls: DistlintServer, params: lsp.HoverParams) -> lsp.Hover | None:
+    async def hover(ls: DistlintServer, params: lsp.HoverParams) -> lsp.Hover | None:
+        ls.loop = asyncio.get_running_loop()
         try:
+            if ls.rule_info is None:  # the docs are fetched once, off the loop
+                await ls.loop.run_in_executor(ls.executor, ls.rules)
             return ls.hover(params)
         except Exception as exc:
             ls.log(
@@ -501,13 +565,43 @@ def create_server() -> DistlintServer:
             )
             return None
 
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(ls: DistlintServer, params: Any) -> None:
+        ls.worker.close()
+
+    @server.feature(lsp.EXIT)
+    def exit_(ls: DistlintServer, params: Any) -> None:
+        # The specification: exit 0 after a shutdown request, 1 without one. (pygls computes
+        # the same code but start_io swallows its SystemExit, so the process always exited 0.)
+        ls.exit_code = 0 if ls.protocol._shutdown else 1
+
     @server.command(IMPORTED_MODULES_COMMAND)
-    def imported_modules(ls: DistlintServer, *args: Any) -> list[str]:
-        """Top-level modules loaded in the server (tests check torch never is)."""
-        return sorted({name.split(".")[0] for name in list(sys.modules)})
+    async def imported_modules(ls: DistlintServer, *args: Any) -> list[str]:
+        """Top-level modules loaded in the server and its lint worker (tests check that torch
+        never is)."""
+        here = {name.split(".")[0] for name in list(sys.modules)}
+        loop = asyncio.get_running_loop()
+        worker = await loop.run_in_executor(
+            ls.executor, lambda: ls.worker.call("modules", timeout=ls.lint_timeout)
+        )
+        return sorted(here | set(worker))
 
     return server
 
 
-def serve() -> None:
-    create_server().start_io()
+def serve(worker: Worker | None = None, stdin=None, stdout=None, published=None) -> None:
+    """Run the server over stdio (``stdin`` / ``stdout``: see :mod:`distlint.lsp_start`)."""
+    server = create_server(worker)
+    server.published.update(published or {})
+    try:
+        server.start_io(stdin, stdout)
+    finally:
+        server.worker.close()
+        server.executor.shutdown(wait=False, cancel_futures=True)
+    # pygls returns on `exit` and on end of input alike: exit 1 unless `shutdown` came first.
+    code = server.exit_code
+    if code is None:
+        code = 0 if server.protocol._shutdown else 1
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    os._exit(code)

@@ -7,7 +7,7 @@ between processes without surprises.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 class Applicability(str, enum.Enum):
@@ -33,14 +33,47 @@ class Range:
 
 
 @dataclass(frozen=True)
-class FixInfo:
-    """What a user sees of a fix: whether it is safe and what it does."""
+class Edit:
+    """Replace ``[start, end)`` of the decoded source text by ``content``.
 
-    applicability: Applicability
-    title: str
+    Offsets count code points of the text the finding was computed on; ``range`` is the same
+    span as 1-based lines and 1-based columns (end exclusive), for editors and JSON consumers.
+    An insertion has ``start == end``; a deletion has empty ``content``.
+    """
+
+    start: int
+    end: int
+    content: str
+    range: Range
 
     def to_json(self) -> dict:
-        return {"applicability": self.applicability.value, "title": self.title}
+        """ruff's shape: ``content``, ``location`` / ``end_location`` as ``{row, column}``."""
+        return {
+            "content": self.content,
+            "location": {"row": self.range.line, "column": self.range.column},
+            "end_location": {"row": self.range.end_line, "column": self.range.end_column},
+        }
+
+
+@dataclass(frozen=True)
+class Fix:
+    """What a finding's fix does, as text edits of the linted text (ruff's ``Fix``).
+
+    Two fixes of one ``isolation`` group are never applied in the same round; ``None`` means
+    the fix is only kept apart from fixes whose edits overlap its own.
+    """
+
+    title: str
+    applicability: Applicability
+    edits: tuple[Edit, ...] = ()
+    isolation: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "applicability": self.applicability.value,
+            "title": self.title,
+            "edits": [e.to_json() for e in self.edits],
+        }
 
 
 @dataclass(frozen=True)
@@ -50,12 +83,12 @@ class Finding:
     code: str
     name: str
     message: str
-    fix: FixInfo | None = None
+    fix: Fix | None = None
     severity: Severity = Severity.ERROR
     # For notebooks: the 1-based code cell the finding is in (lines are then cell-relative).
     cell: int | None = None
-    # Stable id of the fix inside the file's fix plan (used by fix application and the LSP).
-    fix_id: int | None = field(default=None, compare=False)
+    # The edit that writes `# noqa: CODE` where it suppresses this finding (None: nowhere can).
+    suppression: Edit | None = None
 
     @property
     def line(self) -> int:
@@ -79,6 +112,10 @@ class Finding:
 
     def to_json(self) -> dict:
         """The fixed JSON schema of `--format json` (issue #2); keep the keys exactly."""
+        fix = None
+        if self.fix is not None:
+            # notebook edits are in the coordinates of the joined cells, not of the file
+            fix = self.fix.to_json() if self.cell is None else _cell_fix_json(self.fix)
         return {
             "path": self.path,
             "line": self.line,
@@ -88,8 +125,12 @@ class Finding:
             "code": self.code,
             "name": self.name,
             "message": self.message,
-            "fix": self.fix.to_json() if self.fix else None,
+            "fix": fix,
         }
+
+
+def _cell_fix_json(fix: Fix) -> dict:
+    return {"applicability": fix.applicability.value, "title": fix.title, "edits": None}
 
 
 @dataclass(frozen=True)
@@ -119,10 +160,15 @@ class FileResult:
     errors: tuple[FileError, ...] = ()
     # Set when fixes were computed: the new source text (None = unchanged).
     fixed_source: str | None = None
+    # The decoded text the findings were computed on, when the caller asked to keep it
+    # (`--diff`, `--add-noqa`: they render from it instead of reading the file again).
+    source_text: str | None = None
     # fixed_source encoded like the input file (encoding, BOM), when the input was bytes.
     fixed_bytes: bytes | None = None
     # How many fixes were applied to produce fixed_source.
     fixes_applied: int = 0
+    # `# noqa` comments written by --add-noqa.
+    noqa_added: int = 0
     # Suppressed findings (kept for --ignore-noqa / unused-noqa bookkeeping and statistics).
     suppressed: tuple[Finding, ...] = ()
     # (path, sha256) of the other project modules and config files the analysis consulted:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from json.decoder import scanstring
 from typing import Any
@@ -95,6 +95,10 @@ def lint_notebook_source(
         ignore_noqa=ignore_noqa,
         debug=debug,
     )
+    if result.fixed_source is not None:
+        # After a fix, the findings are those of the FIXED module: map them with the cells'
+        # lines in it (a fix that added lines to cell 1 moves every later cell down).
+        _restart(cells, result.fixed_source)
     errors += [_map_error(e, cells, path) for e in result.errors]
     findings = tuple(_map_finding(f, cells) for f in result.findings)
     suppressed = tuple(_map_finding(f, cells) for f in result.suppressed)
@@ -217,6 +221,17 @@ def _join(cells: list[_Cell]) -> str:
         parts.append(cell.text)
         line += cell.text.count("\n")
     return "".join(parts)
+
+
+def _restart(cells: list[_Cell], module_text: str) -> None:
+    """Set each cell's first line from the markers in ``module_text`` (a fixed module)."""
+    starts = {cells[0].number: 1}
+    for lineno, line in enumerate(module_text.splitlines(keepends=True), start=1):
+        m = _MARKER_RE.fullmatch(line)
+        if m:
+            starts[int(m.group(1))] = lineno + 1
+    for cell in cells:
+        cell.start = starts.get(cell.number, cell.start)
 
 
 def _cell_at(line: int, cells: list[_Cell]) -> _Cell:
@@ -373,3 +388,60 @@ def _splice(text: str, new_sources: dict[int, str]) -> str:
         last = end
     out.append(text[last:])
     return "".join(out)
+
+
+# ------------------------------------------------------------------------------------------
+# --add-noqa
+# ------------------------------------------------------------------------------------------
+
+
+def add_noqa(data: bytes, findings: Sequence[Finding]) -> tuple[bytes, int]:
+    """The notebook ``data`` with ``# noqa: CODE`` comments for ``findings`` (cell-relative
+    positions, as :func:`lint_notebook_source` reports them) written into their cells; also
+    the number of lines changed. Only the changed cells' sources are replaced in the JSON."""
+
+    bom = data.startswith(b"\xef\xbb\xbf")
+    text = data.decode("utf-8-sig")
+    notebook = json.loads(text)
+    by_cell: dict[int, list[Finding]] = {}
+    for finding in findings:
+        if finding.cell is not None:
+            by_cell.setdefault(finding.cell, []).append(finding)
+    new_sources: dict[int, str] = {}
+    changed = 0
+    number = 0
+    for position, raw in enumerate(notebook.get("cells", [])):
+        if not isinstance(raw, dict) or raw.get("cell_type") != "code":
+            continue
+        number += 1
+        source = _cell_source(raw)
+        if source is None or number not in by_cell:
+            continue
+        new, count = _add_noqa_to_cell(source, by_cell[number])
+        if count and new != source:
+            new_sources[position] = new
+            changed += count
+    if not new_sources:
+        return data, 0
+    out = _splice(text, new_sources).encode("utf-8")
+    return (b"\xef\xbb\xbf" + out if bom else out), changed
+
+
+def _add_noqa_to_cell(source: str, findings: Sequence[Finding]) -> tuple[str, int]:
+    """One cell's source with ``# noqa`` comments for its (cell-relative) findings."""
+    from distlint.edits import LineIndex, splice
+    from distlint.noqa import Placement, directive_edit
+
+    placement = Placement(source)
+    wanted: dict[int, list[str]] = {}
+    for finding in findings:
+        target = placement.target(finding.line)
+        if target is None:
+            continue  # nowhere to put it: leave the finding visible
+        codes = wanted.setdefault(target, [])
+        if finding.code not in codes:
+            codes.append(finding.code)
+    lines = LineIndex(source)
+    edits = [e for line, codes in wanted.items() if (e := directive_edit(lines, line, codes))]
+    edits.sort(key=lambda e: e.start)
+    return splice(source, edits), len(edits)

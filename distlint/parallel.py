@@ -5,11 +5,19 @@ lets the workers start with distlint, LibCST and the rules already imported and 
 configuration already loaded, so a worker costs a few milliseconds, not a fresh interpreter.
 A handful of files is linted in-process: a pool would cost more than it saves. Results are the
 plain frozen dataclasses of :mod:`distlint.model`, which pickle as they are.
+
+A worker that dies (a segfault in a native parser, the kernel's OOM killer) must not take the
+run with it or hang it: the pool notices the broken worker, every file that was not finished is
+linted again (the ones that had started each alone in a fresh fork, which tells the culprit
+from the innocent files that shared its pool), and a file whose own process dies becomes one
+result from ``on_crash`` for that file; the rest of the run finishes.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Callable, TypeVar
 
@@ -18,6 +26,12 @@ R = TypeVar("R")
 
 # Below this many files the pool's start-up costs more than the second core saves.
 MIN_FILES_FOR_POOL = 8
+# Tasks handed to the pool ahead of the results: keeps both cores busy, bounds memory.
+_WINDOW_PER_WORKER = 8
+
+# Set in the parent before the pool forks (workers inherit it): one flag per item, raised by
+# the worker that starts it, so that after a crash the started-but-unfinished items are known.
+_started = None
 
 
 def available_cpus() -> int:
@@ -41,23 +55,136 @@ def worker_count(n_items: int, jobs: int | None = None) -> int:
     return min(wanted, n_items)
 
 
-def ordered_map(func: Callable[[T], R], items: Iterable[T], jobs: int | None = None) -> Iterator[R]:
+def describe_exit(exitcode: int | None) -> str:
+    """``signal 11 (SIGSEGV)`` / ``exit status 3`` for a child's exit code."""
+    if exitcode is None:
+        return "no exit status"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = "unknown signal"
+        return f"signal {-exitcode} ({name})"
+    return f"exit status {exitcode}"
+
+
+def _run_task(func: Callable[[T], R], index: int, item: T) -> R:
+    if _started is not None:
+        _started[index] = 1
+    return func(item)
+
+
+def ordered_map(
+    func: Callable[[T], R],
+    items: Iterable[T],
+    jobs: int | None = None,
+    on_crash: Callable[[T, str], R] | None = None,
+) -> Iterator[R]:
     """``map(func, items)`` on a pool of forked processes, yielding results in input order as
-    soon as each is ready. ``func`` must be picklable (a module-level function or a partial)."""
+    soon as each is ready. ``func`` must be picklable (a module-level function or a partial).
+
+    An exception raised by ``func`` reaches the caller. A worker process that dies does not:
+    the item it was working on is retried alone in a fresh process, and if that dies too the
+    item's result is ``on_crash(item, "signal 11 (SIGSEGV)")`` (without ``on_crash``, a
+    ``RuntimeError``); the other items are linted as usual.
+    """
     todo: list[T] = list(items)
     workers = worker_count(len(todo), jobs)
     if workers == 1:
         for item in todo:
             yield func(item)
         return
-    # Small chunks keep both cores busy when one file is much bigger than the rest.
-    chunksize = max(1, min(8, len(todo) // (workers * 8)))
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    global _started
+    context = multiprocessing.get_context("fork")
+    started = context.RawArray("b", len(todo))
+    results: dict[int, R] = {}
+    pending = deque(range(len(todo)))
+    next_out = 0
+    while next_out < len(todo):
+        _started = started
+        pool = ProcessPoolExecutor(workers, mp_context=context)
+        futures: dict = {}
+        lost: list[int] = []
+        clean = False
+        try:
+            while pending or futures:
+                while pending and len(futures) < workers * _WINDOW_PER_WORKER:
+                    index = pending.popleft()
+                    futures[pool.submit(_run_task, func, index, todo[index])] = index
+                done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                broken = False
+                for future in done:
+                    index = futures.pop(future)
+                    try:
+                        results[index] = future.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        lost.append(index)
+                while next_out in results:
+                    yield results.pop(next_out)
+                    next_out += 1
+                if broken:
+                    lost += futures.values()
+                    futures.clear()
+                    break
+            clean = True
+        finally:
+            _started = None
+            if not clean:  # an early stop, an exception, Ctrl-C: no worker outlives the run
+                for process in list((getattr(pool, "_processes", None) or {}).values()):
+                    if process.is_alive():
+                        process.terminate()
+            pool.shutdown(wait=True, cancel_futures=True)
+        # The pool broke: the items that had started are retried one by one, each in its own
+        # fork; the others go back into the queue of a fresh pool (or, when none had even
+        # started, so that the pool itself is what fails, each alone too: progress either way).
+        suspects = [index for index in lost if started[index]]
+        for index in sorted(lost):
+            if started[index] or not suspects:
+                results[index] = _run_alone(func, todo[index], on_crash)
+            else:
+                pending.append(index)
+        pending = deque(sorted(pending))
+        while next_out in results:
+            yield results.pop(next_out)
+            next_out += 1
+
+
+def _run_alone(func: Callable[[T], R], item: T, on_crash: Callable[[T, str], R] | None) -> R:
+    """``func(item)`` in a forked child of its own; ``on_crash`` when that child dies."""
     import multiprocessing
 
-    pool = multiprocessing.get_context("fork").Pool(workers)
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=_child, args=(func, item, sender), daemon=True)
+    child.start()
+    sender.close()
     try:
-        yield from pool.imap(func, todo, chunksize)
-        pool.close()
+        outcome = receiver.recv()
+    except EOFError:  # the child died before it could answer
+        outcome = None
     finally:
-        pool.terminate()  # also on an early stop or Ctrl-C: no worker outlives the run
-        pool.join()
+        receiver.close()
+        child.join()
+    if outcome is not None:
+        ok, value = outcome
+        if ok:
+            return value
+        raise value
+    reason = describe_exit(child.exitcode)
+    if on_crash is None:
+        raise RuntimeError(f"worker process died ({reason}) on {item!r}")
+    return on_crash(item, reason)
+
+
+def _child(func, item, sender) -> None:
+    try:
+        outcome = (True, func(item))
+    except BaseException as exc:  # handed to the parent, raised there
+        outcome = (False, exc)
+    sender.send(outcome)
+    sender.close()

@@ -2,8 +2,9 @@
 
 A rule declares its identity (CODE, NAME, MESSAGE), its fix (FIX_TITLE, FIX_SAFETY), its
 options, its documentation (the class docstring, in DESIGN.md's fixed sections) and small
-VALID / INVALID snippets, then implements ``check(ctx)``. ``check`` reads the shared
-:class:`~distlint.analysis.Index` (built once per file for all rules) and calls ``ctx.report``.
+VALID / INVALID snippets, then implements ``check(ctx)``. ``check`` queries the shared
+training facts (``ctx.facts``, a :class:`~distlint.analysis.facts.Facts` built once per file for
+all rules; ``ctx.index`` for the syntax) and calls ``ctx.report``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, ClassVar
 import libcst as cst
 
 from distlint.analysis import Index
+from distlint.analysis.facts import Facts, facts_for
 from distlint.fixes import Fix
 from distlint.model import Applicability
 
@@ -69,10 +71,20 @@ class Report:
 class RuleContext:
     """What a rule sees of the file being linted; collects its reports."""
 
-    def __init__(self, index: Index, path: str, source: str) -> None:
+    def __init__(
+        self,
+        index: Index,
+        path: str,
+        source: str,
+        facts: Facts | None = None,
+        project: Any = None,
+    ) -> None:
         self.index = index
         self.path = path
         self.source = source
+        self.project = project
+        # the training facts of this file, built once for all rules
+        self.facts = facts if facts is not None else facts_for(index, path, project)
         self.reports: list[Report] = []
         self._rule: Rule | None = None
 
@@ -169,3 +181,60 @@ def _split_sections(text: str) -> dict[str, str]:
     if current is not None:
         sections[current] = textwrap.dedent("\n".join(buf))
     return sections
+
+
+_MULTIPLY_SAFE = (
+    cst.Multiply,
+    cst.Divide,
+    cst.FloorDivide,
+    cst.Modulo,
+    cst.MatrixMultiply,
+    cst.Power,
+)
+
+
+def scaled_expression(expr: cst.BaseExpression, factor: str) -> cst.BaseExpression:
+    """For fix plans: ``expr * <factor>``, parenthesising ``expr`` where ``*`` would bind
+    tighter than it."""
+    needs_parens = (
+        isinstance(
+            expr,
+            (cst.IfExp, cst.Lambda, cst.BooleanOperation, cst.Comparison, cst.NamedExpr, cst.Yield),
+        )
+        or (isinstance(expr, cst.BinaryOperation) and not isinstance(expr.operator, _MULTIPLY_SAFE))
+        or (isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not))
+    )
+    if needs_parens and not expr.lpar:
+        expr = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.BinaryOperation(
+        left=expr,
+        operator=cst.Multiply(
+            whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")
+        ),
+        right=cst.parse_expression(factor),
+    )
+
+
+def can_scale_name_in_place(index: Index, name: cst.Name, stmt: cst.CSTNode | None) -> bool:
+    """`lr *= n` before the statement is right when `lr` is a local of the statement's scope
+    (not a global: that would make it local and unbound), and the statement is not repeated
+    by a loop (the factor would compound)."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    if not isinstance(index.parent(stmt), (cst.IndentedBlock, cst.Module)):
+        return False
+    scope = index.scope(name)
+    if (
+        scope.kind not in ("function", "module")
+        or name.value in scope.globals
+        or name.value in scope.nonlocals
+    ):
+        return False
+    if not scope.bindings.get(name.value):
+        return False
+    for anc in index.ancestors(stmt):
+        if anc is scope.node:
+            break
+        if isinstance(anc, (cst.For, cst.While)):
+            return False
+    return True

@@ -5,82 +5,33 @@ This module never imports torch, accelerate or torch_xla, and never executes the
 
 from __future__ import annotations
 
-import io
-import re
-import tokenize
 import traceback
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 import libcst as cst
 
 from distlint import fixes as fixes_mod
+from distlint import guard
 from distlint.analysis import Index
+from distlint.analysis.facts import facts_for
 from distlint.analysis.project import Project
 from distlint.config import Config
-from distlint.fixes import Fix
-from distlint.model import Applicability, FileError, FileResult, Finding, FixInfo, Range
-from distlint.positions import all_positions, positions_of
+from distlint.edits import LineIndex, OutsideEdits, apply_fixes, choose, fixes_to_apply
+from distlint.edits import decode as decode_text
+from distlint.model import Applicability, FileError, FileResult, Finding, Fix, Range
+from distlint.noqa import Directives, Placement, suppression_edit, unused_noqa
+from distlint.positions import DEEP_RECURSION_LIMIT, TooDeep, deep_call, layout
 from distlint.registry import all_rules
 from distlint.rule import Rule, RuleContext
 
 MAX_FIX_ROUNDS = 6
 
-NOQA_RE = re.compile(
-    r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE
-)
-FILE_NOQA_RE = re.compile(
-    r"#\s*distlint:\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?",
-    re.IGNORECASE,
-)
-
-
-@dataclass
-class Noqa:
-    """Suppression comments of one file."""
-
-    lines: dict[int, frozenset[str] | None] = field(default_factory=dict)  # None = blanket
-    file_codes: frozenset[str] | None = None  # set when `# distlint: noqa` present
-    file_blanket: bool = False
-    used: dict[int, set[str]] = field(default_factory=dict)
-
-    @classmethod
-    def scan(cls, text: str) -> Noqa:
-        result = cls()
-        if "noqa" not in text and "NOQA" not in text:
-            return result
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if "#" not in line:
-                continue
-            m = FILE_NOQA_RE.search(line)
-            if m:
-                if m.group("codes"):
-                    codes = frozenset(c.upper() for c in re.split(r"[\s,]+", m.group("codes")) if c)
-                    result.file_codes = (result.file_codes or frozenset()) | codes
-                else:
-                    result.file_blanket = True
-                continue
-            m = NOQA_RE.search(line)
-            if m:
-                codes_text = m.group("codes")
-                result.lines[lineno] = (
-                    frozenset(c.upper() for c in re.split(r"[\s,]+", codes_text) if c)
-                    if codes_text
-                    else None
-                )
-        return result
-
-    def suppresses(self, code: str, lines: Sequence[int]) -> bool:
-        if self.file_blanket or (self.file_codes and code in self.file_codes):
-            return True
-        for line in lines:
-            if line in self.lines:
-                codes = self.lines[line]
-                if codes is None or code in codes:
-                    self.used.setdefault(line, set()).add(code)
-                    return True
-        return False
+# Lint passes of this process: "parse" (LibCST parses) and "rules" (rule runs over a module).
+# tests/test_lint_passes.py asserts how many each command costs.
+PASSES: Counter[str] = Counter()
 
 
 @lru_cache(maxsize=32)
@@ -100,21 +51,14 @@ def enabled_rules(
 
 def decode(data: bytes) -> str:
     """Decode Python source bytes as the interpreter would (PEP 263 cookie, BOM)."""
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    text = data.decode(encoding)
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text
+    return decode_text(data)[0]
 
 
 @dataclass
 class _Round:
     findings: list[Finding]
     suppressed: list[Finding]
-    fixes: list[tuple[Finding, Fix]]
-    index: Index | None
-    module: cst.Module | None
-    noqa: Noqa
+    errors: list[FileError]
 
 
 def lint_source(
@@ -127,7 +71,8 @@ def lint_source(
     ignore_noqa: bool = False,
     rules: Sequence[Rule] | None = None,
     debug: bool = False,
-    fix_ids: Collection[int] | None = None,
+    prior: FileResult | None = None,
+    keep_source: bool = False,
     project: Project | None = None,
 ) -> FileResult:
     """Lint ``source`` as the file ``path``; with ``fix``, also compute the fixed text.
@@ -135,13 +80,15 @@ def lint_source(
     ``project``: the :class:`~distlint.analysis.project.Project` the file belongs to, shared by
     the files of a run (other modules and config files are then followed); None: this file only.
 
-    ``fix_ids`` (with ``fix``) applies only the fixes of the findings with these
-    :attr:`Finding.fix_id` values, from a lint of this same text, safe or not, in one round
-    (the language server's per-finding quick fix).
+    Fixing applies the findings' edits to the text (sorted; overlapping fixes and second fixes
+    of one isolation group wait for the next round), parses the result (a fix whose result does
+    not parse is dropped and reported), lints it again, and repeats to a fixed point, at most
+    :data:`MAX_FIX_ROUNDS` times. ``prior``: the result of linting this same text with the same
+    settings (the cache's), so that fixing starts from its edits without parsing anything.
 
     ``fixed_source`` of the result is the fixed text (None when nothing changed); when
-    ``source`` was bytes, ``fixed_bytes`` holds it re-encoded in the file's own encoding with
-    its BOM and line endings kept.
+    ``source`` was bytes, ``fixed_bytes`` holds it encoded like the input (encoding, BOM), and
+    every byte outside the edited spans is the input's own.
     """
     config = config or Config()
     if unsafe_fixes is None:
@@ -149,10 +96,15 @@ def lint_source(
     active = tuple(rules) if rules is not None else enabled_rules(config, path)
     enabled = frozenset(r.CODE for r in active)  # before the trigger filter: for DL001 unused-noqa
 
+    encoding = None
     try:
-        text = decode(source) if isinstance(source, bytes) else source
+        if isinstance(source, bytes):
+            text, encoding = decode_text(source)
+        else:
+            text = source
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
         return FileResult(path, errors=(FileError(path, f"cannot decode source: {exc}"),))
+    kept = text if keep_source else None
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         return FileResult(path, errors=(FileError(path, "source contains a null byte", line),))
@@ -160,133 +112,134 @@ def lint_source(
     # Cheap pre-filter: a rule that needs e.g. "manual_seed" cannot match a file without it.
     active = tuple(r for r in active if not r.TRIGGERS or any(t in text for t in r.TRIGGERS))
     if not active:
-        return FileResult(path)
+        return FileResult(path, source_text=kept)
 
-    deep = _too_deep(text, path)
-    if deep is not None:
-        return FileResult(path, errors=(deep,))
-    known = project.parsed(path, source) if project is not None else None
-    try:
-        # a module the project already parsed for an importer is not parsed again
-        module = known[0] if known is not None else cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        return FileResult(path, errors=(_syntax_error(path, text, exc),))
-    except RecursionError:
-        return FileResult(path, errors=(FileError(path, "source is too deeply nested to parse"),))
-    except Exception as exc:  # libcst raises a few other types on odd input
-        return FileResult(path, errors=(FileError(path, f"cannot parse: {exc}"),))
-
-    errors: list[FileError] = []
-    try:
-        current = _lint_module(
-            module,
-            text,
-            path,
-            active,
-            config,
-            ignore_noqa,
-            unsafe_fixes,
-            errors,
-            debug,
-            enabled,
-            project=project,
-            data=source,
-            index=known[1] if known is not None else None,
+    def lint(module: cst.Module, text: str, index: Index | None = None) -> _Round:
+        return _lint_guarded(
+            module, text, path, active, config, ignore_noqa, debug, enabled, project, index
         )
-    except RecursionError:
-        return FileResult(path, errors=(FileError(path, "source is too deeply nested to analyse"),))
+
+    if prior is not None and fix:
+        current = _Round(list(prior.findings), list(prior.suppressed), list(prior.errors))
+    else:
+        # a module the project already parsed for an importer is not parsed again
+        known = project.parsed(path, source) if project is not None else None
+        if known is not None:
+            module, index = known
+        else:
+            module = _parse(text, path, config.max_file_size)
+            if isinstance(module, FileError):
+                return FileResult(path, errors=(module,), source_text=kept)
+            index = None
+        if project is not None:
+            # the file as read is a module of the project: imported by others, parsed once
+            index = index if index is not None else Index(module, text)
+            raw = source if isinstance(source, bytes) else source.encode("utf-8")
+            project.add_module(path, raw, module, index)
+        current = lint(module, text, index)
+    errors = list(current.errors)
     if not fix:
         return FileResult(
-            path, tuple(current.findings), tuple(errors), suppressed=tuple(current.suppressed)
+            path,
+            tuple(current.findings),
+            tuple(errors),
+            suppressed=tuple(current.suppressed),
+            source_text=kept,
         )
 
+    original, first = text, current
     applied = 0
-    changed = False
+    codes = {}
     for _ in range(MAX_FIX_ROUNDS):
-        if fix_ids is not None:
-            if applied:
-                break  # a quick fix is that finding's fix alone, not what it uncovers next
-            wanted = [f for finding, f in current.fixes if finding.fix_id in fix_ids]
-        else:
-            wanted = [
-                f
-                for finding, f in current.fixes
-                if finding.fix is not None
-                and (finding.fix.applicability is Applicability.SAFE or unsafe_fixes)
-            ]
-        if not wanted or current.module is None or current.index is None:
+        wanted = fixes_to_apply(current.findings, unsafe_fixes)
+        if not wanted:
             break
+        codes = {id(f.fix): f.code for f in current.findings if f.fix is not None}
+        chosen, _deferred = choose(wanted)
         try:
-            new_module, done, dropped = fixes_mod.apply(current.module, current.index, wanted)
-        except RecursionError:
-            errors.append(FileError(path, "source is too deeply nested to fix"))
+            new_text, module, good, dropped = _gate(text, chosen, path)
+        except OutsideEdits as exc:
+            errors.append(FileError(path, f"fixes not applied: {exc}"))
+            text, applied, current = original, 0, first
             break
-        for dropped_fix, reason in dropped:
-            if "would not parse" in reason:
-                code = _code_of(current, dropped_fix)
-                errors.append(FileError(path, f"{code}: {reason}"))
-        if not done:
+        for bad in dropped:
+            errors.append(
+                FileError(
+                    path,
+                    f"{codes.get(id(bad), 'fix')}: the fixed code would not parse; fix dropped",
+                )
+            )
+        if not good or module is None:
             break
-        applied += len(done)
-        changed = True
-        module = new_module
-        text = module.code
-        current = _lint_module(
-            module,
-            text,
-            path,
-            active,
-            config,
-            ignore_noqa,
-            unsafe_fixes,
-            errors,
-            debug,
-            enabled,
-            project=project,
-        )
-    fixed_source = module.code if changed else None
+        applied += len(good)
+        text = new_text
+        current = lint(module, text)
+        errors += current.errors
+    changed = text != original
+    fixed_bytes = None
+    if changed and encoding is not None:
+        assert isinstance(source, bytes)
+        try:
+            fixed_bytes = text.encode(encoding)
+            if original.encode(encoding) != source:
+                raise UnicodeError("the file does not round-trip through its encoding")
+        except UnicodeError as exc:
+            errors.append(FileError(path, f"fixes not applied: {exc}"))
+            changed, fixed_bytes, applied = False, None, 0
     return FileResult(
         path,
         tuple(current.findings),
         tuple(errors),
-        fixed_source=fixed_source,
-        fixed_bytes=module.bytes if changed and isinstance(source, bytes) else None,
-        fixes_applied=applied,
+        fixed_source=text if changed else None,
+        fixed_bytes=fixed_bytes,
+        fixes_applied=applied if changed else 0,
         suppressed=tuple(current.suppressed),
+        source_text=kept,
     )
 
 
-MAX_DEPTH = 400
-
-
-def _too_deep(text: str, path: str = "") -> FileError | None:
-    """Refuse pathologically nested code before LibCST sees it.
-
-    LibCST's parser takes time quadratic in the nesting of an expression (a generated
-    ``1 + 1 + ...`` of 6,000 terms takes ~45 s), so a file with very long lines or of over 1 MB
-    is first measured with CPython's own (fast, C) parser.
-    """
-    if len(text) < 1_000_000 and (not text or max(map(len, text.splitlines() or [""])) < 2000):
-        return None
-    import ast
-
+def _parse(
+    text: str, path: str, max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE
+) -> cst.Module | FileError:
+    refused = guard.check_source(text, path, max_file_size)  # before LibCST sees it
+    if refused is not None:
+        return refused
+    guard.ensure_recursion_headroom()
+    PASSES["parse"] += 1
     try:
-        tree = ast.parse(text)
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        return _syntax_error(path, text, exc)
     except RecursionError:
-        return FileError(path, "source is too deeply nested to analyse")
-    except (SyntaxError, ValueError, MemoryError):
-        return None  # LibCST reports it with the location
-    stack = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return FileError(
-                path,
-                f"expression nested over {MAX_DEPTH} levels deep: too deep to analyse",
-                getattr(node, "lineno", None),
-            )
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return None
+        return FileError(path, "source is too deeply nested to parse")
+    except Exception as exc:  # libcst raises a few other types on odd input
+        return FileError(path, f"cannot parse: {exc}")
+
+
+def _gate(
+    text: str, fixes: Sequence[Fix], path: str
+) -> tuple[str, cst.Module | None, list[Fix], list[Fix]]:
+    """Apply ``fixes`` to ``text`` and parse the result: (new text, its module, fixes applied,
+    fixes dropped because the code would not parse). A fix is never applied unparsed."""
+    new, _ = apply_fixes(text, fixes)
+    module = _parse(new, path)
+    if not isinstance(module, FileError):
+        return new, module, list(fixes), []
+    # Find the culprit(s): add the fixes one by one and keep those that still parse.
+    good: list[Fix] = []
+    dropped: list[Fix] = []
+    best: tuple[str, cst.Module] | None = None
+    for fix in fixes:
+        candidate, _ = apply_fixes(text, [*good, fix])
+        parsed = _parse(candidate, path)
+        if isinstance(parsed, FileError):
+            dropped.append(fix)
+        else:
+            good.append(fix)
+            best = (candidate, parsed)
+    if best is None:
+        return text, None, [], dropped
+    return best[0], best[1], good, dropped
 
 
 def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
@@ -302,11 +255,29 @@ def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError
     return FileError(path, f"cannot parse: {exc.message}", exc.editor_line, exc.editor_column)
 
 
-def _code_of(current: _Round, fix: Fix) -> str:
-    for finding, f in current.fixes:
-        if f is fix:
-            return finding.code
-    return "fix"
+def _lint_guarded(
+    module: cst.Module,
+    text: str,
+    path: str,
+    active: Sequence[Rule],
+    config: Config,
+    ignore_noqa: bool,
+    debug: bool,
+    enabled: frozenset[str],
+    project: Project | None = None,
+    index: Index | None = None,
+) -> _Round:
+    """:func:`_lint_module`, retried with a large stack when the code nests deeply; code nested
+    beyond even that is one error line, never a traceback."""
+    try:
+        return deep_call(
+            lambda: _lint_module(
+                module, text, path, active, config, ignore_noqa, debug, enabled, project, index
+            )
+        )
+    except (TooDeep, RecursionError):
+        message = f"source is nested too deeply to analyse (over {DEEP_RECURSION_LIMIT:,} frames)"
+        return _Round([], [], [FileError(path, message)])
 
 
 def _lint_module(
@@ -316,22 +287,16 @@ def _lint_module(
     active: Sequence[Rule],
     config: Config,
     ignore_noqa: bool,
-    unsafe_fixes: bool,
-    errors: list[FileError],
     debug: bool,
     enabled: frozenset[str] = frozenset(),
     project: Project | None = None,
-    data: str | bytes | None = None,
     index: Index | None = None,
 ) -> _Round:
+    PASSES["rules"] += 1
+    errors: list[FileError] = []
     if index is None:
         index = Index(module, text)
-    if project is not None and data is not None:
-        # the file as read is a module of the project: imported by others, parsed once
-        raw = data if isinstance(data, bytes) else data.encode("utf-8")
-        project.add_module(path, raw, module, index)
-    ctx = RuleContext(index, path, text)
-    ctx.project = project  # type: ignore[attr-defined]
+    ctx = RuleContext(index, path, text, facts_for(index, path, project), project)
     for rule in active:
         ctx._rule = rule
         try:
@@ -339,28 +304,33 @@ def _lint_module(
         except RecursionError:
             raise
         except Exception as exc:  # a rule bug must not take the other rules or files down
-            detail = traceback.format_exc() if debug else f"{type(exc).__name__}: {exc}"
+            detail = traceback.format_exc(limit=-40) if debug else f"{type(exc).__name__}: {exc}"
             errors.append(
                 FileError(
                     path,
                     f"internal error in {rule.CODE}: {detail} (please report; --debug shows the traceback)",
                 )
             )
-    noqa = Noqa.scan(text)
-    unused_noqa_rule = None if ignore_noqa else next((r for r in active if r.CODE == "DL001"), None)
-    if not ctx.reports and unused_noqa_rule is None:
-        return _Round([], [], [], index, module, noqa)
-    if unused_noqa_rule is not None:
-        positions = all_positions(module)  # DL001 needs every comment's position
-    else:
-        wanted = [r.node for r in ctx.reports]
-        wanted += [s for s in (index.statement(n) for n in wanted) if s is not None]
-        positions = positions_of(module, wanted)
+    directives = Directives.scan(text)
+    run_unused = not ignore_noqa and any(r.CODE == "DL001" for r in active)
+    if not ctx.reports and not run_unused:
+        return _Round([], [], errors)
+    reports = ctx.reports
+    plans = [r.fix for r in reports if r.fix is not None]
+    plan_layout = fixes_mod.prepare(module, index, plans)
+    wanted = [r.node for r in reports]
+    statements = {r.node: index.statement(r.node) for r in reports}
+    wanted += [s for s in statements.values() if s is not None]
+    positions, spans = layout(module, wanted, plan_layout.spans_wanted)
+    lines = LineIndex(text)
+    placement = Placement(text) if reports else None
     findings: list[Finding] = []
     suppressed: list[Finding] = []
-    fix_pairs: list[tuple[Finding, Fix]] = []
     seen: set[tuple[str, int, int]] = set()
-    for fix_id, report in enumerate(ctx.reports):
+    plan_number = -1
+    for report in reports:
+        if report.fix is not None:
+            plan_number += 1
         rule = report.rule
         pos = positions.get(report.node)
         if pos is None:  # a node the rule built itself: report at the module start
@@ -371,41 +341,50 @@ def _lint_module(
         if key in seen:
             continue
         seen.add(key)
-        info = None
-        if report.fix is not None:
-            applicability = report.fix.applicability or rule.FIX_SAFETY or Applicability.UNSAFE
-            override = config.applicability_override(rule.CODE)
-            if override is not None:
-                applicability = Applicability(override)
-            info = FixInfo(applicability, report.fix.title or rule.FIX_TITLE or "Apply fix")
-        finding = Finding(path, rng, rule.CODE, rule.NAME, report.message, info, fix_id=fix_id)
-        lines = [rng.line]
-        stmt = index.statement(report.node)
-        if stmt is not None and stmt in positions:
-            lines.append(positions[stmt].start.line)
-        if not ignore_noqa and noqa.suppresses(rule.CODE, lines):
-            suppressed.append(finding)
+        stmt = statements[report.node]
+        stmt_line = positions[stmt].start.line if stmt is not None and stmt in positions else None
+        lines_checked = [rng.line] + ([stmt_line] if stmt_line is not None else [])
+        if not ignore_noqa and directives.suppresses(rule.CODE, lines_checked):
+            suppressed.append(Finding(path, rng, rule.CODE, rule.NAME, report.message))
             continue
-        findings.append(finding)
+        fix = None
         if report.fix is not None:
-            fix_pairs.append((finding, report.fix))
-    if unused_noqa_rule is not None:
+            fix = _fix_of(report.fix, rule, config, plan_layout, spans, lines, plan_number, debug)
+        assert placement is not None
+        suppression = suppression_edit(lines, placement, rule.CODE, rng.line, stmt_line)
+        findings.append(
+            Finding(path, rng, rule.CODE, rule.NAME, report.message, fix, suppression=suppression)
+        )
+    if run_unused:
         # after suppression: only now is it known which `# noqa` codes suppressed nothing
-        from distlint.rules import unused_noqa
-
+        override = config.applicability_override("DL001")
         known = {r.CODE for r in all_rules()}
-        for rng, message, fix in unused_noqa.unused_noqa(module, positions, noqa, enabled, known):
-            info = FixInfo(Applicability.SAFE, fix.title)
-            finding = Finding(
-                path,
-                rng,
-                unused_noqa.CODE,
-                unused_noqa_rule.NAME,
-                message,
-                info,
-                fix_id=len(ctx.reports) + len(fix_pairs),
-            )
-            findings.append(finding)
-            fix_pairs.append((finding, fix))
+        findings += unused_noqa(
+            path,
+            text,
+            directives,
+            enabled,
+            known,
+            Applicability(override) if override is not None else Applicability.SAFE,
+        )
     findings.sort(key=lambda f: (f.line, f.column, f.code))
-    return _Round(findings, suppressed, fix_pairs, index, module, noqa)
+    return _Round(findings, suppressed, errors)
+
+
+def _fix_of(plan, rule, config, plan_layout, spans, lines, plan_number, debug) -> Fix | None:
+    applicability = plan.applicability or rule.FIX_SAFETY or Applicability.UNSAFE
+    override = config.applicability_override(rule.CODE)
+    if override is not None:
+        applicability = Applicability(override)
+    try:
+        edits = fixes_mod.plan_edits(plan_layout, spans, lines, plan_number)
+    except RecursionError:
+        raise
+    except Exception:  # a plan LibCST cannot generate: no fix offered
+        if debug:
+            raise
+        return None
+    if not edits:
+        return None
+    title = plan.title or rule.FIX_TITLE or "Apply fix"
+    return Fix(title, applicability, edits, plan.isolation)

@@ -11,8 +11,9 @@ from typing import Callable
 import click
 
 VERIFY_HELP = (
-    "--verify RUNS the script: once on 1 process and once on N processes (torchrun, or accelerate "
-    "launch), each stopped after --max-steps updates, then compares what every rank recorded."
+    "--verify RUNS the script: once on N processes (torchrun, accelerate launch or fabric run) "
+    "stopped after --max-steps updates, then on 1 process until it trained on as many samples, "
+    "and compares what every rank recorded."
 )
 
 
@@ -22,17 +23,18 @@ def verify_options(f: Callable) -> Callable:
         click.option(
             "-n",
             "--nprocs",
-            type=click.IntRange(min=2),
+            type=click.IntRange(min=1),
             default=None,
-            help="Processes of the N-process run [default: visible GPUs (at least 2), 2 on CPU].",
+            help="Processes of the N-process run (per node with --nnodes) [default: visible GPUs "
+            "(at least 2), 2 on CPU].",
         ),
         click.option(
             "--max-steps",
             type=click.IntRange(min=1),
             default=20,
             show_default=True,
-            help="Stop every rank cleanly after this many optimizer updates (x N for the 1-process run "
-            "without --exact, so both runs see the same samples).",
+            help="Stop every rank of the N-process run cleanly after this many optimizer updates; "
+            "the 1-process run then stops once it has trained on as many samples.",
         ),
         click.option(
             "--timeout",
@@ -43,10 +45,52 @@ def verify_options(f: Callable) -> Callable:
         ),
         click.option(
             "--launcher",
-            type=click.Choice(["torchrun", "accelerate"]),
+            type=click.Choice(["torchrun", "accelerate", "fabric"]),
             default="torchrun",
             show_default=True,
-            help="Launcher of the N-process run.",
+            help="Launcher of both runs (the 1-process run uses it with one process; fabric: "
+            "Lightning Fabric's `fabric run`).",
+        ),
+        click.option(
+            "--env",
+            "env",
+            multiple=True,
+            metavar="KEY=VAL",
+            help="Set an environment variable for both runs (repeatable).",
+        ),
+        click.option(
+            "--nnodes",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Several machines: torchrun's multi-node rendezvous (run verify on every node, "
+            "node 0 compares).",
+        ),
+        click.option(
+            "--node-rank",
+            type=click.IntRange(min=0),
+            default=None,
+            help="This machine's node rank (with --nnodes; not with --slurm).",
+        ),
+        click.option(
+            "--rdzv-endpoint",
+            default=None,
+            metavar="HOST:PORT",
+            help="Rendezvous of the multi-node run [default with --slurm: the allocation's first "
+            "host, port 29400].",
+        ),
+        click.option(
+            "--slurm",
+            is_flag=True,
+            default=False,
+            help="Start the multi-node run with srun inside a SLURM allocation (one torchrun per "
+            "node; --keep on a shared filesystem).",
+        ),
+        click.option(
+            "--keep",
+            "keep_dir",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Keep the records, logs and scratch folders of both runs in this folder.",
         ),
         click.option(
             "--launcher-arg",
@@ -74,8 +118,8 @@ def verify_options(f: Callable) -> Callable:
             "--loss-rtol",
             type=click.FloatRange(min=0),
             default=None,
-            help="Relative tolerance of the loss comparison [default: 0.25 (+ mixed precision, "
-            "+ gradient accumulation); 1e-5 with --exact].",
+            help="Relative tolerance of the loss comparison [default: from the runs' own noise "
+            "(3 standard errors) + 2% (5% with mixed precision); 1e-5 with --exact].",
         ),
         click.option(
             "--plot",

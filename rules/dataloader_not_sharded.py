@@ -4,58 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.analysis import Assignment, Index, walk
+from distlint.analysis import Assignment, walk
+from distlint.analysis.facts import Facts, Mode
 from distlint.fixes import Fix
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid
-from distlint.rules._common import accelerator_expr, creates_accelerator, is_world_size
-from distlint.rules.per_device_batch_as_global import (
-    DATALOADERS,
-    DDP_CALLS,
-    XLA_MULTIPROCESSING_CALLS,
-    uses_xla_spmd,
-)
 
 SHARDED, UNSHARDED, UNKNOWN = "sharded", "unsharded", "unknown"
-
-# Wrappers that shard a loader across processes.
-PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
-PREPARE_FUNCTIONS = frozenset(
-    {"accelerate.data_loader.prepare_data_loader", "accelerate.utils.prepare_data_loader"}
-)
-# Device loaders that iterate whatever loader they wrap.
-DEVICE_LOADERS = frozenset(
-    {
-        "torch_xla.distributed.parallel_loader.MpDeviceLoader",
-        "torch_xla.distributed.parallel_loader.ParallelLoader",
-    }
-)
-# Samplers that draw from the whole dataset in every process.
-WHOLE_DATASET_SAMPLERS = frozenset(
-    {
-        "torch.utils.data.RandomSampler",
-        "torch.utils.data.SequentialSampler",
-        "torch.utils.data.WeightedRandomSampler",
-        "torch.utils.data.SubsetRandomSampler",
-        "torch.utils.data.sampler.RandomSampler",
-        "torch.utils.data.sampler.SequentialSampler",
-        "torch.utils.data.sampler.WeightedRandomSampler",
-        "torch.utils.data.sampler.SubsetRandomSampler",
-    }
-)
-# Iteration helpers that yield the loader's batches unchanged.
-PASS_THROUGH = frozenset(
-    {"enumerate", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"}
-)
-# Signs that a dataset shards itself by rank (streaming / iterable datasets).
-_RANK_WORDS = (
-    "rank",
-    "split_dataset_by_node",
-    "split_by_node",
-    "shard",
-    "process_index",
-    "ordinal",
-)
 
 
 class DataloaderNotSharded(Rule):
@@ -199,19 +154,19 @@ class DataloaderNotSharded(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        index = ctx.index
-        accelerate = creates_accelerator(index)
-        if not accelerate and not index.calls_to(*DDP_CALLS, *XLA_MULTIPROCESSING_CALLS):
+        index, facts = ctx.index, ctx.facts
+        # one process per device; under torch_xla SPMD one process feeds every device and the
+        # compiler shards each batch
+        if facts.mode not in (Mode.ACCELERATE, Mode.DDP, Mode.XLA_MULTIPROCESS):
             return
-        if uses_xla_spmd(index):
-            return  # one process feeds every device; the compiler shards each batch
+        accelerate = facts.mode is Mode.ACCELERATE
         for loop in index.loops:
             if not isinstance(loop, cst.For) or not _trains(loop):
                 continue
-            loader = _unwrap(index, loop.iter)
+            loader = _unwrap(facts, loop.iter)
             if not isinstance(loader, (cst.Name, cst.Attribute)):
                 continue
-            origins = _origins(index, loader, 6)
+            origins = _origins(facts, loader, 6)
             if not origins or any(o != UNSHARDED for o in origins):
                 continue
             code = index.module.code_for_node(loader)
@@ -227,7 +182,7 @@ class DataloaderNotSharded(Rule):
                     "trains on the whole dataset (N ranks do N times the work on duplicate batches); pass "
                     "`sampler=DistributedSampler(dataset)` and call `sampler.set_epoch(epoch)`"
                 )
-            ctx.report(loader, message, _fix(index, loop, loader) if accelerate else None)
+            ctx.report(loader, message, _fix(facts, loop, loader) if accelerate else None)
 
 
 def _trains(loop: cst.For) -> bool:
@@ -248,38 +203,33 @@ def _trains(loop: cst.For) -> bool:
     return False
 
 
-def _unwrap(index: Index, expr: cst.BaseExpression) -> cst.BaseExpression:
+def _unwrap(facts: Facts, expr: cst.BaseExpression) -> cst.BaseExpression:
     while isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None:
-        func = expr.func
-        name = (
-            func.value
-            if isinstance(func, cst.Name) and not index.bindings_of(func)
-            else index.qualname(func)
-        )
-        if name not in PASS_THROUGH:
+        if not facts.passes_batches_through(expr.func):
             break
         expr = expr.args[0].value
     return expr
 
 
-def _origins(index: Index, expr: cst.CSTNode, depth: int, position: int | None = None) -> list[str]:
+def _origins(facts: Facts, expr: cst.CSTNode, depth: int, position: int | None = None) -> list[str]:
     """How each value that may flow into ``expr`` was made: SHARDED, UNSHARDED or UNKNOWN."""
+    index = facts.index
     if depth <= 0:
         return [UNKNOWN]
     if isinstance(expr, cst.Name):
         bindings = index.bindings_of(expr)
-        return [o for b in bindings for o in _from_assignment(index, b, depth)] or [UNKNOWN]
+        return [o for b in bindings for o in _from_assignment(facts, b, depth)] or [UNKNOWN]
     if isinstance(expr, cst.Attribute):
         assigns = index.attribute_assignments(expr)
-        return [o for a in assigns for o in _from_assignment(index, a, depth)] or [UNKNOWN]
+        return [o for a in assigns for o in _from_assignment(facts, a, depth)] or [UNKNOWN]
     if isinstance(expr, cst.Call):
-        return _from_call(index, expr, depth, position)
+        return _from_call(facts, expr, depth, position)
     return [UNKNOWN]
 
 
-def _from_assignment(index: Index, assignment: Assignment, depth: int) -> list[str]:
+def _from_assignment(facts: Facts, assignment: Assignment, depth: int) -> list[str]:
     if assignment.op == "=" and assignment.value is not None:
-        return _origins(index, assignment.value, depth - 1)
+        return _origins(facts, assignment.value, depth - 1)
     if assignment.op == "unpack" and isinstance(assignment.node, cst.Assign):
         # `train_dl, eval_dl = make_loaders()` / `model, opt, dl = accelerator.prepare(...)`
         targets = assignment.node.targets[0].target
@@ -287,20 +237,20 @@ def _from_assignment(index: Index, assignment: Assignment, depth: int) -> list[s
             elements = [e.value for e in targets.elements]
             position = next((i for i, e in enumerate(elements) if e is assignment.target), None)
             if position is not None and isinstance(assignment.node.value, cst.Call):
-                return _from_call(index, assignment.node.value, depth - 1, position)
+                return _from_call(facts, assignment.node.value, depth - 1, position)
     return [UNKNOWN]
 
 
-def _from_call(index: Index, call: cst.Call, depth: int, position: int | None) -> list[str]:
-    func = call.func
-    qualname = index.qualname(func)
-    if qualname in PREPARE_FUNCTIONS or _is_prepare_method(index, call):
+def _from_call(facts: Facts, call: cst.Call, depth: int, position: int | None) -> list[str]:
+    index = facts.index
+    if facts.is_prepare_call(call):
         return [SHARDED]
-    if position is None and qualname in DATALOADERS:
-        return [_dataloader_origin(index, call)]
-    if position is None and qualname in DEVICE_LOADERS and call.args:
-        return _origins(index, call.args[0].value, depth - 1)
-    fn = index.local_function(func)
+    qualname = index.qualname(call.func)
+    if position is None and facts.is_dataloader(qualname):
+        return [_dataloader_origin(facts, call)]
+    if position is None and facts.is_device_loader(qualname) and call.args:
+        return _origins(facts, call.args[0].value, depth - 1)
+    fn = index.local_function(call.func)
     if fn is None:
         return [UNKNOWN]
     out: list[str] = []
@@ -310,61 +260,29 @@ def _from_call(index: Index, call: cst.Call, depth: int, position: int | None) -
             if not isinstance(value, (cst.Tuple, cst.List)) or position >= len(value.elements):
                 return [UNKNOWN]
             value = value.elements[position].value
-        out.extend(_origins(index, value, depth - 1) if value is not None else [UNKNOWN])
+        out.extend(_origins(facts, value, depth - 1) if value is not None else [UNKNOWN])
     return out or [UNKNOWN]
 
 
-def _is_prepare_method(index: Index, call: cst.Call) -> bool:
-    func = call.func
-    if not isinstance(func, cst.Attribute) or func.attr.value not in PREPARE_METHODS:
-        return False
-    qualname = index.qualname(func.value)
-    if qualname is not None:
-        return qualname.startswith(("accelerate.", "lightning."))
-    # `self.accelerator.prepare(...)`, an accelerator passed in as a parameter
-    base = func.value
-    text = (
-        base.attr.value
-        if isinstance(base, cst.Attribute)
-        else base.value
-        if isinstance(base, cst.Name)
-        else ""
-    )
-    return any(word in text.lower() for word in ("acc", "fabric"))
-
-
-def _dataloader_origin(index: Index, call: cst.Call) -> str:
+def _dataloader_origin(facts: Facts, call: cst.Call) -> str:
+    index = facts.index
     sampler = index.argument(call, "sampler") or index.argument(call, "batch_sampler")
     if sampler is not None and index.constant_value(sampler.value) is not None:
         sampler = None  # sampler=None
     if sampler is not None:
-        if index.reaches(sampler.value, lambda node, q: q is not None and "Distributed" in q):
+        shards = facts.sampler_shards(sampler.value)
+        if shards is True:
             return SHARDED
-        if not index.reaches(
-            sampler.value,
-            lambda node, q: q is not None and q.rstrip("()") in WHOLE_DATASET_SAMPLERS,
-        ):
+        if shards is None:
             return UNKNOWN  # a custom sampler may well shard by rank
     dataset = index.argument(call, "dataset", 0)
-    if dataset is not None and index.reaches(dataset.value, _shards_by_rank):
+    if dataset is not None and facts.data_sharded_by_rank(dataset.value):
         return UNKNOWN
     return UNSHARDED
 
 
-def _shards_by_rank(node: cst.CSTNode, qualname: str | None) -> bool:
-    if is_world_size(node, qualname):
-        return True
-    text = qualname or (
-        node.value
-        if isinstance(node, cst.Name)
-        else node.attr.value
-        if isinstance(node, cst.Attribute)
-        else ""
-    )
-    return any(word in text.lower() for word in _RANK_WORDS)
-
-
-def _fix(index: Index, loop: cst.For, loader: cst.BaseExpression) -> Fix | None:
+def _fix(facts: Facts, loop: cst.For, loader: cst.BaseExpression) -> Fix | None:
+    index = facts.index
     if not isinstance(loader, cst.Name):
         return None
     bindings = index.bindings_of(loader)
@@ -381,7 +299,7 @@ def _fix(index: Index, loop: cst.For, loader: cst.BaseExpression) -> Fix | None:
             if any(index.is_inside(b.node, ancestor) for b in bindings):
                 break
             anchor = ancestor
-    accelerator = accelerator_expr(index, anchor)
+    accelerator = facts.accelerator_expr(anchor)
     if accelerator is None:
         return None
     statement = cst.parse_statement(f"{loader.value} = {accelerator}.prepare({loader.value})\n")

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.analysis import Index, call_keyword
+from distlint.analysis import call_keyword
+from distlint.analysis.facts import Facts
 from distlint.fixes import Fix, import_name
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid
-from distlint.rules._common import ACCELERATOR
-
-DATALOADER_CONFIGURATION = "accelerate.utils.DataLoaderConfiguration"
 
 
 class IgnoredSplitBatchesKeyword(Rule):
@@ -130,17 +128,26 @@ class IgnoredSplitBatchesKeyword(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        index = ctx.index
-        for call in index.calls_to(ACCELERATOR):
+        index, facts = ctx.index, ctx.facts
+        for call in facts.accelerators:
             arg = _keyword_arg(call, "split_batches")
-            if arg is None or index.constant_value(arg.value) is False:
+            if arg is None:
+                # `Accelerator(**{"split_batches": True})` / `**kwargs` bound to a dict literal:
+                # reported where the keyword is written; no fix (the dict may be shared)
+                value = facts.accelerator_keyword(call, "split_batches")
+                if value is not None and index.constant_value(value) is not False:
+                    element = index.parent(value)
+                    ctx.report(element if element is not None else value)
                 continue
-            ctx.report(arg, fix=self._fix(index, call, arg))
+            if index.constant_value(arg.value) is False:
+                continue
+            ctx.report(arg, fix=self._fix(facts, call, arg))
 
-    def _fix(self, index: Index, call: cst.Call, arg: cst.Arg) -> Fix | None:
+    def _fix(self, facts: Facts, call: cst.Call, arg: cst.Arg) -> Fix | None:
+        index = facts.index
         config_arg = _keyword_arg(call, "dataloader_config")
         if config_arg is None:
-            name, spec = import_name(index, DATALOADER_CONFIGURATION, call)
+            name, spec = import_name(index, facts.DATALOADER_CONFIGURATION, call)
             new_value = cst.parse_expression(f"{name}(split_batches=...)")
             assert isinstance(new_value, cst.Call)
             new_value = new_value.with_changes(
@@ -150,7 +157,7 @@ class IgnoredSplitBatchesKeyword(Rule):
             return Fix(replace={arg: replacement}, imports=[spec] if spec else [])
 
         config = config_arg.value
-        if _is_config_call(index, config):
+        if facts.is_dataloader_configuration(config):
             assert isinstance(config, cst.Call)
             if call_keyword(config, "split_batches") is not None:
                 return _drop_only(call, arg)
@@ -164,7 +171,7 @@ class IgnoredSplitBatchesKeyword(Rule):
             if (
                 len(bindings) == 1
                 and bindings[0].op == "="
-                and _is_config_call(index, bindings[0].value)
+                and facts.is_dataloader_configuration(bindings[0].value)
             ):
                 target = bindings[0].value
                 assert isinstance(target, cst.Call)
@@ -187,10 +194,6 @@ def _keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
         if arg.keyword is not None and arg.keyword.value == name:
             return arg
     return None
-
-
-def _is_config_call(index: Index, node: cst.CSTNode | None) -> bool:
-    return isinstance(node, cst.Call) and index.qualname(node.func) == DATALOADER_CONFIGURATION
 
 
 def _with_split_batches(config: cst.Call, value: cst.BaseExpression) -> cst.Call:

@@ -4,44 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.analysis import Index, call_keyword, target_key
+from distlint.analysis import Index, iter_children
+from distlint.analysis.facts import Facts
 from distlint.fixes import Fix
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid
-from distlint.rules._common import ACCELERATOR, accelerator_calls
-
-PLUGINS = {
-    "accelerate.utils.GradientAccumulationPlugin": ("gradient_accumulation_plugin", "num_steps"),
-    "accelerate.utils.dataclasses.GradientAccumulationPlugin": (
-        "gradient_accumulation_plugin",
-        "num_steps",
-    ),
-    "accelerate.utils.DeepSpeedPlugin": ("deepspeed_plugin", "gradient_accumulation_steps"),
-    "accelerate.utils.dataclasses.DeepSpeedPlugin": (
-        "deepspeed_plugin",
-        "gradient_accumulation_steps",
-    ),
-}
-
-
-def _accumulation_settings(index: Index) -> list[cst.BaseExpression]:
-    """The accumulation-steps values the Accelerator(s) of the file are configured with (not 1)."""
-    out: list[cst.BaseExpression] = []
-    for acc in accelerator_calls(index):
-        candidates: list[cst.BaseExpression | None] = [
-            call_keyword(acc, "gradient_accumulation_steps")
-        ]
-        for plugin_qual, (keyword, field) in PLUGINS.items():
-            plugin = call_keyword(acc, keyword)
-            if plugin is None:
-                continue
-            for value in [plugin] + [v for v in index.values_of(plugin) if v is not None]:
-                if isinstance(value, cst.Call) and index.qualname(value.func) == plugin_qual:
-                    candidates.append(call_keyword(value, field))
-        for value in candidates:
-            if value is not None and index.constant_value(value) != 1:
-                out.append(value)
-    return out
 
 
 def _source_texts(index: Index, expr: cst.CSTNode, depth: int = 2) -> set[str]:
@@ -58,22 +25,12 @@ def _source_texts(index: Index, expr: cst.CSTNode, depth: int = 2) -> set[str]:
     return texts
 
 
-def _is_accelerator_backward(index: Index, call: cst.Call) -> bool:
+def _is_accelerator_backward(facts: Facts, call: cst.Call) -> bool:
+    """`accelerator.backward(loss)` on an Accelerator made anywhere (or an untraced parameter)."""
     func = call.func
     if not isinstance(func, cst.Attribute) or func.attr.value != "backward" or not call.args:
         return False
-    q = index.qualname(func)
-    if q is not None:
-        return q.startswith(ACCELERATOR + "()")
-    base = func.value
-    name = (
-        base.value
-        if isinstance(base, cst.Name)
-        else base.attr.value
-        if isinstance(base, cst.Attribute)
-        else ""
-    )
-    return name in ("accelerator", "acc", "accel")
+    return facts.is_accelerator(func.value) or not facts.traceable(func.value)
 
 
 class LossDividedForAccumulation(Rule):
@@ -202,8 +159,8 @@ class LossDividedForAccumulation(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        index = ctx.index
-        settings = _accumulation_settings(index)
+        index, facts = ctx.index, ctx.facts
+        settings = facts.accumulation_settings
         if not settings:
             return
         setting_texts: set[str] = set()
@@ -211,9 +168,9 @@ class LossDividedForAccumulation(Rule):
             setting_texts |= _source_texts(index, value)
         reported: set[cst.CSTNode] = set()
         for call in index.calls:
-            if not _is_accelerator_backward(index, call):
+            if not _is_accelerator_backward(facts, call):
                 continue
-            for division in self._divisions_into(index, call.args[0].value, setting_texts):
+            for division in self._divisions_into(facts, call.args[0].value, setting_texts):
                 if division not in reported:
                     reported.add(division)
                     text = index.module.code_for_node(_divisor(division)).strip()
@@ -224,9 +181,10 @@ class LossDividedForAccumulation(Rule):
                     ctx.report(division, message, self._fix(index, division))
 
     def _divisions_into(
-        self, index: Index, expr: cst.BaseExpression, setting_texts: set[str]
+        self, facts: Facts, expr: cst.BaseExpression, setting_texts: set[str]
     ) -> list[cst.CSTNode]:
         """Divisions by the accumulation steps on the loss's way into ``backward`` (same function)."""
+        index = facts.index
         found: list[cst.CSTNode] = []
         seen: set[int] = set()
         stack: list[cst.CSTNode] = [expr]
@@ -236,7 +194,7 @@ class LossDividedForAccumulation(Rule):
                 continue
             seen.add(id(node))
             if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
-                if self._is_accumulation(index, node.right, setting_texts):
+                if self._is_accumulation(facts, node.right, setting_texts):
                     found.append(node)
                     stack.append(node.left)
                     continue
@@ -245,7 +203,7 @@ class LossDividedForAccumulation(Rule):
                     if b.scope is not index.scope(node):
                         continue  # the loss is computed in the function that calls backward
                     if b.op == "/=" and isinstance(b.node, cst.AugAssign):
-                        if self._is_accumulation(index, b.node.value, setting_texts):
+                        if self._is_accumulation(facts, b.node.value, setting_texts):
                             found.append(b.node)
                     elif b.op == "=" and b.value is not None:
                         stack.append(b.value)
@@ -262,26 +220,16 @@ class LossDividedForAccumulation(Rule):
 
     @staticmethod
     def _is_accumulation(
-        index: Index, divisor: cst.BaseExpression, setting_texts: set[str]
+        facts: Facts, divisor: cst.BaseExpression, setting_texts: set[str]
     ) -> bool:
-        q = index.qualname(divisor)
-        if (
-            q is not None
-            and q.startswith(ACCELERATOR + "()")
-            and q.endswith(".gradient_accumulation_steps")
-        ):
-            return True
+        index = facts.index
+        # `accelerator.gradient_accumulation_steps` (the Accelerator's own setting)
         if (
             isinstance(divisor, cst.Attribute)
             and divisor.attr.value == "gradient_accumulation_steps"
         ):
             return True
-        key = (
-            target_key(divisor)
-            if isinstance(divisor, (cst.Name, cst.Attribute, cst.Subscript))
-            else None
-        )
-        if key is not None and "accum" in key.rsplit(".", 1)[-1].rsplit("[", 1)[-1].lower():
+        if facts.is_untraced_accumulation(divisor):
             return True
         return bool(_source_texts(index, divisor) & setting_texts)
 
@@ -312,8 +260,6 @@ def _divisor(division: cst.CSTNode) -> cst.CSTNode:
 
 
 def _children(node: cst.CSTNode):
-    from distlint.analysis import iter_children
-
     return iter_children(node)
 
 

@@ -4,63 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.analysis import Index, call_keyword
+from distlint.analysis.facts import Facts, Scheduler
 from distlint.fixes import Fix
 from distlint.model import Applicability
-from distlint.rule import Invalid, Rule, RuleContext, Valid
-from distlint.rules._common import (
-    accelerator_calls,
-    accelerator_expr,
-    assigned_from,
-    is_prepare_call,
-    reads_world_size,
-    scaled_expression,
-    split_batches_effective,
-)
-
-_TORCH = "torch.optim.lr_scheduler."
-_HF_WARMUP = ((1, "num_warmup_steps", "warmup"), (2, "num_training_steps", "total"))
-# scheduler -> arguments that count steps: (position, keyword, role); role "lambda" = lr_lambda.
-LENGTH_ARGUMENTS: dict[str, tuple[tuple[int, str, str], ...]] = {
-    _TORCH + "OneCycleLR": ((2, "total_steps", "total"), (4, "steps_per_epoch", "total")),
-    _TORCH + "CosineAnnealingLR": ((1, "T_max", "total"),),
-    _TORCH + "LinearLR": ((3, "total_iters", "total"),),
-    _TORCH + "ConstantLR": ((2, "total_iters", "total"),),
-    _TORCH + "PolynomialLR": ((1, "total_iters", "total"),),
-    _TORCH + "StepLR": ((1, "step_size", "total"),),
-    _TORCH + "MultiStepLR": ((1, "milestones", "total"),),
-    _TORCH + "CosineAnnealingWarmRestarts": ((1, "T_0", "total"),),
-    _TORCH + "SequentialLR": ((2, "milestones", "warmup"),),
-    _TORCH + "CyclicLR": ((3, "step_size_up", "total"), (4, "step_size_down", "total")),
-    _TORCH + "LambdaLR": ((1, "lr_lambda", "lambda"),),
-    _TORCH + "MultiplicativeLR": ((1, "lr_lambda", "lambda"),),
-    "transformers.get_scheduler": (
-        (2, "num_warmup_steps", "warmup"),
-        (3, "num_training_steps", "total"),
-    ),
-    "diffusers.optimization.get_scheduler": (
-        (3, "num_warmup_steps", "warmup"),
-        (4, "num_training_steps", "total"),
-    ),
-}
-for _name in (
-    "get_linear_schedule_with_warmup",
-    "get_cosine_schedule_with_warmup",
-    "get_cosine_with_hard_restarts_schedule_with_warmup",
-    "get_polynomial_decay_schedule_with_warmup",
-    "get_constant_schedule_with_warmup",
-    "get_inverse_sqrt_schedule",
-    "get_wsd_schedule",
-):
-    LENGTH_ARGUMENTS["transformers." + _name] = _HF_WARMUP
-    LENGTH_ARGUMENTS["diffusers.optimization." + _name] = _HF_WARMUP
-
-
-def _scheduler_kind(qualname: str | None) -> str | None:
-    if qualname is None:
-        return None
-    qualname = qualname.replace("transformers.optimization.", "transformers.")
-    return qualname if qualname in LENGTH_ARGUMENTS else None
+from distlint.rule import Invalid, Rule, RuleContext, Valid, scaled_expression
 
 
 class SchedulerLengthPerProcess(Rule):
@@ -222,108 +169,81 @@ class SchedulerLengthPerProcess(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        index = ctx.index
-        accelerators = accelerator_calls(index)
-        if not accelerators or split_batches_effective(index):
+        facts = ctx.facts
+        if not facts.accelerators or facts.split_batches or facts.scheduler_stepped_once:
             return
-        for acc in accelerators:
-            flag = call_keyword(acc, "step_scheduler_with_optimizer")
-            if flag is not None and index.constant_value(flag) is False:
-                return
-        prepare_args = [
-            arg.value for call in index.calls if is_prepare_call(index, call) for arg in call.args
-        ]
-        if not prepare_args:
+        if not facts.prepare_calls:
             return
-        for sched in index.calls:
-            kind = _scheduler_kind(index.qualname(sched.func))
-            if kind is None:
+        prepared = facts.prepared  # one closure over every prepare argument
+        for sched in facts.schedulers:
+            if sched.call not in prepared:
                 continue
-            if not any(
-                index.reaches(a, lambda n, _q, s=sched: n is s, depth=4) for a in prepare_args
-            ):
-                continue
-            per_process = [
-                value
-                for value, _role in self._length_values(sched, kind)
-                if self._per_process(index, sched, value)
-            ]
+            lengths = facts.scheduler_lengths(sched)
+            per_process = [v for v, _role in lengths if _per_process(facts, sched, v)]
             if not per_process:
                 continue
-            totals = [
-                v
-                for v, role in self._length_values(sched, kind)
-                if role != "warmup" and v in per_process
-            ]
+            totals = [v for v, role in lengths if role != "warmup" and v in per_process]
             report_at = totals[0] if totals else per_process[0]
-            text = index.module.code_for_node(report_at).strip()
+            text = ctx.index.module.code_for_node(report_at).strip()
             subject = f"`{text}`" if len(text) <= 40 else "the schedule length"
             message = (
                 f"{subject} counts the steps of the prepared (per-process) DataLoader, but the prepared "
                 "scheduler is stepped once per process on every optimizer step: the schedule ends "
                 "num_processes times too early; multiply by `accelerator.num_processes`"
             )
-            ctx.report(report_at, message, self._fix(index, sched, per_process))
+            ctx.report(report_at, message, _fix(facts, sched.call, per_process))
 
-    @staticmethod
-    def _length_values(sched: cst.Call, kind: str) -> list[tuple[cst.BaseExpression, str]]:
-        out: list[tuple[cst.BaseExpression, str]] = []
-        for position, keyword, role in LENGTH_ARGUMENTS[kind]:
-            arg = Index.argument(sched, keyword, position)
-            if arg is None:
-                continue
-            if role == "lambda":
-                # `LambdaLR(opt, warmup_decay(warmup, total))`: the factory's arguments carry the length
-                if isinstance(arg.value, cst.Call):
-                    out.extend((a.value, "total") for a in arg.value.args if not a.star)
-                else:
-                    out.append((arg.value, "total"))
-            elif isinstance(arg.value, (cst.List, cst.Tuple)):
-                out.extend((el.value, role) for el in arg.value.elements)
-            else:
-                out.append((arg.value, role))
-        return out
 
-    def _per_process(self, index: Index, sched: cst.Call, value: cst.BaseExpression) -> bool:
-        def is_len(node: cst.CSTNode) -> bool:
-            return (
-                isinstance(node, cst.Call)
-                and isinstance(node.func, cst.Name)
-                and node.func.value == "len"
-            )
+def _is_len(node: cst.CSTNode) -> bool:
+    return (
+        isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len"
+    )
 
-        def prepared_length(node: cst.CSTNode, _q: str | None) -> bool:
-            if not is_len(node) or not node.args:  # type: ignore[union-attr]
-                return False
-            # a length taken later in the same function (e.g. to recount epochs) is not the one
-            # the scheduler was built with
-            fn = index.enclosing_function(node)
-            later = index.order(node) > index.order(sched) and not index.is_inside(node, sched)
-            if later and fn is index.enclosing_function(sched):
-                return False
-            return _is_prepared_loader(index, node.args[0].value, index.order(node))  # type: ignore[union-attr]
 
-        # `len(loader)` is where the count comes from: how the loader was built does not matter
-        if not index.reaches(value, prepared_length, prune=is_len):
+def _per_process(facts: Facts, sched: Scheduler, value: cst.BaseExpression) -> bool:
+    index = facts.index
+    call = sched.call
+
+    def prepared_length(node: cst.CSTNode, _q: str | None) -> bool:
+        if not _is_len(node) or not node.args:  # type: ignore[union-attr]
             return False
-        return not index.reaches(value, reads_world_size, prune=is_len)
+        # a length taken later in the same function (e.g. to recount epochs) is not the one
+        # the scheduler was built with
+        later = index.order(node) > index.order(call) and not index.is_inside(node, call)
+        if later and index.enclosing_function(node) is index.enclosing_function(call):
+            return False
+        return _is_prepared_loader(facts, node.args[0].value, index.order(node))  # type: ignore[union-attr]
 
-    @staticmethod
-    def _fix(index: Index, sched: cst.Call, values: list[cst.BaseExpression]) -> Fix | None:
-        acc = accelerator_expr(index, sched)
-        if acc is None:
-            return None
-        fix = Fix()
-        for value in values:
-            fix.replace[value] = scaled_expression(value, f"{acc}.num_processes")
-        return fix
+    # `len(loader)` is where the count comes from: how the loader was built does not matter
+    if not index.reaches(value, prepared_length, prune=_is_len):
+        return False
+    return not facts.reads_process_count(value, prune=_is_len)
 
 
-def _is_prepared_loader(index: Index, loader: cst.BaseExpression, at: int, depth: int = 3) -> bool:
+def _fix(facts: Facts, sched: cst.Call, values: list[cst.BaseExpression]) -> Fix | None:
+    acc = facts.accelerator_expr(sched)
+    if acc is None:
+        return None
+    fix = Fix()
+    for value in values:
+        fix.replace[value] = scaled_expression(value, f"{acc}.num_processes")
+    return fix
+
+
+def _assigned(assignment) -> cst.BaseExpression | None:
+    """The right-hand side of the statement that made ``assignment`` (also for unpacking)."""
+    if assignment.value is not None:
+        return assignment.value
+    stmt = assignment.node
+    return stmt.value if isinstance(stmt, (cst.Assign, cst.AnnAssign)) else None
+
+
+def _is_prepared_loader(facts: Facts, loader: cst.BaseExpression, at: int, depth: int = 3) -> bool:
     """Was ``loader`` (a name / attribute / call) returned by ``accelerator.prepare`` at ``at``?"""
+    index = facts.index
     if depth <= 0:
         return False
-    if is_prepare_call(index, loader):
+    if facts.is_prepare_call(loader):
         return True
     if isinstance(loader, cst.Name):
         bindings = index.bindings_of(loader)
@@ -333,12 +253,12 @@ def _is_prepared_loader(index: Index, loader: cst.BaseExpression, at: int, depth
         if latest.op == "param":
             # a helper gets the loader passed in: prepared at the call sites?
             return any(
-                v is not None and _is_prepared_loader(index, v, index.order(v), depth - 1)
+                v is not None and _is_prepared_loader(facts, v, index.order(v), depth - 1)
                 for v in index.values_of(loader)
                 if not isinstance(v, cst.Param)
             )
-        value = assigned_from(index, latest)
-        return value is not None and is_prepare_call(index, value)
+        value = _assigned(latest)
+        return value is not None and facts.is_prepare_call(value)
     if isinstance(loader, cst.Attribute):
         assigns = [a for a in index.attribute_assignments(loader) if a.op in ("=", "unpack")]
         if not assigns:
@@ -346,6 +266,6 @@ def _is_prepared_loader(index: Index, loader: cst.BaseExpression, at: int, depth
         fn = index.enclosing_function(loader)
         same_fn = [a for a in assigns if index.enclosing_function(a.node) is fn and a.order < at]
         latest = max(same_fn or assigns, key=lambda a: a.order)
-        value = assigned_from(index, latest)
-        return value is not None and is_prepare_call(index, value)
+        value = _assigned(latest)
+        return value is not None and facts.is_prepare_call(value)
     return False

@@ -2,46 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import libcst as cst
 
 from distlint.analysis import Index, iter_names
+from distlint.analysis.facts import Facts, Seeds
 from distlint.rule import Invalid, Rule, RuleContext, Valid
-from distlint.rules.seed_only_torch import FULL_SEEDERS, TORCH_SEEDERS
-
-# Seeding that fixes torch's global generator, the one module constructors draw initial weights from.
-SEEDERS = TORCH_SEEDERS | FULL_SEEDERS
-
-# torch.nn layers whose constructor draws random initial weights (norm layers, activations,
-# containers and losses initialise deterministically or hold no parameters).
-_TORCH_LAYER = re.compile(
-    r"torch\.nn\.(Lazy)?(Linear|Bilinear|Conv(Transpose)?[123]d|Embedding(Bag)?|RNN|LSTM|GRU|RNNCell|"
-    r"LSTMCell|GRUCell|Transformer\w*|MultiheadAttention)$"
-)
-# Base classes of model classes defined in the script.
-_MODEL_BASES = (
-    "torch.nn.Module",
-    "torch.nn.modules.module.Module",
-    "lightning.LightningModule",
-    "lightning.pytorch.LightningModule",
-    "pytorch_lightning.LightningModule",
-    "transformers.PreTrainedModel",
-    "diffusers.ModelMixin",
-)
-# transformers / diffusers model classes: `BertForSequenceClassification`, `AutoModelForCausalLM`,
-# `GPT2LMHeadModel`, `UNet2DConditionModel`, ... (not tokenizers, configs or processors).
-_HF_MODEL_CLASS = re.compile(r"(Model|For[A-Z]\w*)$")
-# Heads a task checkpoint usually lacks: `from_pretrained` draws them at random.
-_PRETRAINED_WITHOUT_HEAD = re.compile(
-    r"For(SequenceClassification|TokenClassification|QuestionAnswering|MultipleChoice|"
-    r"ImageClassification|AudioClassification|AudioFrameClassification|ObjectDetection|"
-    r"SemanticSegmentation|Classification|Regression)"
-)
-_MODEL_FACTORIES = frozenset(
-    {"timm.create_model", "peft.get_peft_model", "peft.inject_adapter_in_model", "torch.hub.load"}
-)
 
 
 @dataclass(frozen=True)
@@ -122,7 +89,7 @@ class SeedAfterModelInit(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        analysis = _Analysis(ctx.index)
+        analysis = _Analysis(ctx.facts)
         reported: set[cst.Call] = set()
         for root, prefix in analysis.roots():
             events = prefix + analysis.events(root)
@@ -135,7 +102,7 @@ class SeedAfterModelInit(Rule):
             built = _short(ctx.index, events[0].site)
             what = (
                 "the dataset was split"
-                if analysis.is_split(events[0].origin)
+                if ctx.facts.is_random_split(events[0].origin)
                 else "the model was built"
             )
             ctx.report(
@@ -148,10 +115,11 @@ class SeedAfterModelInit(Rule):
 class _Analysis:
     """What runs before what, following calls to functions, classes and methods of the file."""
 
-    def __init__(self, index: Index) -> None:
+    def __init__(self, facts: Facts) -> None:
+        index = facts.index
+        self.facts = facts
         self.index = index
         self._memo: dict[cst.CSTNode, list[_Event]] = {}
-        self._trains: bool | None = None
         self._targets: dict[cst.Call, list[cst.CSTNode]] = {}
         # Calls owned by each function (or the module), in source order; nested defs excluded.
         self.calls_of: dict[cst.CSTNode, list[cst.Call]] = {}
@@ -159,17 +127,6 @@ class _Analysis:
             owner = self._owner(call)
             if owner is not None:
                 self.calls_of.setdefault(owner, []).append(call)
-
-    @property
-    def trains(self) -> bool:
-        """The script runs backward passes or optimizer steps (or hands off to a Lightning fit)."""
-        if self._trains is None:
-            self._trains = any(
-                isinstance(c.func, cst.Attribute)
-                and c.func.attr.value in ("backward", "step", "fit")
-                for c in self.index.calls
-            )
-        return self._trains
 
     def _owner(self, node: cst.CSTNode) -> cst.CSTNode | None:
         scope = self.index.scope(node)
@@ -215,17 +172,17 @@ class _Analysis:
         out: list[_Event] = []
         for call in self.calls_of.get(fn, ()):
             q = self.index.qualname(call.func)
-            if q in SEEDERS:
+            if self.facts.seeding.kind_of(call, q) in (Seeds.TORCH, Seeds.ALL):
                 if not self._per_iteration(call, fn):
                     out.append(_Event("seed", call, call))
                 continue
-            if self.builds_model(call, q) or self.is_split(call):
+            if self.facts.builds_model(call, q) or self.facts.is_random_split(call):
                 out.append(_Event("model", call, call))
                 continue
             for target in self.targets(call):
                 model_class = False
                 if isinstance(target, cst.ClassDef):
-                    model_class = self._is_model_class(target, set())
+                    model_class = self.facts.is_model_class(target)
                     init = self.index.functions.get(f"{target.name.value}.__init__")
                     if not init:
                         if model_class:
@@ -292,62 +249,6 @@ class _Analysis:
                     b.node for b in self.index.bindings_of(value.func) if b.op == "class"
                 )
         return classes.pop() if len(classes) == 1 else None  # type: ignore[return-value]
-
-    # ---------------------------------------------------------------- what draws initial weights
-    def builds_model(self, call: cst.Call, q: str | None) -> bool:
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_adapter":
-            # `unet.add_adapter(LoraConfig(...))`: fresh LoRA weights are drawn here.
-            return any(self._is_peft_config(arg.value) for arg in call.args)
-        if q is None:
-            return False
-        if _TORCH_LAYER.match(q) or q in _MODEL_FACTORIES:
-            return True
-        if q.startswith("torchvision.models.") and q.rsplit(".", 1)[1][:1].islower():
-            return True
-        top = q.split(".", 1)[0]
-        if top not in ("transformers", "diffusers"):
-            return False
-        parts = q.split(".")
-        if parts[-1] == "from_config" and _HF_MODEL_CLASS.search(parts[-2]):
-            return True
-        if parts[-1] == "from_pretrained":
-            # Loads checkpoint weights; only a task head missing from the checkpoint is drawn, and
-            # that matters when the script trains (an inference script loads a fine-tuned head).
-            head = (
-                bool(_PRETRAINED_WITHOUT_HEAD.search(parts[-2]))
-                or Index.argument(call, "num_labels") is not None
-            )
-            return head and self.trains
-        return bool(_HF_MODEL_CLASS.search(parts[-1])) and parts[-1][:1].isupper()
-
-    def _is_peft_config(self, expr: cst.BaseExpression) -> bool:
-        values = [expr] + [v for v in self.index.values_of(expr) if v is not None]
-        return any(
-            isinstance(v, cst.Call) and (self.index.qualname(v.func) or "").startswith("peft.")
-            for v in values
-        )
-
-    def is_split(self, call: cst.Call) -> bool:
-        q = self.index.qualname(call.func)
-        if q not in ("torch.utils.data.random_split", "torch.utils.data.dataset.random_split"):
-            return False
-        return Index.argument(call, keyword="generator", position=2) is None
-
-    def _is_model_class(self, cls: cst.ClassDef, seen: set[cst.ClassDef]) -> bool:
-        if cls in seen:
-            return False
-        seen.add(cls)
-        for base in cls.bases:
-            q = self.index.qualname(base.value)
-            if q is not None and (
-                q in _MODEL_BASES or q.startswith("transformers.") and q.endswith("PreTrainedModel")
-            ):
-                return True
-            if isinstance(base.value, cst.Name):
-                for b in self.index.bindings_of(base.value):
-                    if b.op == "class" and self._is_model_class(b.node, seen):  # type: ignore[arg-type]
-                        return True
-        return False
 
 
 def _short(index: Index, call: cst.Call) -> str:

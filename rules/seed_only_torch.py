@@ -5,68 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.analysis import Index
+from distlint.analysis.facts import Facts, Seeds
 from distlint.fixes import Fix, import_name
 from distlint.model import Applicability
 from distlint.rule import Invalid, Option, Rule, RuleContext, Valid
 
-# Calls that seed torch's CPU generator and/or device generators by hand.
-TORCH_SEEDERS = frozenset(
-    {
-        "torch.manual_seed",
-        "torch.cuda.manual_seed",
-        "torch.cuda.manual_seed_all",
-        "torch.xpu.manual_seed",
-        "torch.xpu.manual_seed_all",
-        "torch.mps.manual_seed",
-        "torch.npu.manual_seed",
-        "torch.npu.manual_seed_all",
-        "torch.mlu.manual_seed",
-        "torch.mlu.manual_seed_all",
-    }
-)
-PYTHON_SEEDERS = frozenset({"random.seed"})
-NUMPY_SEEDERS = frozenset({"numpy.random.seed"})
-XLA_SEEDERS = frozenset({"torch_xla.core.xla_model.set_rng_state"})
-# Library helpers that seed python, numpy, torch and every device in one call.
-FULL_SEEDERS = frozenset(
-    {
-        "accelerate.utils.set_seed",
-        "transformers.set_seed",
-        "transformers.enable_full_determinism",
-        "lightning.seed_everything",
-        "lightning.pytorch.utilities.seed.seed_everything",
-        "lightning.pytorch.seed_everything",
-        "lightning.fabric.utilities.seed_everything",
-        "lightning.Fabric().seed_everything",
-        "lightning.fabric.Fabric().seed_everything",
-        "pytorch_lightning.utilities.seed.seed_everything",
-        "mmengine.runner.set_random_seed",
-        "mmcv.runner.set_random_seed",
-        "detectron2.utils.env.seed_all_rng",
-        "diffusers.training_utils.set_seed",
-        "timm.utils.random_seed",
-        "pytorch_lightning.seed_everything",
-    }
-)
-# Functions of `random` / `numpy.random` that do not draw from the module-level generator.
-_PY_NON_DRAWING = {"seed", "Random", "SystemRandom", "getstate", "setstate"}
-_NP_NON_DRAWING = {
-    "seed",
-    "default_rng",
-    "RandomState",
-    "Generator",
-    "SeedSequence",
-    "PCG64",
-    "PCG64DXSM",
-    "MT19937",
-    "Philox",
-    "SFC64",
-    "BitGenerator",
-    "get_state",
-    "set_state",
-}
-
 SEED_FUNCTIONS = ("accelerate.utils.set_seed", "transformers.set_seed", "lightning.seed_everything")
+KINDS = {Seeds.TORCH: "torch", Seeds.PYTHON: "python", Seeds.NUMPY: "numpy", Seeds.XLA: "xla"}
 
 
 class SeedOnlyTorch(Rule):
@@ -181,42 +126,21 @@ class SeedOnlyTorch(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        index = ctx.index
+        index, facts = ctx.index, ctx.facts
         seed_fn = self.options["seed-function"]
-        calls = [(c, index.qualname(c.func)) for c in index.calls]
-        by_kind: dict[str, list[cst.Call]] = {"torch": [], "python": [], "numpy": [], "xla": []}
-        draws = {"python": False, "numpy": False}
-        for call, q in calls:
-            if q is None:
-                continue
-            if q in FULL_SEEDERS or q == seed_fn:
-                return  # a library helper seeds everything
-            if q in TORCH_SEEDERS:
-                by_kind["torch"].append(call)
-            elif q in PYTHON_SEEDERS:
-                by_kind["python"].append(call)
-            elif q in NUMPY_SEEDERS:
-                by_kind["numpy"].append(call)
-            elif q in XLA_SEEDERS:
-                by_kind["xla"].append(call)
-            elif q.startswith("random.") and q.count(".") == 1 and q[7:] not in _PY_NON_DRAWING:
-                draws["python"] = True
-            elif (
-                q.startswith("numpy.random.")
-                and q.count(".") == 2
-                and q[13:] not in _NP_NON_DRAWING
-            ):
-                draws["numpy"] = True
+        seeding = facts.seeding
+        if seeding.full or any(index.qualname(c.func) == seed_fn for c in index.calls):
+            return  # a library helper (or a project helper calling one) seeds everything
+        by_kind = {KINDS[k]: calls for k, calls in seeding.by_kind.items()}
         if not by_kind["torch"]:
             return
-        uses_accelerator = bool(index.calls_to("accelerate.Accelerator"))
-        uses_xla = _imports_module(index, "torch_xla")
+        uses_accelerator = facts.creates_accelerator
         missing: list[str] = []
-        if not by_kind["python"] and (draws["python"] or uses_accelerator):
+        if not by_kind["python"] and (Seeds.PYTHON in seeding.draws or uses_accelerator):
             missing.append("python `random`")
-        if not by_kind["numpy"] and (draws["numpy"] or uses_accelerator):
+        if not by_kind["numpy"] and (Seeds.NUMPY in seeding.draws or uses_accelerator):
             missing.append("numpy")
-        if uses_xla and not by_kind["xla"]:
+        if facts.uses_xla and not by_kind["xla"]:
             missing.append("torch_xla")
         if not missing:
             return
@@ -232,16 +156,17 @@ class SeedOnlyTorch(Rule):
             f"torch is seeded by hand but {what} {verb} not: "
             f"use `{seed_fn}(seed)`, which seeds random, numpy, torch, every device and XLA"
         )
-        ctx.report(first, message, self._fix(index, first, by_kind, seed_fn, short))
+        ctx.report(first, message, self._fix(facts, first, by_kind, seed_fn, short))
 
     def _fix(
         self,
-        index: Index,
+        facts: Facts,
         first: cst.Call,
         by_kind: dict[str, list[cst.Call]],
         seed_fn: str,
         short: str,
     ) -> Fix | None:
+        index = facts.index
         seeders = sorted(
             (c for kind in ("torch", "python", "numpy", "xla") for c in by_kind[kind]),
             key=index.order,
@@ -295,7 +220,7 @@ class SeedOnlyTorch(Rule):
             )
         if spec is not None:
             fix.imports.append(spec)
-        if not _imports_module(index, "accelerate") and seed_fn.startswith("accelerate"):
+        if not facts.imports_module("accelerate") and seed_fn.startswith("accelerate"):
             fix.applicability = Applicability.UNSAFE
         fix.title = f"Replace the hand-written seeding with `{short}(...)`"
         return fix
@@ -352,16 +277,3 @@ def _plain_call_statement(index: Index, call: cst.Call) -> cst.SimpleStatementLi
     if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
         return line
     return None
-
-
-def _imports_module(index: Index, top: str) -> bool:
-    for scope in index.scopes:
-        for assigns in scope.bindings.values():
-            for a in assigns:
-                if (
-                    a.op == "import"
-                    and a.qualname
-                    and (a.qualname == top or a.qualname.startswith(top + "."))
-                ):
-                    return True
-    return False

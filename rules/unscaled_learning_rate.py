@@ -5,184 +5,25 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.analysis import Index, string_value
-from distlint.fixes import Fix, import_name
+from distlint.analysis.facts import Facts, Mode, Optimizer
+from distlint.fixes import Fix
 from distlint.model import Applicability
-from distlint.rule import Invalid, Option, Rule, RuleContext, Valid
-from distlint.rules._common import (
-    accelerator_expr,
-    creates_accelerator,
-    is_prepare_call,
-    reads_world_size,
+from distlint.rule import (
+    Invalid,
+    Option,
+    Rule,
+    RuleContext,
+    Valid,
+    can_scale_name_in_place,
     scaled_expression,
-    split_batches_effective,
 )
 
-# Optimizer internals and helpers that live under the optimizer packages but are not optimizers.
-_NOT_OPTIMIZERS = frozenset(
-    {"Optimizer", "GlobalOptimManager", "Optimizer8bit", "Optimizer1State", "Optimizer2State"}
-)
-# Schedulers whose `max_lr` is the learning rate the run actually peaks at.
-PEAK_LR_SCHEDULERS = frozenset(
-    {"torch.optim.lr_scheduler.OneCycleLR", "torch.optim.lr_scheduler.CyclicLR"}
-)
-DDP_WRAPPERS = (
-    "torch.nn.parallel.DistributedDataParallel",
-    "torch.distributed.fsdp.FullyShardedDataParallel",
-    "torch.distributed.fsdp.fully_shard",
-    "torch.distributed._composable.fsdp.fully_shard",
-)
-XLA_MULTIPROCESS = (
-    "torch_xla.distributed.xla_multiprocessing.spawn",
-    "torch_xla.launch",
-    "torch_xla.distributed.parallel_loader.MpDeviceLoader",
-    "torch_xla.distributed.parallel_loader.ParallelLoader",
-)
-XLA_SPMD = ("torch_xla.runtime.use_spmd", "torch_xla.distributed.spmd.*")
-FABRIC = ("lightning.Fabric",)
-# Tensor / context parallelism: the process count is not the data-parallel size.
-MODEL_PARALLEL = (
-    "accelerate.ParallelismConfig",
-    "accelerate.parallelism_config.ParallelismConfig",
-    "accelerate.utils.ParallelismConfig",
-    "accelerate.utils.TorchTensorParallelPlugin",
-    "accelerate.utils.MegatronLMPlugin",
-    "torch.distributed.tensor.parallel.*",
-    "torch.distributed.device_mesh.init_device_mesh",
-)
-
-
-def is_optimizer_class(qualname: str | None) -> bool:
-    if not qualname:
-        return False
-    parts = qualname.split(".")
-    if qualname.startswith("torch.optim."):
-        if parts[2] in ("lr_scheduler", "swa_utils"):
-            return False
-    elif qualname.startswith("bitsandbytes.optim."):
-        pass
-    else:
-        return qualname == "transformers.AdamW"
-    name = parts[-1]
-    return name[:1].isupper() and name not in _NOT_OPTIMIZERS
-
-
-def optimizer_calls(index: Index) -> list[cst.Call]:
-    """Optimizer constructions, also through `optimizer_cls = bnb.optim.AdamW8bit if ... else ...`."""
-    out = []
-    for call in index.calls:
-        q = index.qualname(call.func)
-        if is_optimizer_class(q):
-            out.append(call)
-        elif q is None and isinstance(call.func, cst.Name):
-            bindings = index.bindings_of(call.func)
-            values = [b.value for b in bindings if b.op == "=" and b.value is not None]
-            if (
-                values
-                and len(values) == len(bindings)
-                and all(_all_optimizer_classes(index, v) for v in values)
-            ):
-                out.append(call)
-    return out
-
-
-def _all_optimizer_classes(index: Index, value: cst.BaseExpression) -> bool:
-    if isinstance(value, cst.IfExp):
-        return _all_optimizer_classes(index, value.body) and _all_optimizer_classes(
-            index, value.orelse
-        )
-    return is_optimizer_class(index.qualname(value))
-
-
-def data_parallel_kind(index: Index) -> str | None:
-    """How the script runs data-parallel: accelerate | fabric | xla | ddp, or None."""
-    if creates_accelerator(index):
-        return "accelerate"
-    if index.calls_to(*FABRIC):
-        return "fabric"
-    if index.calls_to(*XLA_SPMD):
-        return None  # SPMD: one process, the DataLoader batch is the global batch
-    if index.calls_to(*XLA_MULTIPROCESS):
-        return "xla"
-    if index.calls_to(*DDP_WRAPPERS):
-        return "ddp"
-    return None
-
-
-def divides_by_world_size(index: Index, node: cst.CSTNode) -> bool:
-    """``x // world_size``, ``x / (bs * accelerator.num_processes)``, ``x //= world_size``."""
-    if isinstance(node, cst.BinaryOperation) and isinstance(
-        node.operator, (cst.Divide, cst.FloorDivide)
-    ):
-        return index.reaches(node.right, reads_world_size)
-    parent = index.parent(node)
-    if isinstance(parent, cst.AugAssign) and parent.value is node:
-        if isinstance(parent.operator, (cst.DivideAssign, cst.FloorDivideAssign)):
-            return index.reaches(node, reads_world_size)
-    return False
-
-
-def global_batch_held_constant(index: Index) -> bool:
-    """The per-device batch or the accumulation steps are divided by the world size somewhere:
-    the batch per optimizer step is the same on 1 or N processes, so the LR must not be scaled."""
-    candidates: list[cst.CSTNode] = []
-    for call in index.calls:
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value in (
-                "batch_size",
-                "gradient_accumulation_steps",
-                "num_steps",
-            ):
-                candidates.append(arg.value)
-    for scope in index.scopes:
-        for name, assigns in scope.bindings.items():
-            if "accum" in name.lower() or "batch" in name.lower():
-                candidates.extend(
-                    a.value for a in assigns if a.value is not None and a.op not in ("param",)
-                )
-    for key, assigns in index.attr_assignments.items():
-        last = key.split("@")[0].rsplit(".", 1)[-1].rsplit("[", 1)[-1].lower()
-        if "accum" in last or "batch" in last:
-            candidates.extend(a.value for a in assigns if a.value is not None)
-            # `args.batch_size //= world_size`: the divisor is the recorded value
-    predicate = lambda node, _q: divides_by_world_size(index, node)  # noqa: E731
-    return any(index.reaches(c, predicate) for c in candidates)
-
-
-def uses_model_parallelism(index: Index) -> bool:
-    return bool(index.calls_to(*MODEL_PARALLEL))
-
-
-def peak_lr_schedulers(index: Index) -> list[cst.Call]:
-    return [
-        c for c in index.calls_to(*PEAK_LR_SCHEDULERS) if Index.argument(c, "max_lr", 1) is not None
-    ]
-
-
-def world_size_text(index: Index, kind: str, at: cst.CSTNode) -> tuple | None:
-    """(expression text for the number of processes at ``at``, import needed or None)."""
-    if kind == "accelerate":
-        acc = accelerator_expr(index, at)
-        return (f"{acc}.num_processes", None) if acc else None
-    if kind == "ddp":
-        name, spec = import_name(index, "torch.distributed.get_world_size", at)
-        return f"{name}()", spec
-    if kind == "xla":
-        name, spec = import_name(index, "torch_xla.runtime.world_size", at)
-        return f"{name}()", spec
-    if kind == "fabric":
-        scope = index.scope(at)
-        while scope is not None:
-            for name, assigns in scope.bindings.items():
-                if assigns and all(
-                    a.op == "="
-                    and a.value is not None
-                    and index.qualname(a.value) == "lightning.Fabric()"
-                    for a in assigns
-                ):
-                    if index.lookup(name, index.scope(at)) == assigns:
-                        return f"{name}.world_size", None
-            scope = scope.parent
-    return None
+FACTOR_TEXT = {
+    Mode.ACCELERATE: "`accelerator.num_processes`",
+    Mode.DDP: "`torch.distributed.get_world_size()`",
+    Mode.XLA_MULTIPROCESS: "`xr.world_size()`",
+    Mode.FABRIC: "`fabric.world_size`",
+}
 
 
 class UnscaledLearningRate(Rule):
@@ -353,79 +194,67 @@ class UnscaledLearningRate(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        index = ctx.index
-        kind = data_parallel_kind(index)
-        if kind is None:
+        facts = ctx.facts
+        mode = facts.mode
+        if not mode.per_process_batches or (mode is Mode.ACCELERATE and facts.split_batches):
             return
-        if kind == "accelerate" and split_batches_effective(index):
+        optimizers = facts.optimizers
+        if not optimizers or facts.global_batch_held_constant:
             return
-        optimizers = optimizer_calls(index)
-        if not optimizers:
-            return
-        if global_batch_held_constant(index):
-            return
-        model_parallel = uses_model_parallelism(index)
-        schedulers = peak_lr_schedulers(index)
-        exempt = self._driven_by_peak_lr_scheduler(index, optimizers, schedulers)
-        prepared = [arg.value for c in index.calls if is_prepare_call(index, c) for arg in c.args]
-        for call in optimizers:
-            if call in exempt:
+        schedulers = [s for s in facts.schedulers if s.peak_lr is not None]
+        exempt = _driven_by_peak_lr_scheduler(facts, optimizers, schedulers)
+        for opt in optimizers:
+            if opt.call in exempt:
                 continue
             if (
-                kind == "accelerate"
-                and prepared
-                and not _trained_data_parallel(index, call, prepared)
+                mode is Mode.ACCELERATE
+                and facts.prepare_calls
+                and not _trained_data_parallel(facts, opt)
             ):
                 continue
-            lr = Index.argument(call, "lr", 1)
-            if lr is None:
-                if _has_unpacked_arguments(call) or _param_groups_scaled(index, call):
-                    continue
-                ctx.report(
-                    call,
-                    self._message(
-                        index, None, "the optimizer's default learning rate", kind, model_parallel
-                    ),
-                )
+            if opt.lr_inside:
+                if not opt.lr_scaled:
+                    what = (
+                        f"the learning rate set inside {opt.where}"
+                        if opt.where
+                        else "the factory's learning rate"
+                    )
+                    ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
                 continue
-            self._check_value(ctx, call, lr.value, kind, model_parallel, "learning rate")
+            if opt.lr is None:
+                if any(arg.star for arg in opt.call.args) or _param_groups_scaled(facts, opt):
+                    continue
+                what = "the optimizer's default learning rate"
+                ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
+                continue
+            if opt.lr_key is not None:
+                # a factory of another module reads `<arg>.lr`: scaled where it is assigned?
+                if not facts.key_reads_process_count(opt.lr_key):
+                    what = f"learning rate `{opt.lr_key.split('@')[0]}` (read by {opt.where})"
+                    ctx.report(opt.lr, self._message(None, what, mode, facts.model_parallel))
+                continue
+            self._check_value(ctx, opt.call, opt.lr, "learning rate")
         for sched in schedulers:
-            max_lr = Index.argument(sched, "max_lr", 1)
-            assert max_lr is not None
-            self._check_value(
-                ctx, sched, max_lr.value, kind, model_parallel, "peak learning rate (`max_lr`)"
-            )
+            assert sched.peak_lr is not None
+            self._check_value(ctx, sched.call, sched.peak_lr, "peak learning rate (`max_lr`)")
 
     # ------------------------------------------------------------------ helpers
     def _check_value(
-        self,
-        ctx: RuleContext,
-        call: cst.Call,
-        value: cst.BaseExpression,
-        kind: str,
-        model_parallel: bool,
-        what: str,
+        self, ctx: RuleContext, call: cst.Call, value: cst.BaseExpression, what: str
     ) -> None:
-        index = ctx.index
-        if index.reaches(value, reads_world_size):
+        facts = ctx.facts
+        if facts.reads_process_count(value):
             return
-        text = index.module.code_for_node(value).strip()
-        fix = None if model_parallel else self._fix(index, call, value, kind)
-        ctx.report(value, self._message(index, text, what, kind, model_parallel), fix)
+        text = ctx.index.module.code_for_node(value).strip()
+        fix = None if facts.model_parallel else self._fix(facts, call, value)
+        ctx.report(value, self._message(text, what, facts.mode, facts.model_parallel), fix)
 
-    def _message(
-        self, index: Index, text: str | None, what: str, kind: str, model_parallel: bool
-    ) -> str:
+    @staticmethod
+    def _message(text: str | None, what: str, mode: Mode, model_parallel: bool) -> str:
         subject = f"{what} `{text}`" if text is not None and len(text) <= 40 else what
-        factor = {
-            "accelerate": "`accelerator.num_processes`",
-            "ddp": "`torch.distributed.get_world_size()`",
-            "xla": "`xr.world_size()`",
-            "fabric": "`fabric.world_size`",
-        }[kind]
         message = (
             f"{subject} does not depend on the number of processes, but the batch of every "
-            f"optimizer step grows with them: scale it by {factor}"
+            f"optimizer step grows with them: scale it by {FACTOR_TEXT[mode]}"
         )
         if model_parallel:
             message += (
@@ -434,10 +263,8 @@ class UnscaledLearningRate(Rule):
             )
         return message
 
-    def _fix(
-        self, index: Index, call: cst.Call, value: cst.BaseExpression, kind: str
-    ) -> Fix | None:
-        found = world_size_text(index, kind, call)
+    def _fix(self, facts: Facts, call: cst.Call, value: cst.BaseExpression) -> Fix | None:
+        found = facts.process_count_expr(call)
         if found is None:
             return None
         factor, spec = found
@@ -446,97 +273,57 @@ class UnscaledLearningRate(Rule):
         fix = Fix()
         if spec is not None:
             fix.imports.append(spec)
+        index = facts.index
         stmt = index.statement(call)
-        if isinstance(value, cst.Name) and self._can_scale_name_in_place(index, value, stmt):
+        if isinstance(value, cst.Name) and can_scale_name_in_place(index, value, stmt):
             assert stmt is not None
-            line = cst.parse_statement(f"{value.value} *= {factor}\n")
-            fix.insert_before[stmt] = [line]
+            fix.insert_before[stmt] = [cst.parse_statement(f"{value.value} *= {factor}\n")]
         else:
             fix.replace[value] = scaled_expression(value, factor)
         return fix
 
-    @staticmethod
-    def _can_scale_name_in_place(index: Index, name: cst.Name, stmt: cst.CSTNode | None) -> bool:
-        """`lr *= n` before the statement is right when `lr` is a local of the statement's scope
-        (not a global: that would make it local and unbound), and the statement is not repeated
-        by a loop (the factor would compound)."""
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            return False
-        if not isinstance(index.parent(stmt), (cst.IndentedBlock, cst.Module)):
-            return False
-        scope = index.scope(name)
-        if (
-            scope.kind not in ("function", "module")
-            or name.value in scope.globals
-            or name.value in scope.nonlocals
-        ):
-            return False
-        if not scope.bindings.get(name.value):
-            return False
-        for anc in index.ancestors(stmt):
-            if anc is scope.node:
-                break
-            if isinstance(anc, (cst.For, cst.While)):
-                return False
-        return True
 
-    @staticmethod
-    def _driven_by_peak_lr_scheduler(
-        index: Index, optimizers: list[cst.Call], schedulers: list[cst.Call]
-    ) -> set[cst.Call]:
-        """Optimizers whose learning rate a OneCycle-style scheduler overrides."""
-        exempt: set[cst.Call] = set()
-        for sched in schedulers:
-            arg = Index.argument(sched, "optimizer", 0)
-            linked = False
-            if arg is not None:
-                for opt in optimizers:
-                    if index.reaches(arg.value, lambda node, _q, opt=opt: node is opt, depth=4):
-                        exempt.add(opt)
-                        linked = True
-            if not linked and len(optimizers) == 1:
-                exempt.add(optimizers[0])
-        return exempt
+def _driven_by_peak_lr_scheduler(facts: Facts, optimizers: list[Optimizer], schedulers) -> set:
+    """Optimizers whose learning rate a OneCycle-style scheduler overrides (one closure over
+    every scheduler's optimizer argument, not a search per pair)."""
+    if not schedulers:
+        return set()
+    roots = [
+        arg.value for s in schedulers if (arg := Index.argument(s.call, "optimizer", 0)) is not None
+    ]
+    linked = facts.flow.closure(roots, depth=4)
+    exempt = {o.call for o in optimizers if o.call in linked}
+    if not exempt and len(optimizers) == 1:
+        exempt.add(optimizers[0].call)
+    return exempt
 
 
-def _has_unpacked_arguments(call: cst.Call) -> bool:
-    return any(arg.star for arg in call.args)
-
-
-def _param_groups_scaled(index: Index, call: cst.Call) -> bool:
+def _param_groups_scaled(facts: Facts, opt: Optimizer) -> bool:
     """Per-group learning rates (`[{"params": ..., "lr": base * world}]`) that are scaled."""
-    params = Index.argument(call, "params", 0)
-    if params is None:
+    if opt.params is None:
         return False
 
     def scaled_group_lr(node: cst.CSTNode, _q: str | None) -> bool:
         return (
             isinstance(node, cst.DictElement)
             and string_value(node.key) == "lr"
-            and index.reaches(node.value, reads_world_size)
+            and facts.reads_process_count(node.value)
         )
 
-    return index.reaches(params.value, scaled_group_lr, depth=4)
+    return facts.flow.reaches(opt.params, scaled_group_lr, key="scaled-group-lr", depth=4)
 
 
-def _trained_data_parallel(
-    index: Index, call: cst.Call, prepared: list[cst.BaseExpression]
-) -> bool:
+def _trained_data_parallel(facts: Facts, opt: Optimizer) -> bool:
     """Does the optimizer (or the model whose parameters it holds) go through `accelerator.prepare`?
     An optimizer of a side model that each process trains on its own (never prepared, so never
     synchronised) does not see a batch that grows with the processes."""
-    if any(index.reaches(value, lambda node, _q: node is call, depth=4) for value in prepared):
+    if opt.call in facts.prepared or opt.params is None:
         return True
-    params = Index.argument(call, "params", 0)
-    if params is None:
-        return True
-    prepared_texts = {index.module.code_for_node(v).strip() for v in prepared}
+    texts = facts.prepared_texts
+    code = facts.index.module.code_for_node
 
     def is_prepared(node: cst.CSTNode, _q: str | None) -> bool:
-        return (
-            isinstance(node, (cst.Name, cst.Attribute))
-            and index.module.code_for_node(node).strip() in prepared_texts
-        )
+        return isinstance(node, (cst.Name, cst.Attribute)) and code(node).strip() in texts
 
     # `params = list(model.parameters())`: follow the parameters back to the model they belong to
-    return index.reaches(params.value, is_prepared, depth=3)
+    return facts.flow.reaches(opt.params, is_prepared, key="prepared-model", depth=3)

@@ -40,9 +40,9 @@ class Counter:
         self.paths = []
         real = api._lint_data
 
-        def counting(path, data, config, options):
+        def counting(path, data, config, options, *args):
             self.paths.append(path)
-            return real(path, data, config, options)
+            return real(path, data, config, options, *args)
 
         monkeypatch.setattr(api, "_lint_data", counting)
 

@@ -14,7 +14,18 @@ GOOD = (FIXTURES / "DL101" / "good.py").read_text()
 # A training script with a syntax error (it mentions manual_seed, so distlint must parse it).
 BROKEN = "import torch\n\ntorch.manual_seed(0)\nfor x in range(3)\n    print(x)\n"
 
-JSON_KEYS = {"path", "line", "column", "end_line", "end_column", "code", "name", "message", "fix"}
+JSON_KEYS = {
+    "path",
+    "line",
+    "column",
+    "end_line",
+    "end_column",
+    "code",
+    "name",
+    "message",
+    "fix",
+    "cell",
+}
 
 
 def run(exe, *args, cwd, stdin=None):
@@ -55,8 +66,14 @@ def test_json_schema_has_exactly_the_fixed_keys(distlint_exe, project):
         5,
     )
     assert finding["end_line"] == 20 and finding["end_column"] > finding["column"]
-    assert set(finding["fix"]) == {"applicability", "title"}
+    assert set(finding["fix"]) == {"applicability", "title", "edits"}
     assert finding["fix"]["applicability"] == "safe"
+    # ruff's edit shape: content, location {row, column}, end_location
+    assert finding["fix"]["edits"] and all(
+        set(e) == {"content", "location", "end_location"}
+        and set(e["location"]) == set(e["end_location"]) == {"row", "column"}
+        for e in finding["fix"]["edits"]
+    )
 
 
 def test_diff_leaves_files_untouched(distlint_exe, project):

@@ -158,3 +158,121 @@ def test_resolve_config_isolated_and_explicit(tmp_path):
     assert resolve_config(str(tmp_path / "train.py"), isolated=True).ignore == ()
     with pytest.raises(ConfigError, match="unknown key"):
         config_from_table({"nope": 1}, "x.toml")
+
+
+# --------------------------------------------------------------------------------------------
+# max-file-size, and configuration files that cannot be read (issue #16, items 5 and 10)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value,expected",
+    [("0", 0), ("1_048_576", 1 << 20), ("-1", None), ("true", None), ('"1MB"', None)],
+)
+def test_max_file_size_is_validated(value, expected):
+    from distlint.config import tomllib
+
+    table = tomllib.loads(f"max-file-size = {value}\n")
+    if expected is None:
+        with pytest.raises(ConfigError, match=r"max-file-size: expected a number of bytes"):
+            config_from_table(table, "pyproject.toml")
+    else:
+        assert config_from_table(table, "pyproject.toml").max_file_size == expected
+    assert Config().max_file_size == 512 << 10
+
+
+def _no_hang(func, *args):
+    import signal
+
+    def alarm(*_):
+        raise TimeoutError("hung")
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(10)
+    try:
+        return func(*args)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize(
+    "name,content,expected",
+    [
+        # was: RecursionError traceback, or "source is too deeply nested" blamed on train.py
+        # (3,000 deep through the command below; deeper here, where an earlier lint in this
+        # process may have raised the recursion limit)
+        (
+            "deep",
+            b"[tool.distlint]\nselect = " + b"[" * 20_000 + b"]" * 20_000 + b"\n",
+            "invalid TOML: nested too deeply to read",
+        ),
+        # was: silently ignored, defaults used
+        (
+            "latin1",
+            b'[tool.distlint]\n# caf\xe9\nselect = ["DL"]\n',
+            "not UTF-8 (TOML must be): byte 0xe9 at line 2",
+        ),
+        ("fifo", None, "is a FIFO (named pipe), not a file"),
+    ],
+    ids=["deep", "latin1", "fifo"],
+)
+def test_unusable_pyproject_is_an_error_naming_it(tmp_path, name, content, expected):
+    config = tmp_path / "pyproject.toml"
+    if content is None:
+        os.mkfifo(config)
+    else:
+        config.write_bytes(content)
+    (tmp_path / "train.py").write_text(BAD)
+    with pytest.raises(ConfigError) as info:
+        _no_hang(resolve_config, str(tmp_path / "train.py"))
+    assert str(info.value) == f"{config}: {expected}"
+
+
+def test_broken_pyproject_of_another_tool_is_passed_over(tmp_path):
+    (tmp_path / "pyproject.toml").write_bytes(b"[tool.black]\nline-length = \xe9\n")
+    assert resolve_config(str(tmp_path / "x.py")).source is None
+
+
+def test_unreadable_and_deep_pyproject_through_the_cli(distlint_exe, tmp_path):
+    import shutil
+    import sys
+
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    (deep / "pyproject.toml").write_text("[tool.distlint]\nx = " + "[" * 3000 + "]" * 3000)
+    (deep / "train.py").write_text(BAD)
+    proc = run(distlint_exe, "check", "--no-cache", "train.py", cwd=deep)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"train.py: error: {deep / 'pyproject.toml'}: invalid TOML: nested too deeply to read"
+    ]
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "pyproject.toml").write_text('[tool.distlint]\nselect = ["DL"]\n')
+    (locked / "pyproject.toml").chmod(0)
+    (locked / "train.py").write_text(BAD)
+    cmd = [sys.executable, "-m", "distlint", "check", "--no-cache", "train.py"]
+    if os.geteuid() == 0:  # root reads mode 000: drop the capabilities that let it
+        assert shutil.which("setpriv"), "running as root without setpriv"
+        cmd = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *cmd]
+    proc = subprocess.run(cmd, cwd=locked, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"train.py: error: {locked / 'pyproject.toml'}: cannot read configuration: "
+        "Permission denied"
+    ]
+
+
+def test_config_option_says_what_the_path_is(distlint_exe, tmp_path):
+    (tmp_path / "train.py").write_text(BAD)
+    (tmp_path / "conf.d").mkdir()
+    os.mkfifo(tmp_path / "fifo.toml")
+    for name, what in (
+        ("conf.d", "is a directory, not a file"),
+        ("fifo.toml", "is a FIFO (named pipe), not a file"),
+        ("missing.toml", "not found"),
+    ):
+        proc = run(distlint_exe, "check", "--config", name, "train.py", cwd=tmp_path)
+        assert proc.returncode == 2
+        assert proc.stderr.strip() == f"error: configuration file {name} {what}"

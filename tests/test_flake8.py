@@ -51,3 +51,27 @@ def test_plugin_uses_distlint_configuration(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.distlint]\nignore = ["DL101"]\n')
     (tmp_path / "bad.py").write_text(BAD)
     assert flake8("--select", "DL", "bad.py", cwd=tmp_path).returncode == 0
+
+
+def test_notebooks_are_skipped_with_a_message(tmp_path):
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "metadata": {},
+                "outputs": [],
+                "source": ["import random\n", "import torch\n", "torch.manual_seed(0)\n"],
+            }
+        ],
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    import json
+
+    (tmp_path / "train.ipynb").write_text(json.dumps(nb, indent=1))
+    proc = flake8("--select", "DL", "train.ipynb", cwd=tmp_path)
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1 and "DL000 notebooks are not linted through flake8" in lines[0], proc
+    assert "distlint check train.ipynb" in lines[0]

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import xml.etree.ElementTree as ET
 
@@ -131,7 +132,7 @@ def test_sarif_validates_and_carries_rules_locations_and_fixes(distlint_exe, pro
     (fix,) = result["fixes"]
     (change,) = fix["artifactChanges"]
     # the replacements, applied to the file, give exactly that finding's fix
-    expected = fix_source(BAD, "bad.py", Config(), fix_ids=None)
+    expected = fix_source(BAD, "bad.py", Config())
     assert _apply(BAD, change["replacements"]) == expected
     notes = run_["invocations"][0]["toolExecutionNotifications"]
     assert run_["invocations"][0]["executionSuccessful"] is False
@@ -154,3 +155,83 @@ def test_output_file_for_every_format(distlint_exe, project):
         assert proc.returncode == 1, (fmt, proc.stderr)
         assert proc.stdout == "", fmt
         assert "DL101" in out.read_text(), fmt
+
+
+# ------------------------------------------------------------------------------------------
+# Every format carries the fixes JSON carries (issue #12), with and without --ignore-noqa
+# ------------------------------------------------------------------------------------------
+
+NOQA_LINE = '        lr=CONFIG["disc_lr"],  # expect: DL201'
+
+
+def _json_edit_offsets(text, edit):
+    """A JSON edit (ruff's shape: 1-based row/column) as offsets into ``text``."""
+    from distlint.edits import LineIndex
+
+    lines = LineIndex(text)
+    loc, end = edit["location"], edit["end_location"]
+    return (
+        lines.offset(loc["row"], loc["column"] - 1),
+        lines.offset(end["row"], end["column"] - 1),
+    )
+
+
+def _apply_json(text, edits):
+    spans = sorted((*_json_edit_offsets(text, e), i, e["content"]) for i, e in enumerate(edits))
+    for start, end, _, content in reversed(spans):
+        text = text[:start] + content + text[end:]
+    return text
+
+
+@pytest.mark.parametrize("ignore_noqa", [False, True], ids=["noqa", "ignore-noqa"])
+def test_every_format_carries_the_same_fixes_as_json(tmp_path, monkeypatch, ignore_noqa):
+    from click.testing import CliRunner
+
+    from distlint import cache as cache_mod
+    from distlint.cli import main
+
+    source = (FIXTURES / "DL201" / "bad.py").read_text()
+    assert NOQA_LINE in source
+    source = source.replace(NOQA_LINE, NOQA_LINE + "  # noqa: DL201")
+    (tmp_path / "bad.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    cache_mod._CACHES.clear()
+    extra = ["--ignore-noqa"] if ignore_noqa else []
+
+    def check(fmt):
+        result = CliRunner().invoke(
+            main, ["check", "--unsafe-fixes", "--format", fmt, *extra, "bad.py"]
+        )
+        assert result.exit_code == 1, result.output
+        return result.stdout
+
+    findings = json.loads(check("json"))
+    fixable = {(f["line"], f["column"], f["code"]): f["fix"] for f in findings if f["fix"]}
+    # the suppressed finding is fixable too: --ignore-noqa shows one more finding and fix
+    assert len(fixable) == (2 if ignore_noqa else 1)
+    assert all(fix["edits"] for fix in fixable.values())
+
+    sarif = json.loads(check("sarif"))
+    (run_,) = sarif["runs"]
+    sarif_fixes = {}
+    for result in run_["results"]:
+        region = result["locations"][0]["physicalLocation"]["region"]
+        key = (region["startLine"], region["startColumn"], result["ruleId"])
+        if "fixes" in result:
+            ((change,),) = [fix["artifactChanges"] for fix in result["fixes"]]
+            sarif_fixes[key] = _apply(source, change["replacements"])
+    assert len(run_["results"]) == len(findings)
+    assert sarif_fixes == {key: _apply_json(source, fix["edits"]) for key, fix in fixable.items()}
+    assert all(fixed != source for fixed in sarif_fixes.values())
+
+    text = check("text")
+    marked = {
+        (int(line), int(col), code)
+        for line, col, code in re.findall(r"bad\.py:(\d+):(\d+): (DL\d+) \[\*\]", text)
+    }
+    assert marked == set(fixable)
+
+    github = check("github")
+    assert github.count("::error ") == len(findings)
+    junit = ET.fromstring(check("junit"))
+    assert len(junit.findall(".//failure")) == len(findings)

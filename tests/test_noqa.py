@@ -105,7 +105,7 @@ def test_add_noqa_then_clean_then_idempotent(distlint_exe, tmp_path):
 
 
 def test_add_noqa_extends_an_existing_code_list_and_skips_strings():
-    from distlint.add_noqa import add_noqa
+    from distlint.noqa import add_noqa
 
     source = BAD.replace(SEED_LINE, SEED_LINE.rstrip("\n") + "  # noqa: E501\n")
     findings = lint_source(source, "train.py", Config()).findings

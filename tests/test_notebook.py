@@ -206,3 +206,85 @@ def test_noqa_in_a_cell_and_notebooks_found_in_directories(distlint_exe, noteboo
     )
     findings = json.loads(proc.stdout)
     assert [(f["path"].lstrip("./"), f["code"]) for f in findings] == [("train.ipynb", "DL101")]
+
+
+# issue #14 item 7: positions after a fix, cells in every format, --add-noqa
+
+
+def test_findings_after_fix_are_where_a_fresh_check_puts_them(notebook):
+    """Fixes in cells 1 and 3 add lines; the unsafe-only findings of a later cell remain and
+    must be reported where a fresh check of the fixed notebook reports them."""
+    from helpers import ROOT
+
+    example = (ROOT / "examples" / "train.py").read_text().splitlines(keepends=True)
+    nb = json.loads(notebook.read_text())
+    nb["cells"].append(
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": [line for line in example if "seed" not in line],  # DL201 + DL301 only
+        }
+    )
+    notebook.write_text(dumps(nb), encoding="utf-8")
+    fixed = lint_source(notebook.read_bytes(), str(notebook), Config(), fix=True)
+    assert fixed.fixed_source is not None and fixed.fixes_applied
+    fresh = lint_source(fixed.fixed_source.encode(), str(notebook), Config())
+    key = lambda r: sorted((f.code, f.cell, f.line, f.column) for f in r.findings)  # noqa: E731
+    assert [code for code, *_ in key(fresh)] == ["DL201", "DL301"]
+    assert key(fixed) == key(fresh)
+
+
+def test_json_junit_sarif_github_carry_the_cell(distlint_exe, notebook, tmp_path):
+    def report(fmt, *paths):
+        return subprocess.run(
+            [distlint_exe, "check", "--no-cache", "--format", fmt, *paths],
+            cwd=notebook.parent,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
+
+    (notebook.parent / "plain.py").write_text(
+        "import random\n\nimport torch\n\ntorch.manual_seed(0)\nrandom.shuffle([1])\n"
+    )
+    findings = json.loads(report("json", "train.ipynb", "plain.py"))
+    by_path = {f["path"]: f for f in findings}
+    assert by_path["train.ipynb"]["cell"] == 3 and by_path["train.ipynb"]["line"] == 4
+    assert by_path["plain.py"]["cell"] is None
+    junit = report("junit", "train.ipynb")
+    assert 'cell="3"' in junit and "cell 3, line 4" in junit
+    sarif = json.loads(report("sarif", "train.ipynb"))
+    [result] = sarif["runs"][0]["results"]
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"]) == (4, 5)
+    assert result["properties"]["cell"] == 3
+    github = report("github", "train.ipynb")
+    assert "cell 3" in github.split("::")[1] and "train.ipynb:cell 3:4:5" in github
+
+
+def test_add_noqa_writes_into_the_cells(distlint_exe, notebook):
+    before = notebook.read_text(encoding="utf-8")
+    proc = subprocess.run(
+        [distlint_exe, "check", "--no-cache", "--add-noqa", notebook.name],
+        cwd=notebook.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Added 1 noqa directive" in proc.stderr
+    after = json.loads(notebook.read_text(encoding="utf-8"))
+    assert after["cells"][3]["source"][3] == "    torch.manual_seed(0)  # noqa: DL101\n"
+    expected = json.loads(before)
+    expected["cells"][3]["source"] = after["cells"][3]["source"]
+    assert notebook.read_text(encoding="utf-8") == dumps(expected)  # only that cell changed
+    again = subprocess.run(
+        [distlint_exe, "check", "--no-cache", notebook.name],
+        cwd=notebook.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stdout

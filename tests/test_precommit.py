@@ -1,11 +1,11 @@
-"""The hooks of .pre-commit-hooks.yaml, run by the real `pre-commit try-repo` in a scratch repo.
+"""The hooks of .pre-commit-hooks.yaml, run by the real `pre-commit run` in scratch repos.
 
-try-repo clones the hook repository at HEAD and builds the hook's virtualenv from PyPI (libcst,
-click): it needs the network, as CI has. On a clean checkout the repository root itself is
-tried. In a working tree with uncommitted work, try-repo would only take tracked changes (and a
-new temporary commit each run, so a new virtualenv each run); there we try a snapshot of the
-tree instead (tracked and untracked-but-not-ignored files, as a clean clone would have them,
-committed once), so both runs below share one hook environment.
+Each scratch repository has a `.pre-commit-config.yaml` as the README shows it: this repository
+at a fixed revision, `distlint-fix` then `distlint`. pre-commit clones the hook repository and
+builds the hook's virtualenv from PyPI (libcst, click): it needs the network, as CI has. On a
+clean checkout the repository root itself is used. In a working tree with uncommitted work we
+use a snapshot of the tree instead (tracked and untracked-but-not-ignored files, as a clean
+clone would have them, committed once), so all runs share one hook environment.
 """
 
 import os
@@ -63,9 +63,24 @@ def pre_commit(hook_repo, tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
     env["PRE_COMMIT_HOME"] = str(home)
 
+    sha = git("rev-parse", "HEAD", cwd=hook_repo).strip()
+
     def run(cwd):
+        # As a user configures it (README, "pre-commit"): the hook repository at a fixed
+        # revision, the fix hook first. `pre-commit run` checks the staged files.
+        config = cwd / ".pre-commit-config.yaml"
+        if not config.exists():
+            config.write_text(
+                "repos:\n"
+                f"  - repo: {hook_repo}\n"
+                f"    rev: {sha}\n"
+                "    hooks:\n"
+                "      - id: distlint-fix\n"
+                "      - id: distlint\n"
+            )
+            git("add", ".pre-commit-config.yaml", cwd=cwd)
         return subprocess.run(
-            [exe, "try-repo", str(hook_repo)],
+            [exe, "run"],
             cwd=cwd,
             env=env,
             capture_output=True,
@@ -76,28 +91,77 @@ def pre_commit(hook_repo, tmp_path_factory):
     return run
 
 
-def test_check_hook_fails_and_fix_hook_rewrites(pre_commit, tmp_path):
-    repo = scratch_repo(tmp_path / "work")
-    bad = (FIXTURES / "DL101" / "bad.py").read_text()
-    good = (FIXTURES / "DL101" / "good.py").read_text()
-    (repo / "train_bad.py").write_text(bad)
-    (repo / "train_good.py").write_text(good)
-    git("add", "train_bad.py", "train_good.py", cwd=repo)
+# Plain torch: DL101's only fix adds a dependency on accelerate, so it is UNSAFE: `distlint fix`
+# leaves it, and the fix hook must not fail because of it.
+UNSAFE_ONLY = """\
+import random
 
-    proc = pre_commit(repo)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1, out
-    # hooks run in file order: `distlint` reports on the staged file, then `distlint-fix` fixes it
-    check_part, _, fix_part = out.partition("distlint (fix)")
-    assert "- hook id: distlint\n" in check_part and "Failed" in check_part, out
-    assert "train_bad.py:20:5: DL101" in check_part
-    assert "train_good.py" not in check_part
-    assert (
-        "- hook id: distlint-fix" in fix_part and "files were modified by this hook" in fix_part
-    ), out
-    fixed = (repo / "train_bad.py").read_text()
+import torch
+
+torch.manual_seed(0)
+data = list(range(10))
+random.shuffle(data)
+"""
+
+
+def hook_status(out: str, name: str) -> str:
+    """'Passed' / 'Failed' / 'Skipped' of the hook whose name starts the line."""
+    for line in out.splitlines():
+        if line.startswith(name + "..."):
+            return line.rstrip(".").rsplit(".", 1)[-1].split()[-1]
+    raise AssertionError(f"no line for hook {name!r} in:\n{out}")
+
+
+def test_fix_hook_fails_only_when_it_changed_files_and_findings_print_once(pre_commit, tmp_path):
+    """The real pre-commit, two runs: safe-fixable, unsafe-only and clean files."""
+    repo = scratch_repo(tmp_path / "work")
+    safe = (FIXTURES / "DL101" / "bad.py").read_text()
+    good = (FIXTURES / "DL101" / "good.py").read_text()
+    (repo / "train_safe.py").write_text(safe)
+    (repo / "train_unsafe.py").write_text(UNSAFE_ONLY)
+    (repo / "train_good.py").write_text(good)
+    git("add", "-A", cwd=repo)
+
+    # Run 1: the fix hook rewrites the safe-fixable file (and fails for that reason only); the
+    # check hook then reports what remains: the unsafe-only finding, once.
+    first = pre_commit(repo)
+    out = first.stdout + first.stderr
+    assert first.returncode == 1, out
+    assert out.index("distlint (fix)...") < out.index("\ndistlint..."), out  # the config's order
+    assert hook_status(out, "distlint (fix)") == "Failed", out
+    assert "files were modified by this hook" in out
+    assert hook_status(out, "distlint") == "Failed", out
+    fixed = (repo / "train_safe.py").read_text()
     assert "set_seed(args.seed)" in fixed and "torch.manual_seed" not in fixed
+    assert (repo / "train_unsafe.py").read_text() == UNSAFE_ONLY
     assert (repo / "train_good.py").read_text() == good
+    assert out.count("train_unsafe.py:5:1: DL101") == 1, out
+    assert "train_safe.py:" not in out.split("distlint (fix)...", 1)[1].split("\ndistlint...")[0]
+
+    # Run 2, with the fixes staged: nothing left to fix, so the fix hook passes although an
+    # unsafe-only finding remains; the check hook still fails on it, printed once.
+    git("add", "-A", cwd=repo)
+    second = pre_commit(repo)
+    out = second.stdout + second.stderr
+    assert second.returncode == 1, out
+    assert hook_status(out, "distlint (fix)") == "Passed", out
+    assert hook_status(out, "distlint") == "Failed", out
+    assert out.count("train_unsafe.py:5:1: DL101") == 1, out
+    assert "train_safe.py" not in out and "train_good.py" not in out
+
+
+def test_clean_files_pass_both_hooks_twice(pre_commit, tmp_path):
+    repo = scratch_repo(tmp_path / "clean")
+    good = (FIXTURES / "DL101" / "good.py").read_text()
+    (repo / "train.py").write_text(good)
+    git("add", "-A", cwd=repo)
+    for _ in range(2):
+        proc = pre_commit(repo)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out
+        assert hook_status(out, "distlint (fix)") == "Passed", out
+        assert hook_status(out, "distlint") == "Passed", out
+    assert (repo / "train.py").read_text() == good
 
 
 def test_commit_without_python_files_passes(pre_commit, tmp_path):

@@ -18,6 +18,7 @@ sets the count of the training-script property; the others scale from it).
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -610,3 +611,88 @@ def test_training_scripts_with_unusual_code(script):
     assert _compiles(source), source
     result = check_properties(source, keep)
     assert not result.errors, result.errors
+
+
+# --------------------------------------------------------------------------------------------
+# Bytes LibCST does not round-trip (issue #16 items 0-2): edits on the original text keep them
+# --------------------------------------------------------------------------------------------
+
+
+@st.composite
+def form_feed_scripts(draw) -> tuple[str, list[str]]:
+    """Training scripts with form feeds at the start of module-level statement lines (PEP 8's
+    page breaks): on every keep line, and on some others."""
+    source, keep = draw(training_scripts())
+    lines = source.split("\n")
+    out = []
+    for line in lines:
+        at_module_level = line[:1].isalpha() and not line.startswith(
+            ("else", "elif", "except", "finally")
+        )
+        if at_module_level and (line + "\n" in keep or draw(st.booleans())):
+            line = "\x0c" + line
+        out.append(line)
+    keep = ["\x0c" + line if not line[:1].isspace() else line for line in keep]
+    return "\n".join(out), keep
+
+
+@settings(max_examples=max(SCRIPT_EXAMPLES // 4, 20), **_COMMON)
+@given(script=form_feed_scripts(), cr_only=st.booleans())
+def test_form_feeds_and_cr_only_endings_survive_fixes(script, cr_only):
+    source, keep = script
+    if cr_only:
+        source = source.replace("\n", "\r")
+        keep = [line.replace("\n", "\r") for line in keep]
+    note(f"source:\n{source!r}")
+    assert _compiles(source), source
+    fixed = lint_source(source, "train.py", Config(), fix=True, unsafe_fixes=True)
+    assert not fixed.errors, fixed.errors
+    new = fixed.fixed_source
+    if new is None:
+        return
+    # every keep line, form feed and line ending included, is still there, byte for byte
+    # (str.splitlines would also split at the form feeds)
+    new_lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z", new)
+    assert all(_find_line(new_lines, line) is not None for line in keep), [
+        line for line in keep if _find_line(new_lines, line) is None
+    ]
+    if cr_only:
+        assert "\n" not in new, "a fix brought a \\n into a file with \\r line endings"
+        assert new.endswith("\r"), "the final \\r was lost"
+    assert new.count("\x0c") >= len([line for line in keep if line.startswith("\x0c")])
+    again = lint_source(new, "train.py", Config(), fix=True, unsafe_fixes=True)
+    assert again.fixed_source is None, "second fix changed the code"
+
+
+def test_comments_before_a_whitespace_only_last_line_survive_a_fix():
+    """Issue #16 item 0: LibCST dropped these two comments when it re-serialised the module."""
+    source = (
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "torch.manual_seed(0)\nx = 1\n    # comment A\n    # comment B\n "
+    )
+    fixed = lint_source(source, "t.py", Config(), fix=True)
+    assert fixed.fixes_applied == 1 and not fixed.errors
+    assert fixed.fixed_source.endswith("x = 1\n    # comment A\n    # comment B\n ")
+    assert "set_seed(0)" in fixed.fixed_source
+
+
+def test_a_fixed_text_changed_outside_its_edits_is_refused(monkeypatch):
+    """Whatever produced it, a fixed text that differs from the input outside the edited spans
+    is never returned (so never written): the fix is refused with a message."""
+    from distlint import edits
+
+    real = edits.splice
+
+    def sloppy(text, chosen):
+        return real(text, chosen).replace("x = 1", "x = 2")  # a byte no edit covers
+
+    monkeypatch.setattr(edits, "splice", sloppy)
+    source = (
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "torch.manual_seed(0)\nx = 1\n"
+    )
+    result = lint_source(source.encode(), "t.py", Config(), fix=True)
+    assert result.fixed_source is None and result.fixed_bytes is None
+    assert result.fixes_applied == 0
+    assert any("outside the edited spans" in e.message for e in result.errors), result.errors
+    assert [f.code for f in result.findings] == ["DL101"]  # what the input still has

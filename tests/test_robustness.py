@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -40,20 +42,26 @@ BAD_INPUTS = {
     "badcookie.py": (b"# -*- coding: klingon -*-\nimport torch\n", "cannot decode", None),
     "empty.py": (b"", None, None),
     "only_comment.py": (b"# torch.manual_seed(0)\n", None, None),
+    # Python's own limit is 200 nested brackets: within it linted, beyond it refused
     "deep.py": (
-        b"import torch\ntorch.manual_seed(0)\nx = " + b"(" * 400 + b"1" + b")" * 400 + b"\n",
+        b"import torch\ntorch.manual_seed(0)\nx = " + b"(" * 200 + b"1" + b")" * 200 + b"\n",
         None,
         None,
+    ),
+    "deeper.py": (
+        b"import torch\ntorch.manual_seed(0)\nx = " + b"(" * 201 + b"1" + b")" * 201 + b"\n",
+        "more than 200 nested brackets",
+        3,
     ),
     "longchain.py": (
         b"import torch\ntorch.manual_seed(0)\nx = " + b"+".join([b"1"] * 50000) + b"\n",
-        "too deeply nested",
-        None,
+        "expression nested more than 1200 levels",
+        3,
     ),
     "widechain.py": (
-        b"import torch\ntorch.manual_seed(0)\nx = " + b"+".join([b"1"] * 1200) + b"\n",
-        "too deep",
-        3,
+        b"import torch\ntorch.manual_seed(0)\nx = " + b"+".join([b"1"] * 1100) + b"\n",
+        None,
+        None,
     ),
 }
 
@@ -108,14 +116,14 @@ def test_special_paths(tmp_path):
 def test_unreadable_file_is_reported(tmp_path, monkeypatch):
     path = tmp_path / "t.py"
     path.write_text(SEEDED)
-    real_open = open
+    real_open = os.open
 
-    def fake_open(file, mode="r", *a, **k):
-        if str(file) == str(path) and "r" in mode:
+    def fake_open(file, flags, *a, **k):
+        if str(file) == str(path):
             raise PermissionError(13, "Permission denied")
-        return real_open(file, mode, *a, **k)
+        return real_open(file, flags, *a, **k)
 
-    monkeypatch.setattr("builtins.open", fake_open)
+    monkeypatch.setattr(os, "open", fake_open)
     result = lint_file(str(path), Config())
     assert result.errors and "permission denied" in result.errors[0].message
 
@@ -129,7 +137,14 @@ def test_ten_megabyte_file(tmp_path):
     path = tmp_path / "big.py"
     path.write_text(body + filler)
     assert path.stat().st_size > 10_000_000
+    # over the default budget (512 KiB): one clear error, nothing parsed
     result = lint_file(str(path), Config())
+    assert [str(e) for e in result.errors] == [
+        f"{path}:1: error: file is 9.6 MiB, over the 512 KiB budget for one file "
+        "(max-file-size in [tool.distlint]); not linted"
+    ]
+    # within a raised budget: linted
+    result = lint_file(str(path), Config(max_file_size=16 << 20))
     assert not result.errors
     assert [f.code for f in result.findings] == ["DL101"]
 
@@ -228,14 +243,10 @@ def test_invalid_fix_is_dropped_not_written(tmp_path, monkeypatch):
     """A fix whose output would not parse is dropped with its rule code and nothing is written."""
     from distlint import fixes as fixes_mod
 
-    real_transform = fixes_mod._transform
+    def broken_code(module, node, indent):
+        return "(\n"  # every statement a fix rewrites or inserts comes out unparsable
 
-    def broken_transform(module, fixes):
-        if not fixes:
-            return real_transform(module, fixes)
-        return None  # as if the transformed code did not re-parse
-
-    monkeypatch.setattr(fixes_mod, "_transform", broken_transform)
+    monkeypatch.setattr(fixes_mod, "_code", broken_code)
     path = tmp_path / "t.py"
     path.write_text(SEEDED)
     result = lint_file(str(path), Config(), FIX)
@@ -311,3 +322,305 @@ def test_linting_never_executes_the_script(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "IMPORTED []" in proc.stdout, proc.stdout + proc.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Issue #16: inputs that crashed, stalled or exhausted LibCST are measured first (distlint.guard)
+# --------------------------------------------------------------------------------------------
+
+HEADER = SEEDED  # a DL101 finding at line 3 whenever the file is linted
+
+
+def generated(kind: str, n: int) -> str:
+    """The issue's inputs (and their neighbours), generated at test time."""
+    body = {
+        "parens_lines": lambda: "x = " + "(\n" * n + "1" + "\n)" * n + "\n",
+        "sum_lines": lambda: "x = (\n" + " +\n".join(["1"] * n) + "\n)\n",
+        "sum_backslash": lambda: "x = " + " + \\\n".join(["1"] * n) + "\n",
+        "call_lines": lambda: "x = (a\n" + "    .f()\n" * n + ")\n",
+        "subscript_lines": lambda: "x = (a\n" + "    [0]\n" * n + ")\n",
+        "strings_lines": lambda: "x = (\n" + '    "ab"\n' * n + ")\n",
+        "fstrings_lines": lambda: "x = (\n" + '    f"ab{y}"\n' * n + ")\n",
+        "and_lines": lambda: "x = (\n" + " and\n".join(["a"] * n) + "\n)\n",
+        "lambdas": lambda: "x = " + "lambda a, b=1: " * n + "1\n",
+        "conditionals": lambda: "x = (\n" + "1 if a else\n" * n + "2)\n",
+        "unary": lambda: "x = " + "-" * n + "1\n",
+        "power": lambda: "x = " + "**".join(["2"] * n) + "\n",
+        "elif": lambda: (
+            "if a:\n    pass\n" + "".join(f"elif a == {i}:\n    pass\n" for i in range(n))
+        ),
+        "fat_sum": lambda: "x = (\n" + " +\n".join(["f(a, b, c, d, e, g, h, i, j, k)"] * n) + ")\n",
+        "dicts": lambda: "x = " + "{1:\n" * n + "1" + "\n}" * n + "\n",
+    }[kind]()
+    return HEADER + body
+
+
+# kind, n, expected message (None: within the bounds), line of the message
+GUARD_CASES = [
+    ("parens_lines", 200, None, None),
+    ("parens_lines", 201, "more than 200 nested brackets", 205),
+    ("parens_lines", 3000, "more than 200 nested brackets", 205),  # LibCST: SIGSEGV in 0.6 s
+    ("dicts", 200, None, None),
+    ("sum_lines", 1000, None, None),
+    ("sum_lines", 6000, "expression nested more than 1200 levels", 5),  # LibCST: 110 s
+    ("sum_backslash", 6000, "expression nested more than 1200 levels", 5),
+    ("call_lines", 550, None, None),
+    ("call_lines", 5000, "expression nested more than 1200 levels", 5),  # LibCST: segfault
+    ("subscript_lines", 1000, None, None),
+    ("subscript_lines", 5000, "operators/calls/subscripts", 5),  # LibCST: 204 s
+    ("fat_sum", 1000, "operators/calls/subscripts", 5),  # LibCST: 6 s
+    ("strings_lines", 1000, None, None),  # was refused as "too deeply nested"
+    ("strings_lines", 50000, "expression nested more than 1200 levels", 5),  # false "cannot parse"
+    ("fstrings_lines", 30000, "expression nested more than 1200 levels", 5),
+    ("strings_lines", 60000, "over the 512 KiB budget", 1),  # the size is measured first
+    ("and_lines", 1100, None, None),
+    ("and_lines", 8000, "expression nested more than 1200 levels", 5),  # LibCST: segfault
+    ("lambdas", 1100, None, None),
+    ("lambdas", 6000, "expression nested more than 1200 levels", 5),  # LibCST: segfault
+    ("conditionals", 6000, "expression nested more than 1200 levels", 5),  # LibCST: > 30 s
+    ("unary", 6000, "expression nested more than 1200 levels", 5),  # LibCST: 2 GB
+    ("power", 6000, "expression nested more than 1200 levels", 5),  # LibCST: 4 GB
+    ("elif", 1100, None, None),
+    ("elif", 10000, "expression nested more than 1200 levels", 2402),  # LibCST: segfault
+]
+
+
+@pytest.mark.parametrize("kind,n,message,line", GUARD_CASES, ids=lambda v: str(v))
+def test_guard_bounds(kind, n, message, line):
+    from distlint import guard
+
+    text = generated(kind, n)
+    started = time.perf_counter()
+    error = guard.check_source(text, "g.py")
+    assert time.perf_counter() - started < 1.0, "the measure is linear and fast"
+    if message is None:
+        assert error is None, error
+    else:
+        assert error is not None and message in error.message, error
+        assert error.path == "g.py" and error.line == line, error
+        assert str(error).startswith(f"g.py:{line}: error: ")
+
+
+def test_guard_runs_before_libcst(monkeypatch):
+    """What the guard refuses never reaches LibCST (where it would crash the process)."""
+    import libcst
+
+    from distlint.runner import lint_source
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("LibCST must not see this input")
+
+    monkeypatch.setattr(libcst, "parse_module", no_parse)
+    for kind, n in (("parens_lines", 3000), ("call_lines", 5000), ("and_lines", 8000)):
+        result = lint_source(generated(kind, n), "g.py")
+        assert len(result.errors) == 1 and "not linted" in result.errors[0].message
+
+
+def test_guard_is_linear_on_a_large_ordinary_file():
+    from distlint import guard
+
+    text = HEADER + "".join(
+        f"def f{i}(a, b):\n    '''Doc.'''\n    return g(a.b[i], {{'k': -b}}) ** 2  # c\n\n"
+        for i in range(6000)
+    )
+    started = time.perf_counter()
+    assert guard.check_source(text, "big.py", max_file_size=0) is None
+    assert time.perf_counter() - started < 2.0
+
+
+def test_guard_leaves_syntax_errors_to_the_parser():
+    from distlint import guard
+
+    for text in ('x = """never closed\n', "x = 'open\n", "x = (((\n", "x = )))\n", "\\"):
+        assert guard.check_source(HEADER + text, "s.py") is None
+
+
+# Linted end to end at the bounds, in a child process (a crash there must not take pytest down),
+# in a thread as the language server lints: LibCST, the analysis and the fix all get through.
+# (kind, n, also fix it): fixing re-lints, which doubles the cost; the slow ones are checked only.
+AT_THE_BOUNDS = [
+    ("strings_lines", 1000, True),
+    ("parens_lines", 200, True),
+    ("sum_lines", 1000, True),
+    ("and_lines", 1150, False),
+    ("elif", 1150, False),
+    ("lambdas", 1100, False),
+]
+
+
+def test_inputs_at_the_bounds_are_linted_and_fixed(tmp_path):
+    paths = []
+    for kind, n, fix in AT_THE_BOUNDS:
+        path = tmp_path / f"{kind}_{n}{'_fix' if fix else ''}.py"
+        path.write_text(generated(kind, n))
+        paths.append(str(path))
+    code = textwrap.dedent(
+        """
+        import sys, threading
+        from distlint.runner import lint_source
+        out = []
+        def work():
+            for path in sys.argv[1:]:
+                text = open(path).read()
+                fix = path.endswith("_fix.py")
+                result = lint_source(text, path, fix=fix, unsafe_fixes=True)
+                codes = [f.code for f in lint_source(text, path).findings] if fix else [
+                    f.code for f in result.findings]
+                out.append((path, codes, [e.message for e in result.errors],
+                            result.fixes_applied if fix else 1))
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        for item in out:
+            print(item)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *paths], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == len(paths), proc.stdout + proc.stderr[-2000:]
+    for path, line in zip(paths, lines):
+        assert line == repr((path, ["DL101"], [], 1)), line
+
+
+def test_crashing_and_stalling_inputs_are_refused_by_the_cli(tmp_path):
+    """Issue #16 items 3 and 6 through the command: one line each, the other file linted."""
+    cases = {
+        "parens3000.py": (generated("parens_lines", 3000), 205),  # was: SIGSEGV, no message
+        "calls5000.py": (generated("call_lines", 5000), 5),  # was: SIGSEGV after 200-280 s
+        "sum6000.py": (generated("sum_lines", 6000), 5),  # was: 110 s
+        "subscripts5000.py": (generated("subscript_lines", 5000), 5),  # was: 204 s
+        "strings50000.py": (generated("strings_lines", 50000), 5),  # was: false "cannot parse"
+    }
+    for name, (text, _) in cases.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "good.py").write_text(SEEDED)
+    for i in range(3):  # enough files for the process pool
+        (tmp_path / f"other{i}.py").write_text("x = 1\n")
+    strings = tmp_path / "strings1000.py"
+    strings.write_text(generated("strings_lines", 1000))
+    proc = run_cli("check", "--isolated", "--no-cache", "-j", "2", str(tmp_path), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = sorted(proc.stderr.splitlines())
+    assert len(errors) == len(cases), proc.stderr
+    for line, (name, (_, lineno)) in zip(errors, sorted(cases.items())):
+        assert line.startswith(f"{tmp_path / name}:{lineno}: error: "), line
+        assert line.endswith("not linted"), line
+    assert f"{tmp_path / 'good.py'}:3:1: DL101" in proc.stdout
+    assert f"{strings}:3:1: DL101" in proc.stdout  # 1,000 concatenated strings: linted
+
+
+def _drop_root_read(cmd: list[str]) -> list[str]:
+    """As root, mode 000 is readable: run without the capabilities that allow it (setpriv)."""
+    if os.geteuid() != 0:
+        return cmd
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.fail("running as root without setpriv: cannot make a file unreadable")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search", *cmd]
+
+
+def test_unreadable_file_on_the_command_line_next_to_a_readable_one(tmp_path):
+    """#16.8: was a click usage error, and the readable file was not linted."""
+    bad = tmp_path / "bad.py"
+    bad.write_text(SEEDED)
+    bad.chmod(0)
+    good = tmp_path / "good.py"
+    good.write_text(SEEDED)
+    cmd = [sys.executable, "-m", "distlint", "check", "--isolated", "--no-cache", str(bad)]
+    proc = subprocess.run(
+        _drop_root_read([*cmd, str(good)]), capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [f"{bad}: error: permission denied"]
+    assert f"{good}:3:1: DL101" in proc.stdout
+
+
+def test_fifos_and_devices_are_refused_without_hanging(tmp_path):
+    """#16.7: a FIFO named x.py hung forever in open(); a link to /dev/zero read 3.8 GB."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "good.py").write_text(SEEDED)
+    os.mkfifo(tree / "pipe.py")
+    (tree / "zero.py").symlink_to("/dev/zero")
+    lone_fifo = tmp_path / "lone.py"
+    os.mkfifo(lone_fifo)
+    started = time.monotonic()
+    proc = run_cli("check", "--isolated", "--no-cache", str(tree), str(lone_fifo), timeout=30)
+    assert time.monotonic() - started < 30
+    assert proc.returncode == 2
+    assert sorted(proc.stderr.splitlines()) == [
+        f"{lone_fifo}: error: is a FIFO (named pipe), not a regular file: not read",
+        f"{tree / 'pipe.py'}: error: is a FIFO (named pipe), not a regular file: not read",
+        f"{tree / 'zero.py'}: error: is a character device (a link to /dev/zero), "
+        "not a regular file: not read",
+    ]
+    assert f"{tree / 'good.py'}:3:1: DL101" in proc.stdout
+
+
+def test_read_source_caps_the_bytes_it_reads(tmp_path):
+    from distlint.api import read_source
+
+    path = tmp_path / "huge.py"
+    with open(path, "wb") as handle:  # 100 MB with trigger words, sparse: costs no disk
+        handle.write(SEEDED.encode())
+        handle.truncate(100_000_000)
+    error = read_source(str(path))
+    assert str(error) == f"{path}: error: file is 95.4 MiB, over the 64.0 MiB read limit: not read"
+    assert read_source(str(path), limit=None) != error  # no cap asked: read (and NULs reported)
+    small = tmp_path / "small.py"
+    small.write_bytes(b"x = 1\n")
+    assert read_source(str(small), limit=3).message.startswith("file is 6 bytes, over the")
+
+
+@pytest.mark.parametrize(
+    "name,make",
+    [
+        # #16.5: Rust out-of-memory abort (exit 134) with an 8 GB cap, 8.2 GB and > 600 s without
+        (
+            "functions10mb.py",
+            lambda: "".join(
+                f"def f{i}(a, b):\n    c = a + b * {i}\n    return c\n\n" for i in range(210_000)
+            ),
+        ),
+        # a 1 MB single-line list: 30 s / 1.4 GB to check, 167 s / 1.8 GB to fix
+        ("list1mb.py", lambda: "x = [" + ", ".join(str(i) for i in range(145_000)) + "]\n"),
+    ],
+)
+def test_files_over_the_budget_are_refused_quickly_in_bounded_memory(tmp_path, name, make):
+    path = tmp_path / name
+    path.write_text(SEEDED + make())
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['distlint', 'fix', '--isolated', '--no-cache', {str(path)!r}]\n"
+        "try:\n    runpy.run_module('distlint', run_name='__main__')\n"
+        "except SystemExit as exc:\n    code = exc.code\n"
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
+        "print('PEAK', int(hwm[0].split()[1]) // 1024 if hwm else 0)\n"
+        "sys.exit(code)\n"
+    )
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 2, proc.stderr
+    size = path.stat().st_size
+    assert proc.stderr.splitlines() == [
+        f"{path}:1: error: file is {size / (1 << 20):.1f} MiB, over the 512 KiB budget for one "
+        "file (max-file-size in [tool.distlint]); not linted"
+    ]
+    assert elapsed < 20
+    peak = int(proc.stdout.split("PEAK")[-1])
+    assert 0 < peak < 250, f"peak RSS {peak} MB"  # was 1.4-8.2 GB
+
+
+def test_raised_budget_lints_a_larger_file(tmp_path):
+    path = tmp_path / "list.py"
+    path.write_text(SEEDED + '"""' + "text\n" * 120_000 + '"""\n')  # cheap for LibCST
+    assert path.stat().st_size > 512 << 10
+    assert "over the 512 KiB budget" in lint_file(str(path), Config()).errors[0].message
+    (tmp_path / "pyproject.toml").write_text("[tool.distlint]\nmax-file-size = 1_048_576\n")
+    result = lint_file(str(path))
+    assert not result.errors and [f.code for f in result.findings] == ["DL101"]

@@ -97,3 +97,69 @@ def test_stdin_respects_selection_options(distlint_exe, tmp_path):
         data=BAD.encode(),
     )
     assert b'"path": "t.py"' in proc.stdout
+
+
+def test_force_exclude_applies_to_the_stdin_filename(distlint_exe, tmp_path):
+    """As ruff: an excluded --stdin-filename is not linted; `fix -` passes the text through."""
+    (tmp_path / "pyproject.toml").write_text('[tool.distlint]\nextend-exclude = ["legacy/"]\n')
+    args = ("--force-exclude", "--stdin-filename", "legacy/train.py", "-")
+    check = run(distlint_exe, "check", *args, cwd=tmp_path, data=BAD.encode())
+    assert check.returncode == 0 and check.stdout == b"", check.stderr
+    fix = run(distlint_exe, "fix", *args, cwd=tmp_path, data=BAD.encode())
+    assert fix.returncode == 0 and fix.stdout == BAD.encode()
+    # without --force-exclude, a named file is linted as always (ruff's rule too)
+    named = run(distlint_exe, "check", *args[1:], cwd=tmp_path, data=BAD.encode())
+    assert named.returncode == 1
+
+
+def test_everything_excluded_says_no_python_files_found(distlint_exe, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.distlint]\nextend-exclude = ["legacy/"]\n')
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "train.py").write_text(BAD)
+    for args in (("--force-exclude", "legacy/train.py"), ("legacy",)):
+        proc = run(distlint_exe, "check", *args, cwd=tmp_path, data=b"")
+        assert proc.returncode == 0, proc.stderr
+        assert b"warning: No Python files found" in proc.stderr, (args, proc.stderr)
+
+
+def test_output_file_in_a_missing_directory_is_created(distlint_exe, tmp_path):
+    (tmp_path / "train.py").write_text(BAD)
+    proc = run(
+        distlint_exe,
+        "fix",
+        "-o",
+        "reports/deep/out.json",
+        "--format",
+        "json",
+        "train.py",
+        cwd=tmp_path,
+        data=b"",
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    assert (tmp_path / "reports" / "deep" / "out.json").read_text().startswith("[")
+    # a directory that cannot be made: exit 2 BEFORE any file is fixed
+    (tmp_path / "blocker").write_text("a file, not a directory")
+    (tmp_path / "again.py").write_text(BAD)
+    proc = run(distlint_exe, "fix", "-o", "blocker/out.txt", "again.py", cwd=tmp_path, data=b"")
+    assert proc.returncode == 2 and b"--output-file" in proc.stderr
+    assert (tmp_path / "again.py").read_text() == BAD
+
+
+def test_statistics_mark_only_what_fix_would_fix(distlint_exe, tmp_path):
+    """`[*]` in --statistics: safe fixes, and unsafe ones only when unsafe fixes are on (flag
+    or `unsafe-fixes = true` in the configuration)."""
+    unsafe_only = "import random\n\nimport torch\n\ntorch.manual_seed(0)\nrandom.shuffle([1])\n"
+    (tmp_path / "train.py").write_text(unsafe_only)
+    proc = run(
+        distlint_exe, "check", "--no-cache", "--statistics", "train.py", cwd=tmp_path, data=b""
+    )
+    [line] = [x for x in proc.stdout.decode().splitlines() if "\tDL101\t" in x]
+    assert "[*]" not in line, line
+    (tmp_path / "pyproject.toml").write_text("[tool.distlint]\nunsafe-fixes = true\n")
+    proc = run(
+        distlint_exe, "check", "--no-cache", "--statistics", "train.py", cwd=tmp_path, data=b""
+    )
+    out = proc.stdout.decode()
+    [line] = [x for x in out.splitlines() if "\tDL101\t" in x]
+    assert "[*]" in line, out
+    assert "DL101 [*]" in out.splitlines()[0], out

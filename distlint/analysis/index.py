@@ -18,6 +18,7 @@ Vocabulary:
 from __future__ import annotations
 
 import dataclasses
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Callable
@@ -202,6 +203,17 @@ class Assignment:
     scope: Scope | None = None
     qualname: str | None = None  # for imports
     target: cst.CSTNode | None = None  # the target expression node, when there is one
+    record: ImportRecord | None = None  # for imports: how it was written
+
+
+@dataclass(frozen=True)
+class ImportRecord:
+    """How an import binding was written: ``from <level dots><module> import <name>`` or
+    ``import <module>`` (name None), so a project can resolve it to a file."""
+
+    module: str
+    name: str | None
+    level: int = 0
 
 
 @dataclass(eq=False)
@@ -214,9 +226,12 @@ class Scope:
     globals: set[str] = field(default_factory=set)
     nonlocals: set[str] = field(default_factory=set)
 
+    orders: dict[str, list[int]] = field(default_factory=dict)
+
     def add(self, assignment: Assignment) -> None:
         assignment.scope = self
         self.bindings.setdefault(assignment.key, []).append(assignment)
+        self.orders.setdefault(assignment.key, []).append(assignment.order)
 
     @property
     def enclosing_class(self) -> Scope | None:
@@ -249,6 +264,12 @@ class Index:
         self.attr_assignments: dict[str, list[Assignment]] = {}
         self.returns: dict[cst.CSTNode, list[cst.Return]] = {}
         self._qual_cache: dict[cst.CSTNode, str | None] = {}
+        self._bindings_cache: dict[cst.CSTNode, list[Assignment]] = {}
+        self._values_cache: dict[cst.CSTNode, list[cst.CSTNode | None]] = {}
+        self._children_cache: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+        self._flow = None
+        self._nodes_cache: dict[tuple[type, ...], list[cst.CSTNode]] = {}
+        self._owners: dict[str, int] | None = None
         self._calls_by_name: dict[str, list[cst.Call]] | None = (
             None  # callee name -> calls, built on demand
         )
@@ -297,7 +318,15 @@ class Index:
                         local = full.split(".")[0]
                         qual = local
                     scope.add(
-                        Assignment(local, None, node, order, "import", qualname=canonical(qual))
+                        Assignment(
+                            local,
+                            None,
+                            node,
+                            order,
+                            "import",
+                            qualname=canonical(qual),
+                            record=ImportRecord(qual, None, 0),
+                        )
                     )
             elif tp is cst.ImportFrom:
                 self._bind_import_from(node, order, scope)
@@ -373,8 +402,7 @@ class Index:
         return scope.node
 
     def _bind_import_from(self, node: cst.ImportFrom, order: int, scope: Scope) -> None:
-        if node.relative:
-            return  # a sibling module of the user's project: not a library we know
+        level = len(node.relative)
         module = _attr_to_str(node.module) if node.module is not None else ""
         if isinstance(node.names, cst.ImportStar):
             return
@@ -385,10 +413,11 @@ class Index:
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
                 else name
             )
+            # a relative import names a module of the user's project, never a library we know
+            qualname = None if level else canonical(f"{module}.{name}")
+            record = ImportRecord(module, name, level)
             scope.add(
-                Assignment(
-                    local, None, node, order, "import", qualname=canonical(f"{module}.{name}")
-                )
+                Assignment(local, None, node, order, "import", qualname=qualname, record=record)
             )
 
     def _bind_params(
@@ -513,9 +542,9 @@ class Index:
             found = current.bindings.get(name)
             if found:
                 if first and before is not None and current.kind != "class":
-                    earlier = [a for a in found if a.order < before]
+                    earlier = found[: bisect_left(current.orders[name], before)]
                     # A name used before any assignment in a loop can still see later ones
-                    return earlier or (found if self._in_loop(current, found) else [])
+                    return list(earlier) or (found if self._in_loop(current, found) else [])
                 return list(found)
             current = current.parent
             first = False
@@ -525,7 +554,56 @@ class Index:
         return any(self.enclosing(a.node, (cst.For, cst.While)) is not None for a in found)
 
     def bindings_of(self, name_node: cst.Name) -> list[Assignment]:
-        return self.lookup(name_node.value, self.scope(name_node), self.order(name_node))
+        """The assignments of a name that can reach this use of it: the earlier ones, back to the
+        latest that runs on every path to the use (an assignment in a block that encloses the use
+        kills the ones before it; assignments under an `if` or a loop do not)."""
+        found = self._bindings_cache.get(name_node)
+        if found is None:
+            found = self.lookup(name_node.value, self.scope(name_node), self.order(name_node))
+            if found:
+                found = self._reaching(name_node, found)
+            self._bindings_cache[name_node] = found
+        return found
+
+    _KILLING_OPS = frozenset({"=", "unpack", "import", "def", "class"})
+    # bindings whose node encloses the uses they bind (loop targets, defs, with items)
+    _SCOPED_OPS = frozenset({"for", "def", "class", "param", "with", "import", "except"})
+
+    def _reaching(self, use: cst.CSTNode, found: list[Assignment]) -> list[Assignment]:
+        blocks: set[int] = set()
+        around: set[int] = set()  # `x = x + 1`: the statement being evaluated is not a source
+        for anc in self.ancestors(use):
+            around.add(id(anc))
+            if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+                blocks.add(id(anc))
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                break
+        if any(id(a.node) in around and a.op not in self._SCOPED_OPS for a in found):
+            found = [a for a in found if id(a.node) not in around or a.op in self._SCOPED_OPS]
+        if len(found) < 2 or found[-1].order > self.order(use):
+            return found  # a loop: later assignments reach the use too
+        for i in range(len(found) - 1, 0, -1):
+            a = found[i]
+            if a.op in self._KILLING_OPS and a.scope is self.scope(use):
+                stmt = self.statement(a.node)
+                block = self.parent(stmt) if stmt is not None else None
+                if block is not None and id(block) in blocks:
+                    return found[i:]
+        return found
+
+    def import_record(self, name_node: cst.CSTNode) -> ImportRecord | None:
+        """How the import that binds this name (at this use) was written, for resolving it to a
+        project file; None when the name is not bound by exactly one import."""
+        if not isinstance(name_node, cst.Name):
+            return None
+        bindings = self.bindings_of(name_node)
+        if not bindings:
+            # the name of an import statement itself (`from x import y`): look it up whole
+            bindings = self.lookup(name_node.value, self.scope(name_node))
+        records = {b.record for b in bindings if b.op == "import" and b.record is not None}
+        if len(records) == 1 and all(b.op == "import" for b in bindings):
+            return records.pop()
+        return None
 
     def attribute_assignments(self, node: cst.BaseExpression) -> list[Assignment]:
         """Assignments to a dotted target such as ``args.lr``, ``self.lr`` or ``config["lr"]``."""
@@ -678,13 +756,25 @@ class Index:
             self._calls_by_name = by_name
         out = []
         name = fn.name.value
-        for call in self._calls_by_name.get(name, ()):
-            func = call.func
-            if isinstance(func, cst.Name):
-                if self.local_function(func) is fn:
+        owner = self.scope(fn)  # the scope the `def` sits in
+        if owner.kind == "class":
+            # a method: `self.m(...)` inside its class, or `obj.m(...)` when no other class of the
+            # file defines `m` (never every method that happens to share the name, such as
+            # `forward`, nor `optimizer.step()` for a module-level `step`)
+            unique = self._method_owners().get(name, 0) == 1
+            for call in self._calls_by_name.get(name, ()):
+                func = call.func
+                if not isinstance(func, cst.Attribute):
+                    continue
+                if isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+                    if self.enclosing_class_name(call) == owner.name:
+                        out.append(call)
+                elif unique and not name.startswith("__"):
                     out.append(call)
-            else:
-                out.append(call)
+        else:
+            for call in self._calls_by_name.get(name, ()):
+                if isinstance(call.func, cst.Name) and self.local_function(call.func) is fn:
+                    out.append(call)
         if name == "__init__":
             cls_scope = self.scope(fn)
             if (
@@ -697,6 +787,17 @@ class Index:
                     c for c in self._calls_by_name.get(cls_name, ()) if isinstance(c.func, cst.Name)
                 )
         return out
+
+    def _method_owners(self) -> dict[str, int]:
+        """Method name -> how many classes of the file define it."""
+        if self._owners is None:
+            owners: dict[str, int] = {}
+            for qual in self.functions:
+                if "." in qual:
+                    method = qual.rsplit(".", 1)[1]
+                    owners[method] = owners.get(method, 0) + 1
+            self._owners = owners
+        return self._owners
 
     @staticmethod
     def argument(
@@ -728,6 +829,30 @@ class Index:
         return self.argument(call, keyword=param_name, position=position)
 
     # ---------------------------------------------------------------- dataflow
+    @property
+    def flow(self):
+        """The module's :class:`~distlint.analysis.flow.Flow` (memoised dataflow), made once."""
+        flow = self._flow
+        if flow is None:
+            from distlint.analysis.flow import Flow
+
+            flow = self._flow = Flow(self)
+        return flow
+
+    def nodes_of(self, *types: type) -> list[cst.CSTNode]:
+        """Every meaningful node of these types, in walk order (one filtered pass, cached: rules
+        never re-walk the module)."""
+        found = self._nodes_cache.get(types)
+        if found is None:
+            found = self._nodes_cache[types] = [n for n in self._info if isinstance(n, types)]
+        return found
+
+    def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        found = self._children_cache.get(node)
+        if found is None:
+            found = self._children_cache[node] = list(iter_children(node))
+        return found
+
     def reaches(
         self,
         expr: cst.CSTNode,
@@ -735,47 +860,28 @@ class Index:
         *,
         depth: int = 8,
         prune: Callable[[cst.CSTNode], bool] | None = None,
-        _seen: set[int] | None = None,
+        key: object = None,
     ) -> bool:
         """Does any value flowing into ``expr`` satisfy ``predicate(node, qualname)``?
 
-        Follows names to their assignments (earlier in the same scope, any in enclosing scopes),
-        dotted targets (``args.lr``, ``self.lr``, ``cfg["lr"]``) to every assignment in the file,
-        parameters to the arguments of in-file call sites, and calls of in-file functions to
-        their return values. Flow-insensitive across branches: both arms of an ``if`` count.
-        ``prune(node)`` True: the predicate still sees ``node``, but nothing inside it or flowing
-        into it is followed (e.g. ``len(loader)`` must not look into how the loader was built).
+        Follows names to their assignments (the earlier ones of the same scope that can reach
+        the use, any in enclosing scopes), dotted targets (``args.lr``, ``self.lr``,
+        ``cfg["lr"]``) to every assignment in the file, parameters to the arguments of in-file
+        call sites, and calls of in-file functions to their return values. Flow-insensitive
+        across branches: both arms of an ``if`` count. ``prune(node)`` True: the predicate still
+        sees ``node``, but nothing inside it or flowing into it is followed (e.g. ``len(loader)``
+        must not look into how the loader was built). ``key``: see :meth:`Flow.reaches`.
         """
-        if depth <= 0:
-            return False
-        seen = _seen if _seen is not None else set()
-        stack = [expr]
-        while stack:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            q = (
-                self.qualname(node)
-                if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
-                else None
-            )
-            if predicate(node, q):
-                return True
-            if prune is not None and prune(node):
-                continue
-            for value in self.values_of(node):
-                if value is not None and self.reaches(
-                    value, predicate, depth=depth - 1, prune=prune, _seen=seen
-                ):
-                    return True
-            children = list(iter_children(node))
-            children.reverse()
-            stack.extend(children)
-        return False
+        return self.flow.reaches(expr, predicate, key=key, prune=prune, depth=depth)
 
     def values_of(self, node: cst.CSTNode) -> list[cst.CSTNode | None]:
         """Expressions whose value may flow into ``node`` one step back."""
+        found = self._values_cache.get(node)
+        if found is None:
+            found = self._values_cache[node] = self._values_of(node)
+        return found
+
+    def _values_of(self, node: cst.CSTNode) -> list[cst.CSTNode | None]:
         out: list[cst.CSTNode | None] = []
         if isinstance(node, cst.Name):
             parent = self.parent(node)

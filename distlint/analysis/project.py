@@ -159,6 +159,9 @@ class Project:
     def refresh(self, path: str) -> None:
         """Forget what was read of ``path`` (it changed on disk or in an editor)."""
         full = normalise(path)
+        old = self._digests.get(full)
+        if old is not None and sum(d == old for d in self._digests.values()) == 1:
+            self._parsed.pop(old, None)  # an editor's every keystroke must not stay parsed
         self._data.pop(full, None)
         self._stats.pop(full, None)
         self._modules.pop(full, None)
@@ -323,16 +326,18 @@ class Project:
     def _parse(self, full: str, data: bytes, text: str):
         import libcst as cst
 
+        from distlint import guard
         from distlint.analysis.index import Index
-        from distlint.runner import _syntax_error, _too_deep
+        from distlint.runner import _syntax_error
 
         if "\x00" in text:
             self._error(full, "source contains a null byte")
             return None
-        deep = _too_deep(text, full)
-        if deep is not None:
-            self._error(full, deep.message, deep.line)
+        refused = guard.check_source(text, full, guard.DEFAULT_MAX_FILE_SIZE)
+        if refused is not None:
+            self._error(full, refused.message, refused.line)
             return None
+        guard.ensure_recursion_headroom()
         try:
             module = cst.parse_module(data)
             self.parse_count += 1

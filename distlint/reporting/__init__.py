@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, TextIO
+from typing import Callable, TextIO
 
 from distlint.model import FileResult
 
@@ -22,8 +22,6 @@ class ReportContext:
     unsafe_fixes: bool = False
     show_statistics: bool = False
     diff: bool = False
-    # the run's LintOptions (sarif recomputes each finding's own fix with the same configuration)
-    options: Any | None = None
 
 
 def renderer(fmt: str) -> Callable[[Sequence[FileResult], TextIO, ReportContext], None]:

@@ -33,8 +33,9 @@ def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
         for f in result.findings:
             title = f"distlint ({f.code})"
             if f.cell is not None:
+                # the notebook's lines are JSON, not code: a file annotation naming the cell
                 where = f"{f.path}:cell {f.cell}:{f.line}:{f.column}"
-                props = [("title", title), ("file", f.path)]
+                props = [("title", f"{title} cell {f.cell}"), ("file", f.path)]
             else:
                 where = f"{f.path}:{f.line}:{f.column}"
                 props = [

@@ -10,6 +10,7 @@ from distlint.model import FileResult
 
 
 def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
-    findings = [f.to_json() for r in results for f in r.findings]
+    # `cell`: the notebook code cell (1-based) the cell-relative line is in; null for .py
+    findings = [{**f.to_json(), "cell": f.cell} for r in results for f in r.findings]
     json.dump(findings, stream, indent=2)
     stream.write("\n")

@@ -24,6 +24,9 @@ def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
         for f in result.findings:
             failure = ET.SubElement(case, "failure", message=f"{f.code} {f.message}", type=f.code)
             failure.text = f"{location(f)}: {f.code} {f.message}"
+            if f.cell is not None:  # a notebook: the line is relative to the cell
+                failure.set("message", f"cell {f.cell}, line {f.line}: {f.code} {f.message}")
+                failure.set("cell", str(f.cell))
             if f.line:
                 failure.set("line", str(f.line))
         for e in result.errors:

@@ -2,14 +2,14 @@
 
 The run lists every distlint rule (id, name, descriptions, the full ``distlint rule`` docs as
 help, the help URI when a rule has one), one result per finding with its 1-based region, and,
-for fixable findings, the fix as one replacement covering the changed line span of the file.
-Each finding's fix is recomputed on its own (the quick fix the language server offers), so a
-viewer can apply findings one by one. Files that could not be linted are tool notifications.
+for fixable findings, the finding's own fix: one replacement per edit the finding carries
+(``deletedRegion`` as lines/columns and as a character offset and length, ``insertedContent``),
+so a viewer can apply findings one by one. Nothing is read or linted again here. Files that could
+not be linted are tool notifications.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import TextIO
 from urllib.parse import quote
 
 from distlint import __version__
+from distlint.edits import merged
 from distlint.model import Applicability, FileResult, Finding
 
 SCHEMA_URI = (
@@ -46,7 +47,9 @@ def _location(
     if base:
         artifact["uriBaseId"] = base
     physical: dict = {"artifactLocation": artifact}
-    if finding is not None and finding.cell is None:
+    if finding is not None:
+        # notebooks: the region is in the finding's code cell (cell-relative lines, as viewers
+        # of notebook results expect); the cell number is in the result's properties
         physical["region"] = {
             "startLine": finding.line,
             "startColumn": finding.column,
@@ -61,69 +64,46 @@ def _location(
     return {"physicalLocation": physical}
 
 
-def _replacements(before: str, after: str) -> list[dict]:
-    """The changed line spans between ``before`` and ``after``, one replacement each, as
-    character regions of ``before`` (SARIF wants them ordered and non-overlapping)."""
-    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    offsets = [0]
-    for line in old:
-        offsets.append(offsets[-1] + len(line))
+def _replacements(finding: Finding) -> list[dict]:
+    """The finding's edits as SARIF replacements, in order (SARIF wants them non-overlapping)."""
+    assert finding.fix is not None
     out = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
-        None, old, new, autojunk=False
-    ).get_opcodes():
-        if tag == "equal":
-            continue
+    for edit in merged(finding.fix.edits):
+        rng = edit.range
         out.append(
             {
                 "deletedRegion": {
-                    "charOffset": offsets[i1],
-                    "charLength": offsets[i2] - offsets[i1],
+                    "startLine": rng.line,
+                    "startColumn": rng.column,
+                    "endLine": rng.end_line,
+                    "endColumn": rng.end_column,
+                    "charOffset": edit.start,
+                    "charLength": edit.end - edit.start,
                 },
-                "insertedContent": {"text": "".join(new[j1:j2])},
+                "insertedContent": {"text": edit.content},
             }
         )
     return out
 
 
-def _fixes(result: FileResult, context) -> dict[Finding, dict]:
-    """Each fixable finding's own fix, as a SARIF fix object."""
-    wanted = [f for f in result.findings if f.fix is not None and f.cell is None]
-    if not wanted or getattr(context, "diff", False) or result.path.endswith(".ipynb"):
-        return {}
-    from distlint.api import LintOptions, config_for, fix_source, lint_source
-    from distlint.runner import decode
-
-    try:
-        with open(result.path, "rb") as handle:
-            text = decode(handle.read())
-        config = config_for(result.path, context.options or LintOptions())
-    except Exception:  # unreadable now, or a config problem already reported: no fixes
-        return {}
-    fresh = lint_source(text, result.path, config)
-    ids = {(f.code, f.range): f.fix_id for f in fresh.findings if f.fix is not None}
-    out: dict[Finding, dict] = {}
-    for finding in wanted:
-        fix_id = ids.get((finding.code, finding.range))
-        if fix_id is None:
-            continue
-        fixed = fix_source(text, result.path, config, fix_ids={fix_id})
-        if fixed == text:
-            continue
-        title = finding.fix.title
-        if finding.fix.applicability is Applicability.UNSAFE:
-            title += " (unsafe: review it, it may change behaviour)"
-        uri, base = _uri(result.path)
-        artifact = {"uri": uri}
-        if base:
-            artifact["uriBaseId"] = base
-        out[finding] = {
-            "description": {"text": title},
-            "artifactChanges": [
-                {"artifactLocation": artifact, "replacements": _replacements(text, fixed)}
-            ],
-        }
-    return out
+def _fix(finding: Finding, context) -> dict | None:
+    """The finding's own fix as a SARIF fix object. Notebook edits are in the coordinates of the
+    joined cells, and after ``--diff`` in those of text that was never written: none then."""
+    if finding.fix is None or not finding.fix.edits or finding.cell is not None:
+        return None
+    if getattr(context, "diff", False):
+        return None
+    title = finding.fix.title
+    if finding.fix.applicability is Applicability.UNSAFE:
+        title += " (unsafe: review it, it may change behaviour)"
+    uri, base = _uri(finding.path)
+    artifact = {"uri": uri}
+    if base:
+        artifact["uriBaseId"] = base
+    return {
+        "description": {"text": title},
+        "artifactChanges": [{"artifactLocation": artifact, "replacements": _replacements(finding)}],
+    }
 
 
 def _rules() -> tuple[list[dict], dict[str, int]]:
@@ -157,7 +137,6 @@ def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
     sarif_results = []
     notifications = []
     for result in results:
-        fixes = _fixes(result, context)
         for f in result.findings:
             message = f"{f.code} {f.message}"
             if f.cell is not None:
@@ -172,8 +151,9 @@ def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
                 item["ruleIndex"] = rule_index[f.code]
             if f.cell is not None:
                 item["properties"] = {"cell": f.cell, "line": f.line, "column": f.column}
-            if f in fixes:
-                item["fixes"] = [fixes[f]]
+            fix = _fix(f, context)
+            if fix is not None:
+                item["fixes"] = [fix]
             sarif_results.append(item)
         for e in result.errors:
             notifications.append(

@@ -28,7 +28,12 @@ def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
     if context.show_statistics and findings:
         stream.write("\n")
         counts = Counter((f.code, f.name) for f in findings)
-        fixable = Counter(f.code for f in findings if f.fix is not None)
+        fixable = Counter(  # `[*]`: fixable by `distlint fix` as configured (not unsafe-only)
+            f.code
+            for f in findings
+            if f.fix is not None
+            and (f.fix.applicability is Applicability.SAFE or context.unsafe_fixes)
+        )
         for (code, name), n in sorted(counts.items()):
             mark = "[*]" if fixable[code] else "   "
             stream.write(f"{n:5d}\t{code}\t{mark} {name}\n")

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from distlint.verify import checks as checks_mod
 from distlint.verify import compare, launch
 from distlint.verify.compare import Check, RunSummary
 from distlint.verify.records import read_run
@@ -34,19 +37,29 @@ class VerifyResult:
     notes: list[str] = field(default_factory=list)
     static_findings: list[Any] | None = None  # None: the static check did not run
     wall_s: float = 0.0
+    node_rank: int | None = None  # several nodes: this machine's node rank
+    interrupted: int | None = None  # the signal that stopped verify (SIGTERM, SIGHUP, SIGINT)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 128 + self.interrupted
+        if self.node_rank:  # a follower node: its own ranks ran (node 0 compares)
+            return 0 if self.many and self.many.ok else 2
+        if self.problems or not self.one or not self.many or not all(r.ok for r in self.runs):
+            return 2
+        return 1 if any(c.status == "fail" for c in self.checks) else 0
 
     @property
     def runs(self) -> list[RunSummary]:
         return [r for r in (self.one, self.many) if r is not None]
 
     @property
-    def exit_code(self) -> int:
-        if self.problems or not self.one or not self.many or not all(r.ok for r in self.runs):
-            return 2
-        return 1 if any(c.status == "fail" for c in self.checks) else 0
-
-    @property
     def verdict(self) -> str:
+        if self.interrupted:
+            return f"interrupted by {signal.Signals(self.interrupted).name}"
+        if self.node_rank:
+            return "node ran its ranks" if self.exit_code == 0 else "run failed"
         return {0: "comparable", 1: "check failed", 2: "run failed"}[self.exit_code]
 
     def check(self, check_id: str) -> Check | None:
@@ -73,10 +86,87 @@ class VerifyResult:
             if self.static_findings is None
             else [f.to_json() for f in self.static_findings],
             "wall_s": round(self.wall_s, 3),
+            "node_rank": self.node_rank,
+            "interrupted": self.interrupted,
         }
 
 
 ProgressFn = Callable[[str, Any], None]
+
+
+class Interrupted(BaseException):
+    """SIGTERM / SIGHUP reached verify: stop the runs like a timeout, then exit 128 + signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _install_signal_handlers() -> dict[int, Any]:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous: dict[int, Any] = {}
+
+    def handler(signum, frame):
+        raise Interrupted(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except (ValueError, OSError):
+            pass
+    return previous
+
+
+def mirror_cwd(
+    src: str, dst: str, budget: int = 3000, depth: int = 2, skip: str | None = None
+) -> dict[str, tuple]:
+    """A scratch working directory: folders re-created, files linked to the originals.
+
+    Inputs stay reachable under their relative paths; new files (checkpoints, logs) land in the
+    scratch folder. Returns the linked files' (size, mtime) so that a run that rewrote an original
+    through its link can be reported.
+    """
+    linked: dict[str, tuple] = {}
+    os.makedirs(dst, exist_ok=True)
+    todo = [(src, dst, 0)]
+    while todo:
+        s_dir, d_dir, level = todo.pop()
+        try:
+            entries = list(os.scandir(s_dir))
+        except OSError:
+            continue
+        for entry in entries:
+            target = os.path.join(d_dir, entry.name)
+            if entry.name.startswith("distlint-verify-"):
+                continue
+            if skip and os.path.realpath(entry.path) == skip:
+                continue  # verify's own folder (--keep inside the working directory)
+            try:
+                if entry.is_dir(follow_symlinks=False) and level < depth and budget > 0:
+                    os.makedirs(target, exist_ok=True)
+                    todo.append((entry.path, target, level + 1))
+                else:
+                    os.symlink(entry.path, target)
+                    if entry.is_file(follow_symlinks=False):
+                        st = entry.stat()
+                        linked[entry.path] = (st.st_size, st.st_mtime_ns)
+            except OSError:
+                continue
+            budget -= 1
+    return linked
+
+
+def _rewritten(linked: dict[str, tuple]) -> list[str]:
+    changed = []
+    for path, (size, mtime) in linked.items():
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if (st.st_size, st.st_mtime_ns) != (size, mtime):
+            changed.append(path)
+    return changed
 
 
 def verify(
@@ -94,11 +184,17 @@ def verify(
     static_findings: Sequence[Any] | None = None,
     progress: ProgressFn | None = None,
     keep_dir: str | None = None,
+    env: dict[str, str] | None = None,
+    nodes: launch.Nodes | None = None,
+    single_launcher: str | None = None,
+    cwd: str | None = None,
 ) -> VerifyResult:
-    """Run `script` on 1 and N processes (never more than `timeout` seconds in all) and compare.
+    """Run `script` on N processes, then on 1 (never more than `timeout` seconds in all), compare.
 
-    `progress(event, payload)` is called with ("start", plan), ("poll", (plan, record_dir, elapsed))
-    and ("end", summary) for each run.
+    The N-process run goes first: its samples per update are measured, and the 1-process run is
+    stopped once it has trained on as many samples (whether the script grows the global batch
+    with N or holds it constant). `progress(event, payload)` is called with ("start", plan),
+    ("poll", (plan, record_dir, elapsed)) and ("end", summary) for each run.
     """
     started = time.monotonic()
     path = os.path.abspath(script)
@@ -109,37 +205,61 @@ def verify(
         max_steps,
         exact,
         static_findings=None if static_findings is None else list(static_findings),
+        node_rank=nodes.node_rank if nodes else None,
     )
     if not os.path.isfile(path):
         result.problems.append(f"{script}: no such file")
         return result
+    if launcher == "accelerate" and nprocs is None:
+        nprocs = launch.accelerate_config_processes(launcher_args)
     try:
-        devices = launch.plan_devices(device, nprocs)
+        devices = launch.plan_devices(device, nprocs, minimum=1 if nodes else 2)
     except launch.LaunchError as exc:
         result.problems.append(str(exc))
         return result
-    n = result.nprocs = devices.nprocs
+    n = devices.nprocs
+    result.nprocs = n * (nodes.nnodes if nodes else 1)
     result.notes.extend(devices.notes)
     work = keep_dir or tempfile.mkdtemp(prefix="distlint-verify-")
     os.makedirs(work, exist_ok=True)
+    previous_handlers = _install_signal_handlers()
+    subreaper = launch.set_child_subreaper(True)
+    user_cwd = os.path.abspath(cwd or os.getcwd())
     try:
-        many_plan = launch.multi_plan(
-            path,
-            script_args,
-            n,
-            devices.multi,
-            launcher,
-            launcher_args,
-            log_dir=os.path.join(work, "many", "logs"),
-        )
+        try:
+            many_plan = launch.multi_plan(
+                path,
+                script_args,
+                n,
+                devices.multi,
+                launcher,
+                launcher_args,
+                log_dir=os.path.join(work, "many", "logs"),
+                main_function=launch.main_function_of(path) if devices.multi == "xla" else None,
+                nodes=nodes,
+            )
+        except launch.LaunchError as exc:
+            result.problems.append(str(exc))
+            return result
         if devices.multi == "xla" and not launch.tpu_available():
             result.problems.append(launch.XLA_ON_CPU)
             result.notes.append("the command on a TPU host would be: " + " ".join(many_plan.argv))
             return result
-        one_plan = launch.single_plan(path, script_args, devices.single)
-        base_env = {"DISTLINT_VERIFY_SCRIPT": path}
+        one_launcher = single_launcher or (
+            launcher if launcher in ("torchrun", "accelerate", "fabric") else "python"
+        )
+        one_plan = launch.single_plan(
+            path,
+            script_args,
+            devices.single,
+            one_launcher,
+            launcher_args,
+            log_dir=os.path.join(work, "one", "logs"),
+        )
+        base_env = {launch.schema.ENV_SCRIPT: path, **(env or {})}
+        rewritten: list[str] = []
 
-        def run(plan: launch.LaunchPlan, name: str, env: dict[str, str]) -> RunSummary | None:
+        def run(plan: launch.LaunchPlan, name: str, run_env: dict[str, str]) -> RunSummary | None:
             remaining = timeout - (time.monotonic() - started)
             if remaining <= 1:
                 result.problems.append(
@@ -147,6 +267,8 @@ def verify(
                 )
                 return None
             run_dir = os.path.join(work, name)
+            scratch = os.path.join(run_dir, "cwd")
+            linked = mirror_cwd(user_cwd, scratch, skip=os.path.realpath(work))
             if progress:
                 progress("start", plan)
             record_dir = os.path.join(run_dir, "records")
@@ -155,59 +277,99 @@ def verify(
                 if progress
                 else None
             )
-            outcome = launch.run_plan(plan, run_dir, remaining, {**base_env, **env}, poll)
+            outcome = launch.run_plan(
+                plan, run_dir, remaining, {**base_env, **run_env}, poll, cwd=scratch
+            )
+            rewritten.extend(p for p in _rewritten(linked) if p not in rewritten)
             records = read_run(outcome.record_dir, single_pid=None)
+            follower = bool(nodes and nodes.node_rank) and plan is many_plan
             summary = compare.summarize_run(
-                outcome, records, plan.nprocs, int(env["DISTLINT_VERIFY_MAX_STEPS"])
+                outcome,
+                records,
+                plan.local if follower else plan.nprocs,
+                int(run_env[launch.schema.ENV_MAX_STEPS]),
+                world=plan.nprocs,
             )
             if progress:
                 progress("end", summary)
             return summary
 
-        # Without --exact the 1-process run makes N times more (N times smaller) updates, so both
-        # runs see the same number of samples. With --exact it takes the N-process run's LRs and
-        # a batch N times larger, so the N-process run goes first.
-        one_env = {"DISTLINT_VERIFY_MAX_STEPS": str(max_steps * (1 if exact else n))}
-        if exact:
-            result.many = run(many_plan, "many", {"DISTLINT_VERIFY_MAX_STEPS": str(max_steps)})
-            lrs = _prepared_lrs(result.many)
-            if result.many is not None and result.many.ok:
-                one_env["DISTLINT_VERIFY_BATCH_SCALE"] = str(n)
-                if lrs:
-                    one_env["DISTLINT_VERIFY_LRS"] = json.dumps(lrs)
-                else:
-                    result.notes.append(
-                        "--exact: the N-process run prepared no optimizer; LRs left as they are"
-                    )
-                result.one = run(one_plan, "one", one_env)
-            else:
-                result.notes.append(
-                    "--exact: the 1-process run needs a successful N-process run first; skipped"
-                )
-        else:
+        result.many = run(many_plan, "many", {launch.schema.ENV_MAX_STEPS: str(max_steps)})
+        if nodes and nodes.node_rank:
+            return result  # a follower node: node 0 makes the 1-process run and compares
+        one_env = _plan_single(result, max_steps, n, exact)
+        if one_env is not None:
             result.one = run(one_plan, "one", one_env)
-            result.many = run(many_plan, "many", {"DISTLINT_VERIFY_MAX_STEPS": str(max_steps)})
+        if rewritten:
+            result.notes.append(
+                "files of your working directory changed while the runs went (each run works in "
+                "a scratch folder, but files that existed are linked, not copied, so a run that "
+                "rewrites one rewrites yours): " + ", ".join(rewritten[:5])
+            )
         if result.one and result.many and result.one.ok and result.many.ok:
             one, many = result.one, result.many
-            result.checks = [
-                compare.check_batch(one, many, exact),
-                compare.check_lr(one, many, exact),
-                compare.check_seeding(one, many),
-                compare.check_data_order(one, many, exact),
-                compare.check_loss(one, many, exact, loss_rtol),
-            ]
-            compare.join_static(result.checks, result.static_findings)
-            result.table = compare.equivalence_table(many)
+            result.checks = checks_mod.run_all(one, many, exact, loss_rtol)
+            checks_mod.join_static(result.checks, result.static_findings)
+            result.table = checks_mod.equivalence_table(many)
             for run_summary in result.runs:
                 if run_summary.device.startswith("cuda"):
                     result.notes.append(
                         f"the {run_summary.label} run ran on the GPU ({run_summary.device})"
                     )
+    except Interrupted as exc:
+        result.interrupted = exc.signum
+        result.problems.append(
+            f"stopped by {signal.Signals(exc.signum).name}: every process of the runs was "
+            "killed and the temporary folder removed"
+        )
+    except KeyboardInterrupt:
+        result.interrupted = int(signal.SIGINT)
+        result.problems.append("stopped by SIGINT (Ctrl-C): every process of the runs was killed")
     finally:
         result.wall_s = time.monotonic() - started
+        if subreaper:
+            launch.set_child_subreaper(False)
+        for sig, handler in previous_handlers.items():
+            try:
+                signal.signal(sig, handler)
+            except (ValueError, OSError):
+                pass
         if keep_dir is None:
             shutil.rmtree(work, ignore_errors=True)
     return result
+
+
+def _plan_single(result: VerifyResult, max_steps: int, n: int, exact: bool) -> dict | None:
+    """The 1-process run's stop, planned from what the N-process run really trained on."""
+    many = result.many
+    env = launch.schema
+    if many is None or not many.ok:
+        result.notes.append(
+            f"the 1-process run needs a successful {result.nprocs}-process run first; skipped"
+        )
+        return None
+    if exact:
+        one_env = {env.ENV_MAX_STEPS: str(max_steps), env.ENV_BATCH_SCALE: str(result.nprocs)}
+        lrs = _prepared_lrs(many)
+        if lrs:
+            one_env[env.ENV_LRS] = json.dumps(lrs)
+        else:
+            result.notes.append(
+                "--exact: the N-process run prepared no optimizer; LRs left as they are"
+            )
+        return one_env
+    samples = many.samples_seen if many.samples_known else None
+    if samples:
+        # Stop once as many samples were trained on; the step cap only guards a runaway run.
+        return {
+            env.ENV_MAX_STEPS: str(max_steps * result.nprocs * 4),
+            env.ENV_MAX_SAMPLES: str(samples),
+        }
+    result.notes.append(
+        f"the {many.label} run's samples per update are unknown: the 1-process run makes "
+        f"{max_steps} × {result.nprocs} updates"
+    )
+    return {env.ENV_MAX_STEPS: str(max_steps * result.nprocs)}
 
 
 def _prepared_lrs(run: RunSummary | None) -> list[list[float]] | None:
@@ -215,5 +377,5 @@ def _prepared_lrs(run: RunSummary | None) -> list[list[float]] | None:
     if run is None or run.rank0 is None:
         return None
     opts = sorted(run.rank0.optimizers, key=lambda o: o.get("index", 0))
-    lrs = [o.get("native_lrs") for o in opts if o.get("native_lrs")]
+    lrs = [list(o["native_lrs"]) for o in opts if o.get("native_lrs")]
     return lrs or None

@@ -23,10 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Callable
 
-PROBE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe")
-TAG_VAR = "DISTLINT_VERIFY_TAG"
+from distlint.verify.probe import distlint_probe_schema as schema
 
-LAUNCHERS = ("torchrun", "accelerate")
+PROBE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe")
+TAG_VAR = schema.ENV_TAG
+
+LAUNCHERS = ("torchrun", "accelerate", "fabric")
 DEVICES = ("auto", "cpu", "cuda", "xla")
 
 XLA_ON_CPU = (
@@ -76,11 +78,11 @@ class DevicePlan:
     notes: list[str] = field(default_factory=list)
 
 
-def plan_devices(device: str, nprocs: int | None) -> DevicePlan:
+def plan_devices(device: str, nprocs: int | None, minimum: int = 2) -> DevicePlan:
     """Pick devices and N: GPUs when visible (N = their count, at least 2), else CPU with N = 2."""
     if device not in DEVICES:
         raise LaunchError(f"unknown device {device!r}; choose from {', '.join(DEVICES)}")
-    if nprocs is not None and nprocs < 2:
+    if nprocs is not None and nprocs < minimum:
         raise LaunchError("-n/--nprocs must be at least 2 (the 1-process run is always made)")
     if device == "xla":
         return DevicePlan("xla", "xla", nprocs or 8)
@@ -117,6 +119,11 @@ class LaunchPlan:
     argv: list[str]
     env: dict[str, str]  # added to os.environ
     log_dir: str | None = None  # where the launcher writes per-rank stdout/stderr
+    local_nprocs: int | None = None  # ranks on this machine (several nodes: fewer than nprocs)
+
+    @property
+    def local(self) -> int:
+        return self.local_nprocs or self.nprocs
 
 
 def _has_option(args: Sequence[str], *names: str) -> bool:
@@ -135,9 +142,170 @@ def device_env(device: str) -> dict[str, str]:
     return {}
 
 
-def single_plan(script: str, script_args: Sequence[str], device: str) -> LaunchPlan:
+def main_function_of(script: str) -> str | None:
+    """The function the script's `if __name__ == "__main__":` block calls (what xmp.spawn needs)."""
+    import ast
+
+    try:
+        with open(script, "rb") as f:
+            tree = ast.parse(f.read(), script)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    functions = {
+        n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+                    if sub.func.id in functions:
+                        return sub.func.id
+    return "main" if "main" in functions else None
+
+
+@dataclass
+class Nodes:
+    """Several machines: torchrun's multi-node rendezvous (c10d), optionally started by srun."""
+
+    nnodes: int
+    node_rank: int | None = None  # None with srun: each node's torchrun takes its rank from SLURM
+    rdzv_endpoint: str | None = None  # host:port of the rendezvous
+    rdzv_id: str = "distlint-verify"
+    slurm: bool = False
+
+    def torchrun_args(self) -> list[str]:
+        endpoint = self.rdzv_endpoint or "127.0.0.1:29400"
+        if self.node_rank is not None:
+            # Static rendezvous: each node keeps the rank it was given (node 0 hosts the store
+            # and global rank 0, so its verify reads every rank's records).
+            host, _, port = endpoint.rpartition(":")
+            return [
+                "--nnodes",
+                str(self.nnodes),
+                "--node-rank",
+                str(self.node_rank),
+                "--master-addr",
+                host,
+                "--master-port",
+                port,
+            ]
+        # srun: one torchrun per node, ranks assigned by the c10d rendezvous.
+        return [
+            "--nnodes",
+            str(self.nnodes),
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            endpoint,
+            "--rdzv-id",
+            self.rdzv_id,
+        ]
+
+
+def slurm_master(environ: dict[str, str] | None = None) -> str | None:
+    """The first host of the SLURM allocation (scontrol show hostnames), without a port."""
+    environ = dict(os.environ if environ is None else environ)
+    nodelist = environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST")
+    if not nodelist:
+        return None
+    scontrol = shutil.which("scontrol")
+    if scontrol:
+        try:
+            out = subprocess.run(
+                [scontrol, "show", "hostnames", nodelist],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            ).stdout.split()
+            if out:
+                return out[0]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return nodelist.split(",")[0].split("[")[0] or None
+
+
+def _torchrun(nprocs: int, launcher_args: Sequence[str], log_dir: str | None, nodes) -> list[str]:
+    argv = [sys.executable, "-m", "torch.distributed.run"]
+    multi_node = nodes is not None or _has_option(
+        launcher_args,
+        "--nnodes",
+        "--rdzv-endpoint",
+        "--rdzv_endpoint",
+        "--master-addr",
+        "--master_addr",
+    )
+    if nodes is not None:
+        argv += nodes.torchrun_args()
+    if not multi_node and not _has_option(launcher_args, "--standalone"):
+        argv.append("--standalone")  # a free port of its own: several verifies can run at once
+    if not _has_option(launcher_args, "--nproc-per-node", "--nproc_per_node"):
+        argv += ["--nproc_per_node", str(nprocs)]
+    if log_dir and not _has_option(launcher_args, "--log-dir", "--log_dir"):
+        argv += ["--log-dir", log_dir, "--tee", "3"]
+    return argv + list(launcher_args)
+
+
+def _single_node_args(args: Sequence[str]) -> list[str]:
+    """Launcher arguments without the multi-node ones (the 1-process run stays on this machine)."""
+    drop = {"--nnodes", "--node-rank", "--node_rank", "--rdzv-endpoint", "--rdzv_endpoint",
+            "--rdzv-backend", "--rdzv_backend", "--rdzv-id", "--rdzv_id", "--master-addr",
+            "--master_addr", "--master-port", "--master_port", "--num_machines", "--machine_rank",
+            "--main_process_ip", "--num_processes", "--num-processes", "--nproc_per_node",
+            "--nproc-per-node", "--multi_gpu", "--multi-gpu", "--devices", "--num-nodes"}  # fmt: skip
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        name = a.split("=", 1)[0]
+        if name in drop:
+            skip = "=" not in a and name not in ("--multi_gpu", "--multi-gpu")
+            continue
+        out.append(a)
+    return out
+
+
+def single_plan(
+    script: str,
+    script_args: Sequence[str],
+    device: str,
+    launcher: str = "python",
+    launcher_args: Sequence[str] = (),
+    log_dir: str | None = None,
+) -> LaunchPlan:
+    """The 1-process run, through the same launcher as the N-process run with one process.
+
+    torchrun --nproc_per_node 1 sets RANK/LOCAL_RANK/WORLD_SIZE as scripts written for torchrun
+    expect; accelerate launch --num_processes 1 honours --config_file; "python" runs it bare.
+    """
+    env = device_env(device)
+    args = _single_node_args(launcher_args)
+    if launcher == "torchrun":
+        argv = _torchrun(1, args, log_dir, None) + [script, *script_args]
+        return LaunchPlan("1 process", 1, "torchrun", device, argv, env, log_dir)
+    if launcher == "accelerate":
+        argv = [sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch"]
+        argv += ["--num_processes", "1", *args, script, *script_args]
+        return LaunchPlan("1 process", 1, "accelerate", device, argv, env)
+    if launcher == "fabric":
+        argv = _fabric(1, device, args) + [script, *script_args]
+        return LaunchPlan("1 process", 1, "fabric", device, argv, env)
     argv = [sys.executable, script, *script_args]
-    return LaunchPlan("1 process", 1, "python", device, argv, device_env(device))
+    return LaunchPlan("1 process", 1, "python", device, argv, env)
+
+
+def _fabric(nprocs: int, device: str, launcher_args: Sequence[str]) -> list[str]:
+    """Lightning Fabric's own launcher: `fabric run` (lightning.fabric.cli)."""
+    exe = shutil.which("fabric")
+    argv = [exe, "run"] if exe else [sys.executable, "-m", "lightning.fabric.cli", "run"]
+    if not _has_option(launcher_args, "--accelerator"):
+        argv += ["--accelerator", "cpu" if device == "cpu" else "cuda"]
+    if not _has_option(launcher_args, "--devices"):
+        argv += ["--devices", str(nprocs)]
+    if nprocs > 1 and not _has_option(launcher_args, "--strategy"):
+        argv += ["--strategy", "ddp"]
+    return argv + list(launcher_args)
 
 
 def multi_plan(
@@ -148,11 +316,13 @@ def multi_plan(
     launcher: str = "torchrun",
     launcher_args: Sequence[str] = (),
     log_dir: str | None = None,
-    main_function: str = "main",
+    main_function: str | None = None,
+    nodes: Nodes | None = None,
 ) -> LaunchPlan:
-    """The N-process command through an existing launcher."""
+    """The N-process command through an existing launcher (nprocs: processes on this node)."""
     launcher_args = list(launcher_args)
-    label = f"{nprocs} processes"
+    world = nprocs * (nodes.nnodes if nodes else 1)
+    label = f"{world} processes" + (f" on {nodes.nnodes} nodes" if nodes else "")
     env = device_env(device)
     if device == "xla":
         # Accelerate's TPU launcher imports the script and xmp.spawn()s its main function.
@@ -160,27 +330,27 @@ def multi_plan(
         if not _has_option(launcher_args, "--num_processes"):
             argv += ["--num_processes", str(nprocs)]
         if not _has_option(launcher_args, "--main_training_function"):
+            if not main_function:
+                raise LaunchError(
+                    f"--device xla: accelerate's TPU launcher spawns a function of {script}, but "
+                    'its `if __name__ == "__main__":` block calls none; pass '
+                    "--launcher-arg=--main_training_function=NAME"
+                )
             argv += ["--main_training_function", main_function]
         argv += [*launcher_args, script, *script_args]
-        return LaunchPlan(label, nprocs, "accelerate-tpu", device, argv, env)
+        return LaunchPlan(label, world, "accelerate-tpu", device, argv, env)
     if launcher == "torchrun":
-        argv = [sys.executable, "-m", "torch.distributed.run"]
-        multi_node = _has_option(
-            launcher_args,
-            "--nnodes",
-            "--rdzv-endpoint",
-            "--rdzv_endpoint",
-            "--master-addr",
-            "--master_addr",
-        )
-        if not multi_node and not _has_option(launcher_args, "--standalone"):
-            argv.append("--standalone")  # a free port of its own: several verifies can run at once
-        if not _has_option(launcher_args, "--nproc-per-node", "--nproc_per_node"):
-            argv += ["--nproc_per_node", str(nprocs)]
-        if log_dir and not _has_option(launcher_args, "--log-dir", "--log_dir"):
-            argv += ["--log-dir", log_dir, "--tee", "3"]
-        argv += [*launcher_args, script, *script_args]
-        return LaunchPlan(label, nprocs, "torchrun", device, argv, env, log_dir)
+        argv = _torchrun(nprocs, launcher_args, log_dir, nodes) + [script, *script_args]
+        if nodes is not None and nodes.slurm:
+            srun = [shutil.which("srun") or "srun", "--nodes", str(nodes.nnodes)]
+            srun += ["--ntasks-per-node", "1", "--kill-on-bad-exit=1"]
+            return LaunchPlan(
+                label, world, "srun+torchrun", device, srun + argv, env, log_dir, world
+            )
+        return LaunchPlan(label, world, "torchrun", device, argv, env, log_dir, nprocs)
+    if launcher == "fabric":
+        argv = _fabric(nprocs, device, launcher_args) + [script, *script_args]
+        return LaunchPlan(label, world, "fabric", device, argv, env)
     if launcher == "accelerate":
         argv = [sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch"]
         user_configured = _has_option(launcher_args, "--config_file", "--config-file")
@@ -203,20 +373,69 @@ def multi_plan(
         if log_dir and not _has_option(launcher_args, "--log_dir", "--log-dir"):
             argv += ["--log_dir", log_dir, "--tee", "3"]
         argv += [*launcher_args, script, *script_args]
-        return LaunchPlan(label, nprocs, "accelerate", device, argv, env, log_dir)
+        return LaunchPlan(label, world, "accelerate", device, argv, env, log_dir)
     raise LaunchError(f"unknown launcher {launcher!r}; choose from {', '.join(LAUNCHERS)}")
+
+
+def accelerate_config_processes(launcher_args: Sequence[str]) -> int | None:
+    """num_processes of an `accelerate launch --config_file` YAML (to honour it as N)."""
+    path = None
+    args = list(launcher_args)
+    for i, a in enumerate(args):
+        if a.startswith(("--config_file=", "--config-file=")):
+            path = a.split("=", 1)[1]
+        elif a in ("--config_file", "--config-file") and i + 1 < len(args):
+            path = args[i + 1]
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "num_processes" and value.strip().isdigit():
+                    return int(value.strip())
+    except OSError:
+        return None
+    return None
 
 
 # -- processes --------------------------------------------------------------------------------
 
 
-def _proc_state(pid: int) -> str | None:
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of a live process, from /proc/<pid>/stat."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
-        return data[data.rindex(b")") + 2 : data.rindex(b")") + 3].decode()
-    except (OSError, ValueError):
+        fields = data[data.rindex(b")") + 2 :].split()
+        return fields[0].decode(), int(fields[1])
+    except (OSError, ValueError, IndexError):
         return None
+
+
+def _proc_state(pid: int) -> str | None:
+    stat = _proc_stat(pid)
+    return stat[0] if stat else None
+
+
+def _info(pid: int, environ: list[bytes] | None = None) -> dict[str, str]:
+    info: dict[str, str] = {}
+    if environ is None:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+        except OSError:
+            environ = []
+    for item in environ:
+        key, _, value = item.partition(b"=")
+        if key in (b"RANK", b"LOCAL_RANK"):
+            info[key.decode()] = value.decode(errors="replace")
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            info["cmdline"] = f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:200]
+    except OSError:
+        pass
+    return info
 
 
 def tagged_processes(tag: str) -> dict[int, dict[str, str]]:
@@ -238,20 +457,101 @@ def tagged_processes(tag: str) -> dict[int, dict[str, str]]:
             continue
         if _proc_state(int(name)) in (None, "Z", "X"):
             continue
-        info = {}
-        for item in environ:
-            key, _, value = item.partition(b"=")
-            if key in (b"RANK", b"LOCAL_RANK"):
-                info[key.decode()] = value.decode(errors="replace")
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                info["cmdline"] = (
-                    f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:200]
-                )
-        except OSError:
-            pass
+        info = _info(int(name), environ)
+        info["found_by"] = "environment tag"
         found[int(name)] = info
     return found
+
+
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    if not os.path.isdir("/proc"):
+        return children
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        stat = _proc_stat(int(name))
+        if stat is None or stat[0] in ("Z", "X"):
+            continue
+        children.setdefault(stat[1], []).append(int(name))
+    return children
+
+
+def set_child_subreaper(on: bool) -> bool:
+    """PR_SET_CHILD_SUBREAPER (Linux): orphans of the run become our children, not init's, so
+    a helper that left the launcher's tree (a new session, a double fork, a clean environment)
+    can still be found by the process tree. Returns whether it took effect."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1 if on else 0, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except Exception:
+        return False
+
+
+def _set_parent_death_signal() -> None:  # runs in the child between fork and exec
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+class Tracker:
+    """Everything one run started: by environment tag, and by process tree (the launcher's
+    descendants, and orphans re-parented to verify while it is a subreaper)."""
+
+    def __init__(self, tag: str):
+        self.tag = tag
+        self.me = os.getpid()
+        self.before = set(_children_map().get(self.me, []))
+        self.root: int | None = None
+
+    def processes(self) -> dict[int, dict[str, str]]:
+        found = tagged_processes(self.tag)
+        children = _children_map()
+        roots = [c for c in children.get(self.me, []) if c not in self.before]
+        stack = list(roots)
+        seen: set[int] = set()
+        while stack:
+            pid = stack.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            stack.extend(children.get(pid, []))
+        for pid in seen:
+            if pid not in found:
+                info = _info(pid)
+                info["found_by"] = "process tree"
+                found[pid] = info
+        return found
+
+    def reap(self) -> None:
+        """Collect exit statuses of orphans that became our children (no zombies left)."""
+        for pid in list(_children_map().get(self.me, [])) + list(self.orphans_done()):
+            if pid in self.before or pid == self.root:
+                continue
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except (ChildProcessError, OSError):
+                pass
+
+    def orphans_done(self) -> list[int]:
+        out: list[int] = []
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return out
+        for name in names:
+            if name.isdigit():
+                stat = _proc_stat(int(name))
+                if stat and stat[0] == "Z" and stat[1] == self.me:
+                    out.append(int(name))
+        return out
 
 
 def _signal(pid: int, sig: int) -> None:
@@ -262,40 +562,40 @@ def _signal(pid: int, sig: int) -> None:
 
 
 def terminate_all(
-    popen: subprocess.Popen, tag: str, grace: float = 2.0
+    popen: subprocess.Popen, tracker: Tracker, grace: float = 2.0
 ) -> dict[int, dict[str, str]]:
-    """SIGTERM the launcher's group and every tagged process, SIGKILL what is left after `grace`.
-
-    Returns the processes that had to be killed with SIGKILL (they ignored SIGTERM).
-    """
+    """SIGTERM the launcher's group and everything the run started, SIGKILL what is left after
+    `grace`. Returns the processes that had to be killed with SIGKILL (they ignored SIGTERM)."""
     try:
         os.killpg(popen.pid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
         pass
-    for pid in tagged_processes(tag):
+    for pid in tracker.processes():
         _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         popen.poll()
-        if popen.returncode is not None and not tagged_processes(tag):
+        tracker.reap()
+        if popen.returncode is not None and not tracker.processes():
             return {}
         time.sleep(0.05)
-    stubborn = tagged_processes(tag)
+    stubborn = tracker.processes()
     try:
         os.killpg(popen.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     for pid in stubborn:
         _signal(pid, signal.SIGKILL)
-    _wait_gone(popen, tag, 5.0)
+    _wait_gone(popen, tracker, 5.0)
     return stubborn
 
 
-def _wait_gone(popen: subprocess.Popen, tag: str, timeout: float) -> None:
+def _wait_gone(popen: subprocess.Popen, tracker: Tracker, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         popen.poll()
-        if popen.returncode is not None and not tagged_processes(tag):
+        tracker.reap()
+        if popen.returncode is not None and not tracker.processes():
             return
         time.sleep(0.05)
     try:
@@ -315,9 +615,11 @@ class RunOutcome:
     tag: str
     launcher_stopped: bool = False  # every rank had finished; verify ended the launcher's teardown
     killed_after_timeout: dict[int, dict[str, str]] = field(default_factory=dict)
-    leftovers: dict[int, dict[str, str]] = field(
-        default_factory=dict
-    )  # alive after the launcher ended
+    leftovers: dict[int, dict[str, str]] = field(default_factory=dict)  # alive after the launcher
+    end_t: float = 0.0  # time.time() when the run ended
+    cwd: str | None = None
+    stderr_tails: dict[int, str] | None = None  # replayed runs: the tails as recorded
+    at_timeout: list[str] = field(default_factory=list)  # command lines alive when it timed out
 
     def output_tail(self, lines: int = 30) -> str:
         try:
@@ -328,6 +630,8 @@ class RunOutcome:
 
     def rank_stderr_tails(self, lines: int = 15) -> dict[int, str]:
         """Per local rank, the tail of stderr the launcher logged (torchrun/accelerate --log-dir)."""
+        if self.stderr_tails is not None:
+            return self.stderr_tails
         tails: dict[int, str] = {}
         if not self.plan.log_dir:
             return tails
@@ -347,6 +651,7 @@ def run_plan(
     timeout: float,
     extra_env: dict[str, str],
     on_poll: Callable[[float], None] | None = None,
+    cwd: str | None = None,
 ) -> RunOutcome:
     """Run one launch to completion or timeout; nothing it started is left alive afterwards."""
     tag = uuid.uuid4().hex
@@ -357,11 +662,14 @@ def run_plan(
     env.update(plan.env)
     env.update(extra_env)
     env[TAG_VAR] = tag
-    env["DISTLINT_VERIFY_OUT"] = record_dir
+    env[schema.ENV_OUT] = record_dir
+    env[schema.ENV_PARENT] = str(os.getpid())
+    env.pop(schema.ENV_LAUNCHER, None)
     env["PYTHONPATH"] = os.pathsep.join(
         [PROBE_DIR] + [p for p in [os.environ.get("PYTHONPATH")] if p]
     )
     env["PYTHONUNBUFFERED"] = "1"
+    tracker = Tracker(tag)
     start = time.monotonic()
     with open(output_path, "wb") as out:
         popen = subprocess.Popen(
@@ -370,10 +678,15 @@ def run_plan(
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
+            cwd=cwd,
             start_new_session=True,  # its own process group: one killpg reaches the launcher's family
+            preexec_fn=_set_parent_death_signal if sys.platform.startswith("linux") else None,
         )
+    tracker.root = popen.pid
     timed_out = launcher_stopped = False
     killed: dict[int, dict[str, str]] = {}
+    alive: list[str] = []
+    stray: dict[int, dict[str, str]] = {}
     all_done_since: float | None = None
     try:
         while True:
@@ -387,30 +700,35 @@ def run_plan(
                 on_poll(elapsed)
             if elapsed > timeout:
                 timed_out = True
-                killed = terminate_all(popen, tag)
+                alive = [i.get("cmdline", "") for i in tracker.processes().values()]
+                killed = terminate_all(popen, tracker)
                 break
-            if plan.nprocs > 1 and _ranks_done(record_dir, plan.nprocs, popen.pid, tag):
+            if plan.launcher != "python" and _ranks_done(record_dir, plan.local, popen.pid, tag):
                 # Every rank has finished and exited: torchrun's own teardown (closing the
                 # rendezvous, ~1.5 s) is not part of the run. Give it a moment, then end it.
                 all_done_since = all_done_since or time.monotonic()
                 if time.monotonic() - all_done_since > 0.3:
                     launcher_stopped = True
-                    terminate_all(popen, tag, grace=2.0)
+                    # What is alive now besides the launcher was left behind by the script.
+                    stray = {p: i for p, i in tracker.processes().items() if p != popen.pid}
+                    terminate_all(popen, tracker, grace=2.0)
                     break
     except BaseException:
-        terminate_all(popen, tag, grace=0.5)
+        terminate_all(popen, tracker, grace=0.5)
         raise
     wall = time.monotonic() - start
     leftovers: dict[int, dict[str, str]] = {}
     # Workers of a launcher that exited, or processes the script forked, may still be alive.
     deadline = time.monotonic() + 1.0
-    while not timed_out and time.monotonic() < deadline and tagged_processes(tag):
+    while not timed_out and time.monotonic() < deadline and tracker.processes():
         time.sleep(0.05)
     if not timed_out:
-        leftovers = tagged_processes(tag)
+        leftovers = {**stray, **tracker.processes()}
+        leftovers.pop(popen.pid, None)
         if leftovers:
-            terminate_all(popen, tag, grace=1.0)
+            terminate_all(popen, tracker, grace=1.0)
     popen.poll()
+    tracker.reap()
     return RunOutcome(
         plan=plan,
         record_dir=record_dir,
@@ -422,6 +740,9 @@ def run_plan(
         killed_after_timeout=killed,
         leftovers=leftovers,
         launcher_stopped=launcher_stopped,
+        end_t=time.time(),
+        cwd=cwd,
+        at_timeout=alive,
     )
 
 

@@ -20,7 +20,9 @@ def write_plot(result: VerifyResult, path: str) -> str:
     for run, style in ((result.one, "-"), (result.many, "--")):
         if run is None or not run.curve:
             continue
-        points = [(p.samples, p.loss) for p in run.curve if p.loss is not None]
+        points = [
+            (p.samples, p.loss) for p in run.curve if p.loss is not None and p.samples is not None
+        ]
         if not points:
             continue
         lr = run.curve[0].lrs[0] if run.curve[0].lrs else None

@@ -8,10 +8,11 @@ import sys
 import textwrap
 from typing import Any, TextIO
 
-from distlint.verify.compare import RULES, RunSummary
+from distlint.verify.checks import loss_window, window_losses
+from distlint.verify.compare import RunSummary, rule_name
 from distlint.verify.core import VerifyResult
 
-STATUS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
+STATUS = {"pass": "PASS", "info": "INFO", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
 
 
 def _fmt(value: Any) -> str:
@@ -24,7 +25,13 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _run_rows(run: RunSummary | None, exact_note: str = "") -> dict[str, str]:
+def _known(value: Any, known: bool = True) -> str:
+    return _fmt(value) if known and value is not None else "unknown"
+
+
+def _run_rows(
+    run: RunSummary | None, exact_note: str = "", window: tuple[int, int] | None = None
+) -> dict[str, str]:
     if run is None:
         return {}
     backend = run.config("backend")
@@ -32,24 +39,54 @@ def _run_rows(run: RunSummary | None, exact_note: str = "") -> dict[str, str]:
     device = run.device + (f" / {backend}" if backend else "")
     ranks = run.records.ranks
     end = None
-    if run.curve:
-        tail = [p.loss for p in run.curve[-max(1, len(run.curve) // 4) :] if p.loss is not None]
-        end = sum(tail) / len(tail) if tail else None
-    return {
+    if window is not None:
+        values = window_losses(run.curve, *window)
+        end = sum(values) / len(values) if values else None
+    rows = {
         "launcher": run.launcher,
         "device / backend": device
         + (f" ({dtype})" if dtype and dtype not in ("NO", "None") else ""),
         "ranks in the group": f"{len(ranks)} of {run.nprocs}",
         "mixed precision": _fmt(run.config("mixed_precision")),
-        "grad. accumulation": _fmt(run.config("gradient_accumulation_steps")),
-        "per-device batch": _fmt(run.per_device_batch) + exact_note,
-        "global batch / update": _fmt(run.global_batch),
+        "forwards / update": _known(run.accumulation),
+        "per-device batch": _known(run.per_device_batch) + exact_note,
+        "global batch / update": _known(run.global_batch),
         "LR (first update)": _fmt(run.curve[0].lrs if run.curve else None),
         "updates": _fmt(len(run.curve)),
-        "samples seen": _fmt(run.samples_seen),
-        "loss, last quarter": _fmt(end),
-        "time": f"{run.outcome.wall_s:.1f} s",
+        "samples seen": _known(run.samples_seen, run.samples_known),
     }
+    if window is not None:
+        rows[f"loss, samples {window[0]}-{window[1]}"] = _fmt(end)
+    rows["time"] = f"{run.outcome.wall_s:.1f} s"
+    return rows
+
+
+def _header(result: VerifyResult) -> str:
+    """What happened (not the plan)."""
+    one, many = result.one, result.many
+    if not result.runs:
+        return "The script was not run."
+    parts = []
+    for run in (many, one):
+        if run is None:
+            continue
+        state = "" if run.ok else " (failed)"
+        parts.append(f"{run.label} for {len(run.curve)} updates{state}")
+    text = "Ran the script (only verify does): " + ", then ".join(parts)
+    if one and many and one.ok and many.ok:
+        s1, sn = one.samples_seen, many.samples_seen
+        if not (one.samples_known and many.samples_known):
+            text += "; the samples seen are unknown"
+        elif result.exact:
+            text += f" (--exact: the 1-process run with the {result.nprocs}-process run's LR"
+            text += " and global batch)" if s1 == sn else f"); samples {s1} vs {sn}"
+        elif s1 == sn:
+            text += f"; both trained on {s1} samples"
+        else:
+            text += f"; they trained on {s1} and {sn} samples"
+    elif many is not None and not many.ok:
+        text += "; the 1-process run was not made" if one is None else ""
+    return text + "."
 
 
 def _wrap(text: str, indent: int, width: int = 100) -> str:
@@ -63,24 +100,24 @@ def render_text(result: VerifyResult) -> str:
     rel = os.path.relpath(result.script)
     rel = result.script if rel.startswith("..") else rel
     out.append(f"distlint verify: {rel} {' '.join(result.script_args)}".rstrip())
-    n, k = result.nprocs, result.max_steps
-    if not result.runs:
-        out.append("The script was not run.")
-    elif result.exact:
-        out.append(
-            f"Ran the script (only verify does): {n} processes, then 1 process with their LR and global "
-            f"batch (--exact); {k} updates each."
-        )
-    else:
-        out.append(
-            f"Ran the script (only verify does): 1 process for {k * n} updates, then {n} processes for {k}, "
-            "so both see the same samples."
-        )
+    out.append(_header(result))
     out.append("")
     if result.runs:
+        scaled = (
+            result.exact
+            and result.one is not None
+            and result.one.rank0 is not None
+            and int(result.one.rank0.header.get("batch_scale") or 1) > 1
+            and result.one.per_device_batch != result.one.rank0.native_per_device_batch
+        )
+        window = (
+            loss_window(result.one, result.many)
+            if result.one and result.many and result.one.curve and result.many.curve
+            else None
+        )
         cols = [
-            _run_rows(result.one, " x N (--exact)" if result.exact else ""),
-            _run_rows(result.many),
+            _run_rows(result.one, " (x N, --exact)" if scaled else "", window),
+            _run_rows(result.many, "", window),
         ]
         labels = [r.label if r else "-" for r in (result.one, result.many)]
         keys = list(next(c for c in cols if c).keys())
@@ -112,7 +149,7 @@ def render_text(result: VerifyResult) -> str:
         for check in result.checks:
             rule = ""
             if check.rule:
-                rule = f"  [{check.rule} {RULES[check.rule]}"
+                rule = f"  [{check.rule} {rule_name(check.rule) or '?'}"
                 if check.static == "confirmed":
                     rule += f": confirms the static finding at {', '.join(check.static_where)}"
                 elif check.static == "refuted":
@@ -139,6 +176,14 @@ def render_text(result: VerifyResult) -> str:
         out.append(
             "  and scale the LR with the number of processes: lr * accelerator.num_processes."
         )
+        out.append("")
+    if result.static_findings is not None:
+        if result.static_findings:
+            out.append("Static findings cited (distlint check)")
+            for f in result.static_findings:
+                out.append(_wrap(f"{f.path}:{f.line}: {f.code} {f.message}", 2))
+        else:
+            out.append("Static findings cited (distlint check): none")
         out.append("")
     notes = result.problems + result.notes + [n for r in result.runs for n in r.notes]
     if notes:
@@ -184,7 +229,8 @@ class Progress:
                 self.stream.write("\r" + " " * 60 + "\r")
             state = "ok" if run.ok else "FAILED: " + "; ".join(run.problems)
             self.stream.write(
-                f"  {run.label}: {len(run.curve)} updates, {run.samples_seen} samples "
+                f"  {run.label}: {len(run.curve)} updates, "
+                f"{run.samples_seen if run.samples_known else 'unknown'} samples "
                 f"in {run.outcome.wall_s:.1f} s, {state}\n"
             )
         self.stream.flush()

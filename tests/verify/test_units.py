@@ -4,13 +4,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from verify_helpers import ROOT, fixture_script
 
 from distlint.model import Finding, Range
 from distlint.verify import launch
-from distlint.verify.compare import Check, join_static
+from distlint.verify.checks import join_static
+from distlint.verify.compare import Check
 
 
 def test_torchrun_command_is_standalone_with_logs():
@@ -44,7 +46,7 @@ def test_accelerate_command_forms_a_cpu_group_and_passes_config_through():
 
 
 def test_tpu_command_uses_accelerates_tpu_launcher():
-    plan = launch.multi_plan("t.py", ["--x"], 8, "xla", "torchrun", [])
+    plan = launch.multi_plan("t.py", ["--x"], 8, "xla", "torchrun", [], main_function="main")
     assert plan.launcher == "accelerate-tpu"
     assert "--tpu" in plan.argv and plan.argv[plan.argv.index("--num_processes") + 1] == "8"
     assert plan.argv[plan.argv.index("--main_training_function") + 1] == "main"
@@ -146,93 +148,287 @@ def test_join_static_confirms_refutes_and_misses():
     assert checks[0].static is None
 
 
-# -- the comparisons on hand-made curves ---------------------------------------------------------
-
-from distlint.verify import compare  # noqa: E402
-from distlint.verify.compare import CurvePoint  # noqa: E402
+# -- commands: the 1-process run, several nodes, SLURM, Fabric, TPU, accelerate config -----------
 
 
-class FakeRun:
-    """Just what the checks read from a RunSummary."""
-
-    def __init__(
-        self, label, nprocs, batch, losses, checksums, lrs=(0.1,), per_device=None, native_lrs=None
-    ):
-        self.label, self.nprocs = label, nprocs
-        self.curve, seen = [], 0
-        for i, (loss, checksum) in enumerate(zip(losses, checksums)):
-            seen += batch
-            self.curve.append(CurvePoint(i + 1, seen, batch, loss, list(lrs), checksum))
-        per_device = per_device or batch // nprocs
-        native = list(native_lrs or lrs)
-
-        class Rank0:
-            native_per_device_batch = per_device
-
-            @staticmethod
-            def native_lrs():
-                return native
-
-        self.rank0 = Rank0()
-        self.per_device_batch = per_device
-
-    def config(self, key, default=None):
-        return default
-
-    @property
-    def global_batch(self):
-        return self.curve[0].batch
-
-    @property
-    def samples_seen(self):
-        return self.curve[-1].samples
+def test_single_process_run_uses_the_same_launcher():
+    torchrun = launch.single_plan("/s/t.py", ["--a"], "cpu", "torchrun", ["--nnodes=2"], "/l")
+    assert torchrun.argv[1:3] == ["-m", "torch.distributed.run"] and torchrun.nprocs == 1
+    assert torchrun.argv[torchrun.argv.index("--nproc_per_node") + 1] == "1"
+    assert "--standalone" in torchrun.argv and "--nnodes=2" not in torchrun.argv
+    acc = launch.single_plan("t.py", [], "cpu", "accelerate", ["--config_file", "c.yaml"])
+    assert acc.argv[acc.argv.index("--num_processes") + 1] == "1" and "c.yaml" in acc.argv
+    bare = launch.single_plan("t.py", ["--x"], "cpu", "python")
+    assert bare.argv == [sys.executable, "t.py", "--x"]
 
 
-def sums(values):
-    return [(float(v), float(v * v)) for v in values]
+def test_multi_node_rendezvous_command():
+    nodes = launch.Nodes(2, node_rank=1, rdzv_endpoint="10.0.0.1:29400")
+    plan = launch.multi_plan("t.py", [], 4, "cuda", "torchrun", [], nodes=nodes)
+    argv = plan.argv
+    assert "--standalone" not in argv
+    assert argv[argv.index("--nnodes") + 1] == "2" and argv[argv.index("--node-rank") + 1] == "1"
+    # static rendezvous: the node keeps its rank (node 0 holds global rank 0 and the records)
+    assert argv[argv.index("--master-addr") + 1] == "10.0.0.1"
+    assert argv[argv.index("--master-port") + 1] == "29400"
+    assert plan.nprocs == 8 and plan.local == 4 and plan.label == "8 processes on 2 nodes"
 
 
-def merged(*groups):
-    """Checksums of global batches made of the given 1-process batches."""
-    return [(sum(v for v in g), sum(v * v for v in g)) for g in groups]
-
-
-def test_data_order_same_and_different():
-    one = FakeRun("1 process", 1, 8, [1.0] * 4, sums([1, 2, 3, 4]))
-    same = FakeRun("2 processes", 2, 16, [1.0] * 2, merged((1, 2), (3, 4)))
-    assert compare.check_data_order(one, same, exact=False).status == "pass"
-    other = FakeRun("2 processes", 2, 16, [1.0] * 2, merged((1, 2), (3, 5)))
-    warn = compare.check_data_order(one, other, exact=False)
-    assert warn.status == "warn" and warn.data["first_difference_at"] == 32
-    fail = compare.check_data_order(one, other, exact=True)
-    assert fail.status == "fail" and "use_seedable_sampler=True" in fail.detail
-
-
-def test_exact_loss_tolerance_and_differing_inputs():
-    one = FakeRun("1 process", 1, 16, [1.0, 0.5, 0.25], sums([3, 7, 9]))
-    close = FakeRun("2 processes", 2, 16, [1.0, 0.5 * (1 + 5e-6), 0.25], sums([3, 7, 9]))
-    check = compare.check_loss(one, close, exact=True)
-    assert check.status == "pass" and check.data["worst_update"] == 2
-    far = FakeRun("2 processes", 2, 16, [1.0, 0.5 * (1 + 5e-5), 0.25], sums([3, 7, 9]))
-    assert compare.check_loss(one, far, exact=True).status == "fail"
-    shuffled = FakeRun("2 processes", 2, 16, [1.0, 0.5, 0.25], sums([3, 8, 9]))
-    differ = compare.check_loss(one, shuffled, exact=True)
-    assert (
-        differ.status == "fail"
-        and differ.data["inputs_differ_at"] == 2
-        and "seeded generator" in differ.detail
+def test_slurm_route_builds_srun_around_the_same_torchrun(monkeypatch):
+    monkeypatch.setattr(launch.shutil, "which", lambda name: None)
+    master = launch.slurm_master({"SLURM_JOB_NODELIST": "gpu[01-04]"})
+    assert master == "gpu"  # without scontrol: the prefix; with it, the first host name
+    monkeypatch.setattr(launch.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr(
+        launch.subprocess,
+        "run",
+        lambda argv, **kw: subprocess.CompletedProcess(argv, 0, "gpu01\ngpu02\n", ""),
     )
+    assert launch.slurm_master({"SLURM_JOB_NODELIST": "gpu[01-02]"}) == "gpu01"
+    nodes = launch.Nodes(2, None, "gpu01:29400", slurm=True)
+    plan = launch.multi_plan("t.py", ["--x"], 4, "cuda", "torchrun", [], nodes=nodes)
+    srun, rest = plan.argv[:6], plan.argv[6:]
+    assert srun[0].endswith("srun") and srun[1:3] == ["--nodes", "2"]
+    assert "--ntasks-per-node" in srun
+    assert rest[1:3] == ["-m", "torch.distributed.run"] and "--node-rank" not in rest
+    assert rest[rest.index("--rdzv-endpoint") + 1] == "gpu01:29400"
+    assert rest[rest.index("--rdzv-backend") + 1] == "c10d"
+    assert plan.launcher == "srun+torchrun" and plan.argv[-2:] == ["t.py", "--x"]
 
 
-def test_lr_scaling_kinds():
-    one = FakeRun("1 process", 1, 8, [1.0], sums([1]), lrs=(0.1,))
-    for lr, scaling, status in (
-        (0.4, "linear", "pass"),
-        (0.2, "sqrt", "pass"),
-        (0.1, "none", "fail"),
-        (0.3, "other", "warn"),
-    ):
-        many = FakeRun("4 processes", 4, 32, [1.0], sums([1]), lrs=(lr,))
-        check = compare.check_lr(one, many, exact=False)
-        assert (check.data["scaling"], check.status) == (scaling, status), lr
-        assert check.confirms is (scaling == "none")
+def test_fabric_launcher_command():
+    plan = launch.multi_plan("t.py", [], 2, "cpu", "fabric", [])
+    assert "run" in plan.argv and plan.argv[plan.argv.index("--devices") + 1] == "2"
+    assert plan.argv[plan.argv.index("--strategy") + 1] == "ddp"
+    assert plan.argv[plan.argv.index("--accelerator") + 1] == "cpu"
+    one = launch.single_plan("t.py", [], "cpu", "fabric")
+    assert one.argv[one.argv.index("--devices") + 1] == "1" and "--strategy" not in one.argv
+
+
+def test_tpu_launcher_names_the_function_the_script_really_calls(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("def train_fn():\n    pass\n\nif __name__ == '__main__':\n    train_fn()\n")
+    assert launch.main_function_of(str(script)) == "train_fn"
+    plan = launch.multi_plan(str(script), [], 8, "xla", main_function="train_fn")
+    assert plan.argv[plan.argv.index("--main_training_function") + 1] == "train_fn"
+    flat = tmp_path / "flat.py"
+    flat.write_text("x = 1\n")
+    assert launch.main_function_of(str(flat)) is None
+    with pytest.raises(launch.LaunchError, match="calls none"):
+        launch.multi_plan(str(flat), [], 8, "xla", main_function=None)
+
+
+def test_accelerate_config_file_num_processes_is_honoured(tmp_path):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 3\n"
+    )
+    assert launch.accelerate_config_processes([f"--config_file={cfg}"]) == 3
+    assert launch.accelerate_config_processes(["--config_file", str(cfg)]) == 3
+    assert launch.accelerate_config_processes([]) is None
+
+
+# -- the probe's seams --------------------------------------------------------------------------
+
+
+def test_schema_is_shared_by_probe_and_reader():
+    from distlint.verify import records
+    from distlint.verify.probe import distlint_probe_schema as schema
+
+    assert records.schema is schema and schema.SCHEMA_VERSION >= 2
+    assert schema.missing_fields({"kind": "step", "n": 1}) == [
+        f for f in schema.KINDS["step"] if f != "n"
+    ]
+    assert schema.missing_fields({"kind": "nonsense"}) == ["kind"]
+
+
+def test_reader_refuses_another_schema_version(tmp_path):
+    from distlint.verify.records import read_run
+
+    (tmp_path / "1.jsonl").write_text(json.dumps({"kind": "header", "schema": 1, "pid": 1}) + "\n")
+    run = read_run(str(tmp_path))
+    assert not run.ranks and "record schema 1" in run.problems[0]
+
+
+def test_every_patch_is_guarded_and_recorded(tmp_path):
+    """Patches go through the Patcher: a probe error never reaches the user's call."""
+    sys.path.insert(0, launch.PROBE_DIR)
+    try:
+        from distlint_probe_patching import Patcher
+    finally:
+        sys.path.remove(launch.PROBE_DIR)
+    notes = []
+
+    class Target:
+        def work(self, x):
+            return x * 2
+
+    patcher = Patcher(notes.append)
+
+    def broken(result, args, kwargs):
+        raise RuntimeError("probe bug")
+
+    assert patcher.wrap(Target, "work", "Target.work", after=broken)
+    assert Target().work(3) == 6  # the user's result, despite the probe error
+    assert notes == ["probe error in Target.work: RuntimeError('probe bug')"]
+    assert not patcher.wrap(Target, "work", "Target.work")  # never wrapped twice
+    assert patcher.skipped["Target.work"] == "already wrapped"
+    assert not patcher.wrap(Target, "missing", "Target.missing")
+    patcher.restore()
+    assert not getattr(Target.work, "_distlint", False)
+
+
+def test_probe_never_replaces_tensor_backward_unguarded():
+    """The probe source: every replacement of a function of torch, accelerate, numpy or random
+    goes through Patcher.wrap (the one module allowed to setattr)."""
+    import re
+
+    owners = (
+        r"(torch|Tensor|cls|module|dist|base|np|numpy|random|accelerate|dl_module|nn_module|owner)"
+    )
+    for name in os.listdir(launch.PROBE_DIR):
+        if not name.endswith(".py") or name == "distlint_probe_patching.py":
+            continue
+        with open(os.path.join(launch.PROBE_DIR, name), encoding="utf-8") as f:
+            source = f.read()
+        direct = re.findall(rf"^\s*{owners}(\.\w+)+ = ", source, re.M)
+        assert direct == [] and "setattr(" not in source, name
+        assert "Tensor.backward = " not in source
+
+
+def test_checks_name_rules_through_the_registry():
+    from distlint.registry import by_code
+    from distlint.verify.compare import rule_name
+
+    codes = {"DL101", "DL201", "DL202", "DL301", "DL302"}
+    assert {c: rule_name(c) for c in codes} == {c: by_code()[c].NAME for c in codes}
+    import inspect
+
+    from distlint.verify import checks
+
+    source = inspect.getsource(checks)
+    for code in codes:
+        assert by_code()[code].NAME not in source  # names are looked up, not copied
+
+
+# -- cli: usage errors before anything runs, signals ------------------------------------------
+
+
+def test_verify_usage_errors_exit_2_before_running(tmp_path):
+    from click.testing import CliRunner
+
+    from distlint.cli import main
+
+    runner = CliRunner()
+    script = fixture_script("correct.py")
+    two = runner.invoke(main, ["check", "--verify", script, fixture_script("grad_accum.py")])
+    assert two.exit_code == 2 and "one training script" in two.output
+    folder = runner.invoke(main, ["check", "--verify", str(tmp_path)])
+    assert folder.exit_code == 2 and "directory" in folder.output
+    bad_env = runner.invoke(main, ["verify", "--env", "NOVALUE", script])
+    assert bad_env.exit_code == 2 and "KEY=VALUE" in bad_env.output
+
+
+def test_missing_verify_extra_gives_the_install_hint(monkeypatch, capsys):
+    import importlib.util
+
+    from distlint.verify import cli
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
+    )
+    assert cli.run_verify_command(fixture_script("correct.py"), [], "text", None) == 2
+    assert "pip install 'distlint[verify]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "raised, code",
+    [("SIGTERM", 143), ("SIGHUP", 129), ("SIGINT", 130)],
+)
+def test_signals_stop_verify_with_128_plus_signal_and_remove_the_temp_folder(
+    monkeypatch, tmp_path, raised, code
+):
+    import signal
+    import tempfile
+
+    from distlint.verify import core
+
+    made = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def mkdtemp(**kw):
+        made.append(real_mkdtemp(dir=tmp_path, **kw))
+        return made[-1]
+
+    def run_plan(*args, **kwargs):
+        if raised == "SIGINT":
+            raise KeyboardInterrupt
+        raise core.Interrupted(int(getattr(signal, raised)))
+
+    monkeypatch.setattr(core.tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(core.launch, "run_plan", run_plan)
+    result = core.verify(fixture_script("correct.py"), device="cpu")
+    assert result.exit_code == code and result.interrupted
+    assert made and not os.path.exists(made[0])
+    assert raised in result.verdict or raised in " ".join(result.problems)
+
+
+def test_scratch_folder_links_inputs_and_keeps_outputs_apart(tmp_path):
+    from distlint.verify.core import _rewritten, mirror_cwd
+
+    src = tmp_path / "project"
+    (src / "data" / "shards").mkdir(parents=True)
+    (src / "data" / "train.bin").write_bytes(b"tokens")
+    (src / "data" / "shards" / "0.bin").write_bytes(b"0")
+    (src / "cfg.yaml").write_text("lr: 1\n")
+    keep = src / "verify-out"
+    keep.mkdir()
+    dst = tmp_path / "scratch"
+    linked = mirror_cwd(str(src), str(dst), skip=os.path.realpath(keep))
+    assert (dst / "data" / "train.bin").read_bytes() == b"tokens"  # inputs reachable
+    assert (dst / "data" / "shards" / "0.bin").is_symlink()
+    assert not (dst / "verify-out").exists()  # verify's own folder is not mirrored
+    (dst / "ckpt.pt").write_bytes(b"new")  # a new output stays in the scratch folder
+    assert not (src / "ckpt.pt").exists()
+    assert _rewritten(linked) == []
+    (dst / "cfg.yaml").write_text("lr: 2\n")  # rewriting a linked original is reported
+    assert _rewritten(linked) == [str(src / "cfg.yaml")]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux-only")
+def test_sigkill_to_verify_leaves_no_launcher_or_rank_running(tmp_path):
+    """PR_SET_PDEATHSIG: the launcher dies with verify, a rank with its launcher (no torch here:
+    a stand-in launcher that starts one python "rank")."""
+    ready = tmp_path / "ready"
+    rank = tmp_path / "rank.py"
+    rank.write_text(
+        f"import pathlib, time\npathlib.Path({str(ready)!r}).write_text('up')\ntime.sleep(60)\n"
+    )
+    launcher = tmp_path / "launcher.py"
+    launcher.write_text(
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, {str(rank)!r}])\n"
+        "time.sleep(60)\n"
+    )
+    parent = (
+        "import sys\n"
+        "from distlint.verify import launch\n"
+        f"plan = launch.LaunchPlan('x', 1, 'python', 'cpu', [sys.executable, {str(launcher)!r}], {{}})\n"
+        f"launch.run_plan(plan, {str(tmp_path / 'run')!r}, 60, {{}})\n"
+    )
+    verify_like = subprocess.Popen([sys.executable, "-c", parent], cwd=ROOT)
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ready.exists()
+    needle = f"DISTLINT_VERIFY_OUT={tmp_path / 'run' / 'records'}"
+    from verify_helpers import processes_with_env
+
+    assert len(processes_with_env(needle)) == 2  # the launcher and its rank
+    verify_like.kill()  # SIGKILL: no handler runs in verify
+    verify_like.wait()
+    deadline = time.monotonic() + 10
+    while processes_with_env(needle) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_with_env(needle) == []

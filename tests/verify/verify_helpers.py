@@ -28,3 +28,59 @@ def processes_with_env(needle: str):
         except (OSError, IndexError):
             continue
     return found
+
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def load_case(case: str, static_findings=None, loss_rtol=None):
+    """A recorded run (see record_runs.py) replayed in-process: the VerifyResult verify would give."""
+    import json
+
+    from distlint.verify import checks, compare
+    from distlint.verify.core import VerifyResult
+    from distlint.verify.launch import LaunchPlan, RunOutcome
+    from distlint.verify.records import read_run
+
+    base = DATA / case
+    meta = json.loads((base / "meta.json").read_text(encoding="utf-8"))
+    exact = bool(meta["kwargs"].get("exact"))
+    result = VerifyResult(
+        str(VERIFY_FIXTURES / meta["script"]),
+        meta["script_args"],
+        meta["nprocs"],
+        meta["max_steps"],
+        exact,
+        static_findings=static_findings,
+    )
+    for name, info in meta["runs"].items():
+        folder = base / name
+        plan = LaunchPlan(
+            info["label"], info["nprocs"], info["launcher"], info["device"], info["argv"], {}
+        )
+        tails = {}
+        for f in folder.glob("rank*.stderr.log"):
+            tails[int(f.name[4:].split(".")[0])] = f.read_text(encoding="utf-8")
+        outcome = RunOutcome(
+            plan=plan,
+            record_dir=str(folder / "records"),
+            returncode=info["returncode"],
+            wall_s=info["wall_s"],
+            timed_out=info["timed_out"],
+            output_path=str(folder / "output.log"),
+            tag=info["tag"],
+            launcher_stopped=info["launcher_stopped"],
+            killed_after_timeout={int(k): v for k, v in info["killed_after_timeout"].items()},
+            leftovers={int(k): v for k, v in info["leftovers"].items()},
+            end_t=info["end_t"],
+            stderr_tails=tails,
+        )
+        records = read_run(outcome.record_dir)
+        max_steps = meta["max_steps"] if name == "many" or exact else meta["max_steps"] * 8
+        summary = compare.summarize_run(outcome, records, plan.nprocs, max_steps)
+        setattr(result, name, summary)
+    if result.one and result.many and result.one.ok and result.many.ok:
+        result.checks = checks.run_all(result.one, result.many, exact, loss_rtol)
+        checks.join_static(result.checks, result.static_findings)
+        result.table = checks.equivalence_table(result.many)
+    return result

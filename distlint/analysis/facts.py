@@ -1,0 +1,1049 @@
+"""One model of the training setup of a module, computed once and queried by every rule.
+
+``facts_for(index, path, project)`` builds it (memoised in ``project.memo`` when a project is
+given). What it knows comes from the module's :class:`Index`, its :class:`Flow` and the declared
+knowledge base (:mod:`distlint.analysis.knowledge`); what lives in other modules of the project
+comes from their own Facts, through :class:`Summary` objects of their functions and classes.
+
+Recognition is by value: an optimizer is a library optimizer class, a class that subclasses
+``torch.optim.Optimizer``, a factory returning one, a class picked from candidates, or any call
+given the model's parameters and an ``lr``; the process count is whatever reads
+``get_world_size()`` / ``WORLD_SIZE`` / ``num_processes`` / ``xr.world_size()`` /
+``fabric.world_size``, however it is wrapped (a helper returning it is a process count wherever
+it is called). Names are consulted only for values that cannot be traced at all.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Protocol
+
+import libcst as cst
+
+from distlint.analysis import knowledge as K
+from distlint.analysis.index import Index, call_keyword, string_value, target_key
+
+
+class Mode(enum.Enum):
+    """How the script trains data-parallel."""
+
+    ACCELERATE = "accelerate"
+    FABRIC = "fabric"
+    DDP = "ddp"
+    XLA_MULTIPROCESS = "xla"
+    XLA_SPMD = "xla-spmd"
+    NONE = "none"
+
+    @property
+    def per_process_batches(self) -> bool:
+        """Each process draws its own batch (the observed batch grows with the processes)."""
+        return self not in (Mode.NONE, Mode.XLA_SPMD)
+
+
+class Seeds(enum.Flag):
+    NONE = 0
+    TORCH = enum.auto()
+    PYTHON = enum.auto()
+    NUMPY = enum.auto()
+    XLA = enum.auto()
+    ALL = TORCH | PYTHON | NUMPY | XLA
+
+
+class Made(enum.Enum):
+    """What a function's return value (or a class's instance) is."""
+
+    ACCELERATOR = "accelerator"  # accelerate.Accelerator / PartialState / Fabric
+    PROCESS_COUNT = "process-count"  # the process count, or a value scaled by it
+    OPTIMIZER = "optimizer"
+    DATALOADER = "dataloader"
+    SHARDED = "sharded"  # a dataset or loader split by process
+    WRAPPED_MODEL = "wrapped-model"  # DDP / FSDP
+
+
+class How(enum.Enum):
+    """How an optimizer was recognised."""
+
+    LIBRARY_CLASS = "library class"
+    PROJECT_CLASS = "subclass of torch.optim.Optimizer"
+    FACTORY = "optimizer factory"
+    PICKED = "class picked from candidates"
+    PARAMETERS_AND_LR = "receives the parameters and an lr"
+
+
+@dataclass
+class Optimizer:
+    call: cst.Call
+    how: How
+    lr: cst.BaseExpression | None  # where its learning rate is given at this call
+    params: cst.BaseExpression | None
+    lr_inside: bool = False  # a project factory sets the lr itself (scaled or not: lr_scaled)
+    lr_scaled: bool = False
+    where: str | None = None  # where a factory of another module builds it
+    lr_key: str | None = None  # the lr is `<lr>.<path>` (e.g. `args.lr` read inside a factory)
+
+
+@dataclass
+class Scheduler:
+    call: cst.Call
+    kind: str
+    peak_lr: cst.BaseExpression | None  # OneCycleLR / CyclicLR `max_lr`
+
+
+@dataclass
+class Summary:
+    """A function's or class's training facts, composed through the calls it makes."""
+
+    makes: set[Made] = field(default_factory=set)
+    seeds: Seeds = Seeds.NONE
+    # for an optimizer factory: the parameter its lr comes from (name, position, attribute
+    # path read from it such as ".lr" for `args.lr`), or scaled inside
+    lr_param: tuple[str, int | None, str] | None = None
+    lr_scaled: bool = False
+    lr_where: str | None = None
+
+
+class ProjectLike(Protocol):  # the part of distlint.analysis.project.Project facts use
+    memo: dict[Any, Any]
+
+    def resolve_import(self, importer: str, module: str, level: int = 0) -> str | None: ...
+    def resolve_from_import(
+        self, importer: str, module: str, name: str, level: int = 0
+    ) -> str | None: ...
+    def module(self, path: str) -> Any: ...
+
+
+_IN_PROGRESS = object()
+
+
+def facts_for(index: Index, path: str | None = None, project: ProjectLike | None = None) -> Facts:
+    """The Facts of a module, built once (per project when one is given)."""
+    if project is not None and path is not None:
+        key = ("facts", path, id(index))
+        found = project.memo.get(key)
+        if found is None:
+            found = project.memo[key] = Facts(index, path, project)
+        return found
+    cached = getattr(index, "_facts", None)
+    if cached is None:
+        cached = Facts(index, path, project)
+        index._facts = cached  # type: ignore[attr-defined]
+    return cached
+
+
+class Facts:
+    def __init__(
+        self, index: Index, path: str | None = None, project: ProjectLike | None = None
+    ) -> None:
+        self.index = index
+        self.flow = index.flow
+        self.path = path
+        self.project = project
+        self._summaries: dict[cst.CSTNode, Summary | object] = {}
+
+    # ============================================================== qualified-name queries
+    def calls_to(self, names: frozenset[str] | set[str]) -> list[cst.Call]:
+        return [c for c in self.index.calls if self.index.qualname(c.func) in names]
+
+    def imports_module(self, top: str) -> bool:
+        for scope in self.index.scopes:
+            for assigns in scope.bindings.values():
+                for a in assigns:
+                    q = a.qualname if a.op == "import" else None
+                    if q and (q == top or q.startswith(top + ".")):
+                        return True
+        return False
+
+    # ============================================================== setup
+    DATALOADER_CONFIGURATION = K.DATALOADER_CONFIGURATION  # for fixes that build one
+
+    def is_dataloader_configuration(self, node: cst.CSTNode | None) -> bool:
+        return isinstance(node, cst.Call) and self.index.qualname(node.func) == (
+            K.DATALOADER_CONFIGURATION
+        )
+
+    @cached_property
+    def accelerators(self) -> list[cst.Call]:
+        """`Accelerator(...)` constructions of this module."""
+        return self.calls_to({K.ACCELERATOR})
+
+    @cached_property
+    def creates_accelerator(self) -> bool:
+        """An Accelerator is made here, or by a project helper this module calls."""
+        if self.accelerators:
+            return True
+        return any(Made.ACCELERATOR in self._external_makes(c) for c in self._external_calls)
+
+    @cached_property
+    def uses_xla(self) -> bool:
+        return self.imports_module(K.XLA_MODULE)
+
+    @cached_property
+    def xla_spmd(self) -> bool:
+        return bool(self.calls_to(K.XLA_SPMD_CALLS)) or self.imports_module(K.XLA_SPMD_MODULE)
+
+    @cached_property
+    def mode(self) -> Mode:
+        if self.xla_spmd:
+            return Mode.XLA_SPMD
+        if self.creates_accelerator:
+            return Mode.ACCELERATE
+        if self.calls_to({K.FABRIC}):
+            return Mode.FABRIC
+        if self.calls_to(K.XLA_MULTIPROCESS):
+            return Mode.XLA_MULTIPROCESS
+        if self.calls_to(K.DDP_CALLS):
+            return Mode.DDP
+        return Mode.NONE
+
+    def accelerator_keyword(self, call: cst.Call, name: str) -> cst.BaseExpression | None:
+        """A keyword given to ``call``, also through ``**{"name": ...}`` or ``**kwargs`` bound to
+        a dict literal / ``dict(...)``."""
+        found = call_keyword(call, name)
+        if found is not None:
+            return found
+        for arg in call.args:
+            if arg.star != "**":
+                continue
+            for value in [arg.value, *self.index.values_of(arg.value)]:
+                got = _dict_entry(self.index, value, name)
+                if got is not None:
+                    return got
+        return None
+
+    @cached_property
+    def split_batches(self) -> bool:
+        """`DataLoaderConfiguration(split_batches=True)` in effect: the loader batch is global.
+        The legacy `Accelerator(split_batches=True)` is ignored by Accelerate >= 1.0."""
+        for call in self.accelerators:
+            config = self.accelerator_keyword(call, "dataloader_config")
+            if config is None:
+                continue
+            for value in [config, *self.index.values_of(config)]:
+                if isinstance(value, cst.Call) and self.index.qualname(value.func) == (
+                    K.DATALOADER_CONFIGURATION
+                ):
+                    flag = call_keyword(value, "split_batches")
+                    if flag is not None and self.index.constant_value(flag) is True:
+                        return True
+        return False
+
+    @cached_property
+    def scheduler_stepped_once(self) -> bool:
+        """`Accelerator(step_scheduler_with_optimizer=False)`."""
+        for call in self.accelerators:
+            flag = self.accelerator_keyword(call, "step_scheduler_with_optimizer")
+            if flag is not None and self.index.constant_value(flag) is False:
+                return True
+        return False
+
+    @cached_property
+    def model_parallel(self) -> bool:
+        """Tensor / context parallelism: only the data-parallel size multiplies the batch."""
+        for call in self.index.calls:
+            q = self.index.qualname(call.func)
+            if q in K.MODEL_PARALLEL_CALLS or (q or "").startswith(K.MODEL_PARALLEL_PREFIXES):
+                return True
+        return any(
+            self.accelerator_keyword(call, kw) is not None
+            for call in self.accelerators
+            for kw in K.MODEL_PARALLEL_KEYWORDS
+        )
+
+    @cached_property
+    def accumulation_settings(self) -> list[cst.BaseExpression]:
+        """The accumulation-steps values the Accelerator(s) are configured with (not 1)."""
+        index = self.index
+        out: list[cst.BaseExpression] = []
+        for acc in self.accelerators:
+            candidates = [self.accelerator_keyword(acc, "gradient_accumulation_steps")]
+            for plugin_qual, (keyword, fieldname) in K.ACCUMULATION_PLUGINS.items():
+                plugin = self.accelerator_keyword(acc, keyword)
+                if plugin is None:
+                    continue
+                for value in [plugin, *index.values_of(plugin)]:
+                    if isinstance(value, cst.Call) and index.qualname(value.func) == plugin_qual:
+                        candidates.append(call_keyword(value, fieldname))
+            out.extend(v for v in candidates if v is not None and index.constant_value(v) != 1)
+        return out
+
+    # ============================================================== the process count
+    def is_process_count(self, node: cst.CSTNode, qualname: str | None) -> bool:
+        """Predicate: ``node`` IS the number of processes (or a device count)."""
+        if qualname is not None:
+            if qualname in K.PROCESS_COUNT or qualname in K.DEVICE_COUNTS:
+                return True
+            if qualname.startswith(K.DEVICE_MESH) and qualname.endswith(".size()"):
+                return True
+            if qualname in K.ENV_READERS and isinstance(node, cst.Call) and node.args:
+                return string_value(node.args[0].value) == K.ENV_WORLD_SIZE
+        if isinstance(node, cst.Attribute) and node.attr.value in K.PROCESS_COUNT_ATTRIBUTES:
+            # `accelerator.num_processes` / `fabric.world_size` on an instance made anywhere
+            # (a parameter fed an Accelerator, `self.accelerator`, a helper's return value)
+            if self.is_accelerator(node.value):
+                return True
+            if not self.traceable(node.value) and not self.traceable(node):
+                return True  # an object nothing in the project describes: the API attribute
+        if isinstance(node, cst.Call) and Made.PROCESS_COUNT in self._external_makes(node):
+            return True
+        # Names only for values the analysis cannot trace (see knowledge.PROCESS_COUNT_NAMES).
+        if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+            last = _last_name(node)
+            if last is not None and last.lower() in K.PROCESS_COUNT_NAMES:
+                return not self.traceable(node)
+        return False
+
+    def key_reads_process_count(self, key: str) -> bool:
+        """A dotted place such as `args.lr` is assigned (anywhere in the module) a value that
+        reads the process count."""
+        assigns = self.index.attr_assignments.get(key, ())
+        return any(a.value is not None and self.reads_process_count(a.value) for a in assigns)
+
+    def reads_process_count(self, expr: cst.CSTNode, prune: Any = None, depth: int = 10) -> bool:
+        """Something flowing into ``expr`` is the process count."""
+        return self.flow.reaches(
+            expr, self.is_process_count, key="process-count", prune=prune, depth=depth
+        )
+
+    def traceable(self, node: cst.CSTNode) -> bool:
+        """Something in the module says what ``node`` holds (an assignment, an import, a call
+        site passing the parameter); False for a parameter nobody passes, `args.x` never set."""
+        if not isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+            return True
+        if isinstance(node, cst.Name):
+            bindings = self.index.bindings_of(node)
+            if any(b.op == "import" for b in bindings):
+                return True
+        return any(v is not None for v in self.index.values_of(node))
+
+    def is_untraced_accumulation(self, node: cst.CSTNode) -> bool:
+        """An accumulation-steps value nothing in the module traces (a helper's parameter
+        `grad_accum_steps` no call passes): then its name is the only evidence."""
+        last = _last_name(node)
+        return last is not None and K.ACCUMULATION_WORD in last.lower() and not self.traceable(node)
+
+    def is_accelerator(self, expr: cst.CSTNode) -> bool:
+        """``expr`` holds an Accelerator / accelerate state / Fabric (by value)."""
+        return self.flow.reaches(expr, self._is_accelerator_value, key="accelerator", depth=6)
+
+    def _is_accelerator_value(self, node: cst.CSTNode, q: str | None) -> bool:
+        if q is not None and q.endswith("()"):
+            base = q[:-2]
+            if base == K.ACCELERATOR or base in K.STATE_CLASSES or base == K.FABRIC:
+                return True
+        return isinstance(node, cst.Call) and Made.ACCELERATOR in self._external_makes(node)
+
+    def divided_by_process_count(self, expr: cst.CSTNode, depth: int = 4) -> bool:
+        """``expr`` is (a copy of) ``x // world_size`` / ``x / (n * num_processes)``, or a name
+        divided in place (`bs //= world_size`): a per-device share of a global value."""
+        index = self.index
+        if depth <= 0 or expr is None:
+            return False
+        if isinstance(expr, cst.BinaryOperation):
+            if isinstance(expr.operator, (cst.Divide, cst.FloorDivide)):
+                return self.reads_process_count(expr.right)
+            return False
+        if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Name) and expr.func.value in ("int", "max", "round"):
+                return any(self.divided_by_process_count(a.value, depth - 1) for a in expr.args)
+            return index.qualname(expr.func) in ("math.ceil", "math.floor") and any(
+                self.divided_by_process_count(a.value, depth - 1) for a in expr.args
+            )
+        if isinstance(expr, cst.Name):
+            assigns = index.bindings_of(expr)
+        elif isinstance(expr, (cst.Attribute, cst.Subscript)):
+            assigns = index.attribute_assignments(expr)
+        else:
+            return False
+        for a in assigns:
+            if a.op in ("/=", "//=") and a.value is not None and self.reads_process_count(a.value):
+                return True
+            if a.op == "=" and self.divided_by_process_count(a.value, depth - 1):
+                return True
+        if isinstance(expr, cst.Name) and all(a.op == "param" for a in assigns):
+            return any(
+                v is not None and self.divided_by_process_count(v, depth - 1)
+                for v in index.values_of(expr)
+            )
+        return False
+
+    @cached_property
+    def global_batch_held_constant(self) -> bool:
+        """The per-device batch or the accumulation steps are the world-size share of a global
+        value: the batch per optimizer step is the same on 1 or N processes. Judged on what the
+        loaders and the Accelerator are given, not on bookkeeping elsewhere in the file."""
+        candidates: list[cst.BaseExpression] = []
+        for call in self.index.calls:
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value in K.BATCH_SIZE_KEYWORDS:
+                    candidates.append(arg.value)
+        for loader in self.loaders:
+            arg = Index.argument(loader, "batch_size", 1)
+            if arg is not None and arg.keyword is None:
+                candidates.append(arg.value)
+        if any(self.divided_by_process_count(c) for c in candidates):
+            return True
+        # A place that holds the per-device batch or the accumulation steps, whose use may live
+        # in another module (`args.batch_size //= world_size`): its name is what says so, and its
+        # own value must be the world-size share (bookkeeping such as
+        # `steps_per_epoch = len(ds) // (bs * num_processes)` is not).
+        for assigns in self._batch_places():
+            for a in assigns:
+                if a.op in ("/=", "//=") and a.value is not None:
+                    if self.reads_process_count(a.value):
+                        return True
+                elif a.op == "=" and self.divided_by_process_count(a.value, 2):
+                    return True
+        return False
+
+    def _batch_places(self):
+        for scope in self.index.scopes:
+            for name, assigns in scope.bindings.items():
+                if _names_batch_or_accumulation(name):
+                    yield assigns
+        for key, assigns in self.index.attr_assignments.items():
+            last = key.split("@")[0].rsplit(".", 1)[-1].rsplit("[", 1)[-1]
+            if _names_batch_or_accumulation(last):
+                yield assigns
+
+    # ============================================================== optimizers, schedulers
+    @cached_property
+    def optimizers(self) -> list[Optimizer]:
+        out: list[Optimizer] = []
+        for call in self.index.calls:
+            found = self._optimizer(call)
+            if found is not None:
+                out.append(found)
+        return out
+
+    def _optimizer(self, call: cst.Call) -> Optimizer | None:
+        index = self.index
+        q = index.qualname(call.func)
+        lr = Index.argument(call, "lr", 1)
+        params = Index.argument(call, "params", 0)
+
+        def made(how: How) -> Optimizer:
+            return Optimizer(call, how, lr.value if lr else None, params.value if params else None)
+
+        if K.is_optimizer_class(q):
+            return made(How.LIBRARY_CLASS)
+        if q in K.OPTIMIZER_FACTORIES:
+            keyword, position = K.OPTIMIZER_FACTORIES[q]
+            arg = Index.argument(call, keyword, position)
+            return Optimizer(call, How.FACTORY, arg.value if arg else None, None)
+        if isinstance(call.func, cst.Name):
+            for b in index.bindings_of(call.func):
+                if b.op == "class" and self._is_optimizer_class_def(b.node, set()):
+                    return made(How.PROJECT_CLASS)
+        if q is None and self._picked_optimizer_class(call.func):
+            return made(How.PICKED)
+        external = self._external_summary(call)
+        if external is not None and Made.OPTIMIZER in external.makes:
+            if external.lr_param is None:
+                opt = Optimizer(call, How.FACTORY, None, None, lr_inside=True)
+                opt.lr_scaled, opt.where = external.lr_scaled, external.lr_where
+                return opt
+            name, position, suffix = external.lr_param
+            arg = Index.argument(call, name, position)
+            if arg is None:  # the factory's own default
+                return Optimizer(
+                    call, How.FACTORY, None, None, lr_inside=True, where=external.lr_where
+                )
+            opt = Optimizer(call, How.FACTORY, arg.value, None, where=external.lr_where)
+            base = target_key(arg.value) if suffix else None
+            opt.lr_key = base + suffix if base is not None else None
+            return opt
+        local = index.local_function(call.func) is not None or (
+            isinstance(call.func, cst.Name)
+            and any(b.op == "class" for b in index.bindings_of(call.func))
+        )
+        if not local and (
+            q is None or not q.startswith(("torch.", "accelerate.", "transformers."))
+        ):
+            # anything else given the model's parameters and an lr
+            keyword_lr = call_keyword(call, "lr")
+            first = call.args[0].value if call.args and call.args[0].keyword is None else None
+            source = call_keyword(call, "params") or first
+            if keyword_lr is not None and source is not None and self._parameters(source):
+                return Optimizer(call, How.PARAMETERS_AND_LR, keyword_lr, source)
+        return None
+
+    def _is_optimizer_class_def(self, cls: cst.CSTNode, seen: set[cst.CSTNode]) -> bool:
+        if not isinstance(cls, cst.ClassDef) or cls in seen:
+            return False
+        seen.add(cls)
+        for base in cls.bases:
+            q = self.index.qualname(base.value)
+            if q in K.OPTIMIZER_BASES or K.is_optimizer_class(q):
+                return True
+            if isinstance(base.value, cst.Name):
+                for b in self.index.bindings_of(base.value):
+                    if b.op == "class" and self._is_optimizer_class_def(b.node, seen):
+                        return True
+                    if b.op == "import":
+                        summary = self._imported_summary(base.value)
+                        if summary is not None and Made.OPTIMIZER in summary.makes:
+                            return True
+        return False
+
+    def _picked_optimizer_class(self, func: cst.BaseExpression) -> bool:
+        """`opt_cls = bnb.optim.AdamW8bit if args.use_8bit else torch.optim.AdamW`; one
+        optimizer candidate among the values is enough."""
+        if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+            return False
+
+        def is_class(node: cst.CSTNode, q: str | None) -> bool:
+            return not isinstance(node, cst.Call) and K.is_optimizer_class(q)
+
+        return self.flow.reaches(func, is_class, key="optimizer-class", prune=_is_call, depth=4)
+
+    def _parameters(self, expr: cst.CSTNode) -> bool:
+        """``expr`` holds model parameters: `model.parameters()`, named params, param groups."""
+
+        def is_params(node: cst.CSTNode, _q: str | None) -> bool:
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                return node.func.attr.value in ("parameters", "named_parameters")
+            if isinstance(node, cst.DictElement):
+                return string_value(node.key) == "params"
+            return False
+
+        return self.flow.reaches(expr, is_params, key="parameters", depth=4)
+
+    @cached_property
+    def schedulers(self) -> list[Scheduler]:
+        out: list[Scheduler] = []
+        for call in self.index.calls:
+            q = self.index.qualname(call.func)
+            if q is None:
+                continue
+            kind = q.replace("transformers.optimization.", "transformers.")
+            if kind not in K.SCHEDULER_LENGTHS:
+                continue
+            peak = None
+            if kind in K.PEAK_LR_SCHEDULERS:
+                arg = Index.argument(call, "max_lr", 1)
+                peak = arg.value if arg is not None else None
+            out.append(Scheduler(call, kind, peak))
+        return out
+
+    def scheduler_lengths(self, sched: Scheduler) -> list[tuple[cst.BaseExpression, str]]:
+        """The arguments that count the schedule's steps, with their role (total / warmup)."""
+        out: list[tuple[cst.BaseExpression, str]] = []
+        for position, keyword, role in K.SCHEDULER_LENGTHS[sched.kind]:
+            arg = Index.argument(sched.call, keyword, position)
+            if arg is None:
+                continue
+            if role == "lambda":
+                # `LambdaLR(opt, warmup_decay(warmup, total))`: the factory's arguments
+                if isinstance(arg.value, cst.Call):
+                    out.extend((a.value, "total") for a in arg.value.args if not a.star)
+                else:
+                    out.append((arg.value, "total"))
+            elif isinstance(arg.value, (cst.List, cst.Tuple)):
+                out.extend((el.value, role) for el in arg.value.elements)
+            else:
+                out.append((arg.value, role))
+        return out
+
+    # ============================================================== prepare / wrapping
+    def is_prepare_call(self, node: cst.CSTNode) -> bool:
+        """`accelerator.prepare(...)` (and `prepare_data_loader`, `prepare_scheduler`) on an
+        Accelerator made anywhere, or `accelerate.utils.prepare_data_loader(...)`."""
+        if not isinstance(node, cst.Call):
+            return False
+        func = node.func
+        if self.index.qualname(func) in K.PREPARE_FUNCTIONS:
+            return True
+        if not isinstance(func, cst.Attribute):
+            return False
+        name = func.attr.value
+        if name in K.PREPARE_METHODS:
+            return self.is_accelerator(func.value) or not self.traceable(func.value)
+        if name in K.FABRIC_SETUP_METHODS:
+            q = self.index.qualname(func.value)
+            if q == K.FABRIC + "()":
+                return True
+            return q is None and (self.is_accelerator(func.value) or not self.traceable(func.value))
+        return False
+
+    @cached_property
+    def prepare_calls(self) -> list[cst.Call]:
+        return [c for c in self.index.calls if self.is_prepare_call(c)]
+
+    @cached_property
+    def prepared(self) -> set[cst.CSTNode]:
+        """Everything that flows into an argument of a prepare call (one closure for all)."""
+        roots = [arg.value for call in self.prepare_calls for arg in call.args]
+        return self.flow.closure(roots, depth=4)
+
+    @cached_property
+    def prepared_texts(self) -> set[str]:
+        code = self.index.module.code_for_node
+        return {code(arg.value).strip() for c in self.prepare_calls for arg in c.args}
+
+    def accelerator_expr(self, at: cst.CSTNode) -> str | None:
+        """Source text of an Accelerator visible at ``at`` (``accelerator``, ``self.accelerator``,
+        an accelerator parameter), for fixes; None when there is none."""
+        index = self.index
+        scope = index.scope(at)
+        names = _visible_names(index, at)
+        for name in names:
+            bindings = index.lookup(name, scope)
+            if bindings and all(b.op in ("=", "with", "param", "unpack") for b in bindings):
+                node = bindings[-1].target
+                values = [b.value for b in bindings if b.value is not None]
+                if values and all(self._made_accelerator(v) for v in values):
+                    return name
+                if isinstance(node, cst.Name) and all(b.op == "param" for b in bindings):
+                    if self.is_accelerator(node):
+                        return name
+        cls = index.enclosing_class_name(at)
+        if cls is not None:
+            for key, assigns in index.attr_assignments.items():
+                if (
+                    key.endswith(f"@{cls}")
+                    and assigns
+                    and all(
+                        a.value is not None and self._made_accelerator(a.value) for a in assigns
+                    )
+                ):
+                    return key.split("@", 1)[0]
+        return None
+
+    def process_count_expr(self, at: cst.CSTNode) -> tuple[str, Any] | None:
+        """For fixes: (expression for the number of processes at ``at`` in this mode, the
+        import it needs or None); None when there is no right one."""
+        from distlint.fixes import import_name
+
+        mode = self.mode
+        if mode is Mode.ACCELERATE:
+            acc = self.accelerator_expr(at)
+            return (f"{acc}.num_processes", None) if acc else None
+        if mode is Mode.DDP:
+            name, spec = import_name(self.index, "torch.distributed.get_world_size", at)
+            return f"{name}()", spec
+        if mode is Mode.XLA_MULTIPROCESS:
+            name, spec = import_name(self.index, "torch_xla.runtime.world_size", at)
+            return f"{name}()", spec
+        if mode is Mode.FABRIC:
+            fabric = self.fabric_expr(at)
+            return (f"{fabric}.world_size", None) if fabric else None
+        return None
+
+    def fabric_expr(self, at: cst.CSTNode) -> str | None:
+        """A name bound to `Fabric(...)` visible at ``at``, for fixes."""
+        index = self.index
+        for name in _visible_names(index, at):
+            assigns = index.lookup(name, index.scope(at))
+            if assigns and all(
+                a.op == "=" and a.value is not None and index.qualname(a.value) == K.FABRIC + "()"
+                for a in assigns
+            ):
+                return name
+        return None
+
+    def _made_accelerator(self, value: cst.CSTNode) -> bool:
+        q = self.index.qualname(value)
+        if q == K.ACCELERATOR + "()":
+            return True
+        return isinstance(value, cst.Call) and (
+            Made.ACCELERATOR in self._external_makes(value)
+            or (self.index.local_function(value.func) is not None and self.is_accelerator(value))
+        )
+
+    # ============================================================== data loading
+    @cached_property
+    def loaders(self) -> list[cst.Call]:
+        return self.calls_to(K.DATALOADERS)
+
+    def is_dataloader(self, q: str | None) -> bool:
+        return q in K.DATALOADERS
+
+    def is_device_loader(self, q: str | None) -> bool:
+        """torch_xla device loaders iterate whatever loader they wrap."""
+        return q in K.DEVICE_LOADERS
+
+    def passes_batches_through(self, func: cst.BaseExpression) -> bool:
+        """`enumerate(loader)`, `tqdm(loader)`: yields the loader's batches unchanged."""
+        if isinstance(func, cst.Name) and not self.index.bindings_of(func):
+            return func.value in K.PASS_THROUGH
+        return self.index.qualname(func) in K.PASS_THROUGH
+
+    def sampler_shards(self, sampler: cst.BaseExpression) -> bool | None:
+        """True: a distributed sampler; False: one that draws from the whole dataset in every
+        process; None: a custom sampler (it may well shard by rank)."""
+        flow = self.flow
+        if flow.reaches(sampler, _distributed_sampler, key="distributed-sampler"):
+            return True
+        if flow.reaches(sampler, _whole_dataset_sampler, key="whole-sampler"):
+            return False
+        return None
+
+    def data_sharded_by_rank(self, expr: cst.CSTNode) -> bool:
+        """Something flowing into ``expr`` splits it by process (also in another module)."""
+        return self.flow.reaches(expr, self.is_sharded_by_rank, key="sharded", depth=6)
+
+    def is_sharded_by_rank(self, node: cst.CSTNode, qualname: str | None) -> bool:
+        """Predicate: ``node`` splits data by process (a rank, the world size, a sharder)."""
+        if self.is_process_count(node, qualname):
+            return True
+        if qualname is not None:
+            if qualname in K.RANK_VALUES or qualname.rstrip("()") in K.DATASET_SHARDERS:
+                return True
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in K.SHARD_METHODS:
+                return True
+            if Made.SHARDED in self._external_makes(node):
+                return True
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            last = _last_name(node)
+            if last is not None and last.lower() in K.RANK_NAMES:
+                return True
+            if isinstance(node, cst.Attribute) and last in ("process_index", "global_rank"):
+                return True
+        return False
+
+    # ============================================================== models
+    @cached_property
+    def trains(self) -> bool:
+        """The module runs backward passes or optimizer steps (or hands off to a Lightning fit)."""
+        return any(
+            isinstance(c.func, cst.Attribute) and c.func.attr.value in ("backward", "step", "fit")
+            for c in self.index.calls
+        )
+
+    def builds_model(self, call: cst.Call, q: str | None) -> bool:
+        """``call`` draws random initial weights (a layer, a model class, a task head)."""
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_adapter":
+            # `unet.add_adapter(LoraConfig(...))`: fresh LoRA weights are drawn here.
+            return any(self._is_peft_config(arg.value) for arg in call.args)
+        if q is None:
+            return False
+        if K.TORCH_LAYER.match(q) or q in K.MODEL_FACTORIES:
+            return True
+        if q.startswith("torchvision.models.") and q.rsplit(".", 1)[1][:1].islower():
+            return True
+        top = q.split(".", 1)[0]
+        if top not in ("transformers", "diffusers"):
+            return False
+        parts = q.split(".")
+        if parts[-1] == "from_config" and K.HF_MODEL_CLASS.search(parts[-2]):
+            return True
+        if parts[-1] == "from_pretrained":
+            # Loads checkpoint weights; only a task head missing from the checkpoint is drawn, and
+            # that matters when the script trains (an inference script loads a fine-tuned head).
+            head = (
+                bool(K.PRETRAINED_WITHOUT_HEAD.search(parts[-2]))
+                or Index.argument(call, "num_labels") is not None
+            )
+            return head and self.trains
+        return bool(K.HF_MODEL_CLASS.search(parts[-1])) and parts[-1][:1].isupper()
+
+    def _is_peft_config(self, expr: cst.BaseExpression) -> bool:
+        values = [expr] + [v for v in self.index.values_of(expr) if v is not None]
+        return any(
+            isinstance(v, cst.Call) and (self.index.qualname(v.func) or "").startswith("peft.")
+            for v in values
+        )
+
+    def is_random_split(self, call: cst.Call) -> bool:
+        """`random_split(...)` without its own generator: draws from the global generator."""
+        if self.index.qualname(call.func) not in K.RANDOM_SPLITS:
+            return False
+        return Index.argument(call, keyword="generator", position=2) is None
+
+    def is_model_class(self, cls: cst.ClassDef, seen: set | None = None) -> bool:
+        """A class of this module that subclasses a model base (`nn.Module`, ...)."""
+        seen = set() if seen is None else seen
+        if cls in seen:
+            return False
+        seen.add(cls)
+        for base in cls.bases:
+            q = self.index.qualname(base.value)
+            if q is not None and (
+                q in K.MODEL_BASES
+                or q.startswith("transformers.")
+                and q.endswith("PreTrainedModel")
+            ):
+                return True
+            if isinstance(base.value, cst.Name):
+                for b in self.index.bindings_of(base.value):
+                    if b.op == "class" and self.is_model_class(b.node, seen):  # type: ignore[arg-type]
+                        return True
+        return False
+
+    # ============================================================== seeding
+    @cached_property
+    def seeding(self) -> SeedingFacts:
+        return SeedingFacts(self)
+
+    # ============================================================== summaries
+    def summary(self, fn: cst.CSTNode) -> Summary:
+        """What a function of this module returns and does (a class: what its instances are)."""
+        found = self._summaries.get(fn)
+        if isinstance(found, Summary):
+            return found
+        if found is _IN_PROGRESS:
+            return Summary()  # a cycle: unknown
+        self._summaries[fn] = _IN_PROGRESS
+        result = self._summarise(fn)
+        self._summaries[fn] = result
+        return result
+
+    def summary_of(self, name: str) -> Summary | None:
+        """The summary of the module-level function or class ``name`` (None: not defined here);
+        a name this module imports from another (a re-export) is followed there."""
+        for b in reversed(self.index.module_scope.bindings.get(name, ())):
+            if b.op in ("def", "class"):
+                return self.summary(b.node)
+            if b.op == "import" and b.record is not None:
+                return self._summary_through(b.record, self.path)
+        return None
+
+    def _summarise(self, fn: cst.CSTNode) -> Summary:
+        index = self.index
+        summary = Summary()
+        if isinstance(fn, cst.ClassDef):
+            if self._is_optimizer_class_def(fn, set()):
+                summary.makes.add(Made.OPTIMIZER)
+            return summary
+        returns = [r.value for r in index.returns.get(fn, ()) if r.value is not None]
+        for value in returns:
+            if self.reads_process_count(value):
+                summary.makes.add(Made.PROCESS_COUNT)
+            if self.is_accelerator(value):
+                summary.makes.add(Made.ACCELERATOR)
+            if self.data_sharded_by_rank(value):
+                summary.makes.add(Made.SHARDED)
+        inner = [o for o in self.optimizers if index.is_inside(o.call, fn)]
+        if inner and any(self.flow.reaches(v, _node_in(inner), depth=6) for v in returns):
+            summary.makes.add(Made.OPTIMIZER)
+            opt = inner[0]
+            name = fn.name.value if isinstance(fn, cst.FunctionDef) else "?"
+            summary.lr_where = f"`{name}()` in {self.path or 'another module'}"
+            if opt.lr is not None and self.reads_process_count(opt.lr):
+                summary.lr_scaled = True
+            elif opt.lr is not None:
+                summary.lr_param = _param_reached(index, fn, opt.lr)
+        summary.seeds = self.seeding.seeds_in(fn)
+        return summary
+
+    # ------------------------------------------------------------------ across modules
+    @cached_property
+    def _external_calls(self) -> list[cst.Call]:
+        """Calls whose callee is imported from another module of the project."""
+        if self.project is None:
+            return []
+        return [c for c in self.index.calls if self._external_summary(c) is not None]
+
+    def _external_makes(self, call: cst.Call) -> set[Made]:
+        summary = self._external_summary(call)
+        return summary.makes if summary is not None else set()
+
+    def _external_summary(self, call: cst.Call) -> Summary | None:
+        if self.project is None or self.path is None:
+            return None
+        func = call.func
+        if isinstance(func, cst.Name):
+            return self._imported_summary(func)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            # `utils.get_world_size()` with `import utils` / `from pkg import utils`
+            for b in self.index.bindings_of(func.value):
+                if b.op == "import" and b.record is not None:
+                    record = b.record
+                    if record.name is None:
+                        path = self.project.resolve_import(self.path, record.module, 0)
+                    else:
+                        path = self.project.resolve_from_import(
+                            self.path, record.module, record.name, record.level
+                        )
+                    if path is not None:
+                        other = self._facts_of(path)
+                        return other.summary_of(func.attr.value) if other else None
+        return None
+
+    def _imported_summary(self, name: cst.Name) -> Summary | None:
+        if self.project is None or self.path is None:
+            return None
+        for b in self.index.bindings_of(name):
+            if b.op == "import" and b.record is not None and b.record.name is not None:
+                return self._summary_through(b.record, self.path)
+        return None
+
+    def _summary_through(self, record: Any, importer: str | None) -> Summary | None:
+        if self.project is None or importer is None or record.name is None:
+            return None
+        path = self.project.resolve_import(importer, record.module, record.level)
+        if path is None:
+            return None
+        key = ("summary", path, record.name)
+        memo = self.project.memo
+        if key in memo:
+            found = memo[key]
+            return None if found is _IN_PROGRESS else found
+        memo[key] = _IN_PROGRESS  # a cycle between modules: unknown
+        other = self._facts_of(path)
+        result = other.summary_of(record.name) if other is not None else None
+        memo[key] = result
+        return result
+
+    def _facts_of(self, path: str) -> Facts | None:
+        assert self.project is not None
+        info = self.project.module(path)
+        if info is None:
+            return None
+        return facts_for(info.index, path, self.project)
+
+
+class SeedingFacts:
+    """What the module seeds, and what it draws from unseeded generators."""
+
+    def __init__(self, facts: Facts) -> None:
+        index = facts.index
+        self.facts = facts
+        self.by_kind: dict[Seeds, list[cst.Call]] = {
+            s: [] for s in (Seeds.TORCH, Seeds.PYTHON, Seeds.NUMPY, Seeds.XLA)
+        }
+        self.full: list[cst.Call] = []  # helpers that seed everything
+        self.draws = Seeds.NONE
+        for call in index.calls:
+            q = index.qualname(call.func)
+            kind = self.kind_of(call, q)
+            if kind is Seeds.ALL:
+                self.full.append(call)
+            elif kind is not Seeds.NONE:
+                self.by_kind[kind].append(call)
+            elif q is not None:
+                if q.startswith("random.") and q.count(".") == 1:
+                    if q[7:] not in K.PYTHON_NON_DRAWING:
+                        self.draws |= Seeds.PYTHON
+                elif q.startswith("numpy.random.") and q.count(".") == 2:
+                    if q[13:] not in K.NUMPY_NON_DRAWING:
+                        self.draws |= Seeds.NUMPY
+
+    def kind_of(self, call: cst.Call, q: str | None) -> Seeds:
+        if q in K.FULL_SEEDERS:
+            return Seeds.ALL
+        if q in K.TORCH_SEEDERS:
+            return Seeds.TORCH
+        if q in K.PYTHON_SEEDERS:
+            return Seeds.PYTHON
+        if q in K.NUMPY_SEEDERS:
+            return Seeds.NUMPY
+        if q in K.XLA_SEEDERS:
+            return Seeds.XLA
+        external = self.facts._external_summary(call)
+        if external is not None and external.seeds == Seeds.ALL:
+            return Seeds.ALL
+        return Seeds.NONE
+
+    def seeds_in(self, fn: cst.CSTNode) -> Seeds:
+        index = self.facts.index
+        seeds = Seeds.NONE
+        if self.full and any(index.is_inside(c, fn) for c in self.full):
+            return Seeds.ALL
+        for kind, calls in self.by_kind.items():
+            if any(index.is_inside(c, fn) for c in calls):
+                seeds |= kind
+        return seeds
+
+
+# ------------------------------------------------------------------ helpers
+def _distributed_sampler(node: cst.CSTNode, q: str | None) -> bool:
+    return q is not None and K.DISTRIBUTED_SAMPLER_WORD in q
+
+
+def _whole_dataset_sampler(node: cst.CSTNode, q: str | None) -> bool:
+    return q is not None and q.rstrip("()") in K.WHOLE_DATASET_SAMPLERS
+
+
+def _is_call(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call)
+
+
+def _node_in(calls: list[Optimizer]):
+    wanted = {id(o.call) for o in calls}
+    return lambda node, _q: id(node) in wanted
+
+
+def _param_reached(
+    index: Index, fn: cst.CSTNode, expr: cst.CSTNode
+) -> tuple[str, int | None] | None:
+    """The parameter of ``fn`` a value comes from (name, position), e.g. `lr` or `args`."""
+    if not isinstance(fn, cst.FunctionDef):
+        return None
+    params = list(fn.params.posonly_params) + list(fn.params.params)
+    names = [p.name.value for p in params]
+    if index.scope(fn).kind == "class" and names and names[0] in ("self", "cls"):
+        names = names[1:]
+    kwonly = [p.name.value for p in fn.params.kwonly_params]
+    found: list[tuple[str, str]] = []
+
+    def hit(node: cst.CSTNode, _q: str | None) -> bool:
+        key = (
+            target_key(node) if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)) else None
+        )
+        if key is None:
+            return False
+        head = key.split(".", 1)[0].split("[", 1)[0]
+        if head in names or head in kwonly:
+            base = node
+            while isinstance(base, (cst.Attribute, cst.Subscript)):
+                base = base.value
+            if isinstance(base, cst.Name) and any(b.op == "param" for b in index.bindings_of(base)):
+                found.append((head, key[len(head) :]))
+                return True
+        return False
+
+    index.reaches(expr, hit, depth=4)
+    if not found:
+        return None
+    name, suffix = found[0]
+    return name, (names.index(name) if name in names else None), suffix
+
+
+def _dict_entry(index: Index, value: cst.CSTNode | None, name: str) -> cst.BaseExpression | None:
+    if isinstance(value, cst.Dict):
+        for el in value.elements:
+            if isinstance(el, cst.DictElement) and string_value(el.key) == name:
+                return el.value
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value == "dict"
+    ):
+        return call_keyword(value, name)
+    return None
+
+
+def _names_batch_or_accumulation(name: str) -> bool:
+    lowered = name.lower()
+    return "accum" in lowered or ("batch" in lowered and "batches" not in lowered)
+
+
+def _last_name(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if isinstance(node, cst.Subscript):
+        key = target_key(node)
+        if key is not None and key.endswith("]"):
+            return key.rsplit("[", 1)[1][:-1]
+    return None
+
+
+def _visible_names(index: Index, at: cst.CSTNode) -> list[str]:
+    names: list[str] = []
+    scope = index.scope(at)
+    first = True
+    while scope is not None:
+        if scope.kind != "class" or first:
+            for name, assigns in scope.bindings.items():
+                if first and not any(a.order < index.order(at) for a in assigns):
+                    continue
+                names.append(name)
+        scope = scope.parent
+        first = False
+    return names

@@ -1,0 +1,406 @@
+"""The one declared knowledge base of third-party training APIs.
+
+distlint never imports or parses accelerate, transformers, timm, bitsandbytes, apex, DeepSpeed,
+schedulefree, torchtune, Lightning Fabric, torch_xla or torch itself: what it knows about them is
+written down here, as canonical qualified names (see :func:`distlint.analysis.index.canonical`).
+Only :mod:`distlint.analysis.facts` reads this module; rules ask the facts.
+"""
+
+from __future__ import annotations
+
+import re
+
+# ------------------------------------------------------------------ accelerators and launchers
+ACCELERATOR = "accelerate.Accelerator"
+STATE_CLASSES = frozenset(
+    {"accelerate.PartialState", "accelerate.AcceleratorState", "accelerate.state.GradientState"}
+)
+FABRIC = "lightning.Fabric"
+DATALOADER_CONFIGURATION = "accelerate.utils.DataLoaderConfiguration"
+
+# One process per device through torch.distributed: DDP / FSDP under torchrun or mp.spawn.
+DDP_CALLS = frozenset(
+    {
+        "torch.distributed.init_process_group",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.utils.data.DistributedSampler",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard",
+        "torch.multiprocessing.spawn",
+        "deepspeed.initialize",
+    }
+)
+DDP_WRAPPERS = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard",
+    }
+)
+# torch_xla multiprocessing: one process per core, each DataLoader yields a per-core batch.
+XLA_MULTIPROCESS = frozenset(
+    {
+        "torch_xla.distributed.xla_multiprocessing.spawn",
+        "torch_xla.launch",
+        "torch_xla.distributed.parallel_loader.MpDeviceLoader",
+        "torch_xla.distributed.parallel_loader.ParallelLoader",
+    }
+)
+# torch_xla SPMD: one process drives every device; the DataLoader batch is the global batch.
+XLA_SPMD_CALLS = frozenset({"torch_xla.runtime.use_spmd"})
+XLA_SPMD_MODULE = "torch_xla.distributed.spmd"
+XLA_MODULE = "torch_xla"
+
+# Tensor / context parallelism: the ranks of one model replica share a batch.
+MODEL_PARALLEL_CALLS = frozenset(
+    {
+        "accelerate.ParallelismConfig",
+        "accelerate.parallelism_config.ParallelismConfig",
+        "accelerate.utils.ParallelismConfig",
+        "accelerate.utils.TorchTensorParallelPlugin",
+        "accelerate.utils.MegatronLMPlugin",
+        "torch.distributed.device_mesh.init_device_mesh",
+        "torch.distributed.tensor.parallel.parallelize_module",
+        "torch.distributed.tensor.experimental.context_parallel",
+    }
+)
+MODEL_PARALLEL_PREFIXES = ("torch.distributed.tensor.parallel.",)
+MODEL_PARALLEL_KEYWORDS = frozenset({"parallelism_config", "torch_tp_plugin", "megatron_lm_plugin"})
+
+# ------------------------------------------------------------------ the number of processes
+# Values (qualified names, calls end in `()`) that ARE the number of data-parallel processes.
+PROCESS_COUNT = frozenset(
+    {
+        "accelerate.Accelerator().num_processes",
+        "accelerate.PartialState().num_processes",
+        "accelerate.AcceleratorState().num_processes",
+        "accelerate.Accelerator().state.num_processes",
+        "torch.distributed.get_world_size()",
+        "torch.distributed.distributed_c10d.get_world_size()",
+        "torch_xla.runtime.world_size()",
+        "torch_xla.runtime.global_runtime_device_count()",
+        "torch_xla.core.xla_model.xrt_world_size()",
+        "torch_xla.core.xla_model.get_world_size()",
+        "lightning.Fabric().world_size",
+        "os.environ[WORLD_SIZE]",
+        "horovod.torch.size()",
+        "deepspeed.comm.get_world_size()",
+        "torch.distributed.GroupMember.WORLD.size()",
+    }
+)
+# Device counts: the number of processes a single-node launcher starts (mp.spawn nprocs=...).
+DEVICE_COUNTS = frozenset(
+    {
+        "torch.cuda.device_count()",
+        "torch.xpu.device_count()",
+        "torch_xla.runtime.addressable_device_count()",
+    }
+)
+# A DeviceMesh (or one of its dimensions, `mesh["dp"]`): its `.size()` counts processes.
+DEVICE_MESH = "torch.distributed.device_mesh.init_device_mesh()"
+# Attributes holding the process count on an Accelerator / state / Fabric instance.
+PROCESS_COUNT_ATTRIBUTES = frozenset({"num_processes", "world_size"})
+ENV_WORLD_SIZE = "WORLD_SIZE"
+ENV_READERS = frozenset({"os.environ.get()", "os.getenv()"})
+# Rank readers: a dataset split with one of these is split by process.
+RANK_VALUES = frozenset(
+    {
+        "accelerate.Accelerator().process_index",
+        "accelerate.PartialState().process_index",
+        "accelerate.Accelerator().local_process_index",
+        "torch.distributed.get_rank()",
+        "torch_xla.runtime.global_ordinal()",
+        "torch_xla.core.xla_model.get_ordinal()",
+        "lightning.Fabric().global_rank",
+        "os.environ[RANK]",
+        "os.environ[LOCAL_RANK]",
+    }
+)
+
+# Identifiers that by near-universal convention hold the number of data-parallel processes.
+# ONLY consulted for a value the analysis cannot trace (a parameter no call of the project passes,
+# `args.world_size` set by a launcher, a tuple unpacked from an unknown call): there the name is
+# all the evidence there is. A traced value is judged by what it is, never by its name.
+PROCESS_COUNT_NAMES = frozenset(
+    {
+        "world_size",
+        "worldsize",
+        "world",
+        "num_processes",
+        "num_procs",
+        "n_procs",
+        "nprocs",
+        "num_replicas",
+        "n_gpu",
+        "n_gpus",
+        "ngpus",
+        "ngpu",
+        "num_gpus",
+        "ngpus_per_node",
+        "num_devices",
+        "n_devices",
+        "num_cores",
+        "dp_size",
+        "dp_world_size",
+        "data_parallel_size",
+        "data_parallel_world_size",
+        "num_data_parallel",
+        "dp_degree",
+        "num_workers_dp",
+    }
+)
+# Same policy for the gradient accumulation steps (a helper's untraced `grad_accum` parameter).
+ACCUMULATION_WORD = "accum"
+RANK_NAMES = frozenset({"rank", "global_rank", "local_rank", "process_index", "ordinal"})
+
+# ------------------------------------------------------------------ optimizers
+OPTIMIZER_BASES = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
+# Packages whose capitalised members are optimizer classes, minus what is not one.
+OPTIMIZER_PACKAGES = (
+    "torch.optim.",
+    "bitsandbytes.optim.",
+    "apex.optimizers.",
+    "deepspeed.ops.adam.",
+    "deepspeed.ops.lamb.",
+    "schedulefree.",
+    "timm.optim.",
+    "torchao.prototype.low_bit_optim.",
+    "transformers.optimization.",
+)
+NOT_OPTIMIZER_SUBPACKAGES = frozenset({"lr_scheduler", "swa_utils"})
+NOT_OPTIMIZERS = frozenset(
+    {
+        "Optimizer",
+        "GlobalOptimManager",
+        "Optimizer8bit",
+        "Optimizer1State",
+        "Optimizer2State",
+        "AdafactorSchedule",
+        "SchedulerType",
+        "OptimizerNames",
+        # Adafactor sizes its steps relative to the parameters (relative_step / scale_parameter):
+        # the linear scaling rule does not apply to it
+        "Adafactor",
+    }
+)
+OPTIMIZER_CLASSES = frozenset({"transformers.AdamW"})
+# Library factories that build an optimizer: callee -> (lr keyword, lr position or None).
+OPTIMIZER_FACTORIES: dict[str, tuple[str, int | None]] = {
+    "timm.optim.create_optimizer_v2": ("lr", 2),
+    "timm.optim.create_optimizer": ("lr", None),
+    "torchtune.training.create_optim_in_bwd_wrapper": ("lr", None),
+    "transformers.optimization.create_optimizer": ("init_lr", 0),
+    "transformers.create_optimizer": ("init_lr", 0),
+}
+
+# ------------------------------------------------------------------ schedulers
+_TORCH = "torch.optim.lr_scheduler."
+# Schedulers whose `max_lr` is the learning rate the run actually peaks at.
+PEAK_LR_SCHEDULERS = frozenset({_TORCH + "OneCycleLR", _TORCH + "CyclicLR"})
+_HF_WARMUP = ((1, "num_warmup_steps", "warmup"), (2, "num_training_steps", "total"))
+# scheduler -> arguments that count steps: (position, keyword, role); role "lambda" = lr_lambda.
+SCHEDULER_LENGTHS: dict[str, tuple[tuple[int, str, str], ...]] = {
+    _TORCH + "OneCycleLR": ((2, "total_steps", "total"), (4, "steps_per_epoch", "total")),
+    _TORCH + "CosineAnnealingLR": ((1, "T_max", "total"),),
+    _TORCH + "LinearLR": ((3, "total_iters", "total"),),
+    _TORCH + "ConstantLR": ((2, "total_iters", "total"),),
+    _TORCH + "PolynomialLR": ((1, "total_iters", "total"),),
+    _TORCH + "StepLR": ((1, "step_size", "total"),),
+    _TORCH + "MultiStepLR": ((1, "milestones", "total"),),
+    _TORCH + "CosineAnnealingWarmRestarts": ((1, "T_0", "total"),),
+    _TORCH + "SequentialLR": ((2, "milestones", "warmup"),),
+    _TORCH + "CyclicLR": ((3, "step_size_up", "total"), (4, "step_size_down", "total")),
+    _TORCH + "LambdaLR": ((1, "lr_lambda", "lambda"),),
+    _TORCH + "MultiplicativeLR": ((1, "lr_lambda", "lambda"),),
+    "transformers.get_scheduler": (
+        (2, "num_warmup_steps", "warmup"),
+        (3, "num_training_steps", "total"),
+    ),
+    "diffusers.optimization.get_scheduler": (
+        (3, "num_warmup_steps", "warmup"),
+        (4, "num_training_steps", "total"),
+    ),
+}
+for _name in (
+    "get_linear_schedule_with_warmup",
+    "get_cosine_schedule_with_warmup",
+    "get_cosine_with_hard_restarts_schedule_with_warmup",
+    "get_polynomial_decay_schedule_with_warmup",
+    "get_constant_schedule_with_warmup",
+    "get_inverse_sqrt_schedule",
+    "get_wsd_schedule",
+):
+    SCHEDULER_LENGTHS["transformers." + _name] = _HF_WARMUP
+    SCHEDULER_LENGTHS["diffusers.optimization." + _name] = _HF_WARMUP
+
+# ------------------------------------------------------------------ wrapping ("prepare")
+PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "prepare_scheduler"})
+FABRIC_SETUP_METHODS = frozenset({"setup", "setup_dataloaders", "setup_module", "setup_optimizers"})
+PREPARE_FUNCTIONS = frozenset(
+    {"accelerate.data_loader.prepare_data_loader", "accelerate.utils.prepare_data_loader"}
+)
+# Accelerator options that hold the gradient accumulation steps: plugin -> (keyword, field).
+ACCUMULATION_PLUGINS = {
+    "accelerate.utils.GradientAccumulationPlugin": ("gradient_accumulation_plugin", "num_steps"),
+    "accelerate.utils.dataclasses.GradientAccumulationPlugin": (
+        "gradient_accumulation_plugin",
+        "num_steps",
+    ),
+    "accelerate.utils.DeepSpeedPlugin": ("deepspeed_plugin", "gradient_accumulation_steps"),
+    "accelerate.utils.dataclasses.DeepSpeedPlugin": (
+        "deepspeed_plugin",
+        "gradient_accumulation_steps",
+    ),
+}
+
+# ------------------------------------------------------------------ data loading
+DATALOADERS = frozenset(
+    {"torch.utils.data.DataLoader", "torchdata.stateful_dataloader.StatefulDataLoader"}
+)
+DEVICE_LOADERS = frozenset(
+    {
+        "torch_xla.distributed.parallel_loader.MpDeviceLoader",
+        "torch_xla.distributed.parallel_loader.ParallelLoader",
+    }
+)
+DISTRIBUTED_SAMPLER_WORD = "Distributed"
+WHOLE_DATASET_SAMPLERS = frozenset(
+    {
+        "torch.utils.data.RandomSampler",
+        "torch.utils.data.SequentialSampler",
+        "torch.utils.data.WeightedRandomSampler",
+        "torch.utils.data.SubsetRandomSampler",
+        "torch.utils.data.sampler.RandomSampler",
+        "torch.utils.data.sampler.SequentialSampler",
+        "torch.utils.data.sampler.WeightedRandomSampler",
+        "torch.utils.data.sampler.SubsetRandomSampler",
+    }
+)
+# Iteration helpers that yield the loader's batches unchanged.
+PASS_THROUGH = frozenset(
+    {"enumerate", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"}
+)
+# Calls that split a dataset by process (the result is sharded).
+DATASET_SHARDERS = frozenset(
+    {
+        "datasets.distributed.split_dataset_by_node",
+        "torch.utils.data.datapipes.iter.sharding.ShardingFilterIterDataPipe",
+    }
+)
+# Methods that shard a dataset when given a process count / rank (`ds.shard(num_shards, index)`).
+SHARD_METHODS = frozenset({"shard", "split_by_node", "shard_by_node"})
+BATCH_SIZE_KEYWORDS = frozenset({"batch_size", "gradient_accumulation_steps", "num_steps"})
+
+# ------------------------------------------------------------------ seeding
+# Calls that seed torch's CPU generator and/or device generators by hand.
+TORCH_SEEDERS = frozenset(
+    {
+        "torch.manual_seed",
+        "torch.cuda.manual_seed",
+        "torch.cuda.manual_seed_all",
+        "torch.xpu.manual_seed",
+        "torch.xpu.manual_seed_all",
+        "torch.mps.manual_seed",
+        "torch.npu.manual_seed",
+        "torch.npu.manual_seed_all",
+        "torch.mlu.manual_seed",
+        "torch.mlu.manual_seed_all",
+    }
+)
+PYTHON_SEEDERS = frozenset({"random.seed"})
+NUMPY_SEEDERS = frozenset({"numpy.random.seed"})
+XLA_SEEDERS = frozenset(
+    {
+        "torch_xla.core.xla_model.set_rng_state",
+        "torch_xla.manual_seed",
+        "torch_xla.core.xla_model.manual_seed",
+    }
+)
+# Library helpers that seed python, numpy, torch and every device in one call.
+FULL_SEEDERS = frozenset(
+    {
+        "accelerate.utils.set_seed",
+        "transformers.set_seed",
+        "transformers.enable_full_determinism",
+        "lightning.seed_everything",
+        "lightning.pytorch.utilities.seed.seed_everything",
+        "lightning.pytorch.seed_everything",
+        "lightning.fabric.utilities.seed_everything",
+        "lightning.Fabric().seed_everything",
+        "lightning.fabric.Fabric().seed_everything",
+        "pytorch_lightning.utilities.seed.seed_everything",
+        "mmengine.runner.set_random_seed",
+        "mmcv.runner.set_random_seed",
+        "detectron2.utils.env.seed_all_rng",
+        "diffusers.training_utils.set_seed",
+        "timm.utils.random_seed",
+        "pytorch_lightning.seed_everything",
+        "torchtune.training.set_seed",
+    }
+)
+# Functions of `random` / `numpy.random` that do not draw from the module-level generator.
+PYTHON_NON_DRAWING = frozenset({"seed", "Random", "SystemRandom", "getstate", "setstate"})
+NUMPY_NON_DRAWING = frozenset(
+    {
+        "seed",
+        "default_rng",
+        "RandomState",
+        "Generator",
+        "SeedSequence",
+        "PCG64",
+        "PCG64DXSM",
+        "MT19937",
+        "Philox",
+        "SFC64",
+        "BitGenerator",
+        "get_state",
+        "set_state",
+    }
+)
+
+# ------------------------------------------------------------------ models (what draws weights)
+TORCH_LAYER = re.compile(
+    r"torch\.nn\.(Lazy)?(Linear|Bilinear|Conv(Transpose)?[123]d|Embedding(Bag)?|RNN|LSTM|GRU|RNNCell|"
+    r"LSTMCell|GRUCell|Transformer\w*|MultiheadAttention)$"
+)
+MODEL_BASES = frozenset(
+    {
+        "torch.nn.Module",
+        "torch.nn.modules.module.Module",
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "pytorch_lightning.LightningModule",
+        "transformers.PreTrainedModel",
+        "diffusers.ModelMixin",
+    }
+)
+HF_MODEL_CLASS = re.compile(r"(Model|For[A-Z]\w*)$")
+PRETRAINED_WITHOUT_HEAD = re.compile(
+    r"For(SequenceClassification|TokenClassification|QuestionAnswering|MultipleChoice|"
+    r"ImageClassification|AudioClassification|AudioFrameClassification|ObjectDetection|"
+    r"SemanticSegmentation|Classification|Regression)"
+)
+MODEL_FACTORIES = frozenset(
+    {"timm.create_model", "peft.get_peft_model", "peft.inject_adapter_in_model", "torch.hub.load"}
+)
+RANDOM_SPLITS = frozenset(
+    {"torch.utils.data.random_split", "torch.utils.data.dataset.random_split"}
+)
+
+
+def is_optimizer_class(qualname: str | None) -> bool:
+    """A library optimizer class (`torch.optim.AdamW`, `bnb.optim.AdamW8bit`, `schedulefree.*`)."""
+    if not qualname or "(" in qualname:  # `torch.optim.SGD()` is an instance, not the class
+        return False
+    if qualname in OPTIMIZER_CLASSES:
+        return True
+    for package in OPTIMIZER_PACKAGES:
+        if qualname.startswith(package):
+            rest = qualname[len(package) :].split(".")
+            if rest[0] in NOT_OPTIMIZER_SUBPACKAGES:
+                return False
+            name = rest[-1]
+            return name[:1].isupper() and name not in NOT_OPTIMIZERS and "Scheduler" not in name
+    return False

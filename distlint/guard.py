@@ -1,0 +1,304 @@
+"""Refuse, before LibCST sees it, source that would crash, stall or exhaust the linter.
+
+LibCST's native parser recurses on the C stack (3,000 nested parentheses split over lines
+segfault the process), takes time quadratic in the length of a left-recursive chain (a sum,
+an attribute/call/subscript chain: a 5,000-link call chain runs for minutes) and memory
+quadratic in right-recursive nesting (unary operators, ``**``, ``lambda``, conditional
+expressions); the rules then walk the tree recursively. :func:`check_source` measures each
+text with one linear scan (a small tokenizer: strings, comments, brackets, operators, keywords;
+it never recurses and holds O(nesting) state) and returns one :class:`FileError` naming the
+file, the line and the bound when the text is over one of them:
+
+=========================  ========================================================
+``max-file-size``          bytes of one file that is parsed (configurable, default 512 KiB;
+                           LibCST needs ~650 MB and ~13 s per MiB of ordinary code)
+``MAX_BRACKETS`` (200)     nested brackets: Python's own limit ("too many nested
+                           parentheses"); LibCST segfaults at ~1,400 over lines
+``MAX_DEPTH`` (1,200)      estimated nesting of the syntax tree in one statement: brackets,
+                           operators, trailers, ``not``/``and``/``or``, ``lambda``,
+                           conditional expressions, implicitly concatenated strings,
+                           ``elif`` chains, indented blocks
+``MAX_CHAIN_COST`` (4 M)   links x tokens of one left-recursive chain (``a + b + ...``,
+                           ``x.f().g()[0]...``): LibCST's parse time grows with it (~1 s at
+                           the bound; a sum of 1,400 terms)
+=========================  ========================================================
+
+Valid code within the bounds is linted; the text is never executed or imported. The language
+server and the command line share this one function.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from distlint.config import DEFAULT_MAX_FILE_SIZE  # 512 KiB: `max-file-size`
+from distlint.model import FileError
+
+MAX_BRACKETS = 200  # CPython's tokenizer refuses more ("too many nested parentheses")
+MAX_DEPTH = 1200
+MAX_CHAIN_COST = 4_000_000
+# The rules and LibCST's own visitors recurse per tree level (2-4 Python frames each): the
+# interpreter's default limit of 1,000 frames stops them at ~450 levels. Within MAX_DEPTH
+# this many frames use well under 8 MB of C stack (measured to 6,000 levels in a thread).
+RECURSION_LIMIT = 12 * MAX_DEPTH
+
+# One token per match; leading blanks are eaten by the match (a search from every blank is what
+# makes a naive alternation slow). Possessive quantifiers: no backtracking, linear time.
+_TOKEN = re.compile(
+    r"""[ \t\f]*+(?:
+    (?P<name>[^\W\d]\w*+)(?!['"])
+    |(?P<op>\*\*=?|//=?|<<=?|>>=?|->|:=|\.\.\.|[-+*/%@&|^<>=!]=|[-+*/%@&|^~<>.,;:=])
+    |(?P<open>[(\[{])
+    |(?P<close>[)\]}])
+    |(?P<nl>\r\n|\r|\n)
+    |(?P<num>\.?\d[\w.]*+)
+    |(?P<str>[rRbBuUfF]{0,2}(?:
+        '''(?:[^'\\]|\\.|'(?!''))*+'''
+        |\"\"\"(?:[^"\\]|\\.|"(?!""))*+\"\"\"
+        |'(?:[^'\\\r\n]|\\.)*+'
+        |"(?:[^"\\\r\n]|\\.)*+"))
+    |(?P<comment>\#[^\r\n]*+)
+    |(?P<cont>\\(?:\r\n|\r|\n))
+    |(?P<bad>['"\\])
+    )""",
+    re.VERBOSE | re.DOTALL,
+)
+_NAME, _OP, _OPEN, _CLOSE, _NL, _NUM, _STR, _COMMENT, _CONT, _BAD = range(1, 11)
+
+# Left-recursive binary operators: each one is a link of a chain (and a tree level).
+_BINARY = frozenset("+ - * / // % @ << >> & | ^".split())
+# These end an element (its siblings do not nest in it): depth and chain start again.
+_SEPARATORS = frozenset(", ; = += -= *= /= //= %= @= &= |= ^= >>= <<= **= ->".split())
+_COMPARISONS = frozenset("< > == != <= >=".split())
+_KEYWORDS = frozenset(
+    "False None True and as assert async await break class continue def del elif else "
+    "except finally for from global if import in is lambda nonlocal not or pass raise "
+    "return try while with yield".split()
+)
+_OPERAND_KEYWORDS = frozenset({"False", "None", "True"})
+# Keywords that nest what follows them one level deeper (right-recursive in the tree).
+_NESTING_KEYWORDS = frozenset({"not", "and", "or", "if", "lambda", "await", "yield"})
+
+
+def ensure_recursion_headroom() -> None:
+    """Let the tree walks reach MAX_DEPTH levels (only ever raises the interpreter's limit)."""
+    if sys.getrecursionlimit() < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+
+
+def human_size(n: int) -> str:
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.0f} KiB"
+    return f"{n} bytes"
+
+
+def check_size(size: int, path: str, max_file_size: int | None = DEFAULT_MAX_FILE_SIZE):
+    """A FileError when ``size`` bytes are over the ``max-file-size`` budget (None or 0: none)."""
+    if max_file_size and size > max_file_size:
+        return FileError(
+            path,
+            f"file is {human_size(size)}, over the {human_size(max_file_size)} budget for one file "
+            "(max-file-size in [tool.distlint]); not linted",
+            1,
+        )
+    return None
+
+
+def check_source(
+    text: str, path: str = "<stdin>", max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
+) -> FileError | None:
+    """``None`` when ``text`` is safe to give LibCST, else the error to report for ``path``.
+
+    Linear in the length of the text; never raises on any text (a syntax error is left to the
+    parser, which reports it with its location).
+    """
+    if max_file_size and len(text) > max_file_size // 4:  # cheap: a character is <= 4 bytes
+        size = len(text.encode("utf-8", "surrogatepass"))
+        error = check_size(size, path, max_file_size)
+        if error is not None:
+            return error
+    try:
+        return _scan(text, path)
+    except RecursionError:  # pragma: no cover - the scan does not recurse
+        return FileError(path, "source is too deeply nested to analyse", 1)
+
+
+def _line(text: str, pos: int) -> int:
+    newline = "\n" if "\n" in text else "\r"
+    return text.count(newline, 0, pos) + 1
+
+
+def _scan(text: str, path: str) -> FileError | None:
+    # The current frame (a bracket level, or a lambda's parameters) lives in locals; the
+    # enclosing ones are saved on `outer`. depth: levels the current element adds above
+    # `base`; links: of the current left-recursive chain, which started at token `start`.
+    outer: list[tuple[int, int, int, int, int, bool]] = []
+    base = depth = links = start = start_pos = 0
+    is_lambda = False
+    brackets = 0
+    indents = [0]  # indentation columns of the enclosing blocks
+    ifs: list[list[int]] = []  # [column, elif count] of each if-statement still open
+    elifs = 0  # their elif counts, summed
+    line_start = 0  # offset after the last newline outside brackets
+    statement_pos = 0  # offset of the current statement's first token
+    at_line_start = True
+    operand = False  # the previous token ends an operand: a trailer or binary operator may follow
+    was_string = False
+    tokens = 0
+
+    for m in _TOKEN.finditer(text):
+        kind = m.lastindex
+        if kind == _NL:
+            if not brackets:
+                while is_lambda:  # a lambda without its colon: a syntax error
+                    base, depth, links, start, start_pos, is_lambda = outer.pop()
+                line_start = m.end()
+                at_line_start = True
+                depth = links = 0
+                operand = was_string = False
+            continue
+        if kind >= _COMMENT:
+            if kind == _BAD:
+                return None  # an unterminated string: the parser reports it with its position
+            continue
+        tokens += 1
+        if at_line_start:
+            # A statement's first token: its indentation says which blocks it is in.
+            at_line_start = False
+            statement_pos = m.start(kind)
+            column = statement_pos - line_start
+            while column < indents[-1]:
+                indents.pop()
+            if column > indents[-1]:
+                indents.append(column)
+            while ifs and ifs[-1][0] > column:
+                elifs -= ifs.pop()[1]
+            first = m.group(kind)
+            if first == "elif" or first == "else":
+                if first == "elif" and ifs and ifs[-1][0] == column:
+                    ifs[-1][1] += 1  # LibCST nests each `elif` in the one before
+                    elifs += 1
+            else:
+                if ifs and ifs[-1][0] == column:
+                    elifs -= ifs.pop()[1]
+                if first == "if":
+                    ifs.append([column, 0])
+            base = 3 * (len(indents) - 1) + elifs
+            start, start_pos = tokens - 1, statement_pos
+            if base > MAX_DEPTH:
+                return _depth_error(path, text, statement_pos)
+
+        if kind == _NAME:
+            value = m.group(kind)
+            if value not in _KEYWORDS:
+                operand, was_string = True, False
+                continue
+            if links and links * (tokens - start) > MAX_CHAIN_COST:
+                return _chain_error(path, text, links, start_pos)
+            links, start, start_pos = 0, tokens, m.end()
+            operand = was_string = False
+            if value not in _NESTING_KEYWORDS:
+                continue
+            depth += 1
+            if value == "lambda":  # its parameters are a level of their own
+                outer.append((base, depth, links, start, start_pos, is_lambda))
+                base, depth, is_lambda = base + depth, 0, True
+        elif kind == _OP:
+            value = m.group(kind)
+            if value == ".":
+                if operand:
+                    links += 1  # an attribute: a link of the chain
+                    depth += 1
+                operand = was_string = False
+            elif value in _BINARY or value == "**":
+                if operand:
+                    links += 1
+                depth += 1  # binary, or unary (right-recursive): one level either way
+                operand = was_string = False
+            elif value == "...":
+                operand, was_string = True, False
+                continue
+            else:
+                if links and links * (tokens - start) > MAX_CHAIN_COST:
+                    return _chain_error(path, text, links, start_pos)
+                if value == ":" and is_lambda:
+                    # the lambda's body: nested in the lambda, which is counted already
+                    base, depth, links, start, start_pos, is_lambda = outer.pop()
+                elif value == ":=":
+                    depth += 1
+                else:  # `,` `:` `=` `;` comparisons: the next element is a sibling, not a child
+                    depth = 0
+                links, start, start_pos = 0, tokens, m.end()
+                operand = was_string = False
+                continue
+            if links and links * (tokens - start) > MAX_CHAIN_COST:
+                return _chain_error(path, text, links, start_pos)
+        elif kind == _OPEN:
+            if operand:  # a call or a subscript: a link of the chain around it
+                links += 1
+                depth += 1
+                if links * (tokens - start) > MAX_CHAIN_COST:
+                    return _chain_error(path, text, links, start_pos)
+            brackets += 1
+            if brackets > MAX_BRACKETS:
+                return FileError(
+                    path,
+                    f"more than {MAX_BRACKETS} nested brackets: Python itself refuses this "
+                    "(too many nested parentheses); not linted",
+                    _line(text, m.start(kind)),
+                )
+            outer.append((base, depth, links, start, start_pos, is_lambda))
+            base, depth, links, start, start_pos, is_lambda = (
+                base + depth + 2,
+                0,
+                0,
+                tokens,
+                m.end(),
+                False,
+            )
+            operand = was_string = False
+        elif kind == _CLOSE:
+            if links and links * (tokens - start) > MAX_CHAIN_COST:
+                return _chain_error(path, text, links, start_pos)
+            while is_lambda:
+                base, depth, links, start, start_pos, is_lambda = outer.pop()
+            if brackets:
+                brackets -= 1
+                base, depth, links, start, start_pos, is_lambda = outer.pop()
+            operand, was_string = True, False
+            continue
+        elif kind == _STR:
+            operand = True
+            if not was_string:
+                was_string = True
+                continue
+            depth += 1  # implicit concatenation: LibCST nests each string in the next
+        else:  # a number
+            operand, was_string = True, False
+            continue
+
+        if base + depth > MAX_DEPTH:
+            return _depth_error(path, text, statement_pos)
+    return None
+
+
+def _depth_error(path: str, text: str, pos: int) -> FileError:
+    return FileError(
+        path,
+        f"expression nested more than {MAX_DEPTH} levels deep (operators, brackets, "
+        "implicitly concatenated strings, elif chains): too deep for distlint to "
+        "analyse safely; not linted",
+        _line(text, pos),
+    )
+
+
+def _chain_error(path: str, text: str, links: int, pos: int) -> FileError:
+    return FileError(
+        path,
+        f"a chain of {links:,}+ operators/calls/subscripts in one expression is too long "
+        f"for distlint's parser (bound: links x tokens <= {MAX_CHAIN_COST:,}); not linted",
+        _line(text, pos),
+    )

@@ -1,0 +1,366 @@
+"""Start of ``distlint lsp``: the first diagnostics are sent before pygls has finished loading.
+
+Importing pygls costs more than linting a 500-line file: ``lsprotocol.types`` alone defines
+about a thousand attrs classes (0.3-0.4 s on a quiet machine, over a second on a busy one). An
+editor that opens a file waits for that import, then for the lint. So ``distlint lsp`` does
+three things at once:
+
+- the lint worker (:mod:`distlint.lsp_worker`) starts first and loads LibCST and the rules;
+- a thread imports pygls and builds the server (:mod:`distlint.lsp`);
+- this module answers the only messages an editor sends before its first diagnostics, with
+  plain JSON: ``initialize`` (the same capabilities the pygls server computes; a test
+  compares them), ``initialized`` and ``textDocument/didOpen`` (linted by the worker,
+  diagnostics published as the server would publish them).
+
+At the first other message (or once pygls is ready, whichever comes first) every message read
+so far is handed to the pygls server, which processes them as if it had read them itself: it
+sets up its workspace and documents, its ``initialize`` answer is dropped (the client already
+has one) and diagnostics already sent are not sent again. From then on pygls alone talks to the
+client.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import sys
+import threading
+from typing import Any, BinaryIO
+
+SOURCE = "distlint"
+FIX_ALL_KIND = "source.fixAll.distlint"
+IMPORTED_MODULES_COMMAND = "distlint.importedModules"
+_ENCODINGS = ("utf-8", "utf-16", "utf-32")
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_SEVERITY = {"error": 1, "warning": 2}
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split where LSP (and LibCST) split: \\r\\n, \\r, \\n."""
+    return _LINE_RE.findall(text)
+
+
+def options_from(init: Any):
+    """LintOptions from the client's initializationOptions (unknown keys are ignored)."""
+    from distlint.api import LintOptions
+
+    if not isinstance(init, dict):
+        return LintOptions()
+
+    def codes(key: str) -> tuple[str, ...] | None:
+        value = init.get(key)
+        return tuple(str(v).upper() for v in value) if isinstance(value, list) else None
+
+    unsafe = init.get("unsafeFixes")
+    config = init.get("config")
+    return LintOptions(
+        select=codes("select"),
+        ignore=codes("ignore"),
+        extend_select=codes("extendSelect"),
+        unsafe_fixes=unsafe if isinstance(unsafe, bool) else None,
+        config_path=config if isinstance(config, str) and config else None,
+        isolated=init.get("isolated") is True,
+    )
+
+
+def position_encoding(capabilities: Any) -> str:
+    """The client's first supported encoding, else UTF-16 (what pygls chooses too)."""
+    general = capabilities.get("general") if isinstance(capabilities, dict) else None
+    encodings = general.get("positionEncodings") if isinstance(general, dict) else None
+    for encoding in encodings or ():
+        if encoding in _ENCODINGS:
+            return encoding
+    return "utf-16"
+
+
+def initialize_result(capabilities: Any, version: str) -> dict:
+    """What the pygls server answers to ``initialize`` (tests/test_lsp.py keeps them equal)."""
+    return {
+        "capabilities": {
+            "positionEncoding": position_encoding(capabilities),
+            "textDocumentSync": {"openClose": True, "change": 2, "save": True},
+            "hoverProvider": True,
+            "codeActionProvider": {"codeActionKinds": ["quickfix", FIX_ALL_KIND]},
+            "executeCommandProvider": {"commands": [IMPORTED_MODULES_COMMAND]},
+            "workspace": {
+                "workspaceFolders": {"supported": True, "changeNotifications": True},
+                "fileOperations": {},
+            },
+        },
+        "serverInfo": {"name": "distlint", "version": version},
+    }
+
+
+def units(text: str, encoding: str) -> int:
+    if encoding == "utf-16":
+        return len(text.encode("utf-16-le")) // 2
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    return len(text)
+
+
+def _position(lines: list[str], line: int, column: int, encoding: str) -> dict:
+    index = line - 1
+    if index >= len(lines):
+        return {"line": len(lines), "character": 0}
+    return {"line": index, "character": units(lines[index][: column - 1], encoding)}
+
+
+def diagnostic_json(finding, lines: list[str], encoding: str, url: str | None) -> dict:
+    rng = finding.range
+    out = {
+        "range": {
+            "start": _position(lines, rng.line, rng.column, encoding),
+            "end": _position(lines, rng.end_line, rng.end_column, encoding),
+        },
+        "severity": _SEVERITY.get(finding.severity.value, 1),
+        "code": finding.code,
+        "source": SOURCE,
+        "message": finding.message,
+        "data": {"fix": finding.fix.applicability.value if finding.fix else None},
+    }
+    if url:
+        out["codeDescription"] = {"href": url}
+    return out
+
+
+def _read_message(stream: BinaryIO) -> tuple[bytes, dict | None] | None:
+    """One framed message: (its raw bytes, the parsed body or None if it is not JSON)."""
+    raw = b""
+    length = None
+    while True:
+        line = stream.readline()
+        if not line:
+            return None
+        raw += line
+        stripped = line.strip()
+        if not stripped:
+            if length is not None:
+                break
+            continue
+        name, _, value = stripped.partition(b":")
+        if name.strip().lower() == b"content-length":
+            try:
+                length = int(value.strip())
+            except ValueError:
+                return raw, None
+    body = stream.read(length)
+    raw += body
+    return raw, None
+
+
+def _parse(raw: bytes) -> dict | None:
+    _, sep, body = raw.partition(b"\r\n\r\n")
+    if not sep:
+        _, sep, body = raw.partition(b"\n\n")
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _write(stream: BinaryIO, message: dict) -> None:
+    body = json.dumps(message).encode("utf-8")
+    stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    stream.flush()
+
+
+class QueueReader:
+    """What pygls reads: the messages the start-up code read, then those the reader thread
+    goes on reading (one thread owns stdin for the whole session)."""
+
+    def __init__(self, prefix: bytes, frames: queue.Queue, eof: bool):
+        self.buffer = prefix
+        self.frames = frames
+        self.eof = eof
+
+    def _fill(self) -> bool:
+        if self.eof:
+            return False
+        frame = self.frames.get()
+        if frame is None:
+            self.eof = True
+            return False
+        self.buffer += frame
+        return True
+
+    def readline(self) -> bytes:
+        while b"\n" not in self.buffer and self._fill():
+            pass
+        i = self.buffer.find(b"\n")
+        end = len(self.buffer) if i < 0 else i + 1
+        line, self.buffer = self.buffer[:end], self.buffer[end:]
+        return line
+
+    def read(self, n: int) -> bytes:
+        while len(self.buffer) < n and self._fill():
+            pass
+        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        return data
+
+
+def _read_frames(stream: BinaryIO, frames: queue.Queue) -> None:
+    """The reader thread: raw framed messages from ``stream`` into ``frames``; None at the end."""
+    try:
+        while True:
+            item = _read_message(stream)
+            if item is None:
+                break
+            frames.put(item[0])
+    except (OSError, ValueError):
+        pass
+    frames.put(None)
+
+
+class DropResponses:
+    """The client's output stream, less the responses to the given request ids (answered
+    already by the start-up code)."""
+
+    def __init__(self, stream: BinaryIO, ids: set):
+        self.stream = stream
+        self.ids = set(ids)
+
+    def write(self, data: bytes) -> None:
+        if self.ids:
+            head, sep, body = data.partition(b"\r\n\r\n")
+            try:
+                message = json.loads(body) if sep else None
+            except ValueError:
+                message = None
+            if (
+                isinstance(message, dict)
+                and "method" not in message
+                and message.get("id") in self.ids
+            ):
+                self.ids.discard(message["id"])
+                return
+        self.stream.write(data)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+class _Start:
+    def __init__(self, worker, stdout: BinaryIO, version: str):
+        self.worker = worker
+        self.stdout = stdout
+        self.version = version
+        self.encoding = "utf-16"
+        self.options = None
+        self.root: str | None = None
+        self.answered: set = set()
+        self.published: dict[str, tuple] = {}  # uri -> (version, text, findings)
+        self.urls: dict[str, str | None] | None = None
+
+    def handle(self, message: dict) -> bool:
+        """Handle one message; False when it is one for the pygls server."""
+        method = message.get("method")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if method == "initialize" and "id" in message and not self.answered:
+            self.encoding = position_encoding(params.get("capabilities"))
+            self.options = options_from(params.get("initializationOptions"))
+            if isinstance(params.get("initializationOptions"), dict) and params[
+                "initializationOptions"
+            ].get("lintTimeout"):
+                return False  # a non-default time budget: let the server do everything
+            root = params.get("rootUri")
+            self.root = root if isinstance(root, str) else None
+            result = initialize_result(params.get("capabilities"), self.version)
+            _write(self.stdout, {"jsonrpc": "2.0", "id": message["id"], "result": result})
+            self.answered.add(message["id"])
+            return True
+        if method == "initialized" and self.answered:
+            return True
+        if method == "textDocument/didOpen" and self.answered:
+            doc = params.get("textDocument") or {}
+            self.lint_and_publish(doc)
+            return True
+        return False
+
+    def lint_and_publish(self, doc: dict) -> None:
+        from distlint.lsp_worker import WorkerError
+
+        uri, text, version = doc.get("uri"), doc.get("text"), doc.get("version")
+        if not isinstance(uri, str) or not isinstance(text, str) or not uri.startswith("file:"):
+            return  # untitled buffers and odd documents: the server handles them
+        if not uri.endswith((".py", ".pyi")) and doc.get("languageId") != "python":
+            return
+        from urllib.parse import unquote, urlparse
+
+        path = unquote(urlparse(uri).path)
+        try:
+            status, result, _, _ = self.worker.call("lint", text, path, self.options, timeout=20)
+            urls = self.rule_urls()
+        except WorkerError:
+            return  # the server lints it again and reports why
+        if status != "ok" or (result.errors and not result.findings):
+            return  # a configuration error or a syntax error: the server reports it
+        lines = split_lines(text)
+        diagnostics = [
+            diagnostic_json(f, lines, self.encoding, urls.get(f.code)) for f in result.findings
+        ]
+        params = {"uri": uri, "diagnostics": diagnostics}
+        if version is not None:
+            params["version"] = version
+        _write(
+            self.stdout,
+            {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params},
+        )
+        self.published[uri] = (version, text, result.findings)
+
+    def rule_urls(self) -> dict[str, str | None]:
+        if self.urls is None:
+            self.urls = {code: url for code, (_, url) in self.worker.call("rules").items()}
+        return self.urls
+
+
+def serve(worker) -> None:
+    """Answer the first messages, load pygls meanwhile, then hand over to the pygls server."""
+    from distlint import __version__
+
+    loaded: dict[str, Any] = {}
+
+    def load() -> None:
+        try:
+            from distlint import lsp
+
+            loaded["lsp"] = lsp
+        except BaseException as exc:  # reported by the main thread
+            loaded["error"] = exc
+
+    loader = threading.Thread(target=load, name="distlint-load-pygls", daemon=True)
+    loader.start()
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    frames: queue.Queue = queue.Queue()
+    threading.Thread(
+        target=_read_frames, args=(stdin, frames), name="distlint-stdin", daemon=True
+    ).start()
+    start = _Start(worker, stdout, __version__)
+    replay: list[bytes] = []
+    eof = False
+    while loader.is_alive():
+        try:
+            raw = frames.get(timeout=0.01)
+        except queue.Empty:
+            continue
+        if raw is None:
+            eof = True
+            break
+        replay.append(raw)
+        message = _parse(raw)
+        if message is None or not start.handle(message):
+            break
+    loader.join()
+    if "error" in loaded:
+        raise loaded["error"]
+    loaded["lsp"].serve(
+        worker,
+        stdin=QueueReader(b"".join(replay), frames, eof),
+        stdout=DropResponses(stdout, start.answered),
+        published=start.published,
+    )

@@ -1,0 +1,119 @@
+"""distlint.analysis.flow and the Index's reaching definitions."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from distlint.analysis import Index
+
+
+def index_of(code: str) -> Index:
+    code = textwrap.dedent(code)
+    return Index(cst.parse_module(code), code)
+
+
+def name_uses(index: Index, name: str) -> list[cst.Name]:
+    return [
+        n
+        for n in index.nodes_of(cst.Name)
+        if n.value == name and not isinstance(index.parent(n), cst.AssignTarget)
+    ]
+
+
+def is_int(value: int):
+    return lambda node, _q: isinstance(node, cst.Integer) and node.value == str(value)
+
+
+def test_a_dominating_assignment_kills_the_earlier_ones():
+    index = index_of("x = 1\nx = 2\nprint(x)\n")
+    (use,) = name_uses(index, "x")
+    assert index.reaches(use, is_int(2))
+    assert not index.reaches(use, is_int(1))
+
+
+def test_branches_and_loops_do_not_kill():
+    index = index_of("x = 1\nif c:\n    x = 2\nprint(x)\nfor i in r:\n    x = 3\nprint(x)\n")
+    first, second = name_uses(index, "x")
+    assert index.reaches(first, is_int(1)) and index.reaches(first, is_int(2))
+    assert not index.reaches(first, is_int(3))
+    assert all(index.reaches(second, is_int(v)) for v in (1, 2, 3))
+
+
+def test_self_reference_follows_the_previous_value():
+    index = index_of("x = 1\nx = x + 1\nprint(x)\n")
+    assert index.reaches(name_uses(index, "x")[-1], is_int(1))
+
+
+def test_keyed_answers_are_memoised_and_shared():
+    index = index_of("a = 1\nb = a\nc = b\nd = c\n")
+    calls = []
+
+    def pred(node, _q):
+        calls.append(node)
+        return isinstance(node, cst.Integer)
+
+    d = index.module_scope.bindings["d"][0].value
+    c = index.module_scope.bindings["c"][0].value
+    assert index.reaches(d, pred, key="int")
+    seen = len(calls)
+    assert index.reaches(c, pred, key="int")  # answered from the memo of the first question
+    assert len(calls) == seen
+
+
+def test_closure_is_one_set_for_many_roots():
+    index = index_of("o = make()\ns = sched(o)\nr = prepare(s)\nq = other()\n")
+    r = index.module_scope.bindings["r"][0].value
+    closure = index.flow.closure([r])
+    o_call = index.module_scope.bindings["o"][0].value
+    q_call = index.module_scope.bindings["q"][0].value
+    assert o_call in closure and q_call not in closure
+
+
+def test_method_callers_are_not_every_method_of_that_name():
+    index = index_of(
+        """
+        class A:
+            def forward(self, x):
+                return x
+            def run(self):
+                return self.forward(1)
+
+        class B:
+            def forward(self, y):
+                return y
+
+        def step(z):
+            return z
+
+        b = B()
+        b.forward(2)
+        optimizer.step()
+        step(3)
+        """
+    )
+    a_forward = index.functions["A.forward"][0]
+    b_forward = index.functions["B.forward"][0]
+    step = index.functions["step"][0]
+    assert [index.module.code_for_node(c) for c in index.callers(a_forward)] == ["self.forward(1)"]
+    assert index.callers(b_forward) == []  # `b.forward` is ambiguous between two classes
+    assert [index.module.code_for_node(c) for c in index.callers(step)] == ["step(3)"]
+
+
+def test_import_records():
+    index = index_of("import a.b as c\nfrom ..pkg import mod\nfrom x import y as z\n")
+    scope = index.module_scope
+    assert scope.bindings["c"][0].record.module == "a.b"
+    record = scope.bindings["mod"][0].record
+    assert (record.module, record.name, record.level) == ("pkg", "mod", 2)
+    assert scope.bindings["mod"][0].qualname is None  # a project module, not a library
+    assert scope.bindings["z"][0].record.name == "y"
+
+
+def test_index_import_record_of_a_use():
+    index = index_of("from .helpers import get_world_size as gws\nx = gws()\nprint(x)\n")
+    use = name_uses(index, "gws")[-1]
+    record = index.import_record(use)
+    assert (record.module, record.name, record.level) == ("helpers", "get_world_size", 1)
+    assert index.import_record(name_uses(index, "x")[0]) is None

@@ -1,0 +1,242 @@
+"""The comparisons on records built by hand: each check's verdict and numbers, no process started."""
+
+import pytest
+from records_by_hand import make_run, summarize, ups, write_rank
+
+from distlint.verify import checks
+from distlint.verify.core import VerifyResult
+from distlint.verify.report import render_text
+
+
+def pair(tmp_path, one_updates, many_per_rank, **kw):
+    one = make_run(tmp_path, "one", 1, [one_updates], **kw.pop("one_kw", {}))
+    many = make_run(tmp_path, "many", len(many_per_rank), many_per_rank, **kw)
+    return one, many
+
+
+def test_data_order_same_and_different(tmp_path):
+    cs = [[1.0, 1.0], [2.0, 4.0], [3.0, 9.0], [4.0, 16.0]]
+    one, many = pair(
+        tmp_path,
+        ups([1.0] * 4, checksums=cs),
+        [ups([1.0] * 2, checksums=[cs[0], cs[2]]), ups([1.0] * 2, checksums=[cs[1], cs[3]])],
+    )
+    assert checks.check_data_order(one, many, exact=False).status == "pass"
+    other = make_run(
+        tmp_path,
+        "other",
+        2,
+        [ups([1.0] * 2, checksums=[cs[0], cs[2]]), ups([1.0] * 2, checksums=[cs[1], [5.0, 25.0]])],
+    )
+    warn = checks.check_data_order(one, other, exact=False)
+    assert warn.status == "warn" and warn.data["first_difference_at"] == 32
+    fail = checks.check_data_order(one, other, exact=True)
+    assert fail.status == "fail" and "use_seedable_sampler=True" in fail.detail
+
+
+@pytest.mark.parametrize(
+    "lr, scaling, status",
+    [(0.4, "linear", "pass"), (0.2, "sqrt", "pass"), (0.1, "none", "fail"), (0.3, "other", "warn")],
+)
+def test_lr_scaling_kinds(tmp_path, lr, scaling, status):
+    one, many = pair(tmp_path, ups([1.0, 0.9], lr=0.1), [ups([1.0], lr=lr) for _ in range(4)])
+    check = checks.check_lr(one, many, exact=False)
+    assert check.data["batch_ratio"] == 4
+    assert (check.data["scaling"], check.status) == (scaling, status)
+    assert check.confirms is (scaling == "none")
+
+
+def test_same_global_batch_keeps_the_lr(tmp_path):
+    """Accumulation divided by the world size: the global batch is constant, the LR must be too."""
+    one, many = pair(
+        tmp_path,
+        ups([2.0, 1.5], samples=16, forwards=4, factor=0.25),
+        [ups([2.0, 1.5], samples=8, forwards=2, factor=0.5) for _ in range(2)],
+    )
+    assert (one.global_batch, many.global_batch) == (16, 16)
+    assert (one.accumulation, many.accumulation) == (4, 2)
+    lr = checks.check_lr(one, many, exact=False)
+    assert lr.status == "pass" and lr.data["batch_ratio"] == 1 and lr.confirms is False
+    # the losses were divided by 4 and by 2 before backward: both read as the undivided loss
+    assert [p.loss for p in one.curve] == pytest.approx([2.0, 1.5])
+    assert [p.loss for p in many.curve] == pytest.approx([2.0, 1.5])
+
+
+def _noisy(base, n, amp=0.05, trend=0.0):
+    return [base - trend * i + (amp if i % 2 else -amp) for i in range(n)]
+
+
+def test_loss_tolerance_comes_from_the_runs_own_noise(tmp_path):
+    one, many = pair(
+        tmp_path,
+        ups(_noisy(1.0, 40), samples=8),
+        [ups(_noisy(1.0, 20, 0.04), samples=8) for _ in range(2)],
+    )
+    check = checks.check_loss(one, many, exact=False)
+    assert check.status == "pass" and check.data["window"] == [240, 320]
+    assert check.data["noise"] > 0 and check.data["tolerance"] < 0.25 * 1.0
+
+
+def test_a_lagging_curve_fails(tmp_path):
+    """At equal samples the 2-process curve is clearly higher: 0.25 rtol would have passed it."""
+    one, many = pair(
+        tmp_path,
+        ups(_noisy(1.0, 40, 0.01), samples=8),
+        [ups(_noisy(1.15, 20, 0.01), samples=8) for _ in range(2)],
+    )
+    check = checks.check_loss(one, many, exact=False)
+    assert check.status == "fail" and check.data["rel_diff"] < 0.25
+    assert "disagree" in check.detail
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0])
+def test_constant_loss_is_a_skip_with_its_reason(tmp_path, value):
+    one, many = pair(tmp_path, ups([value] * 8), [ups([value] * 4) for _ in range(2)])
+    check = checks.check_loss(one, many, exact=False)
+    assert check.status == "skip" and "constant" in check.detail and check.data["constant"] == value
+
+
+def test_exact_loss_tolerance_and_differing_inputs(tmp_path):
+    cs = [[3.0, 9.0], [7.0, 49.0], [9.0, 81.0]]
+    base = [1.0, 0.5, 0.25]
+    one = make_run(tmp_path, "one", 1, [ups(base, samples=16, checksums=cs)])
+
+    def many(name, losses, sums):
+        half = [[a / 2, b / 2] for a, b in sums]
+        return make_run(
+            tmp_path, name, 2, [ups(losses, checksums=half), ups(losses, checksums=half)]
+        )
+
+    close = checks.check_loss(one, many("close", [1.0, 0.5 * (1 + 5e-6), 0.25], cs), exact=True)
+    assert close.status == "pass" and close.data["worst_update"] == 2
+    far = checks.check_loss(one, many("far", [1.0, 0.5 * (1 + 5e-5), 0.25], cs), exact=True)
+    assert far.status == "fail"
+    shuffled = checks.check_loss(one, many("shuf", base, [cs[0], [8.0, 64.0], cs[2]]), exact=True)
+    assert shuffled.status == "fail" and shuffled.data["inputs_differ_at"] == 2
+
+
+def test_schedule_counted_per_process_runs_ahead(tmp_path):
+    """DL202: on 2 processes the linear decay reaches 0 after half the samples."""
+    lr1 = [0.1 * (1 - i / 40) for i in range(40)]
+    lrn = [0.2 * max(0.0, 1 - i / 10) for i in range(20)]
+    one, many = pair(tmp_path, ups([1.0] * 40, lr=lr1), [ups([1.0] * 20, lr=lrn) for _ in range(2)])
+    check = checks.check_schedule(one, many)
+    assert check.status == "fail" and check.confirms and check.rule == "DL202"
+    assert "runs ahead" in check.detail and check.data["speed_ratio"] == pytest.approx(2, rel=0.1)
+    good_n = [0.2 * (1 - i / 20) for i in range(20)]
+    many_ok = make_run(tmp_path, "ok", 2, [ups([1.0] * 20, lr=good_n) for _ in range(2)])
+    assert checks.check_schedule(one, many_ok).status == "pass"
+
+
+def test_identical_inputs_across_ranks_are_a_dl302_fail_naming_the_loader(tmp_path):
+    loader = {"kind": "loader", "t": 1, "loader": 1, "where": "train.py:14", "batch_size": 8}
+    loader.update(sampler="RandomSampler")
+    same = ups([1.0, 0.8, 0.7], loaders=[1])
+    many = make_run(
+        tmp_path, "many", 2, [same, same], rank_kw={0: {"extra": [loader]}, 1: {"extra": [loader]}}
+    )
+    one = make_run(tmp_path, "one", 1, [ups([1.0] * 6)])
+    result = checks.run_all(one, many, exact=False)
+    by_id = {c.id: c for c in result}
+    sharding = by_id["sharding"]
+    assert sharding.status == "fail" and sharding.confirms and sharding.rule == "DL302"
+    assert "train.py:14" in sharding.detail and sharding.data["identical_updates"] == 3
+    # only a real group with distinct shards can confirm DL201 / DL301
+    assert by_id["lr"].status == "skip" and by_id["batch"].status == "skip"
+
+
+def test_per_rank_seed_offsets_are_information_not_a_failure(tmp_path):
+    def seeded(rank):
+        fp = {"torch": f"t{rank}", "python": "p", "numpy": "n"}
+        seed = {"name": "torch.manual_seed", "ints": [1337 + rank], "fp": fp}
+        return {"seeds": [seed], "rng": {"ready": fp, "end": {**fp, "torch": f"x{rank}"}}}
+
+    one = make_run(tmp_path, "one", 1, [ups([1.0] * 4)], rank_kw={0: seeded(0)})
+    many = make_run(tmp_path, "many", 2, [ups([1.0] * 2)] * 2, rank_kw={0: seeded(0), 1: seeded(1)})
+    check = checks.check_seeding(one, many)
+    assert check.status == "info" and check.data["per_rank"] == {
+        "torch": "torch.manual_seed(seed + rank)"
+    }
+    assert "on purpose" in check.detail and "set_seed" not in check.detail
+
+
+def test_unknown_samples_are_shown_as_unknown_never_0(tmp_path):
+    one, many = pair(
+        tmp_path, ups([1.0, 0.9], samples=None), [ups([1.0], samples=None) for _ in range(2)]
+    )
+    assert one.samples_seen is None and not one.samples_known
+    result = VerifyResult("train.py", [], 2, 20, False, one=one, many=many)
+    result.checks = checks.run_all(one, many, exact=False)
+    by_id = {c.id: c for c in result.checks}
+    assert by_id["batch"].status == "skip" and "unknown" in by_id["batch"].detail
+    assert by_id["loss"].status == "skip"
+    text = render_text(result)
+    assert "samples seen           unknown" in text and "the samples seen are unknown" in text
+
+
+def test_lone_processes_under_torchrun_are_refused(tmp_path):
+    folder = tmp_path / "lone"
+    folder.mkdir()
+    for rank in range(2):
+        write_rank(folder, 10 + rank, rank, 1, ups([1.0] * 3), config=False, env_rank=rank)
+    run = summarize(folder, 2)
+    assert not run.ok and "each trained alone" in run.problems[0]
+    assert "init_process_group" in run.problems[0]
+
+
+def test_the_rank_that_died_of_a_signal_is_named_first(tmp_path):
+    folder = tmp_path / "segv"
+    folder.mkdir()
+    crash = {
+        "kind": "exception",
+        "t": 1000.05,
+        "type": "RuntimeError",
+        "message": "gloo: Connection reset by peer",
+        "traceback": "",
+        "updates": 3,
+    }
+    write_rank(folder, 10, 0, 2, ups([1.0] * 3), finished=False, extra=[crash])
+    write_rank(folder, 11, 1, 2, ups([1.0] * 3), finished=False)
+    (folder / "11.fault").write_text("Fatal Python error: Segmentation fault\n\nCurrent thread...")
+    run = summarize(folder, 2)
+    assert [f.rank for f in run.failures] == [1, 0]
+    assert "SIGSEGV" in run.failures[0].reason and "rank 1 failed" in run.problems[0]
+    # the launcher's own summary names the signal too (no faulthandler file needed)
+    folder2 = tmp_path / "kill"
+    folder2.mkdir()
+    write_rank(folder2, 20, 0, 2, ups([1.0] * 3), finished=False, extra=[crash])
+    write_rank(folder2, 21, 1, 2, ups([1.0] * 3), finished=False)
+    run2 = summarize(folder2, 2, output="[1]:\n  rank: 1\n  exitcode: -9 (pid: 21)\n")
+    assert run2.failures[0].rank == 1 and "SIGKILL" in run2.failures[0].reason
+
+
+def test_a_run_still_progressing_at_the_timeout_is_not_stuck(tmp_path):
+    folder = tmp_path / "slow"
+    folder.mkdir()
+    for rank in range(2):
+        write_rank(folder, 10 + rank, rank, 2, ups([1.0] * 5), finished=False)
+    slow = summarize(folder, 2, timed_out=True)
+    slow.outcome.end_t = 1000.6  # the last records were written just before the kill
+    from distlint.verify import compare
+
+    again = compare.summarize_run(slow.outcome, slow.records, 2, 20)
+    assert "still training when the timeout hit" in again.failures[0].reason
+    again.outcome.end_t = 5000.0  # nothing written for an hour: stuck
+    stuck = compare.summarize_run(again.outcome, again.records, 2, 20)
+    assert stuck.failures[0].reason.startswith("all ranks stuck at update 5")
+
+
+def test_a_script_that_spawns_its_own_group_is_explained(tmp_path):
+    """pytorch/examples multigpu.py style (mp.spawn): under a launcher nothing becomes a rank."""
+    folder = tmp_path / "spawn"
+    folder.mkdir()
+    run = summarize(folder, 2, timed_out=True)
+    assert "before any rank started training" in run.problems[0] and len(run.problems) == 1
+    run.outcome.at_timeout = [
+        "python -m torch.distributed.run --nproc_per_node 2 spawn_ddp.py",
+        "python -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5)",
+    ]
+    from distlint.verify import compare
+
+    again = compare.summarize_run(run.outcome, run.records, 2, 20)
+    assert "is its own launcher" in again.problems[1] and again.problems[1].startswith("1 process")

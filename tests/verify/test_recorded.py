@@ -1,0 +1,249 @@
+"""Every fixture case, replayed from its recorded run (tests/verify/data, see record_runs.py):
+the verdict and the key numbers of the report, without starting a process."""
+
+import json
+
+import pytest
+from verify_helpers import load_case
+
+from distlint.model import Finding, Range
+from distlint.verify.report import render_json, render_text
+
+
+def finding(code, line=10):
+    return Finding("fixtures/verify/x.py", Range(line, 1, line, 20), code, "rule", "message")
+
+
+def by_id(result):
+    return {c.id: c for c in result.checks}
+
+
+def test_correct_script_is_comparable():
+    r = load_case("correct")
+    assert r.exit_code == 0
+    c = by_id(r)
+    assert {k: v.status for k, v in c.items()} == {
+        "batch": "warn",
+        "sharding": "pass",
+        "lr": "pass",
+        "schedule": "skip",
+        "seeding": "pass",
+        "data": "pass",
+        "loss": "pass",
+    }
+    assert (r.one.global_batch, r.many.global_batch) == (8, 16)
+    assert (len(r.one.curve), len(r.many.curve)) == (20, 10)  # planned from the samples seen
+    assert r.one.samples_seen == r.many.samples_seen == 160
+    assert r.one.launcher == r.many.launcher == "torchrun"  # the same launcher, 1 process
+    assert c["lr"].data["scaling"] == "linear"
+    assert [x.rank for x in r.many.records.ranks] == [0, 1]
+
+
+def test_json_has_per_update_lrs_batches_and_losses():
+    report = json.loads(render_json(load_case("correct")))
+    per_update = report["runs"]["many"]["per_update"]
+    assert len(per_update) == 10
+    assert per_update[0]["batch"] == 16 and per_update[-1]["samples_seen"] == 160
+    assert per_update[0]["lrs"] == [0.1] and per_update[0]["loss"] > per_update[-1]["loss"]
+
+
+def test_exact_matches_step_by_step_and_labels_the_scaled_batch():
+    r = load_case("correct_exact")
+    assert r.exit_code == 0
+    loss = by_id(r)["loss"]
+    assert loss.data["compared_updates"] == 10 and loss.data["max_rel_diff"] <= 1e-5
+    assert r.one.global_batch == r.many.global_batch == 16
+    assert by_id(r)["lr"].data["scaling"] == "linear"  # judged on the script's own LRs
+    assert "(x N, --exact)" in render_text(r)
+
+
+def test_exact_does_not_say_x_n_when_nothing_was_scaled():
+    r = load_case("correct")  # not --exact
+    assert "x N" not in render_text(r)
+
+
+def test_unscaled_lr_confirms_the_static_dl201():
+    r = load_case("unscaled_lr", static_findings=[finding("DL201", 30)])
+    assert r.exit_code == 1
+    lr = by_id(r)["lr"]
+    assert lr.status == "fail" and lr.static == "confirmed"
+    assert lr.detail.startswith("global batch ×2, LR unchanged (0.05)")
+    assert by_id(r)["loss"].status == "fail"  # the 2-process curve lags at equal samples
+    text = render_text(r)
+    assert "Static findings cited" in text and "x.py:30: DL201" in text
+
+
+def test_seed_only_torch_confirms_dl101():
+    r = load_case("seed_only_torch", static_findings=[finding("DL101")])
+    seeding = by_id(r)["seeding"]
+    assert r.exit_code == 1 and seeding.status == "fail" and seeding.static == "confirmed"
+    assert seeding.data["unseeded_used"] == ["numpy"] and "torch" not in seeding.data["unseeded"]
+    assert by_id(r)["data"].status == "warn"
+
+
+def test_batch_logged_as_total_confirms_dl301():
+    r = load_case("batch_logged_as_total", static_findings=[finding("DL301")])
+    batch = by_id(r)["batch"]
+    assert batch.status == "warn" and batch.static == "confirmed"
+    assert batch.data["script_batch_size"] == 8 and batch.data["global_n"] == 16
+
+
+def test_gradient_accumulation_through_accelerate():
+    r = load_case("grad_accum")
+    assert r.exit_code == 0
+    assert r.one.launcher == r.many.launcher == "accelerate"
+    assert (r.one.accumulation, r.many.accumulation) == (2, 2)
+    assert (r.one.global_batch, r.many.global_batch) == (8, 16)  # 4 per device × 2 forwards
+
+
+def test_plain_ddp_recorded_through_its_process_group():
+    r = load_case("plain_ddp")
+    assert r.exit_code == 0 and r.many.config("source") == "torch.distributed"
+    assert by_id(r)["seeding"].data["seeding_calls"] == [
+        "numpy.random.seed",
+        "random.seed",
+        "torch.manual_seed",
+    ]
+
+
+def test_token_stream_without_a_dataloader():
+    """nanoGPT-style: batches built by hand, accumulation divided by the world size, loss / accum,
+    per-rank seeds, an evaluation under no_grad before training."""
+    r = load_case("token_stream")
+    assert r.exit_code == 0
+    c = by_id(r)
+    # the global batch is held constant: 4 × 4 forwards on 1 process, 4 × 2 × 2 on 2
+    assert (r.one.global_batch, r.many.global_batch) == (16, 16)
+    assert (r.one.accumulation, r.many.accumulation) == (4, 2)
+    assert r.one.samples_seen == r.many.samples_seen == 160
+    assert (len(r.one.curve), len(r.many.curve)) == (10, 10)
+    assert c["batch"].status == "pass" and c["lr"].status == "pass"
+    assert c["lr"].data["batch_ratio"] == 1
+    # the loss divided by 4 (1 process) and by 2 (2 processes) reads as the same loss
+    f1 = {f for u in r.one.rank0.updates for f in u.factors}
+    fn = {f for u in r.many.rank0.updates for f in u.factors}
+    assert f1 == {0.25} and fn == {0.5}
+    assert c["loss"].status == "pass" and 2.0 < c["loss"].data["end_loss_1"] < 4.5
+    assert c["seeding"].status == "info" and "torch" in c["seeding"].data["per_rank"]
+    assert c["sharding"].status == "pass" and c["schedule"].status == "pass"
+    assert c["data"].status == "info"  # different windows per rank, as intended
+
+
+def test_torchrun_only_script_runs_through_torchrun_in_scratch_folders():
+    """Reads LOCAL_RANK unconditionally, writes and resumes snapshot.pt in its working folder."""
+    r = load_case("torchrun_only")
+    assert r.exit_code == 0
+    assert r.one.launcher == "torchrun" and r.one.rank0.env_rank == 0
+    # each run started from scratch: no run resumed from the other's snapshot
+    for run in r.runs:
+        assert "Resuming" not in run.outcome.output_tail(400)
+    assert r.one.samples_seen == r.many.samples_seen == 160
+
+
+def test_peek_and_evaluation_before_training_are_not_counted():
+    r = load_case("peek_and_eval")
+    assert r.exit_code == 0
+    assert r.many.per_device_batch == 8 and r.many.global_batch == 16 and r.one.global_batch == 8
+    assert by_id(r)["lr"].status == "pass" and by_id(r)["lr"].data["batch_ratio"] == 2
+    assert any("not counted as trained" in n for n in r.many.notes)
+    # cross-checked with the DataLoader batches: the peek and the evaluations were handed out
+    assert any("handed out 312 samples" in n and "80 were trained on" in n for n in r.many.notes)
+
+
+def test_unsharded_loader_is_a_dl302_fail_and_confirms_nothing_else():
+    r = load_case("unsharded_loader", static_findings=[finding("DL201"), finding("DL302")])
+    c = by_id(r)
+    assert r.exit_code == 1
+    assert c["sharding"].status == "fail" and c["sharding"].static == "confirmed"
+    assert "unsharded_loader.py:19" in c["sharding"].detail
+    assert c["sharding"].data["identical_updates"] == 10
+    assert c["lr"].status == "skip" and c["lr"].static is None  # DL201 not confirmed
+    assert c["batch"].status == "skip"
+
+
+def test_lone_processes_are_refused():
+    r = load_case("lone_processes")
+    assert r.exit_code == 2 and r.one is None
+    assert "each trained alone" in r.many.problems[0]
+    assert "init_process_group" in r.many.problems[0]
+
+
+def test_scheduler_counted_per_process_fails_dl202():
+    r = load_case("scheduler_per_process", static_findings=[finding("DL202")])
+    schedule = by_id(r)["schedule"]
+    assert r.exit_code == 1 and schedule.status == "fail" and schedule.static == "confirmed"
+    assert "runs ahead" in schedule.detail
+    assert schedule.data["speed_ratio"] == pytest.approx(2, rel=0.15)
+
+
+def test_constant_loss_is_a_skip():
+    r = load_case("constant_loss")
+    loss = by_id(r)["loss"]
+    assert loss.status == "skip" and loss.data["constant"] == 1.0
+
+
+def test_accelerate_launch_cpu_starts_one_process():
+    r = load_case("accelerate_cpu_flag")
+    assert r.exit_code == 2 and len(r.many.records.ranks) == 1
+    assert "expected 2 ranks" in r.many.problems[0] and "--cpu" in r.many.problems[0]
+
+
+def test_torchrun_without_accelerate_use_cpu_trains_twice_alone():
+    r = load_case("torchrun_without_cpu_env")
+    ranks = r.many.records.ranks
+    assert r.exit_code == 2 and len(ranks) == 2 and {x.num_processes for x in ranks} == {1}
+    assert "each trained alone" in r.many.problems[0]
+    assert "ACCELERATE_USE_CPU=1" in r.many.problems[0]
+
+
+def test_crash_on_rank_1_is_reported_with_its_error():
+    r = load_case("faults_crash")
+    first = r.many.failures[0]
+    assert r.exit_code == 2 and first.rank == 1
+    assert first.reason == "RuntimeError: injected crash on rank 1 after update 3"
+    assert "faults.py" in first.detail
+
+
+def test_sys_exit_on_rank_1_is_named_first():
+    first = load_case("faults_exit").many.failures[0]
+    assert first.rank == 1 and "exited" in first.reason and "after 3 of 10 updates" in first.reason
+
+
+def test_segfault_names_the_rank_and_its_signal_first():
+    r = load_case("faults_segv")
+    first = r.many.failures[0]
+    assert r.exit_code == 2 and first.rank == 1 and "SIGSEGV" in first.reason
+
+
+def test_forked_child_in_its_own_session_is_killed_and_reported():
+    r = load_case("faults_fork")
+    assert r.exit_code == 0
+    assert len(r.many.outcome.leftovers) == 1
+    assert any("left behind by the script" in n for n in r.many.notes)
+
+
+def test_helper_with_a_clean_environment_is_found_by_the_process_tree():
+    r = load_case("faults_helper")
+    assert r.exit_code == 0
+    helpers = [i for i in r.many.outcome.leftovers.values() if "sleep" in i.get("cmdline", "")]
+    assert len(helpers) == 1 and helpers[0]["found_by"] == "process tree"
+    assert any("found by process tree" in n for n in r.many.notes)
+
+
+def test_hang_ignoring_sigterm_is_named_and_killed():
+    r = load_case("faults_sigterm")
+    assert r.exit_code == 2 and r.many.outcome.timed_out
+    assert [f.rank for f in r.many.failures if f.reason.startswith("hung")] == [1]
+    assert any("ignored SIGTERM" in n for n in r.many.notes)
+
+
+def test_nlp_example_style_script():
+    """accelerate's nlp_example shape: dict batches into model(**batch) returning an object,
+    a scheduler after prepare, evaluation with grad enabled; its LR is not scaled."""
+    r = load_case("accelerate_nlp_style", static_findings=[finding("DL201")])
+    c = by_id(r)
+    assert r.one.samples_seen == r.many.samples_seen == 160
+    assert c["lr"].status == "fail" and c["lr"].static == "confirmed"
+    assert c["sharding"].status == "pass"  # the dict inputs were checksummed
+    assert c["schedule"].status == "warn"  # a 2-update warmup lasts twice the samples on 2
+    assert any("not counted as trained" in n for n in r.many.notes + r.one.notes)
