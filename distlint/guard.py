@@ -288,9 +288,8 @@ def _scan(text: str, path: str) -> FileError | None:
 def _depth_error(path: str, text: str, pos: int) -> FileError:
     return FileError(
         path,
-        f"expression nested more than {MAX_DEPTH} levels deep (operators, brackets, "
-        "implicitly concatenated strings, elif chains): too deep for distlint to "
-        "analyse safely; not linted",
+        f"too deeply nested: more than {MAX_DEPTH} levels in one statement (operators, "
+        "brackets, concatenated strings, elif chains); not linted",
         _line(text, pos),
     )
 

@@ -409,8 +409,8 @@ class DistlintServer(LanguageServer):
         return actions
 
     def hover(self, params: lsp.HoverParams) -> lsp.Hover | None:
-        """The rule docs of the findings under the cursor, from the document's last lint (a
-        hover never waits for a lint, and never reads a file the client did not open)."""
+        """The rule docs of the findings under the cursor, from the document's last lint (never
+        a file the client did not open)."""
         uri = params.text_document.uri
         entry = self.lints.get(uri)
         if entry is None or not self.is_open(uri):
@@ -557,6 +557,12 @@ def create_server(worker: Worker | None = None) -> DistlintServer:
         try:
             if ls.rule_info is None:  # the docs are fetched once, off the loop
                 await ls.loop.run_in_executor(ls.executor, ls.rules)
+            uri = params.text_document.uri
+            if uri not in ls.lints and ls.is_python(uri):
+                # The first diagnostics may come from the fast start before this server's own
+                # lint lands: the user hovers what they see, so that lint is awaited (off the
+                # loop; ls.lint returns the entry once it is there).
+                await ls.loop.run_in_executor(ls.executor, ls.lint, uri)
             return ls.hover(params)
         except Exception as exc:
             ls.log(
