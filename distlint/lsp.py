@@ -56,6 +56,7 @@ def lsp_uri_path(uri: str) -> str:
     parsed = urlparse(uri)
     return os.path.normpath(unquote(parsed.path)) if parsed.scheme == "file" else uri
 
+
 _SEVERITY = {
     Severity.ERROR: lsp.DiagnosticSeverity.Error,
     Severity.WARNING: lsp.DiagnosticSeverity.Warning,

@@ -16,7 +16,7 @@ import libcst as cst
 from distlint import fixes as fixes_mod
 from distlint import guard
 from distlint.analysis import Index
-from distlint.analysis.facts import facts_for
+from distlint.analysis.facts import Facts, facts_for
 from distlint.analysis.project import Project
 from distlint.config import Config
 from distlint.edits import LineIndex, OutsideEdits, apply_fixes, choose, fixes_to_apply
@@ -122,20 +122,17 @@ def lint_source(
     if prior is not None and fix:
         current = _Round(list(prior.findings), list(prior.suppressed), list(prior.errors))
     else:
-        # a module the project already parsed for an importer is not parsed again
+        # a module the project already parsed for an importer is not parsed again; the linted
+        # file's own parse is not kept in the project (a whole-tree run would hold every tree)
         known = project.parsed(path, source) if project is not None else None
+        index: Index | None = None
         if known is not None:
             module, index = known
         else:
-            module = _parse(text, path, config.max_file_size)
-            if isinstance(module, FileError):
-                return FileResult(path, errors=(module,), source_text=kept)
-            index = None
-        if project is not None:
-            # the file as read is a module of the project: imported by others, parsed once
-            index = index if index is not None else Index(module, text)
-            raw = source if isinstance(source, bytes) else source.encode("utf-8")
-            project.add_module(path, raw, module, index)
+            parsed = _parse(text, path, config.max_file_size)
+            if isinstance(parsed, FileError):
+                return FileResult(path, errors=(parsed,), source_text=kept)
+            module = parsed
         current = lint(module, text, index)
     errors = list(current.errors)
     if not fix:
@@ -295,8 +292,13 @@ def _lint_module(
     PASSES["rules"] += 1
     errors: list[FileError] = []
     if index is None:
+        # the linted text's own parse: its facts are not memoised in the project (importers
+        # that reach this file use the project's parse of it)
         index = Index(module, text)
-    ctx = RuleContext(index, path, text, facts_for(index, path, project), project)
+        facts = Facts(index, path, project) if project is not None else facts_for(index, path)
+    else:
+        facts = facts_for(index, path, project)
+    ctx = RuleContext(index, path, text, facts, project)
     for rule in active:
         ctx._rule = rule
         try:
