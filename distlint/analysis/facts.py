@@ -16,7 +16,7 @@ it is called). Names are consulted only for values that cannot be traced at all.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
@@ -606,27 +606,37 @@ class Facts:
                     return key.split("@", 1)[0]
         return None
 
-    def _accelerator_names(self, scope: Any) -> list[tuple[str, bool]]:
+    def _accelerator_names(self, scope: Any) -> Iterator[tuple[str, bool]]:
         """The names visible in ``scope`` that hold an Accelerator wherever they are bound, in
-        the order fixes prefer them, each with whether it is bound in ``scope`` itself; computed
-        once per scope (a file with many findings asks for every one of them)."""
-        cache: dict[int, list[tuple[str, bool]]] = self.__dict__.setdefault("_acc_names", {})
-        found = cache.get(id(scope))
-        if found is not None:
-            return found
-        index = self.index
-        found = []
-        here: Any = scope
-        first = True
+        the order fixes prefer them (innermost scope first), each with whether it is bound in
+        ``scope`` itself. Each scope's own names are judged once (a file with many findings
+        asks for every one of them), so this is linear in the bindings of the file."""
+        shadows = [scope]  # the scopes between here and an outer name, which could rebind it
+        for name in self._accelerator_names_of(scope, True):
+            yield name, True
+        here = scope.parent
         while here is not None:
-            if here.kind != "class" or first:
-                for name in here.bindings:
-                    bindings = index.lookup(name, scope)
-                    if self._holds_accelerator(bindings):
-                        found.append((name, first))
+            for name in self._accelerator_names_of(here, False):
+                if not any(name in s.bindings for s in shadows):
+                    yield name, False
+            if here.kind != "class":
+                shadows.append(here)
             here = here.parent
-            first = False
-        cache[id(scope)] = found
+
+    def _accelerator_names_of(self, scope: Any, first: bool) -> list[str]:
+        """The names bound in ``scope`` that hold an Accelerator (a class scope is seen only
+        from inside its own body, as Python resolves names)."""
+        if scope.kind == "class" and not first:
+            return []
+        cache: dict[int, list[str]] = self.__dict__.setdefault("_acc_names", {})
+        found = cache.get(id(scope))
+        if found is None:
+            index = self.index
+            found = cache[id(scope)] = [
+                name
+                for name in scope.bindings
+                if self._holds_accelerator(index.lookup(name, scope))
+            ]
         return found
 
     def _holds_accelerator(self, bindings: Sequence[Any]) -> bool:
