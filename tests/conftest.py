@@ -1,10 +1,9 @@
-import difflib
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, ROOT, snapshot_path  # noqa: F401
+from helpers import FIXTURES, ROOT, compare_snapshot, snapshot_path  # noqa: F401
 
 
 def pytest_addoption(parser):
@@ -19,6 +18,23 @@ def pytest_addoption(parser):
     )
 
 
+SNAPSHOT_TESTS = pytest.StashKey[dict]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k / -m deselect: every test of a collected module
+def pytest_collection_modifyitems(session, config, items):
+    """Remember which tests take a snapshot, per module, for the orphaned-snapshot check
+    (tests/test_snapshots.py). A module named with `::` on the command line is only partly
+    collected and is left out."""
+    partial = {Path(arg.split("::")[0]).stem for arg in config.args if "::" in arg}
+    names: dict = {}
+    for item in items:
+        module = item.path.stem
+        if "snapshot" in getattr(item, "fixturenames", ()) and module not in partial:
+            names.setdefault(module, set()).add(snapshot_path(module, item.name).name)
+    config.stash[SNAPSHOT_TESTS] = names
+
+
 @pytest.fixture
 def update_fixtures(request):
     return request.config.getoption("update_snapshots")
@@ -27,11 +43,10 @@ def update_fixtures(request):
 @pytest.fixture
 def snapshot(request):
     """``snapshot(value)``: compare ``value`` (text, or anything with ``render()``) with
-    tests/snapshots/<module>/<test name>.txt. A missing or different snapshot fails with the
-    command that writes it; ``--update-snapshots`` writes it instead. One snapshot per test."""
+    tests/snapshots/<module>/<test name>.txt and return ``value``. A missing or different
+    snapshot fails with the command that writes it; ``--update-snapshots`` writes it instead.
+    One snapshot per test."""
     path = snapshot_path(request.path.stem, request.node.name)
-    update = request.config.getoption("update_snapshots")
-    rel = path.relative_to(ROOT)
     command = f"python -m pytest '{request.node.nodeid}' --update-snapshots"
     used = []
 
@@ -39,34 +54,9 @@ def snapshot(request):
         assert not used, "one snapshot per test: parametrize the test instead"
         used.append(path)
         text = value.render() if hasattr(value, "render") else str(value)
-        if not text.endswith("\n"):
-            text += "\n"
-        if update:
-            if not path.exists() or path.read_text(encoding="utf-8") != text:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
-            return value
-        if not path.exists():
-            pytest.fail(
-                f"snapshot {rel} is missing; write it with\n    {command}\nand review it.\n"
-                f"It would be:\n{text}",
-                pytrace=False,
-            )
-        expected = path.read_text(encoding="utf-8")
-        if expected != text:
-            diff = "".join(
-                difflib.unified_diff(
-                    expected.splitlines(keepends=True),
-                    text.splitlines(keepends=True),
-                    f"{rel} (snapshot)",
-                    f"{rel} (now)",
-                )
-            )
-            pytest.fail(
-                f"snapshot {rel} differs:\n{diff}\nIf the change is intended, write it with\n"
-                f"    {command}\nand review the diff.",
-                pytrace=False,
-            )
+        compare_snapshot(
+            path, text, update=request.config.getoption("update_snapshots"), command=command
+        )
         return value
 
     return check

@@ -84,24 +84,41 @@ def lint_snippet(
     """Lint ``snippet`` (dedented with textwrap.dedent, nothing else: line 1 is the empty line
     after the opening quotes) with rule ``code`` alone and its ``options``, as ``path``.
 
-    Also asserts what holds for every snippet: no error, the fixed text compiles, binds every
-    name the original bound (a fix never introduces an unbound name), and a second fix changes
-    nothing.
+    Also asserts what holds for every snippet: no error, and the fix is sound
+    (:func:`assert_fix_is_sound`).
     """
-    from distlint.api import lint_source
-
     source = textwrap.dedent(snippet)
     config = Config(select=(code,), rule_options=((code, tuple(sorted((options or {}).items()))),))
-    result = lint_source(source, path, config)
-    assert not result.errors, result.errors
-    fixed = lint_source(source, path, config, fix=True, unsafe_fixes=True)
-    assert not fixed.errors, fixed.errors
-    if fixed.fixed_source is not None:
-        new_unbound = set(_unbound(fixed.fixed_source)) - set(_unbound(source))
-        assert not new_unbound, f"the fix leaves names unbound: {sorted(new_unbound)}"
-        again = lint_source(fixed.fixed_source, path, config, fix=True, unsafe_fixes=True)
-        assert again.fixed_source is None, "a second fix changed the text again"
+    result = lint_text(source, path, config)
+    fixed = lint_text(source, path, config, fix=True)
+    assert_fix_is_sound(source, fixed, path, config)
     return Linted(source, path, result, fixed)
+
+
+def lint_text(source: str | bytes, path: str, config: Config, *, fix: bool = False) -> FileResult:
+    """``distlint.api.lint_source`` (with ``fix``: unsafe fixes too), asserting no error."""
+    from distlint.api import lint_source
+
+    result = lint_source(source, path, config, fix=fix, unsafe_fixes=True)
+    assert not result.errors, result.errors
+    return result
+
+
+def assert_fix_is_sound(
+    source: str, fixed: FileResult, path: str, config: Config, *, all_bound: bool = False
+) -> None:
+    """What every fix must keep: the fixed text compiles, binds every name the original bound
+    (``all_bound``: every name at all), a second fix changes nothing, and no fixable finding is
+    left over."""
+    if fixed.fixed_source is None:
+        assert all(f.fix is None for f in fixed.findings), "fixable findings left unfixed"
+        return
+    compile(fixed.fixed_source, path, "exec")
+    unbound = set(_unbound(fixed.fixed_source)) - (set() if all_bound else set(_unbound(source)))
+    assert not unbound, f"names unbound after the fix: {sorted(unbound)}"
+    again = lint_text(fixed.fixed_source, path, config, fix=True)
+    assert again.fixed_source is None, "a second fix changed the text again"
+    assert [f for f in again.findings if f.fix is not None] == [], "fixable findings left"
 
 
 def _unbound(source: str) -> list[str]:
@@ -173,3 +190,39 @@ def render(linted: Linted) -> str:
 def snapshot_path(module: str, test_name: str) -> Path:
     """tests/snapshots/<test module>/<test name>[<param id>].txt, odd characters as `_`."""
     return SNAPSHOTS / module / (re.sub(r"[^A-Za-z0-9_.\[\]-]", "_", test_name) + ".txt")
+
+
+def compare_snapshot(path: Path, text: str, *, update: bool, command: str) -> None:
+    """Fail unless ``path`` holds ``text`` (a trailing newline added); with ``update``, write
+    it instead. The failure says how to write it, and shows the diff or the would-be text."""
+    import pytest
+
+    if not text.endswith("\n"):
+        text += "\n"
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    if update:
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        return
+    if not path.exists():
+        pytest.fail(
+            f"snapshot {shown} is missing; write it with\n    {command}\nand review it. "
+            f"It would be:\n{text}",
+            pytrace=False,
+        )
+    expected = path.read_text(encoding="utf-8")
+    if expected != text:
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(keepends=True),
+                text.splitlines(keepends=True),
+                f"{shown} (snapshot)",
+                f"{shown} (now)",
+            )
+        )
+        pytest.fail(
+            f"snapshot {shown} differs:\n{diff}\nIf the change is intended, write it with\n"
+            f"    {command}\nand review the diff.",
+            pytrace=False,
+        )
