@@ -11,8 +11,9 @@ if sys.argv[1:2] == ["lsp"]:
     # imported; it loads LibCST and the rules while this process loads pygls (distlint.lsp_start).
     from distlint.lsp_worker import Worker as _Worker
 
-    _EARLY_WORKER: _Worker | None = _Worker()
-    _EARLY_WORKER.start()
+    _started = _Worker()
+    _started.start()
+    _EARLY_WORKER: _Worker | None = _started
 else:
     _EARLY_WORKER = None
 
@@ -25,7 +26,7 @@ import click
 from distlint import __version__
 from distlint.api import LintOptions, config_for, lint_paths, lint_source
 from distlint.config import ConfigError, config_file_problem
-from distlint.model import FileResult
+from distlint.model import FileResult, Finding
 from distlint.reporting import FORMATS, ReportContext, renderer
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -486,7 +487,7 @@ def _run_verify(paths: tuple[str, ...], options: LintOptions, fmt: str, verify_k
                 f"--verify runs one training script, got a second path {script_args[0]}; "
                 "pass arguments of the script after `--`"
             )
-    static = []
+    static: list[Finding] = []
     for result in lint_paths(
         [script],
         LintOptions(

@@ -13,7 +13,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -22,7 +22,7 @@ from typing import Any
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[no-redef]
+    import tomli as tomllib
 
 
 class ConfigError(Exception):
@@ -153,7 +153,7 @@ def _glob_match(rel: str, pattern: str) -> bool:
 
 
 @lru_cache(maxsize=64)
-def _exclusion_matcher(patterns: tuple[str, ...]):
+def _exclusion_matcher(patterns: tuple[str, ...]) -> Callable[[str, str], bool]:
     """One compiled test for a list of glob patterns (directory walks ask it for every entry).
 
     A pattern matches the path relative to the configuration root; one without a slash also
@@ -261,7 +261,8 @@ def _parse_toml(raw: bytes, path: Path) -> dict[str, Any]:
             f"not UTF-8 (TOML must be): byte {raw[exc.start]:#04x} at line {line}", str(path)
         ) from None
     try:
-        return tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text)
+        return data
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML: {exc}", str(path)) from None
     except RecursionError:
@@ -391,8 +392,8 @@ def config_from_table(
                     raise ConfigError(problem, source, key)
                 rule_options.setdefault(rule.CODE, {})[key] = value
                 continue
-            known = sorted(_KNOWN_KEYS | {o for r in rules for o in r.OPTIONS})
-            raise ConfigError(f"unknown key {key!r} (known keys: {', '.join(known)})", source, key)
+            keys = sorted(_KNOWN_KEYS | {o for r in rules for o in r.OPTIONS})
+            raise ConfigError(f"unknown key {key!r} (known keys: {', '.join(keys)})", source, key)
     if "exclude" in values:
         values["exclude"] = tuple(values["exclude"])
     values["rule_options"] = tuple(

@@ -17,7 +17,7 @@ import stat
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union, cast
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from distlint.analysis import Index
     from distlint.positions import Span
 
-Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+Replacement = Union[cst.CSTNode, cst.RemovalSentinel, "cst.FlattenSentinel[cst.CSTNode]"]
 
 
 @dataclass(eq=False)
@@ -93,7 +93,7 @@ class _ApplyTransformer(cst.CSTTransformer):
         self.replace = replace
         self.inserts = inserts
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
         result = self.replace.get(original_node, updated_node)
         inserted = self.inserts.get(original_node)
         if inserted:
@@ -191,7 +191,7 @@ def plan_edits(
     return tuple(edits)
 
 
-def _code(module: cst.Module, node, indent: Sequence[str]) -> str:
+def _code(module: cst.Module, node: Replacement, indent: Sequence[str]) -> str:
     """The code of ``node`` (a node, or a removal / flatten sentinel) at ``indent``."""
     if isinstance(node, cst.RemovalSentinel):
         return ""
@@ -292,7 +292,8 @@ def _import_edits(
     assert layout.imports_block is not None
     first, end = layout.imports_block
     body = module.body
-    block = list(body[first:end])
+    # the import block is made of simple statement lines (see `_Layout.imports_block`)
+    block = cast("list[cst.SimpleStatementLine]", list(body[first:end]))
     newline = module.default_newline
     if spec.name is not None:
         for stmt in block:
@@ -356,9 +357,8 @@ def _import_edits(
         if lines.text and not lines.text.endswith(("\n", "\r")):
             text = newline + text
     edits = [lines.edit(at, at, text)]
-    if follower is not None and (
-        not follower.leading_lines or follower.leading_lines[0].comment is not None
-    ):
+    leading = getattr(follower, "leading_lines", None)
+    if follower is not None and (not leading or leading[0].comment is not None):
         # a blank line between the imports and the code (AddImportsVisitor's rule)
         edits.append(lines.edit(at, at, newline))
     return edits

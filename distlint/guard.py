@@ -150,7 +150,7 @@ def _scan(text: str, path: str) -> FileError | None:
     tokens = 0
 
     for m in _TOKEN.finditer(text):
-        kind = m.lastindex
+        kind = m.lastindex or 0
         if kind == _NL:
             if not brackets:
                 while is_lambda:  # a lambda without its colon: a syntax error

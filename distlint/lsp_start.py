@@ -260,7 +260,8 @@ class _Start:
     def handle(self, message: dict) -> bool:
         """Handle one message; False when it is one for the pygls server."""
         method = message.get("method")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        found = message.get("params")
+        params: dict[str, Any] = found if isinstance(found, dict) else {}
         if method == "initialize" and "id" in message and not self.answered:
             self.encoding = position_encoding(params.get("capabilities"))
             self.options = options_from(params.get("initializationOptions"))

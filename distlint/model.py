@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 
 class Applicability(str, enum.Enum):
@@ -46,7 +47,7 @@ class Edit:
     content: str
     range: Range
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """ruff's shape: ``content``, ``location`` / ``end_location`` as ``{row, column}``."""
         return {
             "content": self.content,
@@ -68,7 +69,7 @@ class Fix:
     edits: tuple[Edit, ...] = ()
     isolation: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "applicability": self.applicability.value,
             "title": self.title,
@@ -110,7 +111,7 @@ class Finding:
     def fixable(self) -> bool:
         return self.fix is not None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The fixed JSON schema of `--format json` (issue #2); keep the keys exactly."""
         fix = None
         if self.fix is not None:
@@ -129,7 +130,7 @@ class Finding:
         }
 
 
-def _cell_fix_json(fix: Fix) -> dict:
+def _cell_fix_json(fix: Fix) -> dict[str, Any]:
     return {"applicability": fix.applicability.value, "title": fix.title, "edits": None}
 
 

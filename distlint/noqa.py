@@ -124,8 +124,8 @@ class Placement:
                     start = None
         except (tokenize.TokenError, SyntaxError):
             pass
-        for number, line in enumerate(_lines(text), start=1):
-            if line.endswith("\\"):
+        for number, physical in enumerate(_lines(text), start=1):
+            if physical.endswith("\\"):
                 self.blocked.add(number)
 
     def target(self, line: int, statement_line: int | None = None) -> int | None:

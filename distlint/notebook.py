@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # (C-accelerated, untyped)
 from typing import Any
 
 from distlint.config import Config
@@ -129,7 +129,8 @@ def lint_notebook_source(
 
 
 def _is_python(notebook: dict[str, Any]) -> bool:
-    metadata = notebook.get("metadata") if isinstance(notebook.get("metadata"), dict) else {}
+    found = notebook.get("metadata")
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
     for key, sub in (("language_info", "name"), ("kernelspec", "language")):
         value = metadata.get(key, {})
         if isinstance(value, dict) and isinstance(value.get(sub), str):
@@ -296,7 +297,8 @@ def _split(fixed: str, cells: list[_Cell]) -> list[tuple[_Cell, str]] | None:
 
 
 def _skip(text: str, i: int) -> int:
-    return _WS.match(text, i).end()
+    m = _WS.match(text, i)
+    return m.end() if m is not None else i
 
 
 def _members(text: str, i: int) -> Iterator[tuple[str, int, int]]:

@@ -138,7 +138,7 @@ class _WantedPositionsState(CodegenState):
                     CodePosition(line, column), CodePosition(self.line, self.column)
                 )
 
-    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         if node not in self.wanted:
             return _NULL
         # the range may be hoisted from children: make sure theirs are recorded too

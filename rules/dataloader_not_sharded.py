@@ -303,4 +303,33 @@ def _fix(facts: Facts, loop: cst.For, loader: cst.BaseExpression) -> Fix | None:
     if accelerator is None:
         return None
     statement = cst.parse_statement(f"{loader.value} = {accelerator}.prepare({loader.value})\n")
+    discarded = _discarded_prepare(facts, loader, anchor)
+    if discarded is not None:
+        # `accelerator.prepare(loader)` whose result was thrown away: keep it, assigned
+        assert isinstance(statement, cst.SimpleStatementLine)
+        return Fix(replace={discarded: discarded.with_changes(body=statement.body)})
     return Fix(insert_before={anchor: [statement]})
+
+
+def _discarded_prepare(
+    facts: Facts, loader: cst.Name, anchor: cst.CSTNode
+) -> cst.SimpleStatementLine | None:
+    """A statement line ``<accelerator>.prepare(<loader>)`` alone, in the scope of ``anchor``
+    and before it, whose result nobody kept."""
+    index = facts.index
+    scope = index.scope(anchor)
+    for call in facts.prepare_calls:
+        line = index.statement(call)
+        if (
+            isinstance(line, cst.SimpleStatementLine)
+            and len(line.body) == 1
+            and isinstance(line.body[0], cst.Expr)
+            and line.body[0].value is call
+            and len(call.args) == 1
+            and isinstance(call.args[0].value, cst.Name)
+            and call.args[0].value.value == loader.value
+            and index.scope(call) is scope
+            and index.order(call) < index.order(anchor)
+        ):
+            return line
+    return None

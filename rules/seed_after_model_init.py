@@ -99,7 +99,7 @@ class SeedAfterModelInit(Rule):
             if seed is None or seed.origin in reported:
                 continue
             reported.add(seed.origin)
-            built = _short(ctx.index, events[0].site)
+            built = _short(ctx.index, events[0].origin)  # the constructor, not the call to it
             what = (
                 "the dataset was split"
                 if ctx.facts.is_random_split(events[0].origin)

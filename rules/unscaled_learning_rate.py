@@ -252,16 +252,16 @@ class UnscaledLearningRate(Rule):
     @staticmethod
     def _message(text: str | None, what: str, mode: Mode, model_parallel: bool) -> str:
         subject = f"{what} `{text}`" if text is not None and len(text) <= 40 else what
-        message = (
+        head = (
             f"{subject} does not depend on the number of processes, but the batch of every "
-            f"optimizer step grows with them: scale it by {FACTOR_TEXT[mode]}"
+            "optimizer step grows with them"
         )
         if model_parallel:
-            message += (
-                " -- this script uses tensor/context parallelism, so scale by the data-parallel size "
-                "(processes / (tp * cp)), not by the process count"
+            return (
+                f"{head}: this script uses tensor/context parallelism, so scale it by the "
+                "data-parallel size (processes / (tp * cp)), not by the process count"
             )
-        return message
+        return f"{head}: scale it by {FACTOR_TEXT[mode]}"
 
     def _fix(self, facts: Facts, call: cst.Call, value: cst.BaseExpression) -> Fix | None:
         found = facts.process_count_expr(call)

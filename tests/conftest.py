@@ -3,21 +3,63 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, ROOT  # noqa: F401
+from helpers import FIXTURES, ROOT, compare_snapshot, snapshot_path  # noqa: F401
 
 
 def pytest_addoption(parser):
     parser.addoption(
+        "--update-snapshots",
         "--update-fixtures",
+        dest="update_snapshots",
         action="store_true",
         default=False,
-        help="Regenerate fixtures/<CODE>/bad.fixed.py from the current fixes instead of comparing.",
+        help="Write the expected files (tests/snapshots/**.txt, fixtures/<CODE>/bad.fixed.py) "
+        "from the current output instead of comparing; review them with `git diff`.",
     )
+
+
+SNAPSHOT_TESTS = pytest.StashKey[dict]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k / -m deselect: every test of a collected module
+def pytest_collection_modifyitems(session, config, items):
+    """Remember which tests take a snapshot, per module, for the orphaned-snapshot check
+    (tests/test_snapshots.py). A module named with `::` on the command line is only partly
+    collected and is left out."""
+    partial = {Path(arg.split("::")[0]).stem for arg in config.args if "::" in arg}
+    names: dict = {}
+    for item in items:
+        module = item.path.stem
+        if "snapshot" in getattr(item, "fixturenames", ()) and module not in partial:
+            names.setdefault(module, set()).add(snapshot_path(module, item.name).name)
+    config.stash[SNAPSHOT_TESTS] = names
 
 
 @pytest.fixture
 def update_fixtures(request):
-    return request.config.getoption("--update-fixtures")
+    return request.config.getoption("update_snapshots")
+
+
+@pytest.fixture
+def snapshot(request):
+    """``snapshot(value)``: compare ``value`` (text, or anything with ``render()``) with
+    tests/snapshots/<module>/<test name>.txt and return ``value``. A missing or different
+    snapshot fails with the command that writes it; ``--update-snapshots`` writes it instead.
+    One snapshot per test."""
+    path = snapshot_path(request.path.stem, request.node.name)
+    command = f"python -m pytest '{request.node.nodeid}' --update-snapshots"
+    used = []
+
+    def check(value):
+        assert not used, "one snapshot per test: parametrize the test instead"
+        used.append(path)
+        text = value.render() if hasattr(value, "render") else str(value)
+        compare_snapshot(
+            path, text, update=request.config.getoption("update_snapshots"), command=command
+        )
+        return value
+
+    return check
 
 
 @pytest.fixture(scope="session")

@@ -1,28 +1,16 @@
-"""Targeted tests for the batch-size / data-loading rules (DL301, DL302, DL303)."""
+"""Targeted tests for the batch-size / data-loading rules (DL301, DL302, DL303).
+
+The lint cases are snapshotted (tests/snapshots/test_batch_rules/): the position, code and
+message of every finding and the diff of every fix; `pytest --update-snapshots` writes them.
+"""
 
 import textwrap
 
 import pytest
+from helpers import lint_snippet
 
-from distlint.config import Config
 from distlint.model import Applicability
-from distlint.rules.dataloader_not_sharded import DataloaderNotSharded
-from distlint.rules.ignored_split_batches_keyword import IgnoredSplitBatchesKeyword
-from distlint.rules.per_device_batch_as_global import (
-    GLOBAL,
-    SAMPLES,
-    PerDeviceBatchAsGlobal,
-    message_role,
-    name_role,
-)
-from distlint.runner import lint_source
-
-
-def lint(rule_cls, code, fix=False):
-    return lint_source(
-        textwrap.dedent(code), "t.py", Config(), fix=fix, unsafe_fixes=True, rules=[rule_cls()]
-    )
-
+from distlint.rules.per_device_batch_as_global import GLOBAL, SAMPLES, message_role, name_role
 
 # ------------------------------------------------------------------------------------------ DL301
 
@@ -68,275 +56,271 @@ def test_message_role(before, after, multiplied, role):
     assert message_role(before, after, multiplied) == role
 
 
-def test_global_step_label_is_not_a_global_batch():
-    result = lint(
-        PerDeviceBatchAsGlobal,
-        """
-        from accelerate import Accelerator
-        from torch.utils.data import DataLoader
-        accelerator = Accelerator()
-        bs = 8
-        loader = DataLoader(range(8), batch_size=bs)
-        print(f"global step {3}, batch size {bs}")
-        """,
-    )
-    assert result.findings == ()
+def test_global_step_label_is_not_a_global_batch(snapshot):
+    code = """
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+    accelerator = Accelerator()
+    bs = 8
+    loader = DataLoader(range(8), batch_size=bs)
+    print(f"global step {3}, batch size {bs}")
+    """
+    snapshot(lint_snippet("DL301", code))
 
 
 @pytest.mark.parametrize(
     "use,fixed",
     [
-        (
+        pytest.param(
             "print('total batch size %d' % bs)",
             "print('total batch size %d' % (bs * accelerator.num_processes))",
+            id="percent-format",
         ),
-        (
+        pytest.param(
             "print('total %d / global batch %d' % (1, bs))",
             "print('total %d / global batch %d' % (1, bs * accelerator.num_processes))",
+            id="percent-tuple",
         ),
-        ("global_batch = 2 * bs", "global_batch = 2 * bs * accelerator.num_processes"),
-        ("total_bs = int(bs) * 4", "total_bs = int(bs * accelerator.num_processes) * 4"),
-        (
+        pytest.param(
+            "global_batch = 2 * bs",
+            "global_batch = 2 * bs * accelerator.num_processes",
+            id="product",
+        ),
+        pytest.param(
+            "total_bs = int(bs) * 4",
+            "total_bs = int(bs * accelerator.num_processes) * 4",
+            id="inside-int",
+        ),
+        pytest.param(
             "print('Total batch size:', bs)",
             "print('Total batch size:', bs * accelerator.num_processes)",
+            id="print-argument",
         ),
-        (
+        pytest.param(
             "print('Global batch size: {n}'.format(n=bs))",
             "print('Global batch size: {n}'.format(n=bs * accelerator.num_processes))",
+            id="str-format",
         ),
     ],
 )
-def test_fix_parenthesises_and_keeps_every_form(use, fixed):
+def test_fix_parenthesises_and_keeps_every_form(use, fixed, snapshot):
     head = (
         "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
         "accelerator = Accelerator()\nbs = 8\nloader = DataLoader(range(8), batch_size=bs)\n"
     )
-    result = lint(PerDeviceBatchAsGlobal, head + use + "\n", fix=True)
-    assert result.fixed_source == head + fixed + "\n"
+    linted = snapshot(lint_snippet("DL301", head + use + "\n"))
+    assert linted.fixed_source == head + fixed + "\n"
 
 
-def test_divisor_use_is_not_a_global_batch():
+def test_divisor_use_is_not_a_global_batch(snapshot):
     # steps = samples / per-device batch: the per-device value is right there (per-process steps)
-    result = lint(
-        PerDeviceBatchAsGlobal,
-        """
-        from accelerate import Accelerator
-        from torch.utils.data import DataLoader
-        accelerator = Accelerator()
-        bs = 8
-        loader = DataLoader(range(64), batch_size=bs)
-        total_batch_steps = 64 // bs
-        """,
-    )
-    assert result.findings == ()
-
-
-def test_per_device_derived_from_global_is_still_per_device():
-    # the division by the world size makes `per_device` per-device; calling it global is wrong
-    result = lint(
-        PerDeviceBatchAsGlobal,
-        """
-        from accelerate import Accelerator
-        from torch.utils.data import DataLoader
-        accelerator = Accelerator()
-        per_device = 64 // accelerator.num_processes
-        loader = DataLoader(range(64), batch_size=per_device)
-        print(f"global batch size {per_device}")
-        """,
-    )
-    assert [f.code for f in result.findings] == ["DL301"]
-
-
-def test_xla_multiprocessing_is_per_core_and_reported_without_fix():
-    result = lint(
-        PerDeviceBatchAsGlobal,
-        """
-        import torch_xla.core.xla_model as xm
-        import torch_xla.distributed.parallel_loader as pl
-        import torch_xla.distributed.xla_multiprocessing as xmp
-        from torch.utils.data import DataLoader
-
-        def _mp_fn(index, flags):
-            loader = pl.MpDeviceLoader(DataLoader(range(64), batch_size=flags.batch_size), xm.xla_device())
-            xm.master_print(f"global batch size {flags.batch_size}")
-
-        xmp.spawn(_mp_fn, args=(None,))
-        """,
-    )
-    assert [f.code for f in result.findings] == ["DL301"]
-    assert result.findings[0].fix is None
-
-
-def test_model_parallel_message_names_the_data_parallel_size():
-    result = lint(
-        PerDeviceBatchAsGlobal,
-        """
-        import torch.distributed as dist
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.utils.data import DataLoader
-        dist.init_process_group("nccl")
-        mesh = init_device_mesh("cuda", (2, 4), mesh_dim_names=("dp", "tp"))
-        bs = 4
-        loader = DataLoader(range(64), batch_size=bs)
-        print(f"global batch size {bs}")
-        dp_size = mesh["dp"].size()
-        print(f"Global batch size {bs * dp_size}")
-        """,
-    )
-    assert len(result.findings) == 1
-    assert "data-parallel size" in result.findings[0].message
-    assert result.findings[0].fix is None
-
-
-def test_ddp_without_torch_distributed_binding_has_no_fix_and_reuses_binding_when_present():
     code = """
-    import torch.distributed
-    from torch.nn.parallel import DistributedDataParallel
+    from accelerate import Accelerator
     from torch.utils.data import DataLoader
-    model = DistributedDataParallel(object())
+    accelerator = Accelerator()
+    bs = 8
+    loader = DataLoader(range(64), batch_size=bs)
+    total_batch_steps = 64 // bs
+    """
+    snapshot(lint_snippet("DL301", code))
+
+
+def test_per_device_derived_from_global_is_still_per_device(snapshot):
+    # the division by the world size makes `per_device` per-device; calling it global is wrong
+    code = """
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+    accelerator = Accelerator()
+    per_device = 64 // accelerator.num_processes
+    loader = DataLoader(range(64), batch_size=per_device)
+    print(f"global batch size {per_device}")
+    """
+    snapshot(lint_snippet("DL301", code))
+
+
+def test_xla_multiprocessing_is_per_core_and_reported_without_fix(snapshot):
+    code = """
+    import torch_xla.core.xla_model as xm
+    import torch_xla.distributed.parallel_loader as pl
+    import torch_xla.distributed.xla_multiprocessing as xmp
+    from torch.utils.data import DataLoader
+
+    def _mp_fn(index, flags):
+        loader = pl.MpDeviceLoader(DataLoader(range(64), batch_size=flags.batch_size), xm.xla_device())
+        xm.master_print(f"global batch size {flags.batch_size}")
+
+    xmp.spawn(_mp_fn, args=(None,))
+    """
+    linted = snapshot(lint_snippet("DL301", code))
+    assert [f.code for f in linted.findings] == ["DL301"]
+    assert linted.findings[0].fix is None
+
+
+def test_model_parallel_message_names_the_data_parallel_size(snapshot):
+    code = """
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.utils.data import DataLoader
+    dist.init_process_group("nccl")
+    mesh = init_device_mesh("cuda", (2, 4), mesh_dim_names=("dp", "tp"))
     bs = 4
     loader = DataLoader(range(64), batch_size=bs)
-    effective_batch_size = bs
+    print(f"global batch size {bs}")
+    dp_size = mesh["dp"].size()
+    print(f"Global batch size {bs * dp_size}")
     """
-    result = lint(PerDeviceBatchAsGlobal, code, fix=True)
-    assert "effective_batch_size = bs * torch.distributed.get_world_size()" in result.fixed_source
-    bare = code.replace("    import torch.distributed\n", "")
-    result = lint(PerDeviceBatchAsGlobal, bare, fix=True)
-    assert result.fixed_source is None and len(result.findings) == 1
+    linted = snapshot(lint_snippet("DL301", code))
+    assert len(linted.findings) == 1
+    assert "data-parallel size" in linted.findings[0].message
+    assert linted.findings[0].fix is None
 
 
-def test_unrelated_name_with_the_same_text_in_another_function_is_not_the_batch():
-    result = lint(
-        PerDeviceBatchAsGlobal,
-        """
-        from accelerate import Accelerator
-        from torch.utils.data import DataLoader
+DDP_EFFECTIVE_BATCH = """
+import torch.distributed
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader
+model = DistributedDataParallel(object())
+bs = 4
+loader = DataLoader(range(64), batch_size=bs)
+effective_batch_size = bs
+"""
 
-        def make(batch_size):
-            return DataLoader(range(64), batch_size=batch_size)
 
-        def report(batch_size):
-            print(f"Total batch size: {batch_size}")
+@pytest.mark.parametrize(
+    "code,fixed",
+    [
+        pytest.param(
+            DDP_EFFECTIVE_BATCH,
+            "effective_batch_size = bs * torch.distributed.get_world_size()",
+            id="binding-reused",
+        ),
+        pytest.param(
+            DDP_EFFECTIVE_BATCH.replace("import torch.distributed\n", ""),
+            None,
+            id="no-binding-no-fix",
+        ),
+    ],
+)
+def test_ddp_without_torch_distributed_binding_has_no_fix_and_reuses_binding_when_present(
+    code, fixed, snapshot
+):
+    linted = snapshot(lint_snippet("DL301", code))
+    if fixed is None:
+        assert linted.fixed_source is None and len(linted.findings) == 1
+    else:
+        assert fixed in linted.fixed_source
 
-        accelerator = Accelerator()
-        loader = make(8)
-        report(8 * accelerator.num_processes)
-        """,
-    )
-    assert result.findings == ()
+
+def test_unrelated_name_with_the_same_text_in_another_function_is_not_the_batch(snapshot):
+    code = """
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+
+    def make(batch_size):
+        return DataLoader(range(64), batch_size=batch_size)
+
+    def report(batch_size):
+        print(f"Total batch size: {batch_size}")
+
+    accelerator = Accelerator()
+    loader = make(8)
+    report(8 * accelerator.num_processes)
+    """
+    snapshot(lint_snippet("DL301", code))
 
 
 # ------------------------------------------------------------------------------------------ DL302
 
 
-def test_prepare_inserted_before_the_epoch_loop_not_inside_it():
-    result = lint(
-        DataloaderNotSharded,
-        """
-        from accelerate import Accelerator
-        from torch.utils.data import DataLoader
+def test_prepare_inserted_before_the_epoch_loop_not_inside_it(snapshot):
+    code = """
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
 
-        def train():
-            accelerator = Accelerator()
-            loader = DataLoader(range(8))
-            for epoch in range(3):
-                while True:
-                    for batch in loader:
-                        accelerator.backward(batch)
-                    break
-        """,
-        fix=True,
-    )
-    assert (
-        "    loader = accelerator.prepare(loader)\n    for epoch in range(3):"
-        in result.fixed_source
-    )
-
-
-def test_loader_rebuilt_each_epoch_is_prepared_where_it_is_built():
-    result = lint(
-        DataloaderNotSharded,
-        """
-        from accelerate import Accelerator
-        from torch.utils.data import DataLoader
-        accelerator = Accelerator()
-        for epoch in range(3):
-            loader = DataLoader(range(8 * (epoch + 1)))
-            for batch in loader:
-                accelerator.backward(batch)
-        """,
-        fix=True,
-    )
-    assert (
-        "    loader = DataLoader(range(8 * (epoch + 1)))\n    loader = accelerator.prepare(loader)\n    for batch"
-        in result.fixed_source
-    )
-
-
-def test_discarded_prepare_result_is_still_unsharded():
-    result = lint(
-        DataloaderNotSharded,
-        """
-        from accelerate import Accelerator
-        from torch.utils.data import DataLoader
+    def train():
         accelerator = Accelerator()
         loader = DataLoader(range(8))
-        accelerator.prepare(loader)
+        for epoch in range(3):
+            while True:
+                for batch in loader:
+                    accelerator.backward(batch)
+                break
+    """
+    linted = snapshot(lint_snippet("DL302", code))
+    assert "    loader = accelerator.prepare(loader)\n    for epoch in range(3):" in (
+        linted.fixed_source
+    )
+
+
+def test_loader_rebuilt_each_epoch_is_prepared_where_it_is_built(snapshot):
+    code = """
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+    accelerator = Accelerator()
+    for epoch in range(3):
+        loader = DataLoader(range(8 * (epoch + 1)))
         for batch in loader:
             accelerator.backward(batch)
-        """,
+    """
+    linted = snapshot(lint_snippet("DL302", code))
+    assert (
+        "    loader = DataLoader(range(8 * (epoch + 1)))\n    loader = accelerator.prepare(loader)\n    for batch"
+        in linted.fixed_source
     )
-    assert [f.code for f in result.findings] == ["DL302"]
 
 
-def test_custom_sampler_or_unknown_loader_is_not_reported():
-    result = lint(
-        DataloaderNotSharded,
-        """
-        import torch.distributed as dist
-        from torch.utils.data import DataLoader
-        from mylib import RankAwareSampler, get_loader
-        dist.init_process_group("gloo")
-        a = DataLoader(range(8), sampler=RankAwareSampler())
-        b = get_loader()
-        for x in a:
-            x.backward()
-        for x in b:
-            x.backward()
-        """,
-    )
-    assert result.findings == ()
+def test_discarded_prepare_result_is_still_unsharded(snapshot):
+    code = """
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+    accelerator = Accelerator()
+    loader = DataLoader(range(8))
+    accelerator.prepare(loader)
+    for batch in loader:
+        accelerator.backward(batch)
+    """
+    snapshot(lint_snippet("DL302", code))
 
 
-def test_ddp_finding_has_no_fix_and_names_the_sampler():
-    result = lint(
-        DataloaderNotSharded,
-        """
-        import torch.distributed as dist
-        from torch.utils.data import DataLoader
-        dist.init_process_group("gloo")
-        loader = DataLoader(range(8), shuffle=True)
-        for x in loader:
-            x.backward()
-        """,
-    )
-    (finding,) = result.findings
+def test_custom_sampler_or_unknown_loader_is_not_reported(snapshot):
+    code = """
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader
+    from mylib import RankAwareSampler, get_loader
+    dist.init_process_group("gloo")
+    a = DataLoader(range(8), sampler=RankAwareSampler())
+    b = get_loader()
+    for x in a:
+        x.backward()
+    for x in b:
+        x.backward()
+    """
+    snapshot(lint_snippet("DL302", code))
+
+
+def test_ddp_finding_has_no_fix_and_names_the_sampler(snapshot):
+    code = """
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader
+    dist.init_process_group("gloo")
+    loader = DataLoader(range(8), shuffle=True)
+    for x in loader:
+        x.backward()
+    """
+    (finding,) = snapshot(lint_snippet("DL302", code)).findings
     assert finding.fix is None and "DistributedSampler" in finding.message
 
 
 # ------------------------------------------------------------------------------------------ DL303
 
 
-def test_existing_import_from_top_level_accelerate_is_reused():
-    result = lint(
-        IgnoredSplitBatchesKeyword,
-        """
-        from accelerate import Accelerator, DataLoaderConfiguration
-        acc = Accelerator(split_batches=True)
-        """,
-        fix=True,
-    )
-    assert result.fixed_source == textwrap.dedent(
+def test_existing_import_from_top_level_accelerate_is_reused(snapshot):
+    code = """
+    from accelerate import Accelerator, DataLoaderConfiguration
+    acc = Accelerator(split_batches=True)
+    """
+    linted = snapshot(lint_snippet("DL303", code))
+    assert linted.fixed_source == textwrap.dedent(
         """
         from accelerate import Accelerator, DataLoaderConfiguration
         acc = Accelerator(dataloader_config=DataLoaderConfiguration(split_batches=True))
@@ -344,30 +328,41 @@ def test_existing_import_from_top_level_accelerate_is_reused():
     )
 
 
-def test_fix_safety_levels():
-    moved = lint(
-        IgnoredSplitBatchesKeyword,
-        "from accelerate import Accelerator\nAccelerator(split_batches=True)\n",
-    )
-    dropped = lint(
-        IgnoredSplitBatchesKeyword,
-        "from accelerate import Accelerator\nfrom accelerate.utils import DataLoaderConfiguration as C\n"
-        "Accelerator(split_batches=True, dataloader_config=C(split_batches=True))\n",
-    )
-    assert moved.findings[0].fix.applicability is Applicability.UNSAFE
-    assert dropped.findings[0].fix.applicability is Applicability.SAFE
+@pytest.mark.parametrize(
+    "code,applicability",
+    [
+        pytest.param(
+            """
+            from accelerate import Accelerator
+            Accelerator(split_batches=True)
+            """,
+            Applicability.UNSAFE,
+            id="moved-unsafe",
+        ),
+        pytest.param(
+            """
+            from accelerate import Accelerator
+            from accelerate.utils import DataLoaderConfiguration as C
+            Accelerator(split_batches=True, dataloader_config=C(split_batches=True))
+            """,
+            Applicability.SAFE,
+            id="dropped-safe",
+        ),
+    ],
+)
+def test_fix_safety_levels(code, applicability, snapshot):
+    linted = snapshot(lint_snippet("DL303", code))
+    assert linted.findings[0].fix.applicability is applicability
 
 
-def test_non_literal_value_is_not_moved_into_a_distant_configuration():
-    result = lint(
-        IgnoredSplitBatchesKeyword,
-        """
-        from accelerate import Accelerator
-        from accelerate.utils import DataLoaderConfiguration
-        config = DataLoaderConfiguration(even_batches=False)
+def test_non_literal_value_is_not_moved_into_a_distant_configuration(snapshot):
+    code = """
+    from accelerate import Accelerator
+    from accelerate.utils import DataLoaderConfiguration
+    config = DataLoaderConfiguration(even_batches=False)
 
-        def build(args):
-            return Accelerator(dataloader_config=config, split_batches=args.split)
-        """,
-    )
-    assert len(result.findings) == 1 and result.findings[0].fix is None
+    def build(args):
+        return Accelerator(dataloader_config=config, split_batches=args.split)
+    """
+    linted = snapshot(lint_snippet("DL303", code))
+    assert len(linted.findings) == 1 and linted.findings[0].fix is None

@@ -5,7 +5,8 @@
 - fixtures/scripts/*.py: whole training scripts in the styles found in the wild, marked the same
   way; the set of findings must equal the set of expectations exactly (no miss, no false positive).
 For every fixed output: it parses and compiles, every name is bound, a second fix changes nothing,
-and no fixable finding remains. `pytest --update-fixtures` regenerates bad.fixed.py files.
+and no fixable finding remains (the same checks as the rule snippets': helpers.assert_fix_is_sound).
+`pytest --update-snapshots` (or its old name `--update-fixtures`) regenerates bad.fixed.py files.
 """
 
 import os
@@ -13,10 +14,9 @@ import subprocess
 import sys
 
 import pytest
-from helpers import FIXTURES, expected_findings, undefined_names
+from helpers import FIXTURES, assert_fix_is_sound, expected_findings, lint_text
 
-from distlint.config import Config
-from distlint.runner import lint_source
+from distlint.api import Config
 
 RULE_DIRS = sorted(p for p in FIXTURES.glob("DL[0-9][0-9][0-9]") if p.is_dir())
 SCRIPTS = sorted((FIXTURES / "scripts").glob("*.py"))
@@ -29,14 +29,13 @@ def _ids(paths):
 
 
 def lint(path, fix=False):
-    return lint_source(path.read_bytes(), str(path), CONFIG, fix=fix, unsafe_fixes=True)
+    return lint_text(path.read_bytes(), str(path), CONFIG, fix=fix)
 
 
 @pytest.mark.parametrize("path", ALL_FILES, ids=_ids(ALL_FILES))
 def test_findings_match_inline_expectations(path):
     source = path.read_text(encoding="utf-8")
     result = lint(path)
-    assert not result.errors, result.errors
     found = {(f.line, f.code) for f in result.findings}
     expected = expected_findings(source)
     missed = sorted(expected - found)
@@ -59,27 +58,19 @@ def test_fixed_output_is_exact(rule_dir, update_fixtures):
     bad = rule_dir / "bad.py"
     expected_path = rule_dir / "bad.fixed.py"
     result = lint(bad, fix=True)
-    assert not result.errors, result.errors
     fixed = result.fixed_source if result.fixed_source is not None else bad.read_text()
     if update_fixtures:
         expected_path.write_text(fixed)
-    assert expected_path.exists(), f"{expected_path} missing: run pytest --update-fixtures"
+    assert expected_path.exists(), (
+        f"{expected_path} missing: run python -m pytest tests/test_fixtures.py --update-snapshots"
+    )
     assert fixed == expected_path.read_text()
 
 
 @pytest.mark.parametrize("path", ALL_FILES, ids=_ids(ALL_FILES))
 def test_fix_is_valid_idempotent_and_complete(path):
     result = lint(path, fix=True)
-    assert not result.errors, result.errors
-    if result.fixed_source is None:
-        assert all(f.fix is None for f in result.findings), "fixable findings left unfixed"
-        return
-    fixed = result.fixed_source
-    compile(fixed, str(path), "exec")
-    assert undefined_names(fixed, str(path)) == []
-    again = lint_source(fixed, str(path), CONFIG, fix=True, unsafe_fixes=True)
-    assert again.fixed_source is None, "a second fix changed the file again"
-    assert [f for f in again.findings if f.fix is not None] == []
+    assert_fix_is_sound(path.read_text(encoding="utf-8"), result, str(path), CONFIG, all_bound=True)
 
 
 def test_good_files_stay_unchanged():

@@ -2,39 +2,22 @@
 
 The snippets in each rule cover the headline cases; these pin down import forms, dataflow corner
 cases, the framework decisions (DDP / torch_xla / Fabric / SPMD / tensor parallel), options and
-the shape of the fixes.
+the shape of the fixes. Each case is snapshotted (tests/snapshots/test_lr_rules/): the position,
+code and message of every finding and the diff of every fix; `pytest --update-snapshots` writes
+them.
 """
 
 import textwrap
 
 import pytest
-from helpers import undefined_names
-
-from distlint.config import Config
-from distlint.rules.loss_divided_for_accumulation import LossDividedForAccumulation
-from distlint.rules.scheduler_length_per_process import SchedulerLengthPerProcess
-from distlint.rules.unscaled_learning_rate import UnscaledLearningRate
-from distlint.runner import lint_source
+from helpers import lint_snippet, undefined_names
 
 
-def lint(rule, code, fix=False, **options):
-    source = textwrap.dedent(code)
-    result = lint_source(
-        source, "t.py", Config(), fix=fix, unsafe_fixes=True, rules=[rule(options)]
-    )
-    assert not result.errors, result.errors
-    return result
-
-
-def lines(result, code):
-    return [f.line for f in result.findings if f.code == code]
-
-
-def fixed(rule, code, **options):
-    result = lint(rule, code, fix=True, **options)
-    assert result.fixed_source is not None, "no fix applied"
-    assert undefined_names(result.fixed_source) == []
-    return result.fixed_source
+def fixed_and_bound(linted):
+    """The fixed text of a snippet whose every name is bound, which must be bound after the fix."""
+    assert linted.fixed_source is not None, "no fix applied"
+    assert undefined_names(linted.fixed_source) == []
+    return linted.fixed_source
 
 
 ACC = "from accelerate import Accelerator\naccelerator = Accelerator()\n"
@@ -44,42 +27,62 @@ ACC = "from accelerate import Accelerator\naccelerator = Accelerator()\n"
 @pytest.mark.parametrize(
     "imports,ctor",
     [
-        ("import torch", "torch.optim.AdamW"),
-        ("import torch.optim as optim", "optim.SGD"),
-        ("from torch import optim", "optim.RMSprop"),
-        ("from torch.optim import AdamW as W", "W"),
-        ("from torch.optim.adamw import AdamW", "AdamW"),
-        ("import transformers", "transformers.AdamW"),
-        ("from transformers.optimization import AdamW", "AdamW"),
-        ("from bitsandbytes.optim import PagedAdamW8bit", "PagedAdamW8bit"),
-        ("import bitsandbytes as bnb", "bnb.optim.Lion8bit"),
+        pytest.param("import torch", "torch.optim.AdamW", id="torch.optim.AdamW"),
+        pytest.param("import torch.optim as optim", "optim.SGD", id="import-as-optim"),
+        pytest.param("from torch import optim", "optim.RMSprop", id="from-torch-import-optim"),
+        pytest.param("from torch.optim import AdamW as W", "W", id="AdamW-as-W"),
+        pytest.param("from torch.optim.adamw import AdamW", "AdamW", id="torch.optim.adamw"),
+        pytest.param("import transformers", "transformers.AdamW", id="transformers.AdamW"),
+        pytest.param(
+            "from transformers.optimization import AdamW", "AdamW", id="transformers.optimization"
+        ),
+        pytest.param(
+            "from bitsandbytes.optim import PagedAdamW8bit", "PagedAdamW8bit", id="bnb-paged"
+        ),
+        pytest.param("import bitsandbytes as bnb", "bnb.optim.Lion8bit", id="bnb.optim.Lion8bit"),
     ],
 )
-def test_dl201_optimizer_import_forms(imports, ctor):
+def test_dl201_optimizer_import_forms(imports, ctor, snapshot):
     code = f"{imports}\n{ACC}opt = {ctor}([], lr=1e-3)\n"
-    assert lines(lint(UnscaledLearningRate, code), "DL201") == [4]
+    snapshot(lint_snippet("DL201", code))
 
 
 @pytest.mark.parametrize(
     "call",
     [
-        "torch.optim.lr_scheduler.StepLR(opt, step_size=1)",
-        "torch.optim.swa_utils.SWALR(opt, swa_lr=0.05)",
-        "torch.optim.Optimizer([], {})",
-        "transformers.Adafactor([], lr=1e-3, relative_step=False)",
+        pytest.param("torch.optim.lr_scheduler.StepLR(opt, step_size=1)", id="StepLR"),
+        pytest.param("torch.optim.swa_utils.SWALR(opt, swa_lr=0.05)", id="SWALR"),
+        pytest.param("torch.optim.Optimizer([], {})", id="Optimizer-base"),
+        pytest.param(
+            "transformers.Adafactor([], lr=1e-3, relative_step=False)", id="Adafactor-fixed-lr"
+        ),
     ],
 )
-def test_dl201_not_an_optimizer(call):
-    code = f"import torch\nimport transformers\n{ACC}opt = torch.optim.SGD([], lr=0.1 * accelerator.num_processes)\nx = {call}\n"
-    assert lines(lint(UnscaledLearningRate, code), "DL201") == []
+def test_dl201_not_an_optimizer(call, snapshot):
+    code = f"""
+    import torch
+    import transformers
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    opt = torch.optim.SGD([], lr=0.1 * accelerator.num_processes)
+    x = {call}
+    """
+    snapshot(lint_snippet("DL201", code))
 
 
-def test_dl201_scaling_after_the_optimizer_does_not_count():
-    code = f"import torch\n{ACC}lr = 0.1\nopt = torch.optim.SGD([], lr=lr)\nlr *= accelerator.num_processes\n"
-    assert lines(lint(UnscaledLearningRate, code), "DL201") == [5]
+def test_dl201_scaling_after_the_optimizer_does_not_count(snapshot):
+    code = """
+    import torch
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    lr = 0.1
+    opt = torch.optim.SGD([], lr=lr)
+    lr *= accelerator.num_processes
+    """
+    snapshot(lint_snippet("DL201", code))
 
 
-def test_dl201_args_reassigned_in_another_function():
+def test_dl201_args_reassigned_in_another_function(snapshot):
     code = """
     import torch
     from accelerate import Accelerator
@@ -95,59 +98,79 @@ def test_dl201_args_reassigned_in_another_function():
         scale(args, accelerator)
         opt = build(model, args)
     """
-    assert lines(lint(UnscaledLearningRate, code), "DL201") == []
+    snapshot(lint_snippet("DL201", code))
 
 
 @pytest.mark.parametrize(
-    "scaled",
+    "scaled,lr",
     [
-        "cfg = Config(lr=BASE * accelerator.num_processes)\n",
-        "cfg = {'lr': BASE * int(os.environ['WORLD_SIZE'])}\n",
-        "cfg = dict(lr=BASE * PartialState().num_processes)\n",
-        "cfg = {'lr': BASE * int(os.getenv('WORLD_SIZE', '1'))}\n",
+        pytest.param("Config(lr=BASE * accelerator.num_processes)", "cfg.lr", id="dataclass"),
+        pytest.param("{'lr': BASE * int(os.environ['WORLD_SIZE'])}", "cfg['lr']", id="dict-env"),
+        pytest.param("dict(lr=BASE * PartialState().num_processes)", "cfg['lr']", id="dict-call"),
+        pytest.param(
+            "{'lr': BASE * int(os.getenv('WORLD_SIZE', '1'))}", "cfg['lr']", id="dict-getenv"
+        ),
     ],
 )
-def test_dl201_config_objects_carry_the_scaling(scaled):
-    subscript = "cfg['lr']" if "{" in scaled else "cfg.lr" if "Config(" in scaled else "cfg['lr']"
-    code = (
-        "import os\nimport torch\nfrom dataclasses import dataclass\nfrom accelerate import Accelerator, PartialState\n"
-        "@dataclass\nclass Config:\n    lr: float = 1e-3\nBASE = 1e-3\naccelerator = Accelerator()\n"
-        + scaled
-        + f"opt = torch.optim.AdamW([], lr={subscript})\n"
-    )
-    assert lines(lint(UnscaledLearningRate, code), "DL201") == []
+def test_dl201_config_objects_carry_the_scaling(scaled, lr, snapshot):
+    code = f"""
+    import os
+    import torch
+    from dataclasses import dataclass
+    from accelerate import Accelerator, PartialState
+    @dataclass
+    class Config:
+        lr: float = 1e-3
+    BASE = 1e-3
+    accelerator = Accelerator()
+    cfg = {scaled}
+    opt = torch.optim.AdamW([], lr={lr})
+    """
+    snapshot(lint_snippet("DL201", code))
 
 
 @pytest.mark.parametrize(
     "held",
     [
-        "args.batch_size //= accelerator.num_processes\n",
-        "per_device = args.global_batch // accelerator.num_processes\nloader = DataLoader(ds, batch_size=per_device)\n",
-        "accum = max(1, 64 // (8 * accelerator.num_processes))\n",
-        "loader = DataLoader(ds, batch_size=int(args.batch_size / ngpus_per_node))\n",
+        pytest.param("args.batch_size //= accelerator.num_processes", id="floordiv-in-place"),
+        pytest.param(
+            "per_device = args.global_batch // accelerator.num_processes\n"
+            "loader = DataLoader(ds, batch_size=per_device)",
+            id="per-device-loader",
+        ),
+        pytest.param("accum = max(1, 64 // (8 * accelerator.num_processes))", id="accumulation"),
+        pytest.param(
+            "loader = DataLoader(ds, batch_size=int(args.batch_size / ngpus_per_node))",
+            id="ngpus-per-node",
+        ),
     ],
 )
-def test_dl201_global_batch_held_constant(held):
-    code = (
-        "import torch\nfrom torch.utils.data import DataLoader\n"
-        + ACC
-        + "args = object()\nds = []\nngpus_per_node = torch.cuda.device_count()\n"
-        + held
-        + "opt = torch.optim.AdamW([], lr=3e-4)\n"
-    )
-    assert lines(lint(UnscaledLearningRate, code), "DL201") == []
+def test_dl201_global_batch_held_constant(held, snapshot):
+    head = """
+    import torch
+    from torch.utils.data import DataLoader
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    args = object()
+    ds = []
+    ngpus_per_node = torch.cuda.device_count()
+    """
+    code = textwrap.dedent(head) + held + "\nopt = torch.optim.AdamW([], lr=3e-4)\n"
+    snapshot(lint_snippet("DL201", code))
 
 
-def test_dl201_division_of_something_else_does_not_hold_the_batch():
-    code = (
-        "import torch\n"
-        + ACC
-        + "workers = 16 // accelerator.num_processes\nopt = torch.optim.AdamW([], lr=3e-4)\n"
-    )
-    assert lines(lint(UnscaledLearningRate, code), "DL201") == [5]
+def test_dl201_division_of_something_else_does_not_hold_the_batch(snapshot):
+    code = """
+    import torch
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    workers = 16 // accelerator.num_processes
+    opt = torch.optim.AdamW([], lr=3e-4)
+    """
+    snapshot(lint_snippet("DL201", code))
 
 
-def test_dl201_optimizer_class_chosen_by_flag():
+def test_dl201_optimizer_class_chosen_by_flag(snapshot):
     code = """
     import torch
     import bitsandbytes as bnb
@@ -161,62 +184,85 @@ def test_dl201_optimizer_class_chosen_by_flag():
             optimizer_cls = torch.optim.AdamW
         optimizer = optimizer_cls(params, lr=args.learning_rate)
     """
-    assert lines(lint(UnscaledLearningRate, code), "DL201") == [12]
+    snapshot(lint_snippet("DL201", code))
 
 
-def test_dl201_fix_inserts_for_a_local_name_and_sqrt_option():
-    code = (
-        "import torch\n"
-        + ACC
-        + "def main(model):\n    lr = 1e-3\n    return torch.optim.Adam(model.parameters(), lr=lr)\n"
-    )
-    out = fixed(UnscaledLearningRate, code, **{"lr-scaling": "sqrt"})
-    assert (
-        "    lr *= accelerator.num_processes ** 0.5\n    return torch.optim.Adam(model.parameters(), lr=lr)\n"
-        in out
-    )
+def test_dl201_fix_inserts_for_a_local_name_and_sqrt_option(snapshot):
+    code = """
+    import torch
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    def main(model):
+        lr = 1e-3
+        return torch.optim.Adam(model.parameters(), lr=lr)
+    """
+    linted = snapshot(lint_snippet("DL201", code, {"lr-scaling": "sqrt"}))
+    fixed_and_bound(linted)
 
 
-def test_dl201_fix_multiplies_in_place_for_a_module_constant_used_in_a_function():
+def test_dl201_fix_multiplies_in_place_for_a_module_constant_used_in_a_function(snapshot):
     # `LR *= ...` inside the function would make LR local and unbound
-    code = (
-        "import torch\nLR = 1e-3\n"
-        + ACC
-        + "def main(model):\n    return torch.optim.Adam(model.parameters(), lr=LR)\n"
-    )
-    assert "lr=LR * accelerator.num_processes)" in fixed(UnscaledLearningRate, code)
+    code = """
+    import torch
+    LR = 1e-3
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    def main(model):
+        return torch.optim.Adam(model.parameters(), lr=LR)
+    """
+    fixed_and_bound(snapshot(lint_snippet("DL201", code)))
 
 
-def test_dl201_fix_multiplies_in_place_inside_a_loop():
+def test_dl201_fix_multiplies_in_place_inside_a_loop(snapshot):
     # an inserted `lr *= n` would compound on every iteration
-    code = (
-        "import torch\n"
-        + ACC
-        + "lr = 0.1\nfor model in []:\n    opt = torch.optim.SGD(model.parameters(), lr=lr)\n"
-    )
-    out = fixed(UnscaledLearningRate, code)
-    assert "lr=lr * accelerator.num_processes)" in out and "lr *=" not in out
+    code = """
+    import torch
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    lr = 0.1
+    for model in []:
+        opt = torch.optim.SGD(model.parameters(), lr=lr)
+    """
+    assert "lr *=" not in fixed_and_bound(snapshot(lint_snippet("DL201", code)))
 
 
-def test_dl201_fix_parenthesises_low_precedence_values():
-    code = "import torch\n" + ACC + "opt = torch.optim.SGD([], lr=0.1 if True else 0.2)\n"
-    assert "lr=(0.1 if True else 0.2) * accelerator.num_processes)" in fixed(
-        UnscaledLearningRate, code
-    )
+def test_dl201_fix_parenthesises_low_precedence_values(snapshot):
+    code = """
+    import torch
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    opt = torch.optim.SGD([], lr=0.1 if True else 0.2)
+    """
+    fixed_and_bound(snapshot(lint_snippet("DL201", code)))
 
 
-def test_dl201_no_fix_without_a_visible_accelerator():
-    code = "import torch\nfrom accelerate import Accelerator\n\ndef build(p, lr):\n    return torch.optim.SGD(p, lr=lr)\n\ndef main():\n    a = Accelerator()\n"
-    result = lint(UnscaledLearningRate, code)
-    assert lines(result, "DL201") == [5] and result.findings[0].fix is None
+def test_dl201_no_fix_without_a_visible_accelerator(snapshot):
+    code = """
+    import torch
+    from accelerate import Accelerator
+
+    def build(p, lr):
+        return torch.optim.SGD(p, lr=lr)
+
+    def main():
+        a = Accelerator()
+    """
+    linted = snapshot(lint_snippet("DL201", code))
+    assert linted.findings[0].fix is None
 
 
-def test_dl201_unpacked_kwargs_are_not_guessed():
-    code = "import torch\n" + ACC + "kw = {'lr': 0.1}\nopt = torch.optim.SGD([], **kw)\n"
-    assert lines(lint(UnscaledLearningRate, code), "DL201") == []
+def test_dl201_unpacked_kwargs_are_not_guessed(snapshot):
+    code = """
+    import torch
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    kw = {'lr': 0.1}
+    opt = torch.optim.SGD([], **kw)
+    """
+    snapshot(lint_snippet("DL201", code))
 
 
-def test_dl201_ddp_script_fix_uses_the_existing_dist_binding():
+def test_dl201_ddp_script_fix_uses_the_existing_dist_binding(snapshot):
     code = """
     import torch
     import torch.distributed as dist
@@ -227,11 +273,10 @@ def test_dl201_ddp_script_fix_uses_the_existing_dist_binding():
         model = DDP(model)
         optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
     """
-    assert lines(lint(UnscaledLearningRate, code), "DL201") == [9]
-    assert "lr=args.lr * dist.get_world_size())" in fixed(UnscaledLearningRate, code)
+    fixed_and_bound(snapshot(lint_snippet("DL201", code)))
 
 
-def test_dl201_mp_spawn_worker_with_world_size_parameter_is_scaled():
+def test_dl201_mp_spawn_worker_with_world_size_parameter_is_scaled(snapshot):
     code = """
     import torch
     import torch.multiprocessing as mp
@@ -243,11 +288,11 @@ def test_dl201_mp_spawn_worker_with_world_size_parameter_is_scaled():
 
     mp.spawn(worker, args=(4, 0.1), nprocs=4)
     """
-    assert lines(lint(UnscaledLearningRate, code), "DL201") == []
+    snapshot(lint_snippet("DL201", code))
 
 
-def test_dl201_torch_xla_multiprocessing_and_spmd():
-    mp_code = """
+def test_dl201_torch_xla_multiprocessing(snapshot):
+    code = """
     import torch
     import torch_xla.distributed.xla_multiprocessing as xmp
     import torch_xla.runtime as xr
@@ -257,9 +302,11 @@ def test_dl201_torch_xla_multiprocessing_and_spmd():
 
     xmp.spawn(_mp_fn, args=(None,))
     """
-    assert lines(lint(UnscaledLearningRate, mp_code), "DL201") == [7]
-    assert "lr=flags.lr * xr.world_size())" in fixed(UnscaledLearningRate, mp_code)
-    spmd_code = """
+    fixed_and_bound(snapshot(lint_snippet("DL201", code)))
+
+
+def test_dl201_torch_xla_spmd(snapshot):
+    code = """
     import torch
     import torch_xla.runtime as xr
     import torch_xla.distributed.parallel_loader as pl
@@ -268,10 +315,10 @@ def test_dl201_torch_xla_multiprocessing_and_spmd():
     opt = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)
     loader = pl.MpDeviceLoader([], "xla")
     """
-    assert lines(lint(UnscaledLearningRate, spmd_code), "DL201") == []
+    snapshot(lint_snippet("DL201", code))
 
 
-def test_dl201_fabric_reported_and_scaled_by_world_size():
+def test_dl201_fabric_reported_and_scaled_by_world_size(snapshot):
     code = """
     import torch
     import lightning as L
@@ -280,13 +327,12 @@ def test_dl201_fabric_reported_and_scaled_by_world_size():
     opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
     ok = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3 * fabric.world_size)
     """
-    result = lint(UnscaledLearningRate, code)
-    assert lines(result, "DL201") == [6]
-    assert "fabric.world_size" in result.findings[0].message
-    assert "lr=1e-3 * fabric.world_size)\nok =" in fixed(UnscaledLearningRate, code)
+    linted = snapshot(lint_snippet("DL201", code))
+    assert "fabric.world_size" in linted.findings[0].message
+    fixed_and_bound(linted)
 
 
-def test_dl201_tensor_parallel_message_and_no_fix():
+def test_dl201_tensor_parallel_message_and_no_fix(snapshot):
     code = """
     import torch
     from accelerate import Accelerator, ParallelismConfig
@@ -294,36 +340,53 @@ def test_dl201_tensor_parallel_message_and_no_fix():
     accelerator = Accelerator(parallelism_config=ParallelismConfig(tp_size=2))
     opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
     """
-    result = lint(UnscaledLearningRate, code)
-    assert lines(result, "DL201") == [6]
-    assert "data-parallel size" in result.findings[0].message and result.findings[0].fix is None
+    linted = snapshot(lint_snippet("DL201", code))
+    assert "data-parallel size" in linted.findings[0].message
+    assert linted.findings[0].fix is None
 
 
-def test_dl201_split_batches_forms():
-    legacy = "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator(split_batches=True)\nopt = torch.optim.SGD([], lr=0.1)\n"
-    assert lines(lint(UnscaledLearningRate, legacy), "DL201") == [4]
-    config = (
-        "import torch\nfrom accelerate import Accelerator\nfrom accelerate.utils import DataLoaderConfiguration\n"
-        "dl = DataLoaderConfiguration(split_batches=True)\naccelerator = Accelerator(dataloader_config=dl)\n"
-        "opt = torch.optim.SGD([], lr=0.1)\n"
-    )
-    assert lines(lint(UnscaledLearningRate, config), "DL201") == []
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param(
+            """
+            import torch
+            from accelerate import Accelerator
+            accelerator = Accelerator(split_batches=True)
+            opt = torch.optim.SGD([], lr=0.1)
+            """,
+            id="legacy-keyword-reported",
+        ),
+        pytest.param(
+            """
+            import torch
+            from accelerate import Accelerator
+            from accelerate.utils import DataLoaderConfiguration
+            dl = DataLoaderConfiguration(split_batches=True)
+            accelerator = Accelerator(dataloader_config=dl)
+            opt = torch.optim.SGD([], lr=0.1)
+            """,
+            id="dataloader-config-silent",
+        ),
+    ],
+)
+def test_dl201_split_batches_forms(code, snapshot):
+    snapshot(lint_snippet("DL201", code))
 
 
-def test_dl201_onecycle_checks_max_lr_not_the_optimizer_lr():
-    code = (
-        "import torch\n"
-        + ACC
-        + (
-            "opt = torch.optim.SGD([], lr=0.004)\n"
-            "sched = torch.optim.lr_scheduler.OneCycleLR(opt, 0.1 * accelerator.num_processes, total_steps=10)\n"
-        )
-    )
-    assert lines(lint(UnscaledLearningRate, code), "DL201") == []
+def test_dl201_onecycle_checks_max_lr_not_the_optimizer_lr(snapshot):
+    code = """
+    import torch
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    opt = torch.optim.SGD([], lr=0.004)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, 0.1 * accelerator.num_processes, total_steps=10)
+    """
+    snapshot(lint_snippet("DL201", code))
 
 
 # ------------------------------------------------------------------------------------- DL202
-def test_dl202_prepared_loader_passed_to_a_helper():
+def test_dl202_prepared_loader_passed_to_a_helper(snapshot):
     code = """
     import torch
     from accelerate import Accelerator
@@ -337,12 +400,11 @@ def test_dl202_prepared_loader_passed_to_a_helper():
         scheduler = make_scheduler(optimizer, loader, 3)
         scheduler = accelerator.prepare(scheduler)
     """
-    result = lint(SchedulerLengthPerProcess, code)
-    assert lines(result, "DL202") == [6]
-    assert result.findings[0].fix is None  # no accelerator visible inside the helper
+    linted = snapshot(lint_snippet("DL202", code))
+    assert linted.findings[0].fix is None  # no accelerator visible inside the helper
 
 
-def test_dl202_length_taken_before_the_loader_was_prepared():
+def test_dl202_length_taken_before_the_loader_was_prepared(snapshot):
     code = """
     import torch
     from accelerate import Accelerator
@@ -353,10 +415,10 @@ def test_dl202_length_taken_before_the_loader_was_prepared():
         model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
         scheduler = accelerator.prepare(torch.optim.lr_scheduler.LinearLR(optimizer, total_iters=steps))
     """
-    assert lines(lint(SchedulerLengthPerProcess, code), "DL202") == []
+    snapshot(lint_snippet("DL202", code))
 
 
-def test_dl202_diffusers_get_scheduler_positions():
+def test_dl202_diffusers_get_scheduler_positions(snapshot):
     code = """
     from diffusers.optimization import get_scheduler
     from accelerate import Accelerator
@@ -368,27 +430,31 @@ def test_dl202_diffusers_get_scheduler_positions():
         sched = get_scheduler("cosine", optimizer, None, 100, total)
         sched = accelerator.prepare(sched)
     """
-    out = fixed(SchedulerLengthPerProcess, code)
-    assert 'get_scheduler("cosine", optimizer, None, 100, total * accelerator.num_processes)' in out
+    fixed_and_bound(snapshot(lint_snippet("DL202", code)))
 
 
-def test_dl202_only_with_an_accelerator():
+def test_dl202_only_with_an_accelerator(snapshot):
     code = """
     import torch
     def main(optimizer, loader, fabric):
         loader = fabric.setup_dataloaders(loader)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=len(loader))
     """
-    assert lines(lint(SchedulerLengthPerProcess, code), "DL202") == []
+    snapshot(lint_snippet("DL202", code))
 
 
 # ------------------------------------------------------------------------------------- DL203
-def test_dl203_literal_divisor_is_not_assumed_to_be_the_accumulation():
-    code = "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=4)\ndef f(loss):\n    accelerator.backward(loss / 4)\n"
-    assert lines(lint(LossDividedForAccumulation, code), "DL203") == []
+def test_dl203_literal_divisor_is_not_assumed_to_be_the_accumulation(snapshot):
+    code = """
+    from accelerate import Accelerator
+    accelerator = Accelerator(gradient_accumulation_steps=4)
+    def f(loss):
+        accelerator.backward(loss / 4)
+    """
+    snapshot(lint_snippet("DL203", code))
 
 
-def test_dl203_deepspeed_plugin_accumulation():
+def test_dl203_deepspeed_plugin_accumulation(snapshot):
     code = """
     from accelerate import Accelerator
     from accelerate.utils import DeepSpeedPlugin
@@ -398,24 +464,27 @@ def test_dl203_deepspeed_plugin_accumulation():
     def step(loss, grad_accum_steps):
         accelerator.backward(loss / grad_accum_steps)
     """
-    assert lines(lint(LossDividedForAccumulation, code), "DL203") == [8]
+    snapshot(lint_snippet("DL203", code))
 
 
-def test_dl203_fix_in_a_line_with_several_statements():
-    code = (
-        "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=2)\n"
-        "def f(loss, accum_steps):\n    loss /= accum_steps; accelerator.backward(loss)\n"
-    )
-    assert fixed(LossDividedForAccumulation, code).endswith(
-        "def f(loss, accum_steps):\n    accelerator.backward(loss)\n"
-    )
+def test_dl203_fix_in_a_line_with_several_statements(snapshot):
+    code = """
+    from accelerate import Accelerator
+    accelerator = Accelerator(gradient_accumulation_steps=2)
+    def f(loss, accum_steps):
+        loss /= accum_steps; accelerator.backward(loss)
+    """
+    fixed_and_bound(snapshot(lint_snippet("DL203", code)))
 
 
-def test_dl203_division_in_another_function_is_not_followed():
+def test_dl203_division_in_another_function_is_not_followed(snapshot):
     # the loss passed to backward is a parameter: its producer is not this function's business
-    code = (
-        "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=2)\n"
-        "def f(loss):\n    accelerator.backward(loss)\n"
-        "def g(out, grad_accum):\n    f(out / grad_accum)\n"
-    )
-    assert lines(lint(LossDividedForAccumulation, code), "DL203") == []
+    code = """
+    from accelerate import Accelerator
+    accelerator = Accelerator(gradient_accumulation_steps=2)
+    def f(loss):
+        accelerator.backward(loss)
+    def g(out, grad_accum):
+        f(out / grad_accum)
+    """
+    snapshot(lint_snippet("DL203", code))

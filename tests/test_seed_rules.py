@@ -1,32 +1,16 @@
 """DL101 seed-only-torch and DL102 seed-after-model-init on the idioms of real training scripts.
 
-Each case is a small script and the lines (1-based) where the rule must report; an empty list
-means the script is correct and must stay silent.
+Each case is a small script, snapshotted in tests/snapshots/test_seed_rules/: where the rule
+reports (line, column, message; no findings means the script is correct and must stay silent)
+and what its fix does. `pytest --update-snapshots` writes the snapshots.
 """
 
 import textwrap
 
 import pytest
-from helpers import undefined_names
+from helpers import lint_snippet, undefined_names
 
-from distlint.config import Config
-from distlint.rules.seed_only_torch import SeedOnlyTorch
-from distlint.runner import lint_source
-
-
-def _lint(rule, source, fix=False):
-    return lint_source(
-        textwrap.dedent(source), "script.py", Config(), fix=fix, unsafe_fixes=True, rules=[rule]
-    )
-
-
-def _lines(rule, source):
-    result = _lint(rule, source)
-    assert not result.errors, result.errors
-    return [f.line for f in result.findings]
-
-
-# (id, source, lines where DL101 reports)
+# (id, source)
 DL101_CASES = [
     (
         "alias-torch-as-T",
@@ -36,7 +20,6 @@ DL101_CASES = [
         T.manual_seed(0)
         random.shuffle([1, 2])
         """,
-        [4],
     ),
     (
         "from-torch-import-manual_seed",
@@ -46,7 +29,6 @@ DL101_CASES = [
         manual_seed(0)
         np.random.rand(3)
         """,
-        [4],
     ),
     (
         "from-torch.random-import-manual_seed",
@@ -56,7 +38,6 @@ DL101_CASES = [
         manual_seed(0)
         np.random.rand(3)
         """,
-        [4],
     ),
     (
         "import-numpy.random-as-npr",
@@ -66,7 +47,6 @@ DL101_CASES = [
         torch.manual_seed(0)
         npr.permutation(10)
         """,
-        [4],
     ),
     (
         "from-numpy-import-random-as-npr",
@@ -76,7 +56,6 @@ DL101_CASES = [
         torch.manual_seed(0)
         npr.randint(0, 5)
         """,
-        [4],
     ),
     (
         "from-random-import-shuffle",
@@ -86,7 +65,6 @@ DL101_CASES = [
         torch.manual_seed(0)
         shuffle([1, 2, 3])
         """,
-        [4],
     ),
     (
         "numpy.random-alias-seeded-is-complete",
@@ -97,7 +75,6 @@ DL101_CASES = [
         npr.seed(0)
         npr.permutation(10)
         """,
-        [],
     ),
     (
         "from-random-import-seed-is-complete",
@@ -108,7 +85,6 @@ DL101_CASES = [
         seed(0)
         shuffle([1, 2, 3])
         """,
-        [],
     ),
     (
         "transformers.set_seed",
@@ -120,7 +96,6 @@ DL101_CASES = [
         torch.manual_seed(1)
         np.random.rand(2)
         """,
-        [],
     ),
     (
         "from-transformers-import-set_seed",
@@ -132,7 +107,6 @@ DL101_CASES = [
         torch.manual_seed(1)
         np.random.rand(2)
         """,
-        [],
     ),
     (
         "lightning-seed_everything",
@@ -144,7 +118,6 @@ DL101_CASES = [
         torch.manual_seed(1)
         np.random.rand(2)
         """,
-        [],
     ),
     (
         "pytorch_lightning-seed_everything",
@@ -156,7 +129,6 @@ DL101_CASES = [
         torch.manual_seed(1)
         np.random.rand(2)
         """,
-        [],
     ),
     (
         "lightning_fabric-seed_everything",
@@ -168,7 +140,6 @@ DL101_CASES = [
         torch.manual_seed(1)
         np.random.rand(2)
         """,
-        [],
     ),
     (
         "fabric-instance-seed_everything",
@@ -181,7 +152,6 @@ DL101_CASES = [
         torch.manual_seed(1)
         np.random.rand(2)
         """,
-        [],
     ),
     (
         "fabric-self-attribute-seed_everything",
@@ -197,7 +167,6 @@ DL101_CASES = [
                 torch.manual_seed(3)
                 np.random.rand(2)
         """,
-        [],
     ),
     (
         "local-helper-complete",
@@ -214,7 +183,6 @@ DL101_CASES = [
         seed_all(0)
         np.random.rand(2)
         """,
-        [],
     ),
     (
         "local-helper-named-set_seed",
@@ -232,7 +200,6 @@ DL101_CASES = [
         set_seed(0)
         random.shuffle([1, 2])
         """,
-        [],
     ),
     (
         "local-helper-incomplete-is-reported",
@@ -247,7 +214,6 @@ DL101_CASES = [
         set_seed(0)
         np.random.rand(2)
         """,
-        [6],
     ),
     (
         "method-seed_all-complete",
@@ -268,7 +234,6 @@ DL101_CASES = [
             def data(self):
                 return np.random.permutation(10)
         """,
-        [],
     ),
     (
         "seed-plus-rank-all-generators",
@@ -284,7 +249,6 @@ DL101_CASES = [
         torch.manual_seed(1234 + rank)
         np.random.rand(2)
         """,
-        [],
     ),
     (
         "seed-plus-rank-numpy-missing",
@@ -296,7 +260,6 @@ DL101_CASES = [
         torch.manual_seed(1234 + rank)
         np.random.rand(2)
         """,
-        [6],
     ),
     (
         "cuda-available-block-complete",
@@ -312,7 +275,6 @@ DL101_CASES = [
             torch.cuda.manual_seed_all(seed)
         np.random.rand(2)
         """,
-        [],
     ),
     (
         "cuda-available-block-incomplete",
@@ -325,7 +287,6 @@ DL101_CASES = [
         torch.manual_seed(seed)
         np.random.rand(2)
         """,
-        [6],
     ),
     (
         "worker_init_fn-seeds-numpy-from-initial_seed",
@@ -342,7 +303,6 @@ DL101_CASES = [
         def augment(x):
             return x + np.random.rand()
         """,
-        [],
     ),
     (
         "numpy-default_rng-local-generator",
@@ -354,7 +314,6 @@ DL101_CASES = [
         rng.permutation(10)
         np.random.default_rng().integers(5)
         """,
-        [],
     ),
     (
         "random-Random-instance",
@@ -365,7 +324,6 @@ DL101_CASES = [
         r = random.Random(0)
         r.shuffle([1, 2])
         """,
-        [],
     ),
     (
         "xla-needs-set_rng_state",
@@ -375,7 +333,6 @@ DL101_CASES = [
         torch.manual_seed(0)
         device = xm.xla_device()
         """,
-        [4],
     ),
     (
         "xla-set_rng_state-present",
@@ -386,7 +343,6 @@ DL101_CASES = [
         xm.set_rng_state(0)
         device = xm.xla_device()
         """,
-        [],
     ),
     (
         "mp.spawn-worker-seeds-inside",
@@ -403,7 +359,6 @@ DL101_CASES = [
         if __name__ == "__main__":
             mp.spawn(worker, args=(0,), nprocs=2)
         """,
-        [],
     ),
     (
         "mp.spawn-worker-numpy-missing",
@@ -419,7 +374,6 @@ DL101_CASES = [
         if __name__ == "__main__":
             mp.spawn(worker, args=(0,), nprocs=2)
         """,
-        [7],
     ),
     (
         "trainer-__init__-seeds-torch-only",
@@ -435,7 +389,6 @@ DL101_CASES = [
                 random.shuffle(items)
                 return items
         """,
-        [7],
     ),
     (
         "trainer-__init__-complete",
@@ -454,7 +407,6 @@ DL101_CASES = [
                 random.shuffle(items)
                 return np.random.permutation(items)
         """,
-        [],
     ),
     (
         "torch-only-no-other-draws",
@@ -463,7 +415,6 @@ DL101_CASES = [
         torch.manual_seed(0)
         x = torch.randn(3)
         """,
-        [],
     ),
     (
         "torch.Generator-manual_seed-is-not-global",
@@ -474,19 +425,16 @@ DL101_CASES = [
         g.manual_seed(0)
         np.random.rand(2)
         """,
-        [],
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    "source,lines", [c[1:] for c in DL101_CASES], ids=[c[0] for c in DL101_CASES]
-)
-def test_dl101_idioms(source, lines):
-    assert _lines(SeedOnlyTorch(), source) == lines
+@pytest.mark.parametrize("source", [c[1] for c in DL101_CASES], ids=[c[0] for c in DL101_CASES])
+def test_dl101_idioms(source, snapshot):
+    snapshot(lint_snippet("DL101", source))
 
 
-# (id, source, exact output of the fix; None: reported without a fix)
+# (id, source): the snapshot holds the exact fix, or `fix: none` where none is offered
 DL101_FIXES = [
     (
         "cuda-block-with-only-seeding-is-removed",
@@ -500,17 +448,6 @@ DL101_FIXES = [
             torch.manual_seed(seed)
             if torch.cuda.is_available():
                 torch.cuda.manual_seed_all(seed)
-            np.random.rand(2)
-        """,
-        """
-        import numpy as np
-        import torch
-        from accelerate import Accelerator
-        from accelerate.utils import set_seed
-
-        def main(seed):
-            accelerator = Accelerator()
-            set_seed(seed)
             np.random.rand(2)
         """,
     ),
@@ -530,19 +467,6 @@ DL101_FIXES = [
             torch.manual_seed(seed)
             np.random.rand(2)
         """,
-        """
-        import numpy as np
-        import torch
-        from accelerate import Accelerator
-        from accelerate.utils import set_seed
-
-        def main(seed):
-            accelerator = Accelerator()
-            if torch.cuda.is_available():
-                torch.backends.cudnn.deterministic = True
-            set_seed(seed)
-            np.random.rand(2)
-        """,
     ),
     (
         "if-else-device-seeding-becomes-one-call",
@@ -557,17 +481,6 @@ DL101_FIXES = [
                 torch.cuda.manual_seed_all(seed)
             else:
                 torch.manual_seed(seed)
-            np.random.rand(2)
-        """,
-        """
-        import numpy as np
-        import torch
-        from accelerate import Accelerator
-        from accelerate.utils import set_seed
-
-        def main(seed):
-            accelerator = Accelerator()
-            set_seed(seed)
             np.random.rand(2)
         """,
     ),
@@ -585,7 +498,6 @@ DL101_FIXES = [
                 torch.backends.cudnn.benchmark = False
             np.random.rand(2)
         """,
-        None,
     ),
     (
         "seed-only-when-given",
@@ -600,17 +512,6 @@ DL101_FIXES = [
             random.seed(seed)
             torch.manual_seed(seed)
         """,
-        """
-        import random
-        import torch
-        from accelerate import Accelerator
-        from accelerate.utils import set_seed
-
-        accelerator = Accelerator()
-        seed = None
-        if seed is not None:
-            set_seed(seed)
-        """,
     ),
     (
         "existing-set_seed-binding-is-reused",
@@ -621,14 +522,6 @@ DL101_FIXES = [
 
         acc = Accelerator()
         torch.manual_seed(3)
-        """,
-        """
-        import torch
-        import accelerate.utils
-        from accelerate import Accelerator
-
-        acc = Accelerator()
-        accelerate.utils.set_seed(3)
         """,
     ),
     (
@@ -642,28 +535,20 @@ DL101_FIXES = [
         torch.manual_seed(1 + accelerator.process_index)
         np.random.seed(1)
         """,
-        None,
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    "source,fixed", [c[1:] for c in DL101_FIXES], ids=[c[0] for c in DL101_FIXES]
-)
-def test_dl101_fix(source, fixed):
-    assert len(_lint(SeedOnlyTorch(), source).findings) == 1
-    result = _lint(SeedOnlyTorch(), source, fix=True)
-    if fixed is None:
-        assert result.fixed_source is None
-        return
-    assert result.fixed_source == textwrap.dedent(fixed)
-    assert undefined_names(result.fixed_source) == []
-    assert _lint(SeedOnlyTorch(), result.fixed_source).findings == ()
+@pytest.mark.parametrize("source", [c[1] for c in DL101_FIXES], ids=[c[0] for c in DL101_FIXES])
+def test_dl101_fix(source, snapshot):
+    linted = snapshot(lint_snippet("DL101", source))
+    assert len(linted.findings) == 1
+    if linted.fixed_source is not None:
+        assert undefined_names(linted.fixed_source) == []
+        assert linted.fix.findings == ()  # the fixed script is clean
 
 
-from distlint.rules.seed_after_model_init import SeedAfterModelInit  # noqa: E402
-
-# (id, source, lines where DL102 reports)
+# (id, source)
 DL102_CASES = [
     (
         "same-function-source-order",
@@ -675,7 +560,6 @@ DL102_CASES = [
             model = torch.nn.Linear(4, 2)
             set_seed(0)
         """,
-        [7],
     ),
     (
         "seeded-first",
@@ -687,7 +571,6 @@ DL102_CASES = [
             set_seed(0)
             model = torch.nn.Linear(4, 2)
         """,
-        [],
     ),
     (
         "reseed-per-rank-after-first-seed",
@@ -702,7 +585,6 @@ DL102_CASES = [
             model = torch.nn.Linear(4, 2)
             set_seed(0 + accelerator.process_index)
         """,
-        [],
     ),
     (
         "main-calls-helpers",
@@ -723,7 +605,6 @@ DL102_CASES = [
         if __name__ == "__main__":
             main()
         """,
-        [13],
     ),
     (
         "main-seeds-then-calls-builder",
@@ -741,7 +622,6 @@ DL102_CASES = [
 
         main()
         """,
-        [],
     ),
     (
         "helper-seeds-after-building",
@@ -759,7 +639,6 @@ DL102_CASES = [
 
         main()
         """,
-        [7],
     ),
     (
         "model-class-of-the-script",
@@ -782,7 +661,6 @@ DL102_CASES = [
         net = Net()
         L.seed_everything(0)
         """,
-        [18],
     ),
     (
         "trainer-init-builds-then-method-seeds",
@@ -799,7 +677,6 @@ DL102_CASES = [
                 set_seed(self.seed)
                 return self.model
         """,
-        [11],
     ),
     (
         "trainer-constructed-before-seeding-in-main",
@@ -821,7 +698,6 @@ DL102_CASES = [
 
         main()
         """,
-        [14],
     ),
     (
         "trainer-seeded-in-main-before-construction",
@@ -844,7 +720,6 @@ DL102_CASES = [
 
         main()
         """,
-        [],
     ),
     (
         "trainer-init-seeds-first",
@@ -860,7 +735,6 @@ DL102_CASES = [
             def fit(self):
                 set_seed(1)
         """,
-        [],
     ),
     (
         "dataloader-before-seed-is-fine",
@@ -872,7 +746,6 @@ DL102_CASES = [
         torch.manual_seed(0)
         model = torch.nn.Linear(4, 2)
         """,
-        [],
     ),
     (
         "dataloader-with-own-generator",
@@ -885,7 +758,6 @@ DL102_CASES = [
         loader = DataLoader(list(range(8)), shuffle=True, generator=g)
         torch.manual_seed(0)
         """,
-        [],
     ),
     (
         "random_split-before-seed",
@@ -896,7 +768,6 @@ DL102_CASES = [
         train, val = random_split(list(range(10)), [8, 2])
         torch.manual_seed(0)
         """,
-        [6],
     ),
     (
         "random_split-with-generator",
@@ -907,7 +778,6 @@ DL102_CASES = [
         train, val = random_split(list(range(10)), [8, 2], generator=torch.Generator().manual_seed(0))
         torch.manual_seed(0)
         """,
-        [],
     ),
     (
         "transformers-head-from_pretrained",
@@ -919,7 +789,6 @@ DL102_CASES = [
         set_seed(0)
         model(**tok("hi", return_tensors="pt")).loss.backward()
         """,
-        [6],
     ),
     (
         "transformers-full-checkpoint-from_pretrained",
@@ -930,7 +799,6 @@ DL102_CASES = [
         model = AutoModelForCausalLM.from_pretrained("gpt2")
         set_seed(0)
         """,
-        [],
     ),
     (
         "transformers-from_config",
@@ -941,7 +809,6 @@ DL102_CASES = [
         model = AutoModelForCausalLM.from_config(config)
         set_seed(0)
         """,
-        [6],
     ),
     (
         "norm-and-activation-layers-draw-nothing",
@@ -951,7 +818,6 @@ DL102_CASES = [
         norm = torch.nn.LayerNorm(4)
         torch.manual_seed(0)
         """,
-        [],
     ),
     (
         "mp-spawn-worker",
@@ -966,7 +832,6 @@ DL102_CASES = [
         if __name__ == "__main__":
             mp.spawn(worker, nprocs=2)
         """,
-        [7],
     ),
     (
         "fabric-seed-before-setup",
@@ -979,7 +844,6 @@ DL102_CASES = [
         model = torch.nn.Linear(4, 2)
         model = fabric.setup(model)
         """,
-        [],
     ),
     (
         "fabric-seed-after-model",
@@ -991,7 +855,6 @@ DL102_CASES = [
         model = torch.nn.Linear(4, 2)
         fabric.seed_everything(0)
         """,
-        [7],
     ),
 ]
 
@@ -1012,7 +875,6 @@ DL102_CASES += [
         model = Net(0)
         torch.manual_seed(1)
         """,
-        [],
     ),
     (
         "inference-script-loads-fine-tuned-head",
@@ -1023,7 +885,6 @@ DL102_CASES += [
         set_seed(0)
         print(model(input_ids=None))
         """,
-        [],
     ),
     (
         "training-script-with-fresh-head",
@@ -1036,16 +897,13 @@ DL102_CASES += [
         optimizer = torch.optim.AdamW(model.parameters())
         optimizer.step()
         """,
-        [6],
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    "source,lines", [c[1:] for c in DL102_CASES], ids=[c[0] for c in DL102_CASES]
-)
-def test_dl102_idioms(source, lines):
-    assert _lines(SeedAfterModelInit(), source) == lines
+@pytest.mark.parametrize("source", [c[1] for c in DL102_CASES], ids=[c[0] for c in DL102_CASES])
+def test_dl102_idioms(source, snapshot):
+    snapshot(lint_snippet("DL102", source))
 
 
 def test_dataloader_built_before_seeding_shuffles_reproducibly(tmp_path):
@@ -1074,14 +932,22 @@ def test_dataloader_built_before_seeding_shuffles_reproducibly(tmp_path):
     assert len(orders) == 1
 
 
-def test_dl102_per_step_reseed_in_a_loop_is_not_the_run_seed():
-    source = """
-        import torch
+PER_STEP_RESEED = """
+    import torch
 
-        model = torch.nn.Linear(4, 2)
-        for step in range(3):
-            torch.manual_seed(1337 + step)  # reshuffle the data differently each step, on purpose
-            x = torch.randn(8, 4)
-        """
-    assert _lines(SeedAfterModelInit(), source) == []
-    assert _lines(SeedAfterModelInit(), source.replace("1337 + step", "1337")) == [6]
+    model = torch.nn.Linear(4, 2)
+    for step in range(3):
+        torch.manual_seed(1337 + step)  # reshuffle the data differently each step, on purpose
+        x = torch.randn(8, 4)
+    """
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(PER_STEP_RESEED, id="seed-varies-per-step-silent"),
+        pytest.param(PER_STEP_RESEED.replace("1337 + step", "1337"), id="same-seed-reported"),
+    ],
+)
+def test_dl102_per_step_reseed_in_a_loop_is_not_the_run_seed(source, snapshot):
+    snapshot(lint_snippet("DL102", source))

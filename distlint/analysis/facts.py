@@ -16,6 +16,7 @@ it is called). Names are consulted only for values that cannot be traced at all.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
@@ -587,17 +588,11 @@ class Facts:
         an accelerator parameter), for fixes; None when there is none."""
         index = self.index
         scope = index.scope(at)
-        names = _visible_names(index, at)
-        for name in names:
-            bindings = index.lookup(name, scope)
-            if bindings and all(b.op in ("=", "with", "param", "unpack") for b in bindings):
-                node = bindings[-1].target
-                values = [b.value for b in bindings if b.value is not None]
-                if values and all(self._made_accelerator(v) for v in values):
-                    return name
-                if isinstance(node, cst.Name) and all(b.op == "param" for b in bindings):
-                    if self.is_accelerator(node):
-                        return name
+        order = index.order(at)
+        for name, inner in self._accelerator_names(scope):
+            # a name of the innermost scope counts once it is bound before `at`
+            if not inner or any(a.order < order for a in scope.bindings[name]):
+                return name
         cls = index.enclosing_class_name(at)
         if cls is not None:
             for key, assigns in index.attr_assignments.items():
@@ -610,6 +605,52 @@ class Facts:
                 ):
                     return key.split("@", 1)[0]
         return None
+
+    def _accelerator_names(self, scope: Any) -> Iterator[tuple[str, bool]]:
+        """The names visible in ``scope`` that hold an Accelerator wherever they are bound, in
+        the order fixes prefer them (innermost scope first), each with whether it is bound in
+        ``scope`` itself. Each scope's own names are judged once (a file with many findings
+        asks for every one of them), so this is linear in the bindings of the file."""
+        shadows = [scope]  # the scopes between here and an outer name, which could rebind it
+        for name in self._accelerator_names_of(scope, True):
+            yield name, True
+        here = scope.parent
+        while here is not None:
+            for name in self._accelerator_names_of(here, False):
+                if not any(name in s.bindings for s in shadows):
+                    yield name, False
+            if here.kind != "class":
+                shadows.append(here)
+            here = here.parent
+
+    def _accelerator_names_of(self, scope: Any, first: bool) -> list[str]:
+        """The names bound in ``scope`` that hold an Accelerator (a class scope is seen only
+        from inside its own body, as Python resolves names)."""
+        if scope.kind == "class" and not first:
+            return []
+        cache: dict[int, list[str]] = self.__dict__.setdefault("_acc_names", {})
+        found = cache.get(id(scope))
+        if found is None:
+            index = self.index
+            found = cache[id(scope)] = [
+                name
+                for name in scope.bindings
+                if self._holds_accelerator(index.lookup(name, scope))
+            ]
+        return found
+
+    def _holds_accelerator(self, bindings: Sequence[Any]) -> bool:
+        if not bindings or not all(b.op in ("=", "with", "param", "unpack") for b in bindings):
+            return False
+        values = [b.value for b in bindings if b.value is not None]
+        if values and all(self._made_accelerator(v) for v in values):
+            return True
+        node = bindings[-1].target
+        return (
+            isinstance(node, cst.Name)
+            and all(b.op == "param" for b in bindings)
+            and self.is_accelerator(node)
+        )
 
     def process_count_expr(self, at: cst.CSTNode) -> tuple[str, Any] | None:
         """For fixes: (expression for the number of processes at ``at`` in this mode, the

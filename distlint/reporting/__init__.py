@@ -28,4 +28,5 @@ def renderer(fmt: str) -> Callable[[Sequence[FileResult], TextIO, ReportContext]
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}")
     module = importlib.import_module(f"distlint.reporting.{fmt}_format")
-    return module.render
+    render: Callable[[Sequence[FileResult], TextIO, ReportContext], None] = module.render
+    return render

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from distlint.model import FileResult
+from distlint.reporting import ReportContext
 
 
 def _escape_data(text: str) -> str:
@@ -21,21 +22,24 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _command(level: str, properties, message: str) -> str:
+def _command(level: str, properties: Sequence[tuple[str, object]], message: str) -> str:
     props = ",".join(
         f"{key}={_escape_property(str(value))}" for key, value in properties if value is not None
     )
     return f"::{level} {props}::{_escape_data(message)}\n"
 
 
-def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
+def render(results: Sequence[FileResult], stream: TextIO, context: ReportContext) -> None:
     for result in results:
         for f in result.findings:
             title = f"distlint ({f.code})"
             if f.cell is not None:
                 # the notebook's lines are JSON, not code: a file annotation naming the cell
                 where = f"{f.path}:cell {f.cell}:{f.line}:{f.column}"
-                props = [("title", f"{title} cell {f.cell}"), ("file", f.path)]
+                props: list[tuple[str, object]] = [
+                    ("title", f"{title} cell {f.cell}"),
+                    ("file", f.path),
+                ]
             else:
                 where = f"{f.path}:{f.line}:{f.column}"
                 props = [
@@ -48,10 +52,10 @@ def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
                 ]
             stream.write(_command(f.severity.value, props, f"{where}: {f.code} {f.message}"))
         for e in result.errors:
-            props = [
+            error_props: list[tuple[str, object]] = [
                 ("title", "distlint (error)"),
                 ("file", e.path),
                 ("line", e.line),
                 ("col", e.column),
             ]
-            stream.write(_command("error", props, str(e)))
+            stream.write(_command("error", error_props, str(e)))

@@ -8,15 +8,16 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from distlint.model import FileResult
+from distlint.reporting import ReportContext
 from distlint.reporting.text_format import location
 
 
-def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
+def render(results: Sequence[FileResult], stream: TextIO, context: ReportContext) -> None:
     failures = sum(len(r.findings) for r in results)
     errors = sum(len(r.errors) for r in results)
     counts = {"tests": str(len(results)), "failures": str(failures), "errors": str(errors)}
-    root = ET.Element("testsuites", name="distlint", **counts)
-    suite = ET.SubElement(root, "testsuite", name="distlint", **counts)
+    root = ET.Element("testsuites", {"name": "distlint", **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": "distlint", **counts})
     for result in results:
         case = ET.SubElement(
             suite, "testcase", name=result.path, classname="distlint", file=result.path

@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 from urllib.parse import quote
 
 from distlint import __version__
 from distlint.edits import merged
 from distlint.model import Applicability, FileResult, Finding
+from distlint.reporting import ReportContext
 
 SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -41,12 +42,12 @@ def _location(
     finding: Finding | None = None,
     line: int | None = None,
     column: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     uri, base = _uri(path)
-    artifact = {"uri": uri}
+    artifact: dict[str, str] = {"uri": uri}
     if base:
         artifact["uriBaseId"] = base
-    physical: dict = {"artifactLocation": artifact}
+    physical: dict[str, Any] = {"artifactLocation": artifact}
     if finding is not None:
         # notebooks: the region is in the finding's code cell (cell-relative lines, as viewers
         # of notebook results expect); the cell number is in the result's properties
@@ -57,14 +58,14 @@ def _location(
             "endColumn": finding.end_column,
         }
     elif finding is None and line is not None:
-        region = {"startLine": line}
+        region: dict[str, int] = {"startLine": line}
         if column is not None:
             region["startColumn"] = column
         physical["region"] = region
     return {"physicalLocation": physical}
 
 
-def _replacements(finding: Finding) -> list[dict]:
+def _replacements(finding: Finding) -> list[dict[str, Any]]:
     """The finding's edits as SARIF replacements, in order (SARIF wants them non-overlapping)."""
     assert finding.fix is not None
     out = []
@@ -86,7 +87,7 @@ def _replacements(finding: Finding) -> list[dict]:
     return out
 
 
-def _fix(finding: Finding, context) -> dict | None:
+def _fix(finding: Finding, context: ReportContext) -> dict[str, Any] | None:
     """The finding's own fix as a SARIF fix object. Notebook edits are in the coordinates of the
     joined cells, and after ``--diff`` in those of text that was never written: none then."""
     if finding.fix is None or not finding.fix.edits or finding.cell is not None:
@@ -97,7 +98,7 @@ def _fix(finding: Finding, context) -> dict | None:
     if finding.fix.applicability is Applicability.UNSAFE:
         title += " (unsafe: review it, it may change behaviour)"
     uri, base = _uri(finding.path)
-    artifact = {"uri": uri}
+    artifact: dict[str, str] = {"uri": uri}
     if base:
         artifact["uriBaseId"] = base
     return {
@@ -106,7 +107,7 @@ def _fix(finding: Finding, context) -> dict | None:
     }
 
 
-def _rules() -> tuple[list[dict], dict[str, int]]:
+def _rules() -> tuple[list[dict[str, Any]], dict[str, int]]:
     from distlint.registry import all_rules
 
     descriptors = []
@@ -132,7 +133,7 @@ def _rules() -> tuple[list[dict], dict[str, int]]:
     return descriptors, index
 
 
-def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
+def render(results: Sequence[FileResult], stream: TextIO, context: ReportContext) -> None:
     rules, rule_index = _rules()
     sarif_results = []
     notifications = []
@@ -141,7 +142,7 @@ def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
             message = f"{f.code} {f.message}"
             if f.cell is not None:
                 message = f"cell {f.cell}, line {f.line}, column {f.column}: {message}"
-            item = {
+            item: dict[str, Any] = {
                 "ruleId": f.code,
                 "level": "error" if f.severity.value == "error" else "warning",
                 "message": {"text": message},

@@ -6,16 +6,17 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TextIO
 
-from distlint.model import Applicability, FileResult
+from distlint.model import Applicability, FileResult, Finding
+from distlint.reporting import ReportContext
 
 
-def location(finding) -> str:
+def location(finding: Finding) -> str:
     if finding.cell is not None:
         return f"{finding.path}:cell {finding.cell}:{finding.line}:{finding.column}"
     return f"{finding.path}:{finding.line}:{finding.column}"
 
 
-def render(results: Sequence[FileResult], stream: TextIO, context) -> None:
+def render(results: Sequence[FileResult], stream: TextIO, context: ReportContext) -> None:
     findings = [f for r in results for f in r.findings]
     for f in findings:
         marker = ""

@@ -13,8 +13,8 @@ from typing import Any
 from distlint.verify_options import VERIFY_HELP, verify_options  # noqa: F401 (re-exported)
 
 INSTALL_HINT = (
-    "distlint verify needs the verify extra (torch and accelerate) in this Python: "
-    "pip install 'distlint[verify]'"
+    "distlint verify needs torch and accelerate in this Python: "
+    "pip install 'torch>=2.1' 'accelerate>=0.26' (from a clone: pip install -e '.[verify]')"
 )
 
 

@@ -339,7 +339,7 @@ def test_missing_verify_extra_gives_the_install_hint(monkeypatch, capsys):
         importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
     )
     assert cli.run_verify_command(fixture_script("correct.py"), [], "text", None) == 2
-    assert "pip install 'distlint[verify]'" in capsys.readouterr().err
+    assert "pip install 'torch>=2.1' 'accelerate>=0.26'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
