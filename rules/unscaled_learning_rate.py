@@ -230,8 +230,10 @@ class UnscaledLearningRate(Rule):
             if opt.lr_key is not None:
                 # a factory of another module reads `<arg>.lr`: scaled where it is assigned?
                 if not facts.key_reads_process_count(opt.lr_key):
-                    what = f"learning rate `{opt.lr_key.split('@')[0]}` (read by {opt.where})"
-                    ctx.report(opt.lr, self._message(None, what, mode, facts.model_parallel))
+                    read = opt.lr_key.split("@")[0]
+                    what = f"learning rate `{read}` (read by {opt.where})"
+                    fix = None if facts.model_parallel else self._fix_read(facts, opt.call, read)
+                    ctx.report(opt.lr, self._message(None, what, mode, facts.model_parallel), fix)
                 continue
             self._check_value(ctx, opt.call, opt.lr, "learning rate")
         for sched in schedulers:
@@ -247,7 +249,11 @@ class UnscaledLearningRate(Rule):
             return
         text = ctx.index.module.code_for_node(value).strip()
         fix = None if facts.model_parallel else self._fix(facts, call, value)
-        ctx.report(value, self._message(text, what, facts.mode, facts.model_parallel), fix)
+        message = self._message(text, what, facts.mode, facts.model_parallel)
+        origin = facts.config_origin(value)
+        if origin is not None:
+            message += f" (the value comes from {origin})"
+        ctx.report(value, message, fix)
 
     @staticmethod
     def _message(text: str | None, what: str, mode: Mode, model_parallel: bool) -> str:
@@ -262,6 +268,22 @@ class UnscaledLearningRate(Rule):
                 "data-parallel size (processes / (tp * cp)), not by the process count"
             )
         return f"{head}: scale it by {FACTOR_TEXT[mode]}"
+
+    def _fix_read(self, facts: Facts, call: cst.Call, read: str) -> Fix | None:
+        """A factory of another module reads ``read`` (``args.lr``): scale it here, in the
+        linted file, just before the call (``args.lr *= accelerator.num_processes``)."""
+        found = facts.process_count_expr(call)
+        stmt = facts.index.statement(call)
+        if found is None or stmt is None or not _is_attribute_path(read):
+            return None
+        factor, spec = found
+        if self.options["lr-scaling"] == "sqrt":
+            factor = f"{factor} ** 0.5"
+        fix = Fix()
+        if spec is not None:
+            fix.imports.append(spec)
+        fix.insert_before[stmt] = [cst.parse_statement(f"{read} *= {factor}\n")]
+        return fix
 
     def _fix(self, facts: Facts, call: cst.Call, value: cst.BaseExpression) -> Fix | None:
         found = facts.process_count_expr(call)
@@ -281,6 +303,12 @@ class UnscaledLearningRate(Rule):
         else:
             fix.replace[value] = scaled_expression(value, factor)
         return fix
+
+
+def _is_attribute_path(text: str) -> bool:
+    """``args.lr``, ``cfg.optim.lr``: names joined by dots, safe to assign to."""
+    parts = text.split(".")
+    return len(parts) >= 2 and all(p.isidentifier() for p in parts)
 
 
 def _driven_by_peak_lr_scheduler(facts: Facts, optimizers: list[Optimizer], schedulers) -> set:

@@ -6,7 +6,8 @@ listed in ``lint``) are linted in ONE run through the public API, as ``distlint 
 so all files share one project analysis. Every finding is marked inline with
 ``# expect: DL201`` at the end of the line where it is reported; the set of findings must equal
 the set of expectations exactly, in every file of the project. ``[[message]]`` entries require a
-finding's message to name where the value comes from; ``errors`` lists the modules reported as
+finding's message to name where the value comes from; ``not_yet`` (a reason) marks a project
+the analysis does not follow yet (a strict xfail); ``errors`` lists the modules reported as
 broken (each exactly once); ``fixed`` is the exact output of ``fix --unsafe-fixes`` on the entry
 (``pytest --update-fixtures`` regenerates it). Config files are never written.
 """
@@ -57,12 +58,20 @@ def test_there_are_enough_projects_in_several_layouts():
 
 
 def _all_expectations(project):
-    for path in sorted(project.rglob("*.py")):
+    for path in sorted(p for p in project.rglob("*.py") if not p.name.endswith(".fixed.py")):
         for line, code in expected_findings(path.read_text(encoding="utf-8")):
             yield rel(project, path), line, code
 
 
-@pytest.mark.parametrize("project", PROJECTS, ids=[p.name for p in PROJECTS])
+def _expected_to_match(project):
+    """A project whose ``not_yet`` says what the analysis cannot follow yet is a strict xfail:
+    it fails the run the day it starts to pass, so the marker is removed with the fix."""
+    reason = spec(project).get("not_yet")
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(project, id=project.name, marks=marks)
+
+
+@pytest.mark.parametrize("project", [_expected_to_match(p) for p in PROJECTS])
 def test_findings_match_inline_expectations(project):
     data, results = lint_project(project)
     found = {(rel(project, f.path), f.line, f.code) for r in results for f in r.findings}

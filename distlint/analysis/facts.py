@@ -693,6 +693,22 @@ class Facts:
             or (self.index.local_function(value.func) is not None and self.is_accelerator(value))
         )
 
+    # ============================================================== configuration values
+    def config_origin(self, expr: cst.CSTNode) -> str | None:
+        """Where the value of ``expr`` is written when it is read from a configuration file
+        (or is an argparse default the script declares): ``conf/optimizer/adamw.yaml:2:
+        optimizer.lr = 3e-4``, the file relative to the project root; None without a project
+        or when the value cannot be traced (nothing is guessed)."""
+        if self.project is None:
+            return None
+        from distlint.analysis.configsource import config_value
+
+        found = config_value(self, expr, self.project, self.path)
+        if found is None:
+            return None
+        described: str = found.describe(getattr(self.project, "root", None))
+        return described
+
     # ============================================================== data loading
     @cached_property
     def loaders(self) -> list[cst.Call]:
@@ -954,7 +970,9 @@ class SeedingFacts:
             if kind is Seeds.ALL:
                 self.full.append(call)
             elif kind is not Seeds.NONE:
-                self.by_kind[kind].append(call)
+                for flag in self.by_kind:  # a project helper may seed several generators
+                    if kind & flag:
+                        self.by_kind[flag].append(call)
             elif q is not None:
                 if q.startswith("random.") and q.count(".") == 1:
                     if q[7:] not in K.PYTHON_NON_DRAWING:
@@ -975,8 +993,8 @@ class SeedingFacts:
         if q in K.XLA_SEEDERS:
             return Seeds.XLA
         external = self.facts._external_summary(call)
-        if external is not None and external.seeds == Seeds.ALL:
-            return Seeds.ALL
+        if external is not None:
+            return external.seeds  # what a helper of another module seeds (ALL, some, none)
         return Seeds.NONE
 
     def seeds_in(self, fn: cst.CSTNode) -> Seeds:

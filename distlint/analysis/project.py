@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -373,6 +374,47 @@ class Project:
         self._configs[full] = doc
         return doc
 
+    # ------------------------------------------------------------------ trigger words
+    def imported_texts(self, path: str, text: str, depth: int = 2) -> Iterator[str]:
+        """The texts of the project modules ``text`` (the file ``path``) imports, and of
+        theirs up to ``depth`` levels, found by a line scan before anything is parsed: a rule
+        whose trigger word is only in a helper module (a seeding helper, a loader factory)
+        still runs on the file that calls it."""
+        seen = {normalise(path)}
+        frontier = [(normalise(path), text)]
+        for _ in range(depth):
+            following = []
+            for importer, body in frontier:
+                for module, names, level in _IMPORT_LINE.scan(body):
+                    for target in self._import_targets(importer, module, names, level):
+                        if target in seen:
+                            continue
+                        seen.add(target)
+                        self._touch(target)  # a dependency of the lint (cache key, editor)
+                        data = self.read_bytes(target)
+                        if data is None:
+                            continue
+                        found = data.decode("utf-8", "replace")
+                        yield found
+                        following.append((target, found))
+            frontier = following
+
+    def _import_targets(
+        self, importer: str, module: str, names: list[str], level: int
+    ) -> Iterator[str]:
+        if not names:  # `import a.b`
+            hit = self.resolve_import(importer, module, 0)
+            if hit is not None:
+                yield hit
+            return
+        hit = self.resolve_import(importer, module, level) if module else None
+        if hit is not None:
+            yield hit
+        for name in names:  # `from pkg import mod`: a submodule file
+            sub = self.resolve_from_import(importer, module, name, level)
+            if sub is not None:
+                yield sub
+
     # ------------------------------------------------------------------ resolution
     def resolve_import(self, importer: str, module: str, level: int = 0) -> str | None:
         """Absolute path of the project file that ``import module`` (level 0) or
@@ -528,6 +570,30 @@ class Project:
         """Of ``results`` (path -> its dependency paths), those that depend on ``changed``."""
         full = normalise(changed)
         return [p for p, deps in results.items() if full in {normalise(d) for d in deps}]
+
+
+class _ImportLines:
+    """``import a.b, c`` / ``from ..pkg import x, (y as z)`` lines, without parsing."""
+
+    _FROM = re.compile(
+        r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)", re.M
+    )
+    _IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w., \t]+)", re.M)
+
+    def scan(self, text: str) -> Iterator[tuple[str, list[str], int]]:
+        for m in self._FROM.finditer(text):
+            body = re.sub(r"#[^\n]*", "", m.group(3)).strip("() \t")
+            flat = body.replace("\\", " ").replace("\n", " ")
+            names = [n.split()[0] for n in flat.split(",") if n.strip()]
+            yield m.group(2), names, len(m.group(1))
+        for m in self._IMPORT.finditer(text):
+            for part in m.group(1).split(","):
+                words = part.split()
+                if words:
+                    yield words[0], [], 0
+
+
+_IMPORT_LINE = _ImportLines()
 
 
 # ---------------------------------------------------------------------------------- per run
