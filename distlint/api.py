@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from distlint.config import Config, ConfigError, resolve_config
 from distlint.discovery import iter_source_files
@@ -22,7 +22,9 @@ from distlint.model import Applicability, FileError, FileResult, Finding
 K = TypeVar("K")
 
 
-def _lint_source(source, path, *args, project=None, **kwargs) -> FileResult:
+def _lint_source(
+    source: str | bytes, path: str, *args: Any, project: Any = None, **kwargs: Any
+) -> FileResult:
     # The engine (LibCST, the rules) loads on first use: a run answered from the cache never needs it.
     from distlint.runner import lint_source
 
@@ -58,7 +60,7 @@ def dependents(changed: str, results: Mapping[K, FileResult]) -> list[K]:
     return [key for key, r in results.items() if any(p == target for p, _ in r.dependencies)]
 
 
-def project_for(path: str, config: Config):
+def project_for(path: str, config: Config) -> Any:
     """The project analysis shared by every file of ``path``'s project in this process."""
     from distlint.analysis.project import project_for as shared
 
@@ -99,7 +101,7 @@ class LintOptions:
     add_noqa: bool = False  # write `# noqa: CODE` for every finding (--add-noqa)
 
     def apply_to(self, config: Config) -> Config:
-        changes = {}
+        changes: dict[str, Any] = {}
         if self.select is not None:
             changes["select"] = tuple(self.select)
         if self.ignore is not None:
@@ -126,7 +128,7 @@ def lint_source(
     ignore_noqa: bool = False,
     debug: bool = False,
     prior: FileResult | None = None,
-    project=None,
+    project: Any = None,
 ) -> FileResult:
     """Lint ``source`` as the file ``path``; see :func:`distlint.runner.lint_source`.
 
@@ -167,7 +169,7 @@ def fix_source(
     unsafe_fixes: bool | None = None,
     ignore_noqa: bool = False,
     prior: FileResult | None = None,
-    project=None,
+    project: Any = None,
 ) -> str:
     """The text ``source`` with every safe fix applied (unsafe ones too with ``unsafe_fixes``,
     default the config's ``unsafe-fixes``), exactly as ``distlint fix`` computes it. ``prior``:
@@ -499,7 +501,7 @@ def _worker_died(path: str, reason: str) -> FileResult:
     return FileResult(path, errors=(FileError(path, message),))
 
 
-def _cache_entry(path: str, data: bytes, config: Config, options: LintOptions):
+def _cache_entry(path: str, data: bytes, config: Config, options: LintOptions) -> tuple[Any, str]:
     from distlint.cache import cache_for, cache_key
 
     key = cache_key(data, path, config, ignore_noqa=options.ignore_noqa, debug=options.debug)

@@ -399,10 +399,10 @@ class DistlintServer(LanguageServer):
         if want_fix_all and (only or any(f.fix for f in entry.result.findings)):
             new = self.fixed_text(entry)
             if new != entry.text:
-                unsafe = " (unsafe included)" if entry.config.unsafe_fixes else ""
+                included = " (unsafe included)" if entry.config.unsafe_fixes else ""
                 actions.append(
                     lsp.CodeAction(
-                        title=f"distlint: fix all{unsafe}",
+                        title=f"distlint: fix all{included}",
                         kind=FIX_ALL_KIND,
                         edit=self.text_edit(uri, entry.text, new),
                     )

@@ -73,6 +73,7 @@ class Worker:
             proc = self._ensure()
             self._next_id += 1
             body = pickle.dumps((self._next_id, method, args), protocol=pickle.HIGHEST_PROTOCOL)
+            assert proc.stdin is not None and proc.stdout is not None  # both are pipes
             try:
                 proc.stdin.write(_HEADER.pack(len(body)) + body)
                 proc.stdin.flush()
@@ -91,6 +92,7 @@ class Worker:
 
     @staticmethod
     def _read(proc: subprocess.Popen, n: int, deadline: float | None) -> bytes:
+        assert proc.stdout is not None
         fd = proc.stdout.fileno()
         chunks: list[bytes] = []
         while n:
@@ -130,7 +132,8 @@ class Worker:
             proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             try:
-                proc.stdin.close()
+                if proc.stdin is not None:
+                    proc.stdin.close()
                 proc.wait(timeout=2)
             except (OSError, subprocess.TimeoutExpired):
                 proc.kill()
@@ -172,7 +175,7 @@ class _Engine:
             here = parent
         if options.config_path:
             names.append(os.path.abspath(options.config_path))
-        stamps = {}
+        stamps: dict[str, tuple[Any, ...] | None] = {}
         for name in names:
             try:
                 st = os.stat(name)

@@ -110,15 +110,15 @@ def lint_source(
         return FileResult(path, errors=(FileError(path, "source contains a null byte", line),))
 
     # Cheap pre-filter: a rule that needs e.g. "manual_seed" cannot match a file without it.
-    wanted = active
+    candidates = active
     active = tuple(r for r in active if not r.TRIGGERS or any(t in text for t in r.TRIGGERS))
-    if project is not None and len(active) < len(wanted):
+    if project is not None and len(active) < len(candidates):
         # ... or in a project module it imports (a seeding helper, a loader factory)
         for imported in project.imported_texts(path, text):
             active = tuple(
-                r for r in wanted if r in active or any(t in imported for t in r.TRIGGERS)
+                r for r in candidates if r in active or any(t in imported for t in r.TRIGGERS)
             )
-            if len(active) == len(wanted):
+            if len(active) == len(candidates):
                 break
     if not active:
         return FileResult(path, source_text=kept)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from distlint.analysis.facts import Facts, Scheduler
 from distlint.fixes import Fix
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid, scaled_expression
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeGuard  # typing.TypeGuard is Python 3.10+
 
 
 class SchedulerLengthPerProcess(Rule):
@@ -194,7 +199,7 @@ class SchedulerLengthPerProcess(Rule):
             ctx.report(report_at, message, _fix(facts, sched.call, per_process))
 
 
-def _is_len(node: cst.CSTNode) -> bool:
+def _is_len(node: cst.CSTNode) -> TypeGuard[cst.Call]:
     return (
         isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len"
     )
@@ -205,14 +210,14 @@ def _per_process(facts: Facts, sched: Scheduler, value: cst.BaseExpression) -> b
     call = sched.call
 
     def prepared_length(node: cst.CSTNode, _q: str | None) -> bool:
-        if not _is_len(node) or not node.args:  # type: ignore[union-attr]
+        if not _is_len(node) or not node.args:
             return False
         # a length taken later in the same function (e.g. to recount epochs) is not the one
         # the scheduler was built with
         later = index.order(node) > index.order(call) and not index.is_inside(node, call)
         if later and index.enclosing_function(node) is index.enclosing_function(call):
             return False
-        return _is_prepared_loader(facts, node.args[0].value, index.order(node))  # type: ignore[union-attr]
+        return _is_prepared_loader(facts, node.args[0].value, index.order(node))
 
     # `len(loader)` is where the count comes from: how the loader was built does not matter
     if not index.reaches(value, prepared_length, prune=_is_len):
@@ -253,7 +258,8 @@ def _is_prepared_loader(facts: Facts, loader: cst.BaseExpression, at: int, depth
         if latest.op == "param":
             # a helper gets the loader passed in: prepared at the call sites?
             return any(
-                v is not None and _is_prepared_loader(facts, v, index.order(v), depth - 1)
+                isinstance(v, cst.BaseExpression)
+                and _is_prepared_loader(facts, v, index.order(v), depth - 1)
                 for v in index.values_of(loader)
                 if not isinstance(v, cst.Param)
             )

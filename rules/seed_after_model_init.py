@@ -242,13 +242,14 @@ class _Analysis:
             values = [b.value for b in self.index.bindings_of(expr) if b.op == "="]
         elif isinstance(expr, cst.Attribute):  # `self.trainer = Trainer(...)`
             values = [a.value for a in self.index.attribute_assignments(expr) if a.op == "="]
-        classes = set()
+        classes: set[cst.CSTNode] = set()
         for value in values:
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
                 classes.update(
                     b.node for b in self.index.bindings_of(value.func) if b.op == "class"
                 )
-        return classes.pop() if len(classes) == 1 else None  # type: ignore[return-value]
+        found = classes.pop() if len(classes) == 1 else None
+        return found if isinstance(found, cst.ClassDef) else None
 
 
 def _short(index: Index, call: cst.Call) -> str:

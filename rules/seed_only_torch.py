@@ -201,7 +201,7 @@ class SeedOnlyTorch(Rule):
                 continue  # seeding elsewhere (another function, another branch): left alone, harmless
             if _only_seeding(guard, statements):
                 fix.replace[guard] = cst.RemovalSentinel.REMOVE  # never leave an empty `if` behind
-            elif any(not _is_seeding_stmt(s, statements) for s in parent.body):
+            elif any(not _is_seeding_stmt(s, statements) for s in getattr(parent, "body", ())):
                 fix.replace[stmt] = cst.RemovalSentinel.REMOVE
         anchor_call = first if anchor is _plain_call_statement(index, first) else None
         if anchor_call is None:
@@ -216,7 +216,7 @@ class SeedOnlyTorch(Rule):
             fix.replace[anchor_call] = new_call
         else:
             fix.replace[anchor] = cst.SimpleStatementLine(
-                body=[cst.Expr(new_call)], leading_lines=anchor.leading_lines
+                body=[cst.Expr(new_call)], leading_lines=getattr(anchor, "leading_lines", ())
             )
         if spec is not None:
             fix.imports.append(spec)

@@ -1,4 +1,4 @@
-"""The project's own habits, enforced by CI: the code is formatted and lint-clean."""
+"""The project's own habits, enforced by CI: the code is formatted, lint-clean and type-checked."""
 
 from __future__ import annotations
 
@@ -19,8 +19,13 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(
     "command",
-    [("ruff", "check", "--no-cache", "."), ("ruff", "format", "--no-cache", "--check", ".")],
-    ids=["ruff-check", "ruff-format"],
+    [
+        ("ruff", "check", "--no-cache", "."),
+        ("ruff", "format", "--no-cache", "--check", "."),
+        # the files and the per-module strictness come from [tool.mypy] in pyproject.toml
+        ("mypy", "--no-incremental"),
+    ],
+    ids=["ruff-check", "ruff-format", "mypy"],
 )
 def test_code_is_clean(command: tuple[str, ...]) -> None:
     proc = _run(*command)

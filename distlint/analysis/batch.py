@@ -111,7 +111,7 @@ def message_role(before: str, after: str, multiplied: bool) -> str | None:
     return None
 
 
-Place = tuple[str, Union[str, frozenset]]
+Place = tuple[str, Union[str, "frozenset[str]", "frozenset[int]"]]  # a path, or binding ids
 
 
 @dataclass
@@ -257,9 +257,10 @@ def message_context(index: Index, expr: cst.BaseExpression) -> tuple[str, str] |
     position = 0
     if isinstance(parent, cst.Element) and isinstance(index.parent(parent), cst.Tuple):
         tup = index.parent(parent)
-        position = [e.value for e in tup.elements].index(expr)  # type: ignore[union-attr]
+        assert isinstance(tup, cst.Tuple)
+        position = [e.value for e in tup.elements].index(expr)
         container = index.parent(tup)
-        expr = tup  # type: ignore[assignment]
+        expr = tup
     if (
         isinstance(container, cst.BinaryOperation)
         and isinstance(container.operator, cst.Modulo)
@@ -389,7 +390,8 @@ def uses_of(index: Index, places: Sequence[Place]) -> Iterator[Use]:
             continue  # part of a longer place (`args` in `args.batch_size`)
         if is_target(index, node) or not matches(place_of(index, node), places):
             continue
-        yield extend_use(index, node)
+        if isinstance(node, cst.BaseExpression):
+            yield extend_use(index, node)
 
 
 def is_target(index: Index, node: cst.CSTNode) -> bool:

@@ -237,7 +237,7 @@ def merge(base: Entry | None, top: Entry | None) -> Entry | None:
     if isinstance(base.value, dict) and isinstance(top.value, dict):
         out = dict(base.value)
         for key, value in top.value.items():
-            out[key] = merge(out.get(key), value)  # type: ignore[assignment]
+            out[key] = merge(out.get(key), value)
         return Entry(out, top.file, top.line)
     return top
 
@@ -309,10 +309,12 @@ def _hydra_file(project: Any, config_dir: str, group: str, name: str) -> ConfigD
     base = os.path.join(config_dir, *[p for p in group.split("/") if p])
     stem = os.path.join(base, *name.split("/"))
     if stem.lower().endswith(YAML_SUFFIXES):
-        return project.config_file(stem)
+        found: ConfigDoc | None = project.config_file(stem)
+        return found
     for suffix in YAML_SUFFIXES:
         if project.is_file(os.path.normpath(stem + suffix)):
-            return project.config_file(stem + suffix)
+            found = project.config_file(stem + suffix)
+            return found
     return None
 
 
@@ -373,7 +375,9 @@ def _compose(
     return result if result is not None else Entry({}, doc.path, 1)
 
 
-def iter_leaves(entry: Entry, prefix: tuple = ()) -> Iterator[tuple[tuple, Entry]]:
+def iter_leaves(
+    entry: Entry, prefix: tuple[Any, ...] = ()
+) -> Iterator[tuple[tuple[Any, ...], Entry]]:
     """(key path, entry) of every scalar below ``entry``."""
     if isinstance(entry.value, dict):
         for k, v in entry.value.items():

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,19 +134,22 @@ class _Located:
     """An expression's value is the config ``root`` at ``keys``, read by a ``flavor`` loader."""
 
     root: Entry | None  # None: an argparse namespace
-    keys: tuple = ()
+    keys: tuple[Any, ...] = ()
     flavor: str = "yaml"
     parser: cst.Call | None = None  # for argparse namespaces
 
 
-def config_value(facts_or_index: Any, node: cst.CSTNode, project: Any, path: str | None):
+def config_value(
+    facts_or_index: Any, node: cst.CSTNode, project: Any, path: str | None
+) -> ConfigValue | None:
     """The :class:`ConfigValue` ``node`` reads, when it reads a value of a configuration file
     (or an argparse default); None otherwise. Memoised per node in ``project.memo``."""
     index: Index = getattr(facts_or_index, "index", facts_or_index)
     memo = project.memo if project is not None else None
     key = ("configsource.value", id(index), id(node))
     if memo is not None and key in memo and memo[key][0] is node:
-        return memo[key][1]
+        known: ConfigValue | None = memo[key][1]
+        return known
     resolver = _Resolver(index, project, path)
     result = resolver.value(node)
     if memo is not None:
@@ -153,7 +157,9 @@ def config_value(facts_or_index: Any, node: cst.CSTNode, project: Any, path: str
     return result
 
 
-def config_component(facts_or_index: Any, call: cst.Call, project: Any, path: str | None):
+def config_component(
+    facts_or_index: Any, call: cst.Call, project: Any, path: str | None
+) -> Component | None:
     """For ``instantiate(cfg.x, ...)``: the :class:`Component` the config node describes."""
     index: Index = getattr(facts_or_index, "index", facts_or_index)
     if not isinstance(call, cst.Call) or _qual(index, call.func) not in _INSTANTIATE:
@@ -296,10 +302,10 @@ class _Resolver:
         index = self.index
         q = _qual(index, call.func)
         if q in _LOADS_PATH or q in _LOADS_STREAM:
-            arg = call.args[0].value if call.args else None
-            if arg is None:
+            first = call.args[0].value if call.args else None
+            if first is None:
                 return []
-            target = self.path_of(arg, q in _LOADS_STREAM, depth, seen)
+            target = self.path_of(first, q in _LOADS_STREAM, depth, seen)
             if target is None:
                 return []
             flavor = "omegaconf" if q == "omegaconf.OmegaConf.load" else "yaml"
@@ -337,7 +343,7 @@ class _Resolver:
         if isinstance(call.func, cst.Attribute):
             attr = call.func.attr.value
             if attr == "get" and call.args:
-                key = self._key(call.args[0].value)
+                key = self._key(call.args[0].value)  # type: ignore[assignment]
                 if key is not None:
                     return [
                         _Located(loc.root, (*loc.keys, key), loc.flavor, loc.parser)
@@ -350,7 +356,7 @@ class _Resolver:
         return []
 
     # ------------------------------------------------------------------ other modules
-    def _project_function(self, func: cst.BaseExpression):
+    def _project_function(self, func: cst.BaseExpression) -> tuple[Any, cst.FunctionDef] | None:
         """``load_config`` imported from a project module (``from config import load_config``,
         ``import config`` + ``config.load_config``): (its ModuleInfo, its FunctionDef)."""
         project, index = self.project, self.index
@@ -380,14 +386,14 @@ class _Resolver:
                     local = _dotted(alias.asname.name) if alias.asname else name
                     if local == base.value:
                         sub = project.resolve_from_import(self.path, module, name, level)
-                        if sub is not None:  # `from pkg import config`: a module
+                        if sub is not None and attr is not None:  # `from pkg import config`
                             target, name = sub, attr
                         elif attr is None:
                             target = project.resolve_import(self.path, module, level)
             elif isinstance(stmt, cst.Import) and attr is not None:
                 for alias in stmt.names:
                     full = _dotted(alias.name)
-                    local = alias.asname.name.value if alias.asname else full.split(".")[0]
+                    local = _dotted(alias.asname.name) if alias.asname else full.split(".")[0]
                     if local == base.value and (alias.asname is not None or "." not in full):
                         target, name = project.resolve_import(self.path, full, 0), attr
             if target is None or name is None:
@@ -399,7 +405,7 @@ class _Resolver:
                 return info, fn
         return None
 
-    def _returns_of(self, found, depth: int) -> list[_Located]:
+    def _returns_of(self, found: tuple[Any, cst.FunctionDef], depth: int) -> list[_Located]:
         info, fn = found
         key = (info.path, fn.name.value)
         if key in self._active or depth > _MAX_DEPTH:
@@ -413,7 +419,9 @@ class _Resolver:
         return out
 
     # ------------------------------------------------------------------ paths
-    def path_of(self, node: cst.BaseExpression, stream: bool, depth: int, seen: set[int]):
+    def path_of(
+        self, node: cst.BaseExpression, stream: bool, depth: int, seen: set[int]
+    ) -> str | None:
         """The file a load reads: ``node`` is a path (``stream`` False) or a stream / text."""
         text = None if stream else self._path_text(node, depth)
         if text is None:
@@ -429,7 +437,7 @@ class _Resolver:
         index = self.index
         if isinstance(node, cst.Name):
             for value in index.values_of(node):
-                if value is not None:
+                if isinstance(value, cst.BaseExpression):
                     found = self._opened(value, depth + 1)
                     if found is not None:
                         return found
@@ -457,7 +465,7 @@ class _Resolver:
         if isinstance(node, cst.Name):
             if node.value == "__file__":
                 return self.path
-            values = [v for v in index.values_of(node) if v is not None]
+            values = [v for v in index.values_of(node) if isinstance(v, cst.BaseExpression)]
             texts = {self._path_text(v, depth + 1) for v in values}
             if len(texts) == 1:
                 return texts.pop()
@@ -553,7 +561,8 @@ class _Resolver:
         for b in index.bindings_of(node):
             if b.op != "param":
                 continue
-            fn = index.parent(index.parent(b.node))
+            up = index.parent(b.node)
+            fn = index.parent(up) if up is not None else None
             if not isinstance(fn, cst.FunctionDef):
                 continue
             params = list(fn.params.posonly_params) + list(fn.params.params)
@@ -564,7 +573,8 @@ class _Resolver:
                 if isinstance(call, cst.Call) and _qual(index, call.func) == _HYDRA_MAIN:
                     name_arg = Index.argument(call, "config_name", 1)
                     if name_arg is not None:
-                        return self._hydra_root_from(call, name_arg.value)
+                        root: _Located | None = self._hydra_root_from(call, name_arg.value)
+                        return root
         return None
 
     def _hydra_compose(self, call: cst.Call) -> list[_Located]:
@@ -578,7 +588,9 @@ class _Resolver:
                 return [loc]
         return []
 
-    def _hydra_root_from(self, path_call: cst.Call, name_node: cst.BaseExpression):
+    def _hydra_root_from(
+        self, path_call: cst.Call, name_node: cst.BaseExpression
+    ) -> _Located | None:
         if self.project is None or self.path is None:
             return None
         path_arg = Index.argument(path_call, "config_path", 0)
@@ -623,8 +635,8 @@ class _Resolver:
         if rest:
             return None
         for call in self._memo("arguments", loc.parser):
-            names = [string_value(a.value) for a in call.args if a.keyword is None]
-            names = [n for n in names if n]
+            found_names = [string_value(a.value) for a in call.args if a.keyword is None]
+            names = [n for n in found_names if n]
             dest_arg = Index.argument(call, "dest")
             explicit = string_value(dest_arg.value) if dest_arg is not None else None
             longs = [n for n in names if n.startswith("--")]
@@ -657,7 +669,7 @@ class _Resolver:
             )
         return None
 
-    def _memo(self, what: str, parser: cst.Call) -> list:
+    def _memo(self, what: str, parser: cst.Call) -> list[Any]:
         """Per-parser answers, once per module (``project.memo``; keyed by node identity)."""
         compute = self._argparse_overrides if what == "overrides" else self._add_argument_calls
         memo = self.project.memo if self.project is not None else None
@@ -667,7 +679,8 @@ class _Resolver:
         found = memo.get(key)
         if found is None or found[0] is not parser:
             found = memo[key] = (parser, compute(parser))
-        return found[1]
+        answers: list[Any] = found[1]
+        return answers
 
     def _argparse_overrides(self, parser: cst.Call) -> list[tuple[Entry, str]]:
         """Config files whose keys override the parser's defaults, in source order."""
@@ -783,7 +796,7 @@ def _dotted(node: cst.CSTNode) -> str:
     return ""
 
 
-def _walk_imports(module: cst.Module):
+def _walk_imports(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
     for stmt in module.body:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
@@ -791,7 +804,7 @@ def _walk_imports(module: cst.Module):
                     yield small
 
 
-def _walk_calls(node: cst.CSTNode):
+def _walk_calls(node: cst.CSTNode) -> Iterator[cst.Call]:
     from distlint.analysis.index import walk
 
     for sub in walk(node):

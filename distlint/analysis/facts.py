@@ -16,7 +16,7 @@ it is called). Names are consulted only for values that cannot be traced at all.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import libcst as cst
 
 from distlint.analysis import knowledge as K
-from distlint.analysis.index import Index, call_keyword, string_value, target_key
+from distlint.analysis.index import Index, Scope, call_keyword, string_value, target_key
 
 
 class Mode(enum.Enum):
@@ -360,7 +360,11 @@ class Facts:
         for a in assigns:
             if a.op in ("/=", "//=") and a.value is not None and self.reads_process_count(a.value):
                 return True
-            if a.op == "=" and self.divided_by_process_count(a.value, depth - 1):
+            if (
+                a.op == "="
+                and a.value is not None
+                and self.divided_by_process_count(a.value, depth - 1)
+            ):
                 return True
         if isinstance(expr, cst.Name) and all(a.op == "param" for a in assigns):
             return any(
@@ -380,9 +384,9 @@ class Facts:
                 if arg.keyword is not None and arg.keyword.value in K.BATCH_SIZE_KEYWORDS:
                     candidates.append(arg.value)
         for loader in self.loaders:
-            arg = Index.argument(loader, "batch_size", 1)
-            if arg is not None and arg.keyword is None:
-                candidates.append(arg.value)
+            positional = Index.argument(loader, "batch_size", 1)
+            if positional is not None and positional.keyword is None:
+                candidates.append(positional.value)
         if any(self.divided_by_process_count(c) for c in candidates):
             return True
         # A place that holds the per-device batch or the accumulation steps, whose use may live
@@ -398,7 +402,7 @@ class Facts:
                     return True
         return False
 
-    def _batch_places(self):
+    def _batch_places(self) -> Iterator[Sequence[Any]]:
         for scope in self.index.scopes:
             for name, assigns in scope.bindings.items():
                 if _names_batch_or_accumulation(name):
@@ -810,7 +814,7 @@ class Facts:
             return False
         return Index.argument(call, keyword="generator", position=2) is None
 
-    def is_model_class(self, cls: cst.ClassDef, seen: set | None = None) -> bool:
+    def is_model_class(self, cls: cst.ClassDef, seen: set[cst.CSTNode] | None = None) -> bool:
         """A class of this module that subclasses a model base (`nn.Module`, ...)."""
         seen = set() if seen is None else seen
         if cls in seen:
@@ -970,8 +974,8 @@ class SeedingFacts:
             if kind is Seeds.ALL:
                 self.full.append(call)
             elif kind is not Seeds.NONE:
-                for flag in self.by_kind:  # a project helper may seed several generators
-                    if kind & flag:
+                for flag in list(self.by_kind):  # a project helper may seed several generators
+                    if kind & flag:  # type: ignore[operator]  # (Flag members: mypy sees Literals)
                         self.by_kind[flag].append(call)
             elif q is not None:
                 if q.startswith("random.") and q.count(".") == 1:
@@ -1021,14 +1025,14 @@ def _is_call(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call)
 
 
-def _node_in(calls: list[Optimizer]):
+def _node_in(calls: list[Optimizer]) -> Callable[[cst.CSTNode, str | None], bool]:
     wanted = {id(o.call) for o in calls}
     return lambda node, _q: id(node) in wanted
 
 
 def _param_reached(
     index: Index, fn: cst.CSTNode, expr: cst.CSTNode
-) -> tuple[str, int | None] | None:
+) -> tuple[str, int | None, str] | None:
     """The parameter of ``fn`` a value comes from (name, position), e.g. `lr` or `args`."""
     if not isinstance(fn, cst.FunctionDef):
         return None
@@ -1095,7 +1099,7 @@ def _last_name(node: cst.CSTNode) -> str | None:
 
 def _visible_names(index: Index, at: cst.CSTNode) -> list[str]:
     names: list[str] = []
-    scope = index.scope(at)
+    scope: Scope | None = index.scope(at)
     first = True
     while scope is not None:
         if scope.kind != "class" or first:

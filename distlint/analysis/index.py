@@ -21,7 +21,10 @@ import dataclasses
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from distlint.analysis.flow import Flow
 
 import libcst as cst
 
@@ -267,7 +270,7 @@ class Index:
         self._bindings_cache: dict[cst.CSTNode, list[Assignment]] = {}
         self._values_cache: dict[cst.CSTNode, list[cst.CSTNode | None]] = {}
         self._children_cache: dict[cst.CSTNode, list[cst.CSTNode]] = {}
-        self._flow = None
+        self._flow: Flow | None = None
         self._nodes_cache: dict[tuple[type, ...], list[cst.CSTNode]] = {}
         self._owners: dict[str, int] | None = None
         self._calls_by_name: dict[str, list[cst.Call]] | None = (
@@ -280,10 +283,9 @@ class Index:
         info = self._info
         module_scope = self.module_scope
         order = 0
-        # stack of (node, parent, scope)
-        stack: list[tuple[cst.CSTNode, cst.CSTNode | None, Scope]] = [
-            (self.module, None, module_scope)
-        ]
+        # stack of (node, parent, scope); the node is Any: the walk dispatches on `type(node) is`
+        # (fast, but not a narrowing mypy follows)
+        stack: list[tuple[Any, cst.CSTNode | None, Scope]] = [(self.module, None, module_scope)]
         pop, push = stack.pop, stack.append
         while stack:
             node, parent, scope = pop()
@@ -501,10 +503,11 @@ class Index:
             current = self.parent(current)
         return current
 
-    def enclosing(self, node: cst.CSTNode, types) -> cst.CSTNode | None:
+    def enclosing(self, node: cst.CSTNode, types: type | tuple[type, ...]) -> cst.CSTNode | None:
         for anc in self.ancestors(node):
             if isinstance(anc, types):
-                return anc
+                found: cst.CSTNode = anc
+                return found
         return None
 
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
@@ -830,13 +833,13 @@ class Index:
 
     # ---------------------------------------------------------------- dataflow
     @property
-    def flow(self):
+    def flow(self) -> Flow:
         """The module's :class:`~distlint.analysis.flow.Flow` (memoised dataflow), made once."""
         flow = self._flow
         if flow is None:
-            from distlint.analysis.flow import Flow
+            from distlint.analysis.flow import Flow as _Flow
 
-            flow = self._flow = Flow(self)
+            flow = self._flow = _Flow(self)
         return flow
 
     def nodes_of(self, *types: type) -> list[cst.CSTNode]:
@@ -932,7 +935,8 @@ class Index:
         param = binding.node
         if isinstance(param, cst.Param) and param.default is not None:
             out.append(param.default)
-        fn = self.parent(self.parent(param)) if param is not None else None
+        up = self.parent(param) if param is not None else None
+        fn = self.parent(up) if up is not None else None
         # Param -> Parameters -> FunctionDef
         if isinstance(fn, cst.FunctionDef):
             for call in self.callers(fn):

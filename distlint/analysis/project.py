@@ -254,7 +254,9 @@ class Project:
             self.read_bytes(full)
         return self._digests.get(full)
 
-    def _error(self, path: str, message: str, line: int | None = None, column=None) -> None:
+    def _error(
+        self, path: str, message: str, line: int | None = None, column: int | None = None
+    ) -> None:
         key = (path, message)
         if key in self._error_keys:
             return
@@ -273,7 +275,9 @@ class Project:
         self._modules[full] = info
         return info
 
-    def add_module(self, path: str, data: bytes, module: Any = None, index: Any = None):
+    def add_module(
+        self, path: str, data: bytes, module: Any = None, index: Any = None
+    ) -> ModuleInfo | None:
         """Register the linted file's own parse (the runner parsed it already): a whole-tree
         run then parses every module once, whether it is linted or imported first."""
         full = normalise(path)
@@ -324,7 +328,7 @@ class Project:
         module, index = parsed
         return ModuleInfo(full, text, module, index, digest)
 
-    def _parse(self, full: str, data: bytes, text: str):
+    def _parse(self, full: str, data: bytes, text: str) -> tuple[Any, Any] | None:
         import libcst as cst
 
         from distlint import guard
@@ -363,7 +367,8 @@ class Project:
             return None
         self._touch(full)
         if full in self._configs and not self._stale(full):
-            return self._configs[full]
+            known: ConfigDoc | None = self._configs[full]
+            return known
         data = self.read_bytes(full, MAX_CONFIG_BYTES)
         doc = None
         if data is not None:
