@@ -272,20 +272,17 @@ class UnscaledLearningRate(Rule):
     def _fix_read(self, facts: Facts, call: cst.Call, read: str) -> Fix | None:
         """A factory of another module reads ``read`` (``args.lr``): scale it here, in the
         linted file, just before the call (``args.lr *= accelerator.num_processes``)."""
-        found = facts.process_count_expr(call)
         stmt = facts.index.statement(call)
-        if found is None or stmt is None or not _is_attribute_path(read):
+        started = self._scaling(facts, call)
+        if started is None or stmt is None or not _is_attribute_path(read):
             return None
-        factor, spec = found
-        if self.options["lr-scaling"] == "sqrt":
-            factor = f"{factor} ** 0.5"
-        fix = Fix()
-        if spec is not None:
-            fix.imports.append(spec)
+        fix, factor = started
         fix.insert_before[stmt] = [cst.parse_statement(f"{read} *= {factor}\n")]
         return fix
 
-    def _fix(self, facts: Facts, call: cst.Call, value: cst.BaseExpression) -> Fix | None:
+    def _scaling(self, facts: Facts, call: cst.Call) -> tuple[Fix, str] | None:
+        """A fix holding the import the factor needs, and the factor (the process count at
+        ``call``, or its square root with ``lr-scaling = "sqrt"``); None when there is none."""
         found = facts.process_count_expr(call)
         if found is None:
             return None
@@ -295,6 +292,13 @@ class UnscaledLearningRate(Rule):
         fix = Fix()
         if spec is not None:
             fix.imports.append(spec)
+        return fix, factor
+
+    def _fix(self, facts: Facts, call: cst.Call, value: cst.BaseExpression) -> Fix | None:
+        started = self._scaling(facts, call)
+        if started is None:
+            return None
+        fix, factor = started
         index = facts.index
         stmt = index.statement(call)
         if isinstance(value, cst.Name) and can_scale_name_in_place(index, value, stmt):

@@ -44,7 +44,7 @@ from distlint.analysis.configfiles import (
     merge,
     omegaconf_scalar,
 )
-from distlint.analysis.index import Index, string_value
+from distlint.analysis.index import Index, dotted_name, string_value
 
 
 @dataclass(frozen=True)
@@ -379,11 +379,11 @@ class _Resolver:
             target = None
             name = base.value
             if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
-                module = _dotted(stmt.module) if stmt.module is not None else ""
+                module = (dotted_name(stmt.module) or "") if stmt.module is not None else ""
                 level = len(stmt.relative)
                 for alias in stmt.names:
-                    name = _dotted(alias.name)
-                    local = _dotted(alias.asname.name) if alias.asname else name
+                    name = dotted_name(alias.name) or ""
+                    local = (dotted_name(alias.asname.name) or "") if alias.asname else name
                     if local == base.value:
                         sub = project.resolve_from_import(self.path, module, name, level)
                         if sub is not None and attr is not None:  # `from pkg import config`
@@ -392,8 +392,12 @@ class _Resolver:
                             target = project.resolve_import(self.path, module, level)
             elif isinstance(stmt, cst.Import) and attr is not None:
                 for alias in stmt.names:
-                    full = _dotted(alias.name)
-                    local = _dotted(alias.asname.name) if alias.asname else full.split(".")[0]
+                    full = dotted_name(alias.name) or ""
+                    local = (
+                        (dotted_name(alias.asname.name) or "")
+                        if alias.asname
+                        else full.split(".")[0]
+                    )
                     if local == base.value and (alias.asname is not None or "." not in full):
                         target, name = project.resolve_import(self.path, full, 0), attr
             if target is None or name is None:
@@ -786,14 +790,6 @@ def _qual(index: Index, node: cst.CSTNode) -> str | None:
         if not index.bindings_of(node):
             return node.value
     return q
-
-
-def _dotted(node: cst.CSTNode) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return ""
 
 
 def _walk_imports(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
