@@ -102,6 +102,27 @@ def test_dl201_args_reassigned_in_another_function(snapshot):
 
 
 @pytest.mark.parametrize(
+    "scaling",
+    [
+        pytest.param("", id="unscaled"),
+        pytest.param("    args.lr = args.lr * accelerator.num_processes\n", id="scaled"),
+    ],
+)
+def test_dl201_timm_legacy_factory_reads_args_lr(scaling, snapshot):
+    """timm's `create_optimizer(args, model)` takes its LR from `args.lr`: the finding and
+    the fix are about that attribute, and scaling it before the call is enough."""
+    code = (
+        "from accelerate import Accelerator\nfrom timm.optim import create_optimizer\n\n"
+        "def main(args, model):\n    accelerator = Accelerator()\n"
+        + scaling
+        + "    opt = create_optimizer(args, model)\n"
+        "    model, opt = accelerator.prepare(model, opt)\n"
+    )
+    linted = snapshot(lint_snippet("DL201", code))
+    assert len(linted.findings) == (0 if scaling else 1)
+
+
+@pytest.mark.parametrize(
     "scaled,lr",
     [
         pytest.param("Config(lr=BASE * accelerator.num_processes)", "cfg.lr", id="dataclass"),

@@ -437,6 +437,9 @@ class Facts:
             keyword, position = K.OPTIMIZER_FACTORIES[q]
             arg = Index.argument(call, keyword, position)
             return Optimizer(call, How.FACTORY, arg.value if arg else None, None)
+        if q in K.OPTIMIZER_FACTORIES_READING:
+            short = q.rsplit(".", 1)[-1]
+            return self._factory_reading(call, K.OPTIMIZER_FACTORIES_READING[q], f"{short}()")
         if isinstance(call.func, cst.Name):
             for b in index.bindings_of(call.func):
                 if b.op == "class" and self._is_optimizer_class_def(b.node, set()):
@@ -449,16 +452,7 @@ class Facts:
                 opt = Optimizer(call, How.FACTORY, None, None, lr_inside=True)
                 opt.lr_scaled, opt.where = external.lr_scaled, external.lr_where
                 return opt
-            name, position, suffix = external.lr_param
-            arg = Index.argument(call, name, position)
-            if arg is None:  # the factory's own default
-                return Optimizer(
-                    call, How.FACTORY, None, None, lr_inside=True, where=external.lr_where
-                )
-            opt = Optimizer(call, How.FACTORY, arg.value, None, where=external.lr_where)
-            base = target_key(arg.value) if suffix else None
-            opt.lr_key = base + suffix if base is not None else None
-            return opt
+            return self._factory_reading(call, external.lr_param, external.lr_where)
         local = index.local_function(call.func) is not None or (
             isinstance(call.func, cst.Name)
             and any(b.op == "class" for b in index.bindings_of(call.func))
@@ -473,6 +467,21 @@ class Facts:
             if keyword_lr is not None and source is not None and self._parameters(source):
                 return Optimizer(call, How.PARAMETERS_AND_LR, keyword_lr, source)
         return None
+
+    @staticmethod
+    def _factory_reading(
+        call: cst.Call, lr_param: tuple[str, int | None, str], where: str | None
+    ) -> Optimizer:
+        """A factory whose LR is its parameter ``lr_param`` = (name, position, attribute):
+        `make(args)` reading `args.lr` has the attribute ".lr", `make(lr)` has ""."""
+        name, position, suffix = lr_param
+        arg = Index.argument(call, name, position)
+        if arg is None:  # the factory's own default
+            return Optimizer(call, How.FACTORY, None, None, lr_inside=True, where=where)
+        opt = Optimizer(call, How.FACTORY, arg.value, None, where=where)
+        base = target_key(arg.value) if suffix else None
+        opt.lr_key = base + suffix if base is not None else None
+        return opt
 
     def _is_optimizer_class_def(self, cls: cst.CSTNode, seen: set[cst.CSTNode]) -> bool:
         if not isinstance(cls, cst.ClassDef) or cls in seen:

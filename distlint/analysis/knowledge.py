@@ -189,10 +189,15 @@ OPTIMIZER_CLASSES = frozenset({"transformers.AdamW"})
 # Library factories that build an optimizer: callee -> (lr keyword, lr position or None).
 OPTIMIZER_FACTORIES: dict[str, tuple[str, int | None]] = {
     "timm.optim.create_optimizer_v2": ("lr", 2),
-    "timm.optim.create_optimizer": ("lr", None),
     "torchtune.training.create_optim_in_bwd_wrapper": ("lr", None),
     "transformers.optimization.create_optimizer": ("init_lr", 0),
     "transformers.create_optimizer": ("init_lr", 0),
+}
+# Factories that read the LR from an attribute of an argument (timm's legacy
+# `create_optimizer(args, model)` uses `args.lr`): name -> (parameter, position, attribute).
+OPTIMIZER_FACTORIES_READING: dict[str, tuple[str, int, str]] = {
+    "timm.optim.create_optimizer": ("args", 0, ".lr"),
+    "timm.optim.optim_factory.create_optimizer": ("args", 0, ".lr"),
 }
 
 # ------------------------------------------------------------------ schedulers
