@@ -353,6 +353,59 @@ def test_dl201_fabric_reported_and_scaled_by_world_size(snapshot):
     fixed_and_bound(linted)
 
 
+@pytest.mark.parametrize(
+    "devices,reported",
+    [
+        pytest.param("devices=1", False, id="devices=1"),
+        pytest.param("devices=[0]", False, id="one-device-list"),
+        pytest.param("devices=DEVICES", False, id="constant-1"),
+        pytest.param("devices=1, num_nodes=2", True, id="two-nodes"),
+        pytest.param("devices=n", True, id="parameter"),
+        pytest.param("devices=DEVICES, strategy='ddp'", False, id="strategy-one-device"),
+    ],
+)
+def test_dl201_fabric_with_one_device_is_one_process(devices, reported, snapshot):
+    code = f"""
+    import torch
+    import lightning as L
+
+    DEVICES = 1
+
+    def main(n):
+        fabric = L.Fabric({devices})
+        opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
+        model, opt = fabric.setup(torch.nn.Linear(2, 2), opt)
+    """
+    linted = snapshot(lint_snippet("DL201", code))
+    assert bool(linted.findings) is reported
+
+
+@pytest.mark.parametrize(
+    "imports,call,reported",
+    [
+        pytest.param("import dist_utils", "dist_utils.get_world_size()", False, id="module"),
+        pytest.param("from comm import world_size", "world_size()", False, id="from-import"),
+        pytest.param("import dist_utils", "dist_utils.get_rank()", True, id="rank-is-not"),
+    ],
+)
+def test_dl201_world_size_helper_from_a_module_not_in_the_project(
+    imports, call, reported, snapshot
+):
+    """A helper of a module distlint cannot read: its name is the only evidence."""
+    code = f"""
+    import torch
+    {imports}
+
+    def main(model, base_lr):
+        torch.distributed.init_process_group("nccl")
+        model = torch.nn.parallel.DistributedDataParallel(model)
+        lr = base_lr * {call}
+        opt = torch.optim.SGD(model.parameters(), lr=lr)
+    """
+    linted = snapshot(lint_snippet("DL201", code))
+    assert bool(linted.findings) is reported
+
+
 def test_dl201_tensor_parallel_message_and_no_fix(snapshot):
     code = """
     import torch

@@ -190,13 +190,40 @@ class Facts:
             return Mode.XLA_SPMD
         if self.creates_accelerator:
             return Mode.ACCELERATE
-        if self.calls_to({K.FABRIC}):
+        fabrics = self.calls_to({K.FABRIC})
+        if fabrics and not all(self._one_process_fabric(call) for call in fabrics):
             return Mode.FABRIC
         if self.calls_to(K.XLA_MULTIPROCESS):
             return Mode.XLA_MULTIPROCESS
         if self.calls_to(K.DDP_CALLS):
             return Mode.DDP
         return Mode.NONE
+
+    def _one_process_fabric(self, call: cst.Call) -> bool:
+        """`Fabric(devices=1)` (or `devices=[0]`) on one node starts exactly one process."""
+
+        def only(expr: cst.BaseExpression | None, accept: Any, depth: int = 3) -> bool:
+            if expr is None or depth <= 0:
+                return False
+            if accept(expr):
+                return True
+            if not isinstance(expr, (cst.Name, cst.Attribute)):
+                return False
+            values = self.index.values_of(expr)
+            return bool(values) and all(only(v, accept, depth - 1) for v in values)  # type: ignore[arg-type]
+
+        def is_one(expr: cst.CSTNode) -> bool:
+            return isinstance(expr, cst.Integer) and expr.evaluated_value == 1
+
+        def one_device(expr: cst.CSTNode) -> bool:
+            if is_one(expr):
+                return True
+            return isinstance(expr, (cst.List, cst.Tuple)) and len(expr.elements) == 1
+
+        nodes = call_keyword(call, "num_nodes")
+        return only(call_keyword(call, "devices"), one_device) and (
+            nodes is None or only(nodes, is_one)
+        )
 
     def accelerator_keyword(self, call: cst.Call, name: str) -> cst.BaseExpression | None:
         """A keyword given to ``call``, also through ``**{"name": ...}`` or ``**kwargs`` bound to
@@ -286,14 +313,48 @@ class Facts:
                 return True
             if not self.traceable(node.value) and not self.traceable(node):
                 return True  # an object nothing in the project describes: the API attribute
-        if isinstance(node, cst.Call) and Made.PROCESS_COUNT in self._external_makes(node):
-            return True
+        if isinstance(node, cst.Call):
+            if Made.PROCESS_COUNT in self._external_makes(node):
+                return True
+            # `utils.get_world_size()` from a module the project does not contain
+            name = self._untraced_import_call(node, qualname)
+            if name is not None and name.lower().removeprefix("get_") in K.PROCESS_COUNT_NAMES:
+                return True
         # Names only for values the analysis cannot trace (see knowledge.PROCESS_COUNT_NAMES).
         if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
             last = _last_name(node)
             if last is not None and last.lower() in K.PROCESS_COUNT_NAMES:
                 return not self.traceable(node)
         return False
+
+    def _untraced_import_call(self, call: cst.Call, qualname: str | None) -> str | None:
+        """The callee's name when ``call`` calls something imported from a module that is
+        neither in the project nor a library the knowledge base describes: nothing says what
+        it returns, so its name is all the evidence there is."""
+        func = call.func
+        head = func.value if isinstance(func, cst.Attribute) else func
+        if not isinstance(head, cst.Name) or (
+            isinstance(func, cst.Attribute) and func.value is not head
+        ):
+            return None
+        if qualname is not None and qualname.split(".", 1)[0] in K.KNOWN_LIBRARIES:
+            return None
+        for b in self.index.bindings_of(head):
+            if b.op != "import" or b.record is None:
+                return None
+            record = b.record
+            if self.project is not None and self.path is not None:
+                if record.name is None or isinstance(func, cst.Name):
+                    found = self.project.resolve_import(self.path, record.module, record.level)
+                else:
+                    found = self.project.resolve_from_import(
+                        self.path, record.module, record.name, record.level
+                    ) or self.project.resolve_import(self.path, record.module, record.level)
+                if found is not None:
+                    return None
+        if not self.index.bindings_of(head):
+            return None
+        return func.attr.value if isinstance(func, cst.Attribute) else head.value
 
     def key_reads_process_count(self, key: str) -> bool:
         """A dotted place such as `args.lr` is assigned (anywhere in the module) a value that

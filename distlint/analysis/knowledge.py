@@ -152,6 +152,15 @@ PROCESS_COUNT_NAMES = frozenset(
     }
 )
 # Same policy for the gradient accumulation steps (a helper's untraced `grad_accum` parameter).
+# Top-level packages this knowledge base describes: a call into them is judged by the tables
+# above, never by its name.
+KNOWN_LIBRARIES = frozenset(
+    {
+        "accelerate", "apex", "bitsandbytes", "deepspeed", "horovod", "lightning", "math",
+        "numpy", "os", "pytorch_lightning", "random", "schedulefree", "timm", "torch",
+        "torch_xla", "torchtune", "transformers",
+    }
+)  # fmt: skip
 ACCUMULATION_WORD = "accum"
 RANK_NAMES = frozenset({"rank", "global_rank", "local_rank", "process_index", "ordinal"})
 
