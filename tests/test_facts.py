@@ -298,7 +298,7 @@ def test_cross_module_rule_findings():
         opt3 = plain_optimizer(model, 0.1 * accelerator.num_processes)
         """,
     }
-    assert run_rule(UnscaledLearningRate, sources) == ["args", "0.1"]
+    assert sorted(run_rule(UnscaledLearningRate, sources)) == ["0.1", "args"]
     scaled = dict(sources)
     scaled["train.py"] = (
         "from utils import create_optimizer, make_accelerator\naccelerator = make_accelerator(args)\n"
@@ -354,7 +354,7 @@ def test_summary_makes():
     assert Made.PROCESS_COUNT in facts.summary_of("world").makes
     assert Made.ACCELERATOR in facts.summary_of("make_accelerator").makes
     assert Made.OPTIMIZER in facts.summary_of("plain_optimizer").makes
-    assert facts.summary_of("plain_optimizer").lr_param == ("lr", 1, "")
+    assert [lr.param for lr in facts.summary_of("plain_optimizer").lrs] == [("lr", 1, "")]
     assert facts.summary_of("seed_all").seeds == Seeds.ALL
 
 

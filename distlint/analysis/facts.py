@@ -16,6 +16,7 @@ it is called). Names are consulted only for values that cannot be traced at all.
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -98,11 +99,23 @@ class Summary:
 
     makes: set[Made] = field(default_factory=set)
     seeds: Seeds = Seeds.NONE
-    # for an optimizer factory: the parameter its lr comes from (name, position, attribute
-    # path read from it such as ".lr" for `args.lr`), or scaled inside
-    lr_param: tuple[str, int | None, str] | None = None
-    lr_scaled: bool = False
-    lr_where: str | None = None
+    # for an optimizer factory: one entry per optimizer it returns; for a class, per optimizer
+    # its instances build from what the constructor is given (a Trainer class)
+    lrs: list[FactoryLR] = field(default_factory=list)
+    # the defining module trains data-parallel itself (prepares, wraps with DDP): hazards of
+    # the optimizers built there are reported in that module, not at its callers
+    trained_there: bool = False
+
+
+@dataclass(frozen=True)
+class FactoryLR:
+    """Where the LR of an optimizer a factory returns comes from: its parameter ``param``
+    (name, position, attribute path read from it such as ".lr" for `args.lr`), or set inside
+    (``param`` None; ``scaled`` says whether by the process count). ``where``: for messages."""
+
+    param: tuple[str, int | None, str] | None
+    scaled: bool
+    where: str
 
 
 class ProjectLike(Protocol):  # the part of distlint.analysis.project.Project facts use
@@ -198,6 +211,21 @@ class Facts:
         if self.calls_to(K.DDP_CALLS):
             return Mode.DDP
         return Mode.NONE
+
+    @cached_property
+    def trains_data_parallel(self) -> bool:
+        """The module itself wraps a model for data-parallel training: it prepares / sets up
+        with an Accelerator or Fabric, wraps with DDP / FSDP / deepspeed, or runs torch_xla
+        multiprocessing (a Trainer class does; a helper that only returns an Accelerator
+        does not)."""
+        mode = self.mode
+        if mode is Mode.NONE:
+            return False
+        if mode in (Mode.ACCELERATE, Mode.FABRIC):
+            return bool(self.prepare_calls)
+        if mode is Mode.DDP:
+            return bool(self.calls_to(K.DDP_WRAPPERS | {"deepspeed.initialize"}))
+        return True
 
     def _one_process_fabric(self, call: cst.Call) -> bool:
         """`Fabric(devices=1)` (or `devices=[0]`) on one node starts exactly one process."""
@@ -478,6 +506,11 @@ class Facts:
     def optimizers(self) -> list[Optimizer]:
         out: list[Optimizer] = []
         for call in self.index.calls:
+            external = self._external_summary(call)
+            if external is not None and external.lrs:
+                if not external.trained_there:
+                    out.extend(self._factory_reading(call, lr) for lr in external.lrs)
+                continue
             found = self._optimizer(call)
             if found is not None:
                 out.append(found)
@@ -500,7 +533,8 @@ class Facts:
             return Optimizer(call, How.FACTORY, arg.value if arg else None, None)
         if q in K.OPTIMIZER_FACTORIES_READING:
             short = q.rsplit(".", 1)[-1]
-            return self._factory_reading(call, K.OPTIMIZER_FACTORIES_READING[q], f"{short}()")
+            read = FactoryLR(K.OPTIMIZER_FACTORIES_READING[q], False, f"{short}()")
+            return self._factory_reading(call, read)
         if isinstance(call.func, cst.Name):
             for b in index.bindings_of(call.func):
                 if b.op == "class" and self._is_optimizer_class_def(b.node, set()):
@@ -509,11 +543,7 @@ class Facts:
             return made(How.PICKED)
         external = self._external_summary(call)
         if external is not None and Made.OPTIMIZER in external.makes:
-            if external.lr_param is None:
-                opt = Optimizer(call, How.FACTORY, None, None, lr_inside=True)
-                opt.lr_scaled, opt.where = external.lr_scaled, external.lr_where
-                return opt
-            return self._factory_reading(call, external.lr_param, external.lr_where)
+            return Optimizer(call, How.FACTORY, None, None, lr_inside=True)
         local = index.local_function(call.func) is not None or (
             isinstance(call.func, cst.Name)
             and any(b.op == "class" for b in index.bindings_of(call.func))
@@ -530,12 +560,16 @@ class Facts:
         return None
 
     @staticmethod
-    def _factory_reading(
-        call: cst.Call, lr_param: tuple[str, int | None, str], where: str | None
-    ) -> Optimizer:
-        """A factory whose LR is its parameter ``lr_param`` = (name, position, attribute):
-        `make(args)` reading `args.lr` has the attribute ".lr", `make(lr)` has ""."""
-        name, position, suffix = lr_param
+    def _factory_reading(call: cst.Call, lr: FactoryLR) -> Optimizer:
+        """The optimizer a factory call returns, its LR as the factory reads it: from its
+        parameter (`make(args)` reading `args.lr` has the attribute ".lr", `make(lr)` has "")
+        or set inside."""
+        where = lr.where
+        if lr.param is None:
+            opt = Optimizer(call, How.FACTORY, None, None, lr_inside=True, where=where)
+            opt.lr_scaled = lr.scaled
+            return opt
+        name, position, suffix = lr.param
         arg = Index.argument(call, name, position)
         if arg is None:  # the factory's own default
             return Optimizer(call, How.FACTORY, None, None, lr_inside=True, where=where)
@@ -935,9 +969,12 @@ class Facts:
     def _summarise(self, fn: cst.CSTNode) -> Summary:
         index = self.index
         summary = Summary()
+        summary.trained_there = self.trains_data_parallel
         if isinstance(fn, cst.ClassDef):
             if self._is_optimizer_class_def(fn, set()):
                 summary.makes.add(Made.OPTIMIZER)
+            else:
+                summary.lrs = self._class_lrs(fn)
             return summary
         returns = [r.value for r in index.returns.get(fn, ()) if r.value is not None]
         for value in returns:
@@ -950,15 +987,83 @@ class Facts:
         inner = [o for o in self.optimizers if index.is_inside(o.call, fn)]
         if inner and any(self.flow.reaches(v, _node_in(inner), depth=6) for v in returns):
             summary.makes.add(Made.OPTIMIZER)
-            opt = inner[0]
-            name = fn.name.value if isinstance(fn, cst.FunctionDef) else "?"
-            summary.lr_where = f"`{name}()` in {self.path or 'another module'}"
-            if opt.lr is not None and self.reads_process_count(opt.lr):
-                summary.lr_scaled = True
-            elif opt.lr is not None:
-                summary.lr_param = _param_reached(index, fn, opt.lr)
+            returned = [
+                o
+                for o in inner
+                if len(inner) == 1
+                or any(self.flow.reaches(v, _node_in([o]), depth=6) for v in returns)
+            ]
+            for opt in returned:
+                lr = self._factory_lr(fn, opt)
+                if lr not in summary.lrs:
+                    summary.lrs.append(lr)
         summary.seeds = self.seeding.seeds_in(fn)
         return summary
+
+    def _class_lrs(self, cls: cst.ClassDef) -> list[FactoryLR]:
+        """The LRs of the optimizers a class's methods build, as its constructor's parameters
+        or constants (a `Trainer(model, args)` building AdamW(lr=args.lr) in `__init__` or in
+        a method reading `self.lr`). An LR from a method's own parameter is not the
+        constructor's business and is left out."""
+        init = next(
+            (
+                st
+                for st in cls.body.body
+                if isinstance(st, cst.FunctionDef) and st.name.value == "__init__"
+            ),
+            None,
+        )
+        out: list[FactoryLR] = []
+        for opt in self.optimizers:
+            if not self.index.is_inside(opt.call, cls):
+                continue
+            lr = self._factory_lr(init, opt, cls.name.value) if init is not None else None
+            if lr is None or (lr.param is None and not lr.scaled and not self._constant_lr(opt)):
+                continue
+            if lr not in out:
+                out.append(lr)
+        return out
+
+    def _constant_lr(self, opt: Optimizer) -> bool:
+        """The LR is a number written in the module (a literal or a constant bound to one)."""
+
+        def numeric(node: cst.CSTNode, _q: str | None) -> bool:
+            return isinstance(node, (cst.Integer, cst.Float))
+
+        return opt.lr is None or self.flow.reaches(opt.lr, numeric, key="number", depth=3)
+
+    def _factory_lr(self, fn: cst.CSTNode, opt: Optimizer, shown: str | None = None) -> FactoryLR:
+        """Where the LR of ``opt``, built inside function ``fn`` and returned, comes from."""
+        name = shown or (fn.name.value if isinstance(fn, cst.FunctionDef) else "?")
+        where = f"`{name}()` at {self._place(opt.call)}"
+        if opt.lr_inside:
+            return FactoryLR(None, opt.lr_scaled, opt.where or where)
+        if opt.lr is None:
+            return FactoryLR(None, False, where)
+        if self.reads_process_count(opt.lr):
+            return FactoryLR(None, True, where)
+        param = _param_reached(self.index, fn, opt.lr)
+        if opt.lr_key is not None:
+            # a factory of a factory: `create_optimizer(args, model)` reads `args.lr`
+            if self.key_reads_process_count(opt.lr_key):
+                return FactoryLR(None, True, where)
+            base = target_key(opt.lr)
+            if param is not None and base is not None and opt.lr_key.startswith(base):
+                param = (param[0], param[1], param[2] + opt.lr_key[len(base) :])
+        return FactoryLR(param, False, opt.where or where)
+
+    def _place(self, node: cst.CSTNode) -> str:
+        """`path:line` of ``node`` for a message: the path relative to the working directory
+        when the file lies below it."""
+        from distlint.positions import positions_of
+
+        if self.path is None:
+            return "another module"
+        shown = os.path.relpath(self.path)
+        if shown.startswith(os.pardir):
+            shown = self.path
+        found = positions_of(self.index.module, [node]).get(node)
+        return f"{shown}:{found.start.line}" if found is not None else shown
 
     # ------------------------------------------------------------------ across modules
     @cached_property
@@ -1129,11 +1234,44 @@ def _param_reached(
                 return True
         return False
 
-    index.reaches(expr, hit, depth=4)
+    path = _access_path(index, expr, set(names) | set(kwonly), 6)
+    if path is not None:
+        found.append(path)
+    else:
+        index.reaches(expr, hit, depth=4)
     if not found:
         return None
     name, suffix = found[0]
     return name, (names.index(name) if name in names else None), suffix
+
+
+def _access_path(
+    index: Index, expr: cst.CSTNode, params: set[str], depth: int
+) -> tuple[str, str] | None:
+    """The parameter and the attribute path a value is read through, composed across local
+    copies: `cfg = config.optimizer.params; lr = cfg.learning_rate` gives
+    ("config", ".optimizer.params.learning_rate"). None when the value is computed."""
+    if depth <= 0:
+        return None
+    if isinstance(expr, cst.Name):
+        bindings = index.bindings_of(expr)
+        if expr.value in params and any(b.op == "param" for b in bindings):
+            return expr.value, ""
+        if len(bindings) != 1 or bindings[0].op != "=" or bindings[0].value is None:
+            return None
+        return _access_path(index, bindings[0].value, params, depth - 1)
+    if isinstance(expr, (cst.Attribute, cst.Subscript)):
+        whole, base = target_key(expr), target_key(expr.value)
+        if whole is None or base is None:
+            return None
+        inner = _access_path(index, expr.value, params, depth - 1)
+        if inner is None and whole.startswith("self."):
+            # `self.lr` set once from a constructor parameter (`self.lr = lr`)
+            assigns = index.attribute_assignments(expr)
+            if len(assigns) == 1 and assigns[0].op == "=" and assigns[0].value is not None:
+                return _access_path(index, assigns[0].value, params, depth - 1)
+        return None if inner is None else (inner[0], inner[1] + whole[len(base) :])
+    return None
 
 
 def _dict_entry(index: Index, value: cst.CSTNode | None, name: str) -> cst.BaseExpression | None:
