@@ -423,3 +423,55 @@ def test_names_do_not_fool_the_rules():
         "optimizer = torch.optim.SGD(model.parameters(), lr=0.1 * world_size)\n"
     )
     assert codes(UnscaledLearningRate, code) == [7]
+
+
+# ------------------------------------------------------------------ loaders from other modules
+LOADERS = """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+def plain(dataset, bs):
+    return DataLoader(dataset, batch_size=bs, shuffle=True)
+
+def sharded(dataset, bs):
+    return DataLoader(dataset, batch_size=bs, sampler=DistributedSampler(dataset))
+
+def pair(dataset):
+    return DataLoader(dataset, sampler=DistributedSampler(dataset)), DataLoader(dataset)
+
+def custom(dataset, sampler):
+    return DataLoader(dataset, sampler=sampler)
+"""
+
+
+@pytest.mark.parametrize(
+    "build, reported",
+    [
+        pytest.param("loader = data.plain(ds, 8)", True, id="plain"),
+        pytest.param("loader = data.sharded(ds, 8)", False, id="distributed-sampler"),
+        pytest.param("loader, _ = data.pair(ds)", False, id="tuple-first-sharded"),
+        pytest.param("_, loader = data.pair(ds)", True, id="tuple-second-plain"),
+        pytest.param("loader = data.custom(ds, my_sampler)", False, id="custom-sampler"),
+        pytest.param(
+            "loader = data.plain(ds.shard(num_shards=dist.get_world_size(), index=dist.get_rank()), 8)",
+            False,
+            id="given-data-split-by-rank",
+        ),
+    ],
+)
+def test_dl302_follows_loader_factories_of_other_modules(build, reported):
+    entry = f"""
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+import data
+
+def main(ds, my_sampler):
+    dist.init_process_group("nccl")
+    model = DDP(torch.nn.Linear(2, 2))
+    {build}
+    for x in loader:
+        model(x).sum().backward()
+"""
+    found = run_rule(DataloaderNotSharded, {"data.py": LOADERS, "train.py": entry})
+    assert found == (["loader"] if reported else [])

@@ -64,6 +64,14 @@ class Made(enum.Enum):
     WRAPPED_MODEL = "wrapped-model"  # DDP / FSDP
 
 
+class Origin(enum.Enum):
+    """How a DataLoader that is iterated was made, as far as the analysis can see."""
+
+    SHARDED = "sharded"  # prepared, a DistributedSampler, a prepare helper
+    UNSHARDED = "unsharded"  # every process iterates the whole dataset
+    UNKNOWN = "unknown"  # a custom sampler, a dataset split by rank, an unseen origin
+
+
 class How(enum.Enum):
     """How an optimizer was recognised."""
 
@@ -102,6 +110,9 @@ class Summary:
     # for an optimizer factory: one entry per optimizer it returns; for a class, per optimizer
     # its instances build from what the constructor is given (a Trainer class)
     lrs: list[FactoryLR] = field(default_factory=list)
+    # for a function returning DataLoaders: how each is made, by position in a returned tuple
+    # (None: the return value itself)
+    loaders: dict[int | None, list[Origin]] = field(default_factory=dict)
     # the defining module trains data-parallel itself (prepares, wraps with DDP): hazards of
     # the optimizers built there are reported in that module, not at its callers
     trained_there: bool = False
@@ -845,6 +856,109 @@ class Facts:
             return False
         return None
 
+    def loader_origins(
+        self, expr: cst.CSTNode, depth: int = 6, position: int | None = None
+    ) -> list[Origin]:
+        """How each value that may flow into ``expr`` was made (``position``: the element of
+        a tuple that a call returns), through assignments, tuple unpacking, helpers of this
+        module and of other modules of the project, and device loaders."""
+        index = self.index
+        if depth <= 0:
+            return [Origin.UNKNOWN]
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            if isinstance(expr, cst.Name):
+                assigns: Sequence[Any] = index.bindings_of(expr)
+            else:
+                assigns = index.attribute_assignments(expr)
+            found = [o for a in assigns for o in self._assigned_origins(a, depth)]
+            return found or [Origin.UNKNOWN]
+        if isinstance(expr, cst.Call):
+            return self._call_origins(expr, depth, position)
+        return [Origin.UNKNOWN]
+
+    def _assigned_origins(self, assignment: Any, depth: int) -> list[Origin]:
+        if assignment.op == "=" and assignment.value is not None:
+            return self.loader_origins(assignment.value, depth - 1)
+        if assignment.op == "unpack" and isinstance(assignment.node, cst.Assign):
+            # `train_dl, eval_dl = make_loaders()` / `model, opt, dl = accelerator.prepare(...)`
+            targets = assignment.node.targets[0].target
+            if isinstance(targets, (cst.Tuple, cst.List)):
+                elements = [e.value for e in targets.elements]
+                position = next((i for i, e in enumerate(elements) if e is assignment.target), None)
+                if position is not None and isinstance(assignment.node.value, cst.Call):
+                    return self._call_origins(assignment.node.value, depth - 1, position)
+        return [Origin.UNKNOWN]
+
+    def _call_origins(self, call: cst.Call, depth: int, position: int | None) -> list[Origin]:
+        index = self.index
+        if self.is_prepare_call(call):
+            return [Origin.SHARDED]
+        qualname = index.qualname(call.func)
+        if position is None and self.is_dataloader(qualname):
+            return [self._dataloader_origin(call)]
+        if position is None and self.is_device_loader(qualname) and call.args:
+            return self.loader_origins(call.args[0].value, depth - 1)
+        fn = index.local_function(call.func)
+        if fn is None:
+            return self._external_origins(call, position)
+        return self._returned_origins(fn, depth, position)
+
+    def _returned_origins(self, fn: cst.CSTNode, depth: int, position: int | None) -> list[Origin]:
+        out: list[Origin] = []
+        for ret in self.index.returns.get(fn, ()):
+            value = ret.value
+            if position is not None:
+                if not isinstance(value, (cst.Tuple, cst.List)) or position >= len(value.elements):
+                    return [Origin.UNKNOWN]
+                value = value.elements[position].value
+            out.extend(
+                self.loader_origins(value, depth - 1) if value is not None else [Origin.UNKNOWN]
+            )
+        return out or [Origin.UNKNOWN]
+
+    def _external_origins(self, call: cst.Call, position: int | None) -> list[Origin]:
+        """A loader factory of another module: what it returns, unless this module hands it
+        data it split by rank (`build_loader(args, shard(ds))`)."""
+        summary = self._external_summary(call)
+        found = summary.loaders.get(position) if summary is not None else None
+        if not found:
+            return [Origin.UNKNOWN]
+        if Origin.UNSHARDED in found and any(
+            self.data_sharded_by_rank(arg.value) for arg in call.args
+        ):
+            return [Origin.UNKNOWN]
+        return list(found)
+
+    def _summarise_loaders(self, fn: cst.CSTNode) -> dict[int | None, list[Origin]]:
+        """How the DataLoaders ``fn`` returns are made; only for modules that build any."""
+        if not self.loaders:
+            return {}
+        out: dict[int | None, list[Origin]] = {}
+        for ret in self.index.returns.get(fn, ()):
+            value = ret.value
+            if isinstance(value, (cst.Tuple, cst.List)):
+                for i, element in enumerate(value.elements):
+                    out.setdefault(i, []).extend(self.loader_origins(element.value, 5))
+            elif value is not None:
+                out.setdefault(None, []).extend(self.loader_origins(value, 5))
+        return {k: v for k, v in out.items() if any(o is not Origin.UNKNOWN for o in v)}
+
+    def _dataloader_origin(self, call: cst.Call) -> Origin:
+        index = self.index
+        sampler = index.argument(call, "sampler") or index.argument(call, "batch_sampler")
+        if sampler is not None and index.constant_value(sampler.value) is not None:
+            sampler = None  # sampler=None
+        if sampler is not None:
+            shards = self.sampler_shards(sampler.value)
+            if shards is True:
+                return Origin.SHARDED
+            if shards is None:
+                return Origin.UNKNOWN  # a custom sampler may well shard by rank
+        dataset = index.argument(call, "dataset", 0)
+        if dataset is not None and self.data_sharded_by_rank(dataset.value):
+            return Origin.UNKNOWN
+        return Origin.UNSHARDED
+
     def data_sharded_by_rank(self, expr: cst.CSTNode) -> bool:
         """Something flowing into ``expr`` splits it by process (also in another module)."""
         return self.flow.reaches(expr, self.is_sharded_by_rank, key="sharded", depth=6)
@@ -998,6 +1112,7 @@ class Facts:
                 if lr not in summary.lrs:
                     summary.lrs.append(lr)
         summary.seeds = self.seeding.seeds_in(fn)
+        summary.loaders = self._summarise_loaders(fn)
         return summary
 
     def _class_lrs(self, cls: cst.ClassDef) -> list[FactoryLR]:
