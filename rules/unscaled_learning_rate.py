@@ -222,6 +222,12 @@ class UnscaledLearningRate(Rule):
                     )
                     ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
                 continue
+            if opt.lr_config is not None:
+                # the lr is written in a config file: scaled in code before the call?
+                if opt.lr_key is None or not facts.key_reads_process_count(opt.lr_key):
+                    what = f"the learning rate (the value comes from {opt.lr_config})"
+                    ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
+                continue
             if opt.lr is None:
                 if any(arg.star for arg in opt.call.args) or _param_groups_scaled(facts, opt):
                     continue

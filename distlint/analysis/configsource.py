@@ -36,6 +36,7 @@ from typing import Any
 
 import libcst as cst
 
+from distlint.analysis import knowledge as K
 from distlint.analysis.configfiles import (
     ConfigFileError,
     Entry,
@@ -115,14 +116,7 @@ _PASS_THROUGH = frozenset(
         "int",
     }
 )
-_INSTANTIATE = frozenset(
-    {
-        "hydra.utils.instantiate",
-        "hydra.utils.call",
-        "torchtune.config.instantiate",
-        "torchtune.config._instantiate.instantiate",
-    }
-)
+_INSTANTIATE = K.CONFIG_INSTANTIATE
 _HYDRA_MAIN = "hydra.main"
 _HYDRA_COMPOSE = ("hydra.compose", "hydra.experimental.compose")
 _HYDRA_INIT = ("hydra.initialize", "hydra.experimental.initialize")

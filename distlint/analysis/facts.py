@@ -80,6 +80,7 @@ class How(enum.Enum):
     FACTORY = "optimizer factory"
     PICKED = "class picked from candidates"
     PARAMETERS_AND_LR = "receives the parameters and an lr"
+    CONFIG_COMPONENT = "instantiated from a config node naming an optimizer class"
 
 
 @dataclass
@@ -92,6 +93,8 @@ class Optimizer:
     lr_scaled: bool = False
     where: str | None = None  # where a factory of another module builds it
     lr_key: str | None = None  # the lr is `<lr>.<path>` (e.g. `args.lr` read inside a factory)
+    # the lr is written in a configuration file: `configs/x.yaml:14: optimizer.lr = 2e-5`
+    lr_config: str | None = None
 
 
 @dataclass
@@ -552,6 +555,8 @@ class Facts:
                     return made(How.PROJECT_CLASS)
         if q is None and self._picked_optimizer_class(call.func):
             return made(How.PICKED)
+        if q in K.CONFIG_INSTANTIATE:
+            return self._instantiated_optimizer(call)
         external = self._external_summary(call)
         if external is not None and Made.OPTIMIZER in external.makes:
             return Optimizer(call, How.FACTORY, None, None, lr_inside=True)
@@ -587,6 +592,29 @@ class Facts:
         opt = Optimizer(call, How.FACTORY, arg.value, None, where=where)
         base = target_key(arg.value) if suffix else None
         opt.lr_key = base + suffix if base is not None else None
+        return opt
+
+    def _instantiated_optimizer(self, call: cst.Call) -> Optimizer | None:
+        """`config.instantiate(cfg.optimizer, params)` / hydra's `instantiate` of a config node
+        whose `_component_` / `_target_` is an optimizer class: its LR is the node's `lr`,
+        unless the call passes one."""
+        if self.project is None:
+            return None
+        from distlint.analysis.configsource import config_component
+
+        component = config_component(self, call, self.project, self.path)
+        if component is None or not K.is_optimizer_class(component.target):
+            return None
+        params = call.args[1].value if len(call.args) > 1 and call.args[1].keyword is None else None
+        given = call_keyword(call, "lr")
+        if given is not None:
+            return Optimizer(call, How.CONFIG_COMPONENT, given, params)
+        opt = Optimizer(call, How.CONFIG_COMPONENT, None, params)
+        value = component.kwargs.get("lr")
+        if value is not None:
+            opt.lr_config = value.describe(getattr(self.project, "root", None))
+            base = target_key(call.args[0].value) if call.args else None
+            opt.lr_key = f"{base}.lr" if base is not None else None
         return opt
 
     def _is_optimizer_class_def(self, cls: cst.CSTNode, seen: set[cst.CSTNode]) -> bool:

@@ -209,6 +209,16 @@ OPTIMIZER_FACTORIES_READING: dict[str, tuple[str, int, str]] = {
     "timm.optim.optim_factory.create_optimizer": ("args", 0, ".lr"),
 }
 
+# Calls that build an object from a config node naming its class (`_target_` / `_component_`).
+CONFIG_INSTANTIATE = frozenset(
+    {
+        "hydra.utils.instantiate",
+        "hydra.utils.call",
+        "torchtune.config.instantiate",
+        "torchtune.config._instantiate.instantiate",
+    }
+)
+
 # ------------------------------------------------------------------ schedulers
 _TORCH = "torch.optim.lr_scheduler."
 # Schedulers whose `max_lr` is the learning rate the run actually peaks at.
