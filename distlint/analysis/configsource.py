@@ -124,6 +124,14 @@ _MAX_DEPTH = 12
 
 
 @dataclass(frozen=True)
+class _Here:
+    """The linted module, in the shape of a ModuleInfo (for its own helper functions)."""
+
+    index: Index
+    path: str
+
+
+@dataclass(frozen=True)
 class _Located:
     """An expression's value is the config ``root`` at ``keys``, read by a ``flavor`` loader."""
 
@@ -351,9 +359,13 @@ class _Resolver:
 
     # ------------------------------------------------------------------ other modules
     def _project_function(self, func: cst.BaseExpression) -> tuple[Any, cst.FunctionDef] | None:
-        """``load_config`` imported from a project module (``from config import load_config``,
-        ``import config`` + ``config.load_config``): (its ModuleInfo, its FunctionDef)."""
+        """``load_config`` defined in this module or imported from a project module (``from
+        config import load_config``, ``import config`` + ``config.load_config``): (its
+        ModuleInfo, or this module's, and its FunctionDef)."""
         project, index = self.project, self.index
+        here = index.local_function(func)
+        if isinstance(here, cst.FunctionDef):
+            return _Here(index, self.path or "<stdin>"), here
         if project is None or self.path is None:
             return None
         if isinstance(func, cst.Name):
