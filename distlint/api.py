@@ -515,12 +515,25 @@ def _followed_results(paths: Mapping[str, None], options: LintOptions) -> Iterat
             continue
         if config.follow_imports != "normal":
             continue
+        if not _sets_up_training(path, config):
+            continue
         shown = os.path.relpath(path)
         result = lint_file(path if shown.startswith(os.pardir) else shown, config, check_only)
-        if result.findings and _sets_up_training(path, config):
+        if result.findings:
             # fixes are applied when that file itself is fixed, not from its importer's run
             findings = tuple(replace(f, fix=None, suppression=None) for f in result.findings)
             yield replace(result, findings=findings, errors=(), followed=True)
+
+
+_TRAINS_WORDS = (
+    b"Accelerator",
+    b"Fabric",
+    b"DistributedDataParallel",
+    b"FullyShardedDataParallel",
+    b"fully_shard",
+    b"deepspeed",
+    b"torch_xla",
+)
 
 
 def _sets_up_training(path: str, config: Config) -> bool:
@@ -528,6 +541,10 @@ def _sets_up_training(path: str, config: Config) -> bool:
     from distlint.analysis.project import project_for as shared
 
     project = shared(path, config)
+    data = project.read_bytes(path)
+    # what such a module must spell out, checked before parsing it
+    if data is None or not any(word in data for word in _TRAINS_WORDS):
+        return False
     info = project.module(path)
     return info is not None and facts_for(info.index, info.path, project).trains_data_parallel
 

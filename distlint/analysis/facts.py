@@ -232,14 +232,11 @@ class Facts:
         with an Accelerator or Fabric, wraps with DDP / FSDP / deepspeed, or runs torch_xla
         multiprocessing (a Trainer class does; a helper that only returns an Accelerator
         does not)."""
-        mode = self.mode
-        if mode is Mode.NONE:
-            return False
-        if mode in (Mode.ACCELERATE, Mode.FABRIC):
+        # direct evidence only: asking for the mode would summarise every call of the module,
+        # and so every module it imports
+        if self.accelerators or self.calls_to({K.FABRIC}):
             return bool(self.prepare_calls)
-        if mode is Mode.DDP:
-            return bool(self.calls_to(K.DDP_WRAPPERS | {"deepspeed.initialize"}))
-        return True
+        return bool(self.calls_to(K.DDP_WRAPPERS | K.XLA_MULTIPROCESS | {"deepspeed.initialize"}))
 
     def _one_process_fabric(self, call: cst.Call) -> bool:
         """`Fabric(devices=1)` (or `devices=[0]`) on one node starts exactly one process."""
@@ -518,17 +515,31 @@ class Facts:
     # ============================================================== optimizers, schedulers
     @cached_property
     def optimizers(self) -> list[Optimizer]:
-        out: list[Optimizer] = []
-        for call in self.index.calls:
-            external = self._external_summary(call)
-            if external is not None and external.lrs:
-                if not external.trained_there:
-                    out.extend(self._factory_reading(call, lr) for lr in external.lrs)
-                continue
-            found = self._optimizer(call)
-            if found is not None:
-                out.append(found)
-        return out
+        return [opt for call in self.index.calls for opt in self._optimizers_at(call)]
+
+    def _optimizers_in(self, node: cst.CSTNode) -> list[Optimizer]:
+        """The optimizers built inside ``node`` (a function or class): only its own calls are
+        examined, so summarising it does not summarise everything its module calls."""
+        if "optimizers" in self.__dict__:
+            return [o for o in self.optimizers if self.index.is_inside(o.call, node)]
+        return [
+            opt
+            for call in self.index.calls
+            if self.index.is_inside(call, node)
+            for opt in self._optimizers_at(call)
+        ]
+
+    def _optimizers_at(self, call: cst.Call) -> list[Optimizer]:
+        found = self._optimizer(call)
+        if found is None or found.how is not How.FACTORY or not found.lr_inside:
+            return [found] if found is not None else []
+        # a factory or Trainer class of another module: one per optimizer it builds
+        external = self._external_summary(call)
+        if external is not None and external.lrs:
+            if external.trained_there:
+                return []  # reported in that module
+            return [self._factory_reading(call, lr) for lr in external.lrs]
+        return [found]
 
     def _optimizer(self, call: cst.Call) -> Optimizer | None:
         index = self.index
@@ -558,7 +569,7 @@ class Facts:
         if q in K.CONFIG_INSTANTIATE:
             return self._instantiated_optimizer(call)
         external = self._external_summary(call)
-        if external is not None and Made.OPTIMIZER in external.makes:
+        if external is not None and (Made.OPTIMIZER in external.makes or external.lrs):
             return Optimizer(call, How.FACTORY, None, None, lr_inside=True)
         local = index.local_function(call.func) is not None or (
             isinstance(call.func, cst.Name)
@@ -1126,7 +1137,7 @@ class Facts:
                 summary.makes.add(Made.ACCELERATOR)
             if self.data_sharded_by_rank(value):
                 summary.makes.add(Made.SHARDED)
-        inner = [o for o in self.optimizers if index.is_inside(o.call, fn)]
+        inner = self._optimizers_in(fn)
         if inner and any(self.flow.reaches(v, _node_in(inner), depth=6) for v in returns):
             summary.makes.add(Made.OPTIMIZER)
             returned = [
@@ -1157,9 +1168,7 @@ class Facts:
             None,
         )
         out: list[FactoryLR] = []
-        for opt in self.optimizers:
-            if not self.index.is_inside(opt.call, cls):
-                continue
+        for opt in self._optimizers_in(cls):
             lr = self._factory_lr(init, opt, cls.name.value) if init is not None else None
             if lr is None or (lr.param is None and not lr.scaled and not self._constant_lr(opt)):
                 continue
