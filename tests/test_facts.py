@@ -475,3 +475,23 @@ def main(ds, my_sampler):
 """
     found = run_rule(DataloaderNotSharded, {"data.py": LOADERS, "train.py": entry})
     assert found == (["loader"] if reported else [])
+
+
+def test_method_of_an_imported_class_returning_the_world_size_is_a_process_count():
+    sources = {
+        "env.py": (
+            "import torch.distributed as dist\n\n"
+            "class DistEnv:\n    def size(self):\n        return dist.get_world_size()\n\n"
+            "    def rank(self):\n        return dist.get_rank()\n"
+        ),
+        "train.py": (
+            "import torch\nimport torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel as DDP\nfrom env import DistEnv\n\n"
+            "def main(model, base):\n    dist.init_process_group('nccl')\n    model = DDP(model)\n"
+            "    env = DistEnv()\n"
+            "    ok = torch.optim.SGD(model.parameters(), lr=base * env.size())\n"
+            "    bad = torch.optim.SGD(model.parameters(), lr=base * env.rank())\n"
+            "    loop = env.x()\n    env2 = loop.y()\n    loop = env2.z()\n"
+        ),
+    }
+    assert run_rule(UnscaledLearningRate, sources) == ["base * env.rank()"]

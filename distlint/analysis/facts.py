@@ -119,6 +119,8 @@ class Summary:
     # the defining module trains data-parallel itself (prepares, wraps with DDP): hazards of
     # the optimizers built there are reported in that module, not at its callers
     trained_there: bool = False
+    # for a class: the summary of one of its methods, by name (computed when asked)
+    method: Callable[[str], Summary | None] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1128,6 +1130,7 @@ class Facts:
                 summary.makes.add(Made.OPTIMIZER)
             else:
                 summary.lrs = self._class_lrs(fn)
+            summary.method = lambda name: self._method_summary(fn, name)
             return summary
         returns = [r.value for r in index.returns.get(fn, ()) if r.value is not None]
         for value in returns:
@@ -1146,13 +1149,25 @@ class Facts:
                 if len(inner) == 1
                 or any(self.flow.reaches(v, _node_in([o]), depth=6) for v in returns)
             ]
+            method = index.scope(fn).kind == "class"
             for opt in returned:
                 lr = self._factory_lr(fn, opt)
+                if method and lr.param is None and not lr.scaled and not self._constant_lr(opt):
+                    # `self.args.lr` in a method: given to the constructor, not to the call
+                    continue
                 if lr not in summary.lrs:
                     summary.lrs.append(lr)
+            if method and not summary.lrs:
+                summary.makes.discard(Made.OPTIMIZER)  # what its LR is, the call cannot say
         summary.seeds = self.seeding.seeds_in(fn)
         summary.loaders = self._summarise_loaders(fn)
         return summary
+
+    def _method_summary(self, cls: cst.ClassDef, name: str) -> Summary | None:
+        for st in cls.body.body:
+            if isinstance(st, cst.FunctionDef) and st.name.value == name:
+                return self.summary(st)
+        return None
 
     def _class_lrs(self, cls: cst.ClassDef) -> list[FactoryLR]:
         """The LRs of the optimizers a class's methods build, as its constructor's parameters
@@ -1249,6 +1264,19 @@ class Facts:
                     if path is not None:
                         other = self._facts_of(path)
                         return other.summary_of(func.attr.value) if other else None
+            # `env.size()` on `env = DistEnv()`, a class of another module
+            busy = self.__dict__.setdefault("_owner_lookups", set())
+            if call in busy:
+                return None  # `a = b.m(); b = a.n()`: no owner to find
+            busy.add(call)
+            try:
+                for value in self.index.values_of(func.value):
+                    if isinstance(value, cst.Call) and value is not call:
+                        owner = self._external_summary(value)
+                        if owner is not None and owner.method is not None:
+                            return owner.method(func.attr.value)
+            finally:
+                busy.discard(call)
         return None
 
     def _imported_summary(self, name: cst.Name) -> Summary | None:
