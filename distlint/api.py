@@ -513,7 +513,7 @@ def _followed_results(paths: Mapping[str, None], options: LintOptions) -> Iterat
             config = config_for(path, options)
         except ConfigError:
             continue
-        if config.follow_imports != "normal":
+        if config.follow_imports != "normal" or config.is_excluded(path):
             continue
         if not _sets_up_training(path, config):
             continue

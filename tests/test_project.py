@@ -278,10 +278,13 @@ def test_fix_run_does_not_edit_a_followed_module(tmp_path):
     assert (tmp_path / "trainer.py").read_text() == TRAINER
 
 
-def test_follow_imports_silent_reports_the_given_files_only(tmp_path):
+@pytest.mark.parametrize(
+    "setting", ['follow-imports = "silent"\n', 'extend-exclude = ["trainer.py"]\n']
+)
+def test_silent_or_excluded_followed_modules_are_not_reported(tmp_path, setting):
     from distlint.api import LintOptions, lint_paths
 
-    entry, _ = _trainer_project(tmp_path, 'follow-imports = "silent"\n')
+    entry, _ = _trainer_project(tmp_path, setting)
     results = list(lint_paths([entry], LintOptions(select=("DL201",))))
     assert [os.path.abspath(r.path) for r in results] == [entry]
 
