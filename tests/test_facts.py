@@ -495,3 +495,39 @@ def test_method_of_an_imported_class_returning_the_world_size_is_a_process_count
         ),
     }
     assert run_rule(UnscaledLearningRate, sources) == ["base * env.rank()"]
+
+
+def test_factory_choosing_a_class_by_name_with_lr_in_a_kwargs_dict_and_a_wrapper():
+    """ConvNeXt's optim_factory: `opt_args = dict(lr=args.lr, ...)`, an if/elif chain of
+    classes given `**opt_args`, and timm's `Lookahead(optimizer)` around the result: one LR,
+    `args.lr`, read from the factory's `args`."""
+    sources = {
+        "optim_factory.py": (
+            "from torch import optim\nfrom timm.optim.lookahead import Lookahead\n\n"
+            "def create_optimizer(args, model):\n"
+            "    opt_args = dict(lr=args.lr, weight_decay=args.weight_decay)\n"
+            "    if args.opt == 'sgd':\n"
+            "        optimizer = optim.SGD(model.parameters(), momentum=0.9, **opt_args)\n"
+            "    elif args.opt == 'adamw':\n"
+            "        optimizer = optim.AdamW(model.parameters(), **opt_args)\n"
+            "    else:\n        optimizer = optim.Adam(model.parameters(), **opt_args)\n"
+            "    if args.lookahead:\n        optimizer = Lookahead(optimizer)\n"
+            "    return optimizer\n"
+        ),
+        "train.py": (
+            "import torch\nimport torch.distributed as dist\n"
+            "from optim_factory import create_optimizer\n\n"
+            "def main(args, model):\n    dist.init_process_group('nccl')\n"
+            "    model = torch.nn.parallel.DistributedDataParallel(model)\n"
+            "    optimizer = create_optimizer(args, model.module)\n"
+        ),
+    }
+    facts, _ = project_facts(sources, "train.py")
+    assert [(o.lr_key, o.lr_inside) for o in facts.optimizers] == [("args.lr", False)]
+    assert run_rule(UnscaledLearningRate, sources) == ["args"]
+    scaled = dict(sources)
+    scaled["train.py"] = sources["train.py"].replace(
+        "    optimizer = create_optimizer",
+        "    args.lr *= dist.get_world_size()\n    optimizer = create_optimizer",
+    )
+    assert run_rule(UnscaledLearningRate, scaled) == []

@@ -272,15 +272,24 @@ def test_dl201_no_fix_without_a_visible_accelerator(snapshot):
     assert linted.findings[0].fix is None
 
 
-def test_dl201_unpacked_kwargs_are_not_guessed(snapshot):
-    code = """
-    import torch
-    from accelerate import Accelerator
-    accelerator = Accelerator()
-    kw = {'lr': 0.1}
-    opt = torch.optim.SGD([], **kw)
-    """
-    snapshot(lint_snippet("DL201", code))
+@pytest.mark.parametrize(
+    "kwargs, reported",
+    [
+        pytest.param("kw = {'lr': 0.1}", True, id="dict-literal"),
+        pytest.param("kw = dict(lr=0.1, weight_decay=0.0)", True, id="dict-call"),
+        pytest.param(
+            "kw = {'lr': 0.1}\nkw['lr'] *= accelerator.num_processes", False, id="scaled-later"
+        ),
+        pytest.param("kw = load_kwargs()", False, id="unknown"),
+    ],
+)
+def test_dl201_unpacked_kwargs_dict_is_read_not_guessed(kwargs, reported, snapshot):
+    code = (
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        f"{kwargs}\nopt = torch.optim.SGD([], **kw)\n"
+    )
+    linted = snapshot(lint_snippet("DL201", code))
+    assert bool(linted.findings) is reported
 
 
 def test_dl201_ddp_script_fix_uses_the_existing_dist_binding(snapshot):

@@ -549,8 +549,12 @@ class Facts:
         lr = Index.argument(call, "lr", 1)
         params = Index.argument(call, "params", 0)
 
-        def made(how: How) -> Optimizer:
-            return Optimizer(call, how, lr.value if lr else None, params.value if params else None)
+        def made(how: How) -> Optimizer | None:
+            # `AdamW(params, **opt_args)` with `opt_args = dict(lr=args.lr, ...)`
+            value = lr.value if lr else self._unpacked_lr(call)
+            if value is None and params is not None and self._wraps_optimizer(params.value):
+                return None  # `Lookahead(optimizer)`: the inner optimizer's LR is the one
+            return Optimizer(call, how, value, params.value if params else None)
 
         if K.is_optimizer_class(q):
             return made(How.LIBRARY_CLASS)
@@ -606,6 +610,32 @@ class Facts:
         base = target_key(arg.value) if suffix else None
         opt.lr_key = base + suffix if base is not None else None
         return opt
+
+    def _unpacked_lr(self, call: cst.Call) -> cst.BaseExpression | None:
+        """The `lr` of `**opt_args` bound to a dict literal / `dict(...)`, unless the dict's
+        `lr` is assigned elsewhere (`opt_args["lr"] *= world_size`): then nothing is known."""
+        found = self.accelerator_keyword(call, "lr")
+        if found is None:
+            return None
+        for arg in call.args:
+            base = target_key(arg.value) if arg.star == "**" else None
+            if base is not None and self.index.attr_assignments.get(f"{base}[lr]"):
+                return None
+        return found
+
+    def _wraps_optimizer(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` (the first argument of an optimizer class) holds an optimizer itself."""
+        busy = self.__dict__.setdefault("_wrapper_checks", set())
+        if expr in busy:
+            return False
+        busy.add(expr)
+        try:
+            values = (
+                [expr, *self.index.values_of(expr)] if not isinstance(expr, cst.Call) else [expr]
+            )
+            return any(isinstance(v, cst.Call) and self._optimizer(v) is not None for v in values)
+        finally:
+            busy.discard(expr)
 
     def _instantiated_optimizer(self, call: cst.Call) -> Optimizer | None:
         """`config.instantiate(cfg.optimizer, params)` / hydra's `instantiate` of a config node
@@ -1155,8 +1185,8 @@ class Facts:
                 if method and lr.param is None and not lr.scaled and not self._constant_lr(opt):
                     # `self.args.lr` in a method: given to the constructor, not to the call
                     continue
-                if lr not in summary.lrs:
-                    summary.lrs.append(lr)
+                if all((lr.param, lr.scaled) != (o.param, o.scaled) for o in summary.lrs):
+                    summary.lrs.append(lr)  # one per LR: an if/elif choosing the class is one
             if method and not summary.lrs:
                 summary.makes.discard(Made.OPTIMIZER)  # what its LR is, the call cannot say
         summary.seeds = self.seeding.seeds_in(fn)
