@@ -265,7 +265,10 @@ class UnscaledLearningRate(Rule):
     def _message(
         text: str | None, what: str, mode: Mode, model_parallel: bool, plural: bool = False
     ) -> str:
-        subject = f"{what} `{text}`" if text is not None and len(text) <= 40 else what
+        if text is None:
+            subject = what
+        else:  # a long expression is shown by its place, not copied
+            subject = f"{what} `{text}`" if len(text) <= 40 else f"the {what} given here"
         verb, it = ("do", "them") if plural else ("does", "it")
         head = (
             f"{subject} {verb} not depend on the number of processes, but the batch of every "

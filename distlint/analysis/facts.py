@@ -119,6 +119,9 @@ class Summary:
     # the defining module trains data-parallel itself (prepares, wraps with DDP): hazards of
     # the optimizers built there are reported in that module, not at its callers
     trained_there: bool = False
+    # the function or class itself trains data-parallel (creates an Accelerator / Fabric and
+    # prepares, or wraps with DDP): the mode it trains in
+    trains: Mode | None = None
     # for a class: the summary of one of its methods, by name (computed when asked)
     method: Callable[[str], Summary | None] | None = field(default=None, repr=False, compare=False)
 
@@ -226,7 +229,24 @@ class Facts:
             return Mode.XLA_MULTIPROCESS
         if self.calls_to(K.DDP_CALLS):
             return Mode.DDP
+        # the script hands its model / optimizer to a project class or function that trains
+        # them data-parallel (a Trainer that creates the Accelerator and prepares what it gets)
+        for call in self._training_calls:
+            summary = self._external_summary(call)
+            if summary is not None and summary.trains is not None:
+                return summary.trains
         return Mode.NONE
+
+    @cached_property
+    def _training_calls(self) -> list[cst.Call]:
+        """Calls of project classes / functions of other modules that train data-parallel
+        what they are given: they count as preparing their arguments."""
+        out = []
+        for call in self._external_calls:
+            summary = self._external_summary(call)
+            if summary is not None and summary.trains is not None and call.args:
+                out.append(call)
+        return out
 
     @cached_property
     def trains_data_parallel(self) -> bool:
@@ -237,8 +257,23 @@ class Facts:
         # direct evidence only: asking for the mode would summarise every call of the module,
         # and so every module it imports
         if self.accelerators or self.calls_to({K.FABRIC}):
-            return bool(self.prepare_calls)
+            return bool(self._own_prepare_calls)
         return bool(self.calls_to(K.DDP_WRAPPERS | K.XLA_MULTIPROCESS | {"deepspeed.initialize"}))
+
+    def _trains_inside(self, node: cst.CSTNode) -> Mode | None:
+        """The mode ``node`` (a function or class of this module) trains in by itself."""
+        index = self.index
+        inside = [c for c in index.calls if index.is_inside(c, node)]
+        quals = {index.qualname(c.func) for c in inside}
+        if quals & (K.DDP_WRAPPERS | {"deepspeed.initialize"}):
+            return Mode.DDP
+        if quals & K.XLA_MULTIPROCESS:
+            return Mode.XLA_MULTIPROCESS
+        if not any(self.is_prepare_call(c) for c in inside):
+            return None
+        if K.ACCELERATOR in quals:
+            return Mode.ACCELERATE
+        return Mode.FABRIC if K.FABRIC in quals else None
 
     def _one_process_fabric(self, call: cst.Call) -> bool:
         """`Fabric(devices=1)` (or `devices=[0]`) on one node starts exactly one process."""
@@ -361,6 +396,9 @@ class Facts:
             name = self._untraced_import_call(node, qualname)
             if name is not None and name.lower().removeprefix("get_") in K.PROCESS_COUNT_NAMES:
                 return True
+        if isinstance(node, (cst.Name, cst.Attribute)) and self._launch_counts:
+            if self._launch_place(node) in self._launch_counts:
+                return True
         # Names only for values the analysis cannot trace (see knowledge.PROCESS_COUNT_NAMES).
         if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
             last = _last_name(node)
@@ -396,6 +434,30 @@ class Facts:
         if not self.index.bindings_of(head):
             return None
         return func.attr.value if isinstance(func, cst.Attribute) else head.value
+
+    @cached_property
+    def _launch_counts(self) -> frozenset[Any]:
+        """The places whose value this module gives a launcher as its number of processes:
+        `devices` in `Fabric(devices=devices)`, `world_size` in `mp.spawn(..., nprocs=world_size)`."""
+        found = set()
+        for call in self.index.calls:
+            spec = K.PROCESS_COUNT_ARGUMENTS.get(self.index.qualname(call.func) or "")
+            if spec is None:
+                continue
+            arg = Index.argument(call, *spec)
+            if arg is not None and isinstance(arg.value, (cst.Name, cst.Attribute)):
+                place = self._launch_place(arg.value)
+                if place is not None:
+                    found.add(place)
+        return frozenset(found)
+
+    def _launch_place(self, node: cst.Name | cst.Attribute) -> Any:
+        """A name by the bindings it reads (the same variable, not the same spelling); a
+        dotted place (`args.devices`) by its text."""
+        if isinstance(node, cst.Name):
+            bindings = self.index.bindings_of(node)
+            return frozenset(id(b) for b in bindings) if bindings else None
+        return target_key(node)
 
     def key_reads_process_count(self, key: str) -> bool:
         """A dotted place such as `args.lr` is assigned (anywhere in the module) a value that
@@ -760,6 +822,13 @@ class Facts:
 
     @cached_property
     def prepare_calls(self) -> list[cst.Call]:
+        found = self._own_prepare_calls
+        if not found and self.mode not in (Mode.NONE, Mode.XLA_SPMD):
+            found = list(self._training_calls)  # `E2Trainer(model, optimizer)` prepares them
+        return found
+
+    @cached_property
+    def _own_prepare_calls(self) -> list[cst.Call]:
         return [c for c in self.index.calls if self.is_prepare_call(c)]
 
     @cached_property
@@ -1155,6 +1224,7 @@ class Facts:
         index = self.index
         summary = Summary()
         summary.trained_there = self.trains_data_parallel
+        summary.trains = self._trains_inside(fn) if summary.trained_there else None
         if isinstance(fn, cst.ClassDef):
             if self._is_optimizer_class_def(fn, set()):
                 summary.makes.add(Made.OPTIMIZER)

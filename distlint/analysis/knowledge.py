@@ -102,6 +102,13 @@ DEVICE_COUNTS = frozenset(
 DEVICE_MESH = "torch.distributed.device_mesh.init_device_mesh()"
 # Attributes holding the process count on an Accelerator / state / Fabric instance.
 PROCESS_COUNT_ATTRIBUTES = frozenset({"num_processes", "world_size"})
+# Arguments that say how many processes a launcher starts: what is given there IS the count.
+PROCESS_COUNT_ARGUMENTS = {
+    "lightning.Fabric": ("devices", None),
+    "torch.multiprocessing.spawn": ("nprocs", 2),
+    "torch.multiprocessing.start_processes": ("nprocs", 2),
+    "torch_xla.distributed.xla_multiprocessing.spawn": ("nprocs", 2),
+}
 ENV_WORLD_SIZE = "WORLD_SIZE"
 ENV_READERS = frozenset({"os.environ.get()", "os.getenv()"})
 # Rank readers: a dataset split with one of these is split by process.
