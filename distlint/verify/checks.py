@@ -89,7 +89,7 @@ def check_batch(one: RunSummary, many: RunSummary, exact: bool, identical: bool 
             data=data,
         )
     accum_txt = f" × {accum} forwards (accumulation)" if accum > 1 else ""
-    scaled = exact and one.rank0 is not None and int(one.rank0.header.get("batch_scale") or 1) > 1
+    scaled = exact and one.rank0 is not None and one.rank0.batch_scaled
     detail = (
         f"{many.label}: {per_device} per device × {n}{accum_txt} = {gn} samples per update; "
         f"{one.label}: {g1}{' (per-device batch × N, --exact)' if scaled else ''}."

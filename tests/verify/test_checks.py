@@ -240,3 +240,29 @@ def test_a_script_that_spawns_its_own_group_is_explained(tmp_path):
 
     again = compare.summarize_run(run.outcome, run.records, 2, 20)
     assert "is its own launcher" in again.problems[1] and again.problems[1].startswith("1 process")
+
+
+def test_exact_with_nothing_to_scale_says_so_and_labels_nothing_x_n(tmp_path):
+    """--exact on hand-built batches (nanoGPT style, global batch held constant): the probe was
+    asked to scale by 2 but no prepared DataLoader existed, so nothing may be labelled "x N"
+    and the LR check must use the batch the 1-process run really had."""
+    one = make_run(
+        tmp_path,
+        "one",
+        1,
+        [ups([2.0, 1.5, 1.2], samples=16, forwards=4, factor=0.25)],
+        rank_kw={0: {"header": {"batch_scale": 2}}},
+    )
+    per_rank = [
+        ups([2.0, 1.5, 1.2], samples=8, forwards=2, factor=0.5, checksums=[[r, 1.0]] * 3)
+        for r in (1.0, 2.0)
+    ]
+    many = make_run(tmp_path, "many", 2, per_rank)
+    assert one.rank0.native_per_device_batch == one.per_device_batch == 4
+    result = VerifyResult("train.py", [], 2, 3, True, one=one, many=many)
+    result.checks = checks.run_all(one, many, exact=True)
+    by_id = {c.id: c for c in result.checks}
+    assert "--exact" not in by_id["batch"].detail and by_id["batch"].status == "pass"
+    assert by_id["lr"].data["batch_ratio"] == 1 and by_id["lr"].status == "pass"
+    text = render_text(result)
+    assert "x N" not in text and "--exact changed nothing" in text

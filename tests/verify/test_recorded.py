@@ -247,3 +247,10 @@ def test_nlp_example_style_script():
     assert c["sharding"].status == "pass"  # the dict inputs were checksummed
     assert c["schedule"].status == "warn"  # a 2-update warmup lasts twice the samples on 2
     assert any("not counted as trained" in n for n in r.many.notes + r.one.notes)
+
+
+def test_exact_header_says_what_was_given_to_the_1_process_run():
+    text = render_text(load_case("correct_exact"))
+    assert (
+        "(--exact: the 1-process run with the 2-process run's LR and per-device batch × 2)" in text
+    )
