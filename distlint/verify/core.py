@@ -210,6 +210,8 @@ def verify(
     if not os.path.isfile(path):
         result.problems.append(f"{script}: no such file")
         return result
+    user_cwd = os.path.abspath(cwd or os.getcwd())
+    launcher_args = launch.with_absolute_config_file(launcher_args, user_cwd)
     if launcher == "accelerate" and nprocs is None:
         nprocs = launch.accelerate_config_processes(launcher_args)
     try:
@@ -224,7 +226,6 @@ def verify(
     os.makedirs(work, exist_ok=True)
     previous_handlers = _install_signal_handlers()
     subreaper = launch.set_child_subreaper(True)
-    user_cwd = os.path.abspath(cwd or os.getcwd())
     try:
         try:
             many_plan = launch.multi_plan(
@@ -241,6 +242,7 @@ def verify(
         except launch.LaunchError as exc:
             result.problems.append(str(exc))
             return result
+        result.notes.extend(many_plan.notes)
         if devices.multi == "xla" and not launch.tpu_available():
             result.problems.append(launch.XLA_ON_CPU)
             result.notes.append("the command on a TPU host would be: " + " ".join(many_plan.argv))

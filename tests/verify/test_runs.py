@@ -53,21 +53,30 @@ def _processes_named(text):
 # -- accelerate launch (both runs), through the installed `distlint check --verify` -----------
 
 
-def test_accelerate_launch_with_the_static_findings_cited():
+def test_accelerate_launch_with_a_relative_config_file_and_the_static_findings_cited(tmp_path):
+    """`accelerate config` on CPU writes MULTI_CPU (one process without MPI); the file is named
+    relative to the user's folder although the runs start in scratch folders; N comes from it."""
+    (tmp_path / "cpu.yaml").write_text(
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\nmixed_precision: 'no'\n"
+        "num_machines: 1\nnum_processes: 2\nuse_cpu: true\n"
+    )
+    (tmp_path / "run").mkdir()
     exe = shutil.which("distlint")
     argv = [exe] if exe else [sys.executable, "-m", "distlint"]
     proc = subprocess.run(
         argv
         + ["check", "--verify", "--device", "cpu", "--launcher", "accelerate", "--max-steps", "3"]
-        + ["fixtures/verify/unscaled_lr.py"],
+        + ["--launcher-arg=--config_file=../cpu.yaml", fixture_script("unscaled_lr.py")],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=tmp_path / "run",
         timeout=300,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     text = proc.stdout
     assert re.search(r"launcher +accelerate +accelerate", text), text
+    assert re.search(r"ranks in the group +1 of 1 +2 of 2", text), text
+    assert "added --multi_gpu" in text
     assert "FAIL  learning rate  [DL201 unscaled-learning-rate: confirms the static finding" in text
     assert "Static findings cited (distlint check)" in text and ": DL201 " in text
 

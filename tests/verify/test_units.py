@@ -226,6 +226,60 @@ def test_accelerate_config_file_num_processes_is_honoured(tmp_path):
     assert launch.accelerate_config_processes([f"--config_file={cfg}"]) == 3
     assert launch.accelerate_config_processes(["--config_file", str(cfg)]) == 3
     assert launch.accelerate_config_processes([]) is None
+    as_json = tmp_path / "cfg.json"
+    as_json.write_text('{"distributed_type": "MULTI_GPU", "num_processes": 4}')
+    assert launch.accelerate_config_processes(["--config-file", str(as_json)]) == 4
+
+
+def test_accelerate_config_file_is_made_absolute_for_the_scratch_folders(tmp_path, monkeypatch):
+    """The runs start in scratch folders: a relative --config_file must still name the file."""
+    assert launch.with_absolute_config_file(
+        ["--config_file", "../cfg.yaml", "--mixed_precision=no", "--config-file=c.yaml"], "/u/p"
+    ) == ["--config_file", "/u/p/../cfg.yaml", "--mixed_precision=no", "--config-file=/u/p/c.yaml"]
+    (tmp_path / "cfg.yaml").write_text("distributed_type: MULTI_GPU\nnum_processes: 3\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    plans = []
+
+    def run_plan(plan, *args, **kwargs):
+        plans.append(plan)
+        raise KeyboardInterrupt  # stop after the first command was built
+
+    from distlint.verify import core
+
+    monkeypatch.setattr(core.launch, "run_plan", run_plan)
+    result = core.verify(
+        fixture_script("correct.py"),
+        device="cpu",
+        launcher="accelerate",
+        launcher_args=["--config_file", "../cfg.yaml"],
+    )
+    assert result.nprocs == 3  # the file's num_processes
+    argv = plans[0].argv
+    assert argv[argv.index("--config_file") + 1] == str(work / ".." / "cfg.yaml")
+    assert argv[argv.index("--num_processes") + 1] == "3" and "--multi_gpu" not in argv
+
+
+@pytest.mark.parametrize(
+    "config, multi_gpu",
+    [
+        ("distributed_type: MULTI_CPU\nuse_cpu: true\nnum_processes: 2\n", True),
+        ("distributed_type: 'MULTI_CPU'  # cpu\nmpirun_hostfile: hosts\n", False),
+        ("distributed_type: MULTI_GPU\nnum_processes: 2\n", False),
+        ("distributed_type: NO\nfsdp_config:\n  distributed_type: MULTI_CPU\n", False),
+    ],
+)
+def test_accelerate_multi_cpu_config_gets_the_torchrun_route(tmp_path, config, multi_gpu):
+    """`accelerate config` on CPU writes MULTI_CPU, with which accelerate launch starts ONE
+    process (no MPI hostfile): verify adds --multi_gpu and says so; other configs are kept."""
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(config)
+    plan = launch.multi_plan("t.py", [], 2, "cpu", "accelerate", [f"--config_file={cfg}"])
+    assert ("--multi_gpu" in plan.argv) is multi_gpu
+    assert bool(plan.notes) is multi_gpu
+    if multi_gpu:
+        assert "MULTI_CPU" in plan.notes[0] and "added --multi_gpu" in plan.notes[0]
 
 
 # -- the probe's seams --------------------------------------------------------------------------
