@@ -544,7 +544,16 @@ def check_seeding(one: RunSummary, many: RunSummary) -> Check:
         "seed them with set_seed (accelerate.utils.set_seed seeds python, numpy, torch and the "
         "accelerators)"
     )
-    if offset:
+    if differ_where == "across ranks" and not _fed_by_loader(many):
+        # No DataLoader fed the model: the script draws its batches from these generators, and
+        # the same seed on every rank would make every rank draw the same batches (DL302).
+        advice = (
+            "seed them per rank, set_seed(seed + accelerator.process_index) or "
+            "torch.manual_seed(seed + rank): no DataLoader fed the model, so the script draws its "
+            "batches from them, and one seed on every rank would give every rank the same batches"
+        )
+        data["advice"] = "per-rank"
+    elif offset:
         advice += ", keeping the per-rank offset where you want ranks to differ"
     detail = (
         f"{' and '.join(names)} RNG differ {differ_where}: {advice}. "

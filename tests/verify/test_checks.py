@@ -266,3 +266,29 @@ def test_exact_with_nothing_to_scale_says_so_and_labels_nothing_x_n(tmp_path):
     assert by_id["lr"].data["batch_ratio"] == 1 and by_id["lr"].status == "pass"
     text = render_text(result)
     assert "x N" not in text and "--exact changed nothing" in text
+
+
+@pytest.mark.parametrize("loaders, per_rank", [([], True), ([1], False)])
+def test_unseeded_generator_advice_never_makes_ranks_draw_the_same_batches(
+    tmp_path, loaders, per_rank
+):
+    """torch is never seeded, so it differs across ranks. With hand-built batches (no DataLoader
+    fed the model) one seed on every rank would make every rank draw the same batches: the
+    advice is a per-rank seed. With a DataLoader (sharded by prepare) set_seed is right."""
+
+    def unseeded(rank):
+        start = {"torch": f"t{rank}", "python": "p", "numpy": "n"}
+        return {"rng": {"ready": start, "end": {**start, "torch": f"x{rank}"}}}
+
+    one = make_run(tmp_path, "one", 1, [ups([1.0] * 4, loaders=loaders)], rank_kw={0: unseeded(9)})
+    many = make_run(
+        tmp_path,
+        "many",
+        2,
+        [ups([1.0] * 2, loaders=loaders)] * 2,
+        rank_kw={0: unseeded(0), 1: unseeded(1)},
+    )
+    check = checks.check_seeding(one, many)
+    assert check.status == "fail" and check.data["unseeded_used"] == ["torch"]
+    assert ("set_seed(seed + accelerator.process_index)" in check.detail) is per_rank
+    assert ("seed them with set_seed" in check.detail) is not per_rank
