@@ -254,3 +254,39 @@ def test_exact_header_says_what_was_given_to_the_1_process_run():
     assert (
         "(--exact: the 1-process run with the 2-process run's LR and per-device batch × 2)" in text
     )
+
+
+def test_every_recorded_record_fits_the_shared_schema_and_the_probe_raised_nothing():
+    """The probe wrote, and the reader accepted, every record of every recorded run: no record
+    broke the schema (it would be dropped silently), no patch was skipped, no probe error."""
+    from verify_helpers import DATA
+
+    from distlint.verify.records import read_run
+
+    ranks = 0
+    for folder in sorted(DATA.glob("*/*/records")):
+        run = read_run(str(folder))
+        assert run.problems == [], folder
+        for rank in run.ranks + run.others:
+            ranks += 1
+            assert rank.invalid == [], (folder, rank.invalid)
+            assert not [n for n in rank.notes if n.startswith("probe error")], (folder, rank.notes)
+            if rank.patches is not None:
+                assert rank.patches["skipped"] == {}, (folder, rank.patches["skipped"])
+    assert ranks >= 40
+
+
+def test_every_check_names_a_rule_of_the_registry():
+    """The checks' rule codes are the registry's (a renamed or removed rule would show as '?')."""
+    from distlint.registry import by_code
+
+    rules = by_code()
+    seen = set()
+    for case in ("correct", "unsharded_loader", "scheduler_per_process", "token_stream"):
+        result = load_case(case)
+        for check in result.checks:
+            if check.rule is not None:
+                assert check.rule in rules, check
+                seen.add(check.rule)
+        assert " ?]" not in render_text(result)
+    assert seen == {"DL101", "DL201", "DL202", "DL301", "DL302"}

@@ -350,6 +350,44 @@ def test_probe_never_replaces_tensor_backward_unguarded():
         assert "Tensor.backward = " not in source
 
 
+def test_real_probe_errors_never_reach_the_script(tmp_path):
+    """The real probe on real torch and Accelerate, every recorder method broken: the script's
+    losses and weights are bit for bit those of the run without the probe, each patch wrote its
+    error once as a note, and Tensor.backward is the guarded wrapper around torch's own."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "tests/verify/probe_sabotaged.py"), launch.PROBE_DIR, tmp_path],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.splitlines()[-1])
+    assert report["same"] is True
+    assert report["backward_wrapped"] is True and report["backward_original"] == "torch._tensor"
+    assert report["skipped"] == {}
+    notes = []
+    for path in tmp_path.glob("*.jsonl"):
+        notes += [
+            r["message"]
+            for r in map(json.loads, path.read_text().splitlines())
+            if r["kind"] == "note"
+        ]
+    for label in (
+        "Tensor.backward",
+        "Accelerator.backward",
+        "Accelerator.prepare",
+        "Accelerator.__init__",
+        "forward hook",
+        "optimizer pre-hook",
+        "DataLoader batches",
+        "prepared DataLoader",
+        "torch.manual_seed",
+    ):
+        assert f"probe error in {label}: RuntimeError('probe bug')" in notes, (label, notes)
+    assert len(notes) == len(set(notes))  # once per patch, not once per call
+
+
 def test_checks_name_rules_through_the_registry():
     from distlint.registry import by_code
     from distlint.verify.compare import rule_name
