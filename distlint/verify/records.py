@@ -179,7 +179,7 @@ def read_rank(path: str) -> RankRecord | None:
             f"{schema.SCHEMA_VERSION} (the probe and distlint come from different versions)"
         )
     rank = RankRecord(pid=int(header.get("pid", 0)), path=path, header=header)
-    fault = os.path.join(os.path.dirname(path), f"{rank.pid}.fault")
+    fault = path[: -len(".jsonl")] + ".fault" if path.endswith(".jsonl") else path + ".fault"
     try:
         with open(fault, encoding="utf-8", errors="replace") as f:
             text = f.read()

@@ -196,6 +196,54 @@ def test_slurm_route_builds_srun_around_the_same_torchrun(monkeypatch):
     assert plan.launcher == "srun+torchrun" and plan.argv[-2:] == ["t.py", "--x"]
 
 
+def test_slurm_option_needs_a_shared_keep_folder_and_reads_the_allocation(
+    monkeypatch, tmp_path, capsys
+):
+    from distlint.verify import cli, core
+
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "gpu[01-02]")
+    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "2")
+    monkeypatch.setattr(launch.shutil, "which", lambda name: None)  # no scontrol: the prefix
+    script = fixture_script("correct.py")
+    assert cli.run_verify_command(script, [], "text", None, slurm=True) == 2
+    assert "--slurm needs --keep DIR on a filesystem every node sees" in capsys.readouterr().err
+    seen = {}
+
+    def fake_verify(script, args, **kwargs):
+        seen.update(kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(core, "verify", fake_verify)
+    code = cli.run_verify_command(script, [], "text", None, slurm=True, keep_dir=str(tmp_path))
+    nodes = seen["nodes"]
+    assert code == 130 and seen["keep_dir"] == str(tmp_path)
+    assert (nodes.nnodes, nodes.node_rank, nodes.rdzv_endpoint, nodes.slurm) == (
+        2,
+        None,
+        "gpu:29400",
+        True,
+    )
+
+
+def test_record_files_of_other_nodes_carry_the_node():
+    sys.path.insert(0, launch.PROBE_DIR)
+    try:
+        from distlint_probe_recorder import record_stem
+    finally:
+        sys.path.remove(launch.PROBE_DIR)
+    old = os.environ.pop("GROUP_RANK", None)
+    try:
+        assert record_stem(41) == "41"
+        os.environ["GROUP_RANK"] = "0"
+        assert record_stem(41) == "41"
+        os.environ["GROUP_RANK"] = "1"
+        assert record_stem(41) == "node1-41"
+    finally:
+        os.environ.pop("GROUP_RANK", None)
+        if old is not None:
+            os.environ["GROUP_RANK"] = old
+
+
 def test_fabric_launcher_command():
     plan = launch.multi_plan("t.py", [], 2, "cpu", "fabric", [])
     assert "run" in plan.argv and plan.argv[plan.argv.index("--devices") + 1] == "2"

@@ -10,7 +10,7 @@ import sys
 
 from distlint_probe_interventions import Interventions
 from distlint_probe_patching import Patcher
-from distlint_probe_recorder import Recorder
+from distlint_probe_recorder import Recorder, record_stem
 from distlint_probe_schema import ENV_LAUNCHER, ENV_PARENT
 
 
@@ -27,7 +27,7 @@ class Hooks:
         try:
             import faulthandler
 
-            self.fault_file = open(os.path.join(out_dir, f"{os.getpid()}.fault"), "w")
+            self.fault_file = open(os.path.join(out_dir, record_stem() + ".fault"), "w")
             faulthandler.enable(file=self.fault_file, all_threads=False)
         except Exception:
             pass

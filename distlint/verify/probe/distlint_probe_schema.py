@@ -3,7 +3,8 @@
 Standard library only, no imports at all: the probe loads this module inside the user's process,
 and the reader imports it as ``distlint.verify.probe.distlint_probe_schema``.
 
-Each rank writes ``<pid>.jsonl``: one JSON object per line, flushed as written. The first line is
+Each rank writes ``<pid>.jsonl`` (``node<G>-<pid>.jsonl`` on torchrun node G > 0, since ranks of
+different machines may share a pid): one JSON object per line, flushed as written. The first line is
 the ``header``; its ``schema`` field is SCHEMA_VERSION. A reader refuses files of another version.
 Every record carries ``kind`` and ``t`` (time.time()). The fields each kind must carry are listed
 in KINDS; a record may carry more.
