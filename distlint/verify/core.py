@@ -312,7 +312,7 @@ def verify(
             one, many = result.one, result.many
             result.checks = checks_mod.run_all(one, many, exact, loss_rtol)
             checks_mod.join_static(result.checks, result.static_findings)
-            result.table = checks_mod.equivalence_table(many)
+            result.table = checks_mod.equivalence_table(many, one)
             for run_summary in result.runs:
                 if run_summary.device.startswith("cuda"):
                     result.notes.append(

@@ -185,8 +185,8 @@ def render_text(result: VerifyResult) -> str:
     if result.table:
         t = result.table
         out.append(
-            f"Equivalent setups (the guide's table for this script: a DataLoader batch of {t['global_batch']} "
-            "in all, per-device batch_size below):"
+            f"Equivalent setups (the guide's table for this script: {t['what']}, per-device "
+            "batch_size below):"
         )
         heads = [row["setup"] + (" (per device)" if i else "") for i, row in enumerate(t["rows"])]
         vals = [_fmt(row["per_device_batch"]) for row in t["rows"]]
@@ -195,9 +195,8 @@ def render_text(result: VerifyResult) -> str:
         out.append("  " + "".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip())
         if t.get("note"):
             out.append("  (" + t["note"] + ")")
-        out.append(
-            "  and scale the LR with the number of processes: lr * accelerator.num_processes."
-        )
+        if t.get("lr_advice"):
+            out.append(_wrap(t["lr_advice"][0].upper() + t["lr_advice"][1:] + ".", 2))
         out.append("")
     if result.static_findings is not None:
         if result.static_findings:

@@ -25,6 +25,7 @@ def write_rank(
     env_rank=None,
     extra=(),
     header=None,
+    source="accelerate",
 ):
     """updates: dicts with samples, loss, lr, checksum (and optionally forwards, factor, loaders)."""
     t = 1000.0
@@ -45,7 +46,7 @@ def write_rank(
             {
                 "kind": "config",
                 "t": t,
-                "source": "accelerate",
+                "source": source,
                 "num_processes": world,
                 "process_index": rank,
                 "mixed_precision": "no",

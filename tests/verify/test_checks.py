@@ -292,3 +292,24 @@ def test_unseeded_generator_advice_never_makes_ranks_draw_the_same_batches(
     assert check.status == "fail" and check.data["unseeded_used"] == ["torch"]
     assert ("set_seed(seed + accelerator.process_index)" in check.detail) is per_rank
     assert ("seed them with set_seed" in check.detail) is not per_rank
+
+
+@pytest.mark.parametrize(
+    "source, advice",
+    [("accelerate", "use_seedable_sampler=True"), ("torch.distributed", "DistributedSampler")],
+)
+def test_data_order_advice_speaks_the_scripts_setup(tmp_path, source, advice):
+    """Different from the very first update: said so (not 'agree for the first 0 samples'), and
+    the advice for a plain DDP script does not name an Accelerator it does not have."""
+    one = make_run(tmp_path, "one", 1, [ups([1.0] * 4, samples=16)])
+    many = make_run(
+        tmp_path,
+        "many",
+        2,
+        [ups([1.0] * 4, checksums=[[9.0, 9.0]] * 4), ups([1.0] * 4, checksums=[[8.0, 8.0]] * 4)],
+        rank_kw={0: {"source": source}, 1: {"source": source}},
+    )
+    check = checks.check_data_order(one, many, exact=False)
+    assert check.status == "warn" and "differ from the first update on (sample 16)" in check.detail
+    assert advice in check.detail and "first 0 samples" not in check.detail
+    assert ("Accelerator(" in check.detail) is (source == "accelerate")

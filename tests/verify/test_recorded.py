@@ -290,3 +290,16 @@ def test_every_check_names_a_rule_of_the_registry():
                 seen.add(check.rule)
         assert " ?]" not in render_text(result)
     assert seen == {"DL101", "DL201", "DL202", "DL301", "DL302"}
+
+
+def test_the_table_counts_accumulation_and_its_lr_advice_follows_the_runs():
+    """The table's rows are per forward; the LR advice depends on whether the script already
+    keeps the global batch (token stream: accumulation divided by the world size) or grows it."""
+    held = load_case("token_stream").table
+    assert held["forwards_per_update"] == 2 and "global batch of 16 per update" in held["what"]
+    assert held["lr_advice"].endswith("keep the LR")
+    grown = load_case("unscaled_lr").table
+    assert grown["what"] == "a DataLoader batch of 16 in all"
+    assert grown["lr_advice"].endswith("then scale the LR, lr * accelerator.num_processes")
+    plain = load_case("plain_ddp").table  # plain torch DDP: no Accelerator to name
+    assert "accelerator" not in plain["lr_advice"] and "the world size" in plain["lr_advice"]
