@@ -297,9 +297,10 @@ def single_plan(
 
 
 def _fabric(nprocs: int, device: str, launcher_args: Sequence[str]) -> list[str]:
-    """Lightning Fabric's own launcher: `fabric run` (lightning.fabric.cli)."""
-    exe = shutil.which("fabric")
-    argv = [exe, "run"] if exe else [sys.executable, "-m", "lightning.fabric.cli", "run"]
+    """Lightning Fabric's own launcher, `fabric run`, from this Python: `python -m
+    lightning.fabric.cli` IS the run command (no `run` word: that would be taken for the
+    script), and another `fabric` on PATH may belong to another Python or another tool."""
+    argv = [sys.executable, "-m", "lightning.fabric.cli"]
     if not _has_option(launcher_args, "--accelerator"):
         argv += ["--accelerator", "cpu" if device == "cpu" else "cuda"]
     if not _has_option(launcher_args, "--devices"):

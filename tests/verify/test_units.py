@@ -246,7 +246,10 @@ def test_record_files_of_other_nodes_carry_the_node():
 
 def test_fabric_launcher_command():
     plan = launch.multi_plan("t.py", [], 2, "cpu", "fabric", [])
-    assert "run" in plan.argv and plan.argv[plan.argv.index("--devices") + 1] == "2"
+    # `python -m lightning.fabric.cli` is `fabric run` itself: a "run" word would be the SCRIPT
+    assert plan.argv[:3] == [sys.executable, "-m", "lightning.fabric.cli"]
+    assert "run" not in plan.argv and plan.argv[plan.argv.index("--devices") + 1] == "2"
+    assert plan.argv[-1] == "t.py"
     assert plan.argv[plan.argv.index("--strategy") + 1] == "ddp"
     assert plan.argv[plan.argv.index("--accelerator") + 1] == "cpu"
     one = launch.single_plan("t.py", [], "cpu", "fabric")
