@@ -303,3 +303,40 @@ def test_the_table_counts_accumulation_and_its_lr_advice_follows_the_runs():
     assert grown["lr_advice"].endswith("then scale the LR, lr * accelerator.num_processes")
     plain = load_case("plain_ddp").table  # plain torch DDP: no Accelerator to name
     assert "accelerator" not in plain["lr_advice"] and "the world size" in plain["lr_advice"]
+
+
+def test_imagenet_example_style_divides_the_batch_by_the_world_size():
+    """pytorch/examples imagenet/main.py shape: plain DDP, DistributedSampler, batch_size /
+    world size (the global batch is kept), loss * loss_scale before backward, no seeding."""
+    r = load_case("imagenet_ddp")
+    c = by_id(r)
+    assert r.exit_code == 1  # only the seeding fails: nothing is seeded
+    assert (r.one.per_device_batch, r.many.per_device_batch) == (16, 8)
+    assert (r.one.global_batch, r.many.global_batch) == (16, 16)
+    assert (len(r.one.curve), len(r.many.curve)) == (10, 10)  # the same global batch: K updates
+    assert c["batch"].status == "pass" and c["lr"].status == "pass"
+    assert c["lr"].data["batch_ratio"] == 1 and c["sharding"].status == "pass"
+    assert {f for u in r.many.rank0.updates for f in u.factors} == {128.0}  # the loss scale
+    assert c["loss"].status == "pass" and 1.0 < c["loss"].data["end_loss_n"] < 2.5
+    assert c["seeding"].status == "fail" and c["seeding"].data["unseeded_used"] == ["torch"]
+    assert c["data"].status == "warn" and "DistributedSampler" in c["data"].detail
+    assert "Accelerator(" not in c["data"].detail  # plain DDP: no Accelerator to configure
+    assert r.table["lr_advice"].endswith("keep the LR")
+
+
+def test_timm_style_sqrt_lr_scaling_grad_scaler_and_per_rank_seeds():
+    """huggingface/pytorch-image-models train.py shape: LR from lr_base and the global batch
+    (sqrt for AdamW), a GradScaler, loss /= accum_steps with no_sync, seed + rank everywhere."""
+    r = load_case("timm_style")
+    c = by_id(r)
+    assert r.exit_code == 0
+    assert (r.one.global_batch, r.many.global_batch) == (16, 32)
+    assert (r.one.accumulation, r.many.accumulation) == (2, 2)
+    assert r.one.samples_seen == r.many.samples_seen == 320
+    assert c["lr"].status == "pass" and c["lr"].data["scaling"] == "sqrt"
+    # the scaler's 65536 and the division by 2 accumulation steps are undone
+    assert {f for u in r.many.rank0.updates for f in u.factors} == {32768.0}
+    assert c["loss"].status == "pass"
+    assert c["seeding"].status == "info"
+    assert set(c["seeding"].data["per_rank"]) == {"python", "numpy", "torch"}
+    assert c["sharding"].status == "pass"
