@@ -170,8 +170,13 @@ def test_unknown_samples_are_shown_as_unknown_never_0(tmp_path):
     by_id = {c.id: c for c in result.checks}
     assert by_id["batch"].status == "skip" and "unknown" in by_id["batch"].detail
     assert by_id["loss"].status == "skip"
+    # the LR SKIP gives the reason the table shows: LRs known, the global batch unknown
+    assert by_id["lr"].status == "skip" and "global batch of an update is unknown" in (
+        by_id["lr"].detail
+    )
     text = render_text(result)
     assert "samples seen           unknown" in text and "the samples seen are unknown" in text
+    assert "global batch / update  unknown" in text and "LR (first update)      0.1" in text
 
 
 def test_lone_processes_under_torchrun_are_refused(tmp_path):

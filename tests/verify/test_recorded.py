@@ -340,3 +340,18 @@ def test_timm_style_sqrt_lr_scaling_grad_scaler_and_per_rank_seeds():
     assert c["seeding"].status == "info"
     assert set(c["seeding"].data["per_rank"]) == {"python", "numpy", "torch"}
     assert c["sharding"].status == "pass"
+
+
+@pytest.mark.parametrize("case", ["correct", "unscaled_lr", "token_stream"])
+def test_the_table_and_the_loss_check_use_the_same_window(case):
+    import re
+
+    r = load_case(case)
+    loss = by_id(r)["loss"]
+    lo, hi = loss.data["window"]
+    text = render_text(r)
+    row = re.search(rf"^  loss, samples {lo}-{hi} +(\S+) +(\S+)$", text, re.M)
+    assert row, text
+    assert float(row.group(1)) == pytest.approx(loss.data["end_loss_1"], rel=1e-3)
+    assert float(row.group(2)) == pytest.approx(loss.data["end_loss_n"], rel=1e-3)
+    assert f"mean loss over samples {lo}-{hi}:" in loss.detail
