@@ -279,8 +279,9 @@ def verify(
                 if progress
                 else None
             )
+            scratch_env = {launch.schema.ENV_SCRATCH: os.path.abspath(scratch)}
             outcome = launch.run_plan(
-                plan, run_dir, remaining, {**base_env, **run_env}, poll, cwd=scratch
+                plan, run_dir, remaining, {**base_env, **run_env, **scratch_env}, poll, cwd=scratch
             )
             rewritten.extend(p for p in _rewritten(linked) if p not in rewritten)
             records = read_run(outcome.record_dir, single_pid=None)

@@ -318,3 +318,18 @@ def test_data_order_advice_speaks_the_scripts_setup(tmp_path, source, advice):
     assert check.status == "warn" and "differ from the first update on (sample 16)" in check.detail
     assert advice in check.detail and "first 0 samples" not in check.detail
     assert ("Accelerator(" in check.detail) is (source == "accelerate")
+
+
+def test_files_copied_on_write_are_listed_once_per_run(tmp_path):
+    folder = tmp_path / "cow"
+    folder.mkdir()
+    for rank in range(2):
+        note = {
+            "kind": "note",
+            "t": 1000.0,
+            "message": "copy on write: out/ckpt.pt (your file is untouched)",
+        }
+        write_rank(folder, 10 + rank, rank, 2, ups([1.0] * 2), extra=[note])
+    run = summarize(folder, 2)
+    [line] = [n for n in run.notes if "copy on write" in n]
+    assert "wrote to 1 file(s)" in line and line.endswith("untouched: out/ckpt.pt")

@@ -575,3 +575,52 @@ def test_sigkill_to_verify_leaves_no_launcher_or_rank_running(tmp_path):
     while processes_with_env(needle) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert processes_with_env(needle) == []
+
+
+def test_writes_in_the_scratch_folder_never_reach_the_users_files(tmp_path):
+    """The probe's copy on write: rewriting, appending to or (through pathlib) replacing a file
+    linked into the scratch folder changes the scratch copy only; new files and reads work."""
+    from distlint.verify.core import _rewritten, mirror_cwd
+
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "ckpt.pt").write_text("the user's checkpoint")
+    (user / "log.txt").write_text("old log\n")
+    (user / "cfg.yaml").write_text("lr: 1\n")
+    (user / "data.bin").write_text("tokens")
+    (user / "model.pt").write_text("the user's weights")
+    scratch = tmp_path / "scratch"
+    linked = mirror_cwd(str(user), str(scratch))
+    script = (
+        "import pathlib\n"
+        "open('ckpt.pt', 'wb').write(b'overwritten by the run')\n"
+        "with open('log.txt', 'a') as f: f.write('new line\\n')\n"
+        "pathlib.Path('cfg.yaml').write_text('lr: 2\\n')\n"
+        "open('new.pt', 'w').write('new')\n"
+        "print(open('data.bin').read())\n"
+        "import torch\n"
+        "torch.save({'w': 1}, 'model.pt')  # torch's zip writer opens the file in C++\n"
+        "assert torch.load('model.pt') == {'w': 1}\n"
+    )
+    env = dict(
+        os.environ,
+        PYTHONPATH=launch.PROBE_DIR,
+        DISTLINT_VERIFY_OUT=str(tmp_path / "records"),
+        DISTLINT_VERIFY_SCRATCH=str(scratch),
+    )
+    (tmp_path / "records").mkdir()
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=scratch, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "tokens"  # inputs still read through the links
+    assert (user / "ckpt.pt").read_text() == "the user's checkpoint"
+    assert (user / "log.txt").read_text() == "old log\n"
+    assert (user / "cfg.yaml").read_text() == "lr: 1\n"
+    assert not (user / "new.pt").exists()
+    assert (user / "model.pt").read_text() == "the user's weights"
+    assert (scratch / "ckpt.pt").read_text() == "overwritten by the run"
+    assert (scratch / "log.txt").read_text() == "old log\nnew line\n"  # appended to a copy
+    assert (scratch / "cfg.yaml").read_text() == "lr: 2\n"
+    assert (scratch / "data.bin").is_symlink()  # only written files stop being links
+    assert _rewritten(linked) == []

@@ -25,6 +25,7 @@ ENV_MAX_SAMPLES = "DISTLINT_VERIFY_MAX_SAMPLES"  # stop once this many samples w
 ENV_BATCH_SCALE = "DISTLINT_VERIFY_BATCH_SCALE"  # --exact: multiply prepared loaders' batch size
 ENV_LRS = "DISTLINT_VERIFY_LRS"  # --exact: JSON list of the N-process run's LRs per optimizer
 ENV_NO_PATCH = "DISTLINT_VERIFY_NO_PATCH"  # comma-separated patch labels to leave out
+ENV_SCRATCH = "DISTLINT_VERIFY_SCRATCH"  # the run's scratch working folder (copy on write)
 
 KINDS = {
     # pid, parent pid, argv, the launcher's RANK/LOCAL_RANK/WORLD_SIZE/..., working directory
