@@ -83,7 +83,7 @@ def verify_options(f: Callable) -> Callable:
             is_flag=True,
             default=False,
             help="Start the multi-node run with srun inside a SLURM allocation (one torchrun per "
-            "node; --keep on a shared filesystem).",
+            "node; needs --keep DIR on a filesystem every node sees).",
         ),
         click.option(
             "--keep",

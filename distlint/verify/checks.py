@@ -89,7 +89,7 @@ def check_batch(one: RunSummary, many: RunSummary, exact: bool, identical: bool 
             data=data,
         )
     accum_txt = f" × {accum} forwards (accumulation)" if accum > 1 else ""
-    scaled = exact and one.rank0 is not None and int(one.rank0.header.get("batch_scale") or 1) > 1
+    scaled = exact and one.rank0 is not None and one.rank0.batch_scaled
     detail = (
         f"{many.label}: {per_device} per device × {n}{accum_txt} = {gn} samples per update; "
         f"{one.label}: {g1}{' (per-device batch × N, --exact)' if scaled else ''}."
@@ -544,7 +544,16 @@ def check_seeding(one: RunSummary, many: RunSummary) -> Check:
         "seed them with set_seed (accelerate.utils.set_seed seeds python, numpy, torch and the "
         "accelerators)"
     )
-    if offset:
+    if differ_where == "across ranks" and not _fed_by_loader(many):
+        # No DataLoader fed the model: the script draws its batches from these generators, and
+        # the same seed on every rank would make every rank draw the same batches (DL302).
+        advice = (
+            "seed them per rank, set_seed(seed + accelerator.process_index) or "
+            "torch.manual_seed(seed + rank): no DataLoader fed the model, so the script draws its "
+            "batches from them, and one seed on every rank would give every rank the same batches"
+        )
+        data["advice"] = "per-rank"
+    elif offset:
         advice += ", keeping the per-rank offset where you want ranks to differ"
     detail = (
         f"{' and '.join(names)} RNG differ {differ_where}: {advice}. "
@@ -578,6 +587,18 @@ SEEDABLE_FIX = (
 )
 
 
+PLAIN_ORDER_FIX = (
+    "shuffle with the same sampler on 1 process: a DistributedSampler (its seed, set_epoch) "
+    "gives the same global order on 1 and N processes, a RandomSampler does not; or give the "
+    "DataLoader a seeded generator (torch.Generator().manual_seed(seed))"
+)
+
+
+def order_fix(run: RunSummary) -> str:
+    """How to make the data order reproducible, in the terms of the script's own setup."""
+    return SEEDABLE_FIX if run.config("source") == "accelerate" else PLAIN_ORDER_FIX
+
+
 def _fed_by_loader(run: RunSummary) -> bool:
     r = run.rank0
     return bool(r and any(u.loaders for u in r.updates))
@@ -609,12 +630,17 @@ def check_data_order(one: RunSummary, many: RunSummary, exact: bool) -> Check:
                     "the runs can be compared at equal samples seen, not step by step.",
                     data=data,
                 )
+            agree = (
+                f"the inputs agree for the first {before} samples and differ by sample {s}"
+                if before
+                else f"the inputs differ from the first update on (sample {s})"
+            )
             return Check(
                 "data",
                 "data order",
                 "fail" if exact else "warn",
-                f"the runs saw different samples: the inputs agree for the first {before} samples "
-                f"and differ by sample {s}. To compare the runs step by step, {SEEDABLE_FIX}.",
+                f"the runs saw different samples: {agree}. To compare the runs step by step, "
+                f"{order_fix(many)}.",
                 data=data,
             )
     return Check(
@@ -734,7 +760,7 @@ def _exact_loss(one: RunSummary, many: RunSummary, rtol: float | None, data: dic
                 "loss (exact)",
                 "fail",
                 f"update {p1.update}: the inputs differ between the runs, so the losses cannot "
-                f"match (agreed for {compared} updates). To compare step by step, {SEEDABLE_FIX}.",
+                f"match (agreed for {compared} updates). To compare step by step, {order_fix(many)}.",
                 data=data,
             )
         rel = abs(p1.loss - pn.loss) / max(abs(p1.loss), abs(pn.loss), 1e-12)
@@ -765,15 +791,39 @@ def _exact_loss(one: RunSummary, many: RunSummary, rtol: float | None, data: dic
 # -- the guide's table, and the static findings -----------------------------------------------
 
 
-def equivalence_table(many: RunSummary) -> dict[str, Any] | None:
-    """The guide's table, for this script: per-device batch sizes that give the same observed batch."""
+def equivalence_table(many: RunSummary, one: RunSummary | None = None) -> dict[str, Any] | None:
+    """The guide's table, for this script: per-device batch sizes that give the same observed
+    batch, and what that means for the LR (from the runs' observed global batches)."""
     per_device = many.per_device_batch
     if not per_device:
         return None
     n = many.nprocs
-    global_batch = per_device * n
+    accum = many.accumulation or 1
+    global_batch = per_device * n  # one forward on every device
     tpu = global_batch / 8
+    what = f"a DataLoader batch of {global_batch} in all"
+    if accum > 1:  # the rows are per forward; the update is `accum` of them
+        what = (
+            f"a global batch of {global_batch * accum} per update: {accum} forwards of the "
+            "per-device batch on each process, as in the N-process run"
+        )
+    count = (
+        "accelerator.num_processes" if many.config("source") == "accelerate" else "the world size"
+    )
+    g1, gn = (one.global_batch if one else None), many.global_batch
+    if g1 and gn and g1 == gn:
+        lr_advice = (
+            f"the script already keeps the global batch ({gn}) on 1 and {n} processes: keep the LR"
+        )
+    else:
+        lr_advice = (
+            "keep the LR with these sizes (the same global batch); keeping the per-device batch "
+            f"instead multiplies the global batch by {n}: then scale the LR, lr * {count}"
+        )
     return {
+        "lr_advice": lr_advice,
+        "what": what,
+        "forwards_per_update": accum,
         "global_batch": global_batch,
         "rows": [
             {"setup": "1 GPU", "per_device_batch": global_batch},

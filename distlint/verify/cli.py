@@ -85,6 +85,13 @@ def run_verify_command(
         if not endpoint:
             sys.stderr.write("error: --nnodes needs --rdzv-endpoint HOST:PORT\n")
             return 2
+        if slurm and not keep_dir:
+            sys.stderr.write(
+                "error: --slurm needs --keep DIR on a filesystem every node sees: the c10d "
+                "rendezvous numbers the ranks, so rank 0 may be on any node, and every rank "
+                "writes its records there\n"
+            )
+            return 2
         if not slurm and node_rank is None:
             sys.stderr.write("error: --nnodes needs --node-rank on every node\n")
             return 2

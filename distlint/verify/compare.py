@@ -292,6 +292,20 @@ def summarize_run(
             f"killed pid {pid} left behind by the script (found by {how}; rank "
             f"{info.get('RANK', '?')}): {info.get('cmdline', '')}"
         )
+    copied = sorted(
+        {
+            n.split(":", 1)[1].split(" (", 1)[0].strip()
+            for r in ranks + records.others
+            for n in r.notes
+            if n.startswith("copy on write:")
+        }
+    )
+    if copied:
+        run.notes.append(
+            f"{run.label}: the script wrote to {len(copied)} file(s) that exist in your working "
+            "directory; the run wrote them in its scratch folder instead (copy on write), yours "
+            "are untouched: " + ", ".join(copied[:5]) + (" ..." if len(copied) > 5 else "")
+        )
     untrained = sum(u.untrained for r in ranks[:1] for u in r.updates)
     if untrained:
         run.notes.append(

@@ -210,6 +210,8 @@ def verify(
     if not os.path.isfile(path):
         result.problems.append(f"{script}: no such file")
         return result
+    user_cwd = os.path.abspath(cwd or os.getcwd())
+    launcher_args = launch.with_absolute_config_file(launcher_args, user_cwd)
     if launcher == "accelerate" and nprocs is None:
         nprocs = launch.accelerate_config_processes(launcher_args)
     try:
@@ -224,7 +226,6 @@ def verify(
     os.makedirs(work, exist_ok=True)
     previous_handlers = _install_signal_handlers()
     subreaper = launch.set_child_subreaper(True)
-    user_cwd = os.path.abspath(cwd or os.getcwd())
     try:
         try:
             many_plan = launch.multi_plan(
@@ -241,6 +242,7 @@ def verify(
         except launch.LaunchError as exc:
             result.problems.append(str(exc))
             return result
+        result.notes.extend(many_plan.notes)
         if devices.multi == "xla" and not launch.tpu_available():
             result.problems.append(launch.XLA_ON_CPU)
             result.notes.append("the command on a TPU host would be: " + " ".join(many_plan.argv))
@@ -277,8 +279,9 @@ def verify(
                 if progress
                 else None
             )
+            scratch_env = {launch.schema.ENV_SCRATCH: os.path.abspath(scratch)}
             outcome = launch.run_plan(
-                plan, run_dir, remaining, {**base_env, **run_env}, poll, cwd=scratch
+                plan, run_dir, remaining, {**base_env, **run_env, **scratch_env}, poll, cwd=scratch
             )
             rewritten.extend(p for p in _rewritten(linked) if p not in rewritten)
             records = read_run(outcome.record_dir, single_pid=None)
@@ -310,7 +313,7 @@ def verify(
             one, many = result.one, result.many
             result.checks = checks_mod.run_all(one, many, exact, loss_rtol)
             checks_mod.join_static(result.checks, result.static_findings)
-            result.table = checks_mod.equivalence_table(many)
+            result.table = checks_mod.equivalence_table(many, one)
             for run_summary in result.runs:
                 if run_summary.device.startswith("cuda"):
                     result.notes.append(

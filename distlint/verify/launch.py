@@ -120,6 +120,7 @@ class LaunchPlan:
     env: dict[str, str]  # added to os.environ
     log_dir: str | None = None  # where the launcher writes per-rank stdout/stderr
     local_nprocs: int | None = None  # ranks on this machine (several nodes: fewer than nprocs)
+    notes: list[str] = field(default_factory=list)  # what verify changed in the command, and why
 
     @property
     def local(self) -> int:
@@ -296,9 +297,10 @@ def single_plan(
 
 
 def _fabric(nprocs: int, device: str, launcher_args: Sequence[str]) -> list[str]:
-    """Lightning Fabric's own launcher: `fabric run` (lightning.fabric.cli)."""
-    exe = shutil.which("fabric")
-    argv = [exe, "run"] if exe else [sys.executable, "-m", "lightning.fabric.cli", "run"]
+    """Lightning Fabric's own launcher, `fabric run`, from this Python: `python -m
+    lightning.fabric.cli` IS the run command (no `run` word: that would be taken for the
+    script), and another `fabric` on PATH may belong to another Python or another tool."""
+    argv = [sys.executable, "-m", "lightning.fabric.cli"]
     if not _has_option(launcher_args, "--accelerator"):
         argv += ["--accelerator", "cpu" if device == "cpu" else "cuda"]
     if not _has_option(launcher_args, "--devices"):
@@ -356,7 +358,7 @@ def multi_plan(
         user_configured = _has_option(launcher_args, "--config_file", "--config-file")
         if not _has_option(launcher_args, "--num_processes", "--num-processes"):
             argv += ["--num_processes", str(nprocs)]
-        if not user_configured and not _has_option(
+        chosen = _has_option(
             launcher_args,
             "--multi_gpu",
             "--multi-gpu",
@@ -364,39 +366,106 @@ def multi_plan(
             "--tpu",
             "--use_deepspeed",
             "--use_fsdp",
-        ):
+        )
+        config = accelerate_config(launcher_args) if user_configured else {}
+        notes = []
+        # A MULTI_CPU config (what `accelerate config` writes for CPU processes) starts ONE
+        # process without an MPI hostfile: accelerate's torchrun route with ACCELERATE_USE_CPU=1
+        # forms the gloo group of N it asks for.
+        multi_cpu = (
+            config.get("distributed_type") == "MULTI_CPU"
+            and not config.get("mpirun_hostfile")
+            and device == "cpu"
+            and nprocs > 1
+        )
+        if not chosen and (not user_configured or multi_cpu):
             # With ACCELERATE_USE_CPU=1 this forms a gloo group on CPU. (`--cpu` would not: it
             # starts ONE process whatever --num_processes says.)
             argv.append("--multi_gpu")
+            if multi_cpu:
+                notes.append(
+                    f"{config_file_of(launcher_args)} sets distributed_type: MULTI_CPU without "
+                    "an mpirun_hostfile, with which accelerate launch starts one process: verify "
+                    f"added --multi_gpu (torchrun's route, gloo on CPU) to start {nprocs}"
+                )
         if not _has_option(launcher_args, "--main_process_port", "--main-process-port"):
             argv += ["--main_process_port", "0"]  # accelerate picks a free port
         if log_dir and not _has_option(launcher_args, "--log_dir", "--log-dir"):
             argv += ["--log_dir", log_dir, "--tee", "3"]
         argv += [*launcher_args, script, *script_args]
-        return LaunchPlan(label, world, "accelerate", device, argv, env, log_dir)
+        return LaunchPlan(label, world, "accelerate", device, argv, env, log_dir, notes=notes)
     raise LaunchError(f"unknown launcher {launcher!r}; choose from {', '.join(LAUNCHERS)}")
 
 
-def accelerate_config_processes(launcher_args: Sequence[str]) -> int | None:
-    """num_processes of an `accelerate launch --config_file` YAML (to honour it as N)."""
-    path = None
+CONFIG_FILE_OPTIONS = ("--config_file", "--config-file")
+
+
+def config_file_of(launcher_args: Sequence[str]) -> str | None:
+    """The path given to `accelerate launch --config_file` among the launcher arguments."""
     args = list(launcher_args)
+    path = None
     for i, a in enumerate(args):
-        if a.startswith(("--config_file=", "--config-file=")):
-            path = a.split("=", 1)[1]
-        elif a in ("--config_file", "--config-file") and i + 1 < len(args):
-            path = args[i + 1]
+        name, sep, value = a.partition("=")
+        if name in CONFIG_FILE_OPTIONS:
+            path = value if sep else (args[i + 1] if i + 1 < len(args) else None)
+    return path
+
+
+def with_absolute_config_file(launcher_args: Sequence[str], cwd: str) -> list[str]:
+    """The launcher arguments with --config_file made absolute (relative to the user's working
+    directory): the runs start in scratch folders, where `../cfg.yaml` would name nothing."""
+    out: list[str] = []
+    args = list(launcher_args)
+    i = 0
+    while i < len(args):
+        name, sep, value = args[i].partition("=")
+        if name in CONFIG_FILE_OPTIONS and sep:
+            out.append(f"{name}={os.path.join(cwd, os.path.expanduser(value))}")
+        elif name in CONFIG_FILE_OPTIONS and i + 1 < len(args):
+            out += [name, os.path.join(cwd, os.path.expanduser(args[i + 1]))]
+            i += 1
+        else:
+            out.append(args[i])
+        i += 1
+    return out
+
+
+def accelerate_config(launcher_args: Sequence[str]) -> dict[str, str]:
+    """Top-level scalar settings of an `accelerate launch --config_file` file (YAML or JSON, as
+    `accelerate config` writes them), as strings; {} without a readable file."""
+    path = config_file_of(launcher_args)
     if not path:
-        return None
+        return {}
     try:
         with open(path, encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "num_processes" and value.strip().isdigit():
-                    return int(value.strip())
+            text = f.read()
     except OSError:
-        return None
-    return None
+        return {}
+    if path.endswith(".json"):
+        import json
+
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {str(k): str(v) for k, v in data.items() if not isinstance(v, (dict, list))}
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line or line[0] in " \t#-":
+            continue  # nested mappings (fsdp_config: ...) and comments
+        key, sep, value = line.partition(":")
+        value = value.split(" #", 1)[0].strip().strip("'\"")
+        if sep and value:
+            found[key.strip()] = value
+    return found
+
+
+def accelerate_config_processes(launcher_args: Sequence[str]) -> int | None:
+    """num_processes of an `accelerate launch --config_file` file (to honour it as N)."""
+    value = accelerate_config(launcher_args).get("num_processes", "")
+    return int(value) if value.isdigit() else None
 
 
 # -- processes --------------------------------------------------------------------------------

@@ -109,14 +109,26 @@ class RankRecord:
         return None
 
     @property
+    def batch_scaled(self) -> bool:
+        """--exact really rebuilt a prepared DataLoader with batch_size × N (asking is not doing:
+        hand-built batches and loaders without a batch_size keep their own size)."""
+        scale = int(self.header.get("batch_scale") or 1)
+        if scale <= 1:
+            return False
+        for dl in self.dataloaders:
+            native, now = dl.get("native_batch_size"), dl.get("batch_size")
+            if native and now and int(now) == int(native) * scale:
+                return True
+        return False
+
+    @property
     def native_per_device_batch(self) -> int | None:
         """The script's own per-device batch (before --exact scaled it)."""
-        scale = int(self.header.get("batch_scale") or 1)
         for dl in self.dataloaders:
             if dl.get("native_batch_size"):
                 return int(dl["native_batch_size"])
-        per_device = self.per_device_batch
-        return per_device // scale if per_device and scale > 1 else per_device
+        # No prepared DataLoader with a batch_size: nothing was scaled, the batch is the script's.
+        return self.per_device_batch
 
     def lrs(self) -> list[float] | None:
         for u in self.updates:
@@ -167,7 +179,7 @@ def read_rank(path: str) -> RankRecord | None:
             f"{schema.SCHEMA_VERSION} (the probe and distlint come from different versions)"
         )
     rank = RankRecord(pid=int(header.get("pid", 0)), path=path, header=header)
-    fault = os.path.join(os.path.dirname(path), f"{rank.pid}.fault")
+    fault = path[: -len(".jsonl")] + ".fault" if path.endswith(".jsonl") else path + ".fault"
     try:
         with open(fault, encoding="utf-8", errors="replace") as f:
             text = f.read()

@@ -61,6 +61,35 @@ def _run_rows(
     return rows
 
 
+def _batch_scaled(run: RunSummary) -> bool:
+    return run.rank0 is not None and run.rank0.batch_scaled
+
+
+def _lrs_given(run: RunSummary) -> bool:
+    """--exact gave this run's prepared optimizers the other run's LRs."""
+    return run.rank0 is not None and any(o.get("lrs") for o in run.rank0.optimizers)
+
+
+def _exact_header(result: VerifyResult, one: RunSummary, s1: Any, sn: Any) -> str:
+    """What --exact really changed in the 1-process run (asking is not doing)."""
+    given = [
+        what
+        for what, done in (
+            (f"the {result.nprocs}-process run's LR", _lrs_given(one)),
+            (f"per-device batch × {result.nprocs}", _batch_scaled(one)),
+        )
+        if done
+    ]
+    if given:
+        text = " (--exact: the 1-process run with " + " and ".join(given) + ")"
+    else:
+        text = (
+            " (--exact changed nothing: no DataLoader with a batch_size and no optimizer went "
+            "through Accelerator.prepare)"
+        )
+    return text + ("" if s1 == sn else f"; samples {s1} vs {sn}")
+
+
 def _header(result: VerifyResult) -> str:
     """What happened (not the plan)."""
     one, many = result.one, result.many
@@ -78,8 +107,7 @@ def _header(result: VerifyResult) -> str:
         if not (one.samples_known and many.samples_known):
             text += "; the samples seen are unknown"
         elif result.exact:
-            text += f" (--exact: the 1-process run with the {result.nprocs}-process run's LR"
-            text += " and global batch)" if s1 == sn else f"); samples {s1} vs {sn}"
+            text += _exact_header(result, one, s1, sn)
         elif s1 == sn:
             text += f"; both trained on {s1} samples"
         else:
@@ -103,13 +131,7 @@ def render_text(result: VerifyResult) -> str:
     out.append(_header(result))
     out.append("")
     if result.runs:
-        scaled = (
-            result.exact
-            and result.one is not None
-            and result.one.rank0 is not None
-            and int(result.one.rank0.header.get("batch_scale") or 1) > 1
-            and result.one.per_device_batch != result.one.rank0.native_per_device_batch
-        )
+        scaled = result.exact and result.one is not None and _batch_scaled(result.one)
         window = (
             loss_window(result.one, result.many)
             if result.one and result.many and result.one.curve and result.many.curve
@@ -163,8 +185,8 @@ def render_text(result: VerifyResult) -> str:
     if result.table:
         t = result.table
         out.append(
-            f"Equivalent setups (the guide's table for this script: a DataLoader batch of {t['global_batch']} "
-            "in all, per-device batch_size below):"
+            f"Equivalent setups (the guide's table for this script: {t['what']}, per-device "
+            "batch_size below):"
         )
         heads = [row["setup"] + (" (per device)" if i else "") for i, row in enumerate(t["rows"])]
         vals = [_fmt(row["per_device_batch"]) for row in t["rows"]]
@@ -173,9 +195,8 @@ def render_text(result: VerifyResult) -> str:
         out.append("  " + "".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip())
         if t.get("note"):
             out.append("  (" + t["note"] + ")")
-        out.append(
-            "  and scale the LR with the number of processes: lr * accelerator.num_processes."
-        )
+        if t.get("lr_advice"):
+            out.append(_wrap(t["lr_advice"][0].upper() + t["lr_advice"][1:] + ".", 2))
         out.append("")
     if result.static_findings is not None:
         if result.static_findings:

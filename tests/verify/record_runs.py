@@ -40,6 +40,8 @@ CASES: dict[str, tuple[str, list[str], dict]] = {
     "scheduler_per_process": ("scheduler_per_process.py", [], {}),
     "constant_loss": ("constant_loss.py", [], {}),
     "accelerate_nlp_style": ("accelerate_nlp_style.py", [], {}),
+    "imagenet_ddp": ("imagenet_ddp.py", [], {}),
+    "timm_style": ("timm_style.py", [], {}),
     "accelerate_cpu_flag": (
         "correct.py",
         [],

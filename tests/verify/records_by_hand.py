@@ -24,6 +24,8 @@ def write_rank(
     finished=True,
     env_rank=None,
     extra=(),
+    header=None,
+    source="accelerate",
 ):
     """updates: dicts with samples, loss, lr, checksum (and optionally forwards, factor, loaders)."""
     t = 1000.0
@@ -36,6 +38,7 @@ def write_rank(
             "ppid": 1,
             "argv": ["train.py"],
             "env": {"RANK": None if env_rank is None else str(env_rank), "WORLD_SIZE": None},
+            **(header or {}),
         }
     ]
     if config:
@@ -43,7 +46,7 @@ def write_rank(
             {
                 "kind": "config",
                 "t": t,
-                "source": "accelerate",
+                "source": source,
                 "num_processes": world,
                 "process_index": rank,
                 "mixed_precision": "no",

@@ -170,8 +170,13 @@ def test_unknown_samples_are_shown_as_unknown_never_0(tmp_path):
     by_id = {c.id: c for c in result.checks}
     assert by_id["batch"].status == "skip" and "unknown" in by_id["batch"].detail
     assert by_id["loss"].status == "skip"
+    # the LR SKIP gives the reason the table shows: LRs known, the global batch unknown
+    assert by_id["lr"].status == "skip" and "global batch of an update is unknown" in (
+        by_id["lr"].detail
+    )
     text = render_text(result)
     assert "samples seen           unknown" in text and "the samples seen are unknown" in text
+    assert "global batch / update  unknown" in text and "LR (first update)      0.1" in text
 
 
 def test_lone_processes_under_torchrun_are_refused(tmp_path):
@@ -240,3 +245,91 @@ def test_a_script_that_spawns_its_own_group_is_explained(tmp_path):
 
     again = compare.summarize_run(run.outcome, run.records, 2, 20)
     assert "is its own launcher" in again.problems[1] and again.problems[1].startswith("1 process")
+
+
+def test_exact_with_nothing_to_scale_says_so_and_labels_nothing_x_n(tmp_path):
+    """--exact on hand-built batches (nanoGPT style, global batch held constant): the probe was
+    asked to scale by 2 but no prepared DataLoader existed, so nothing may be labelled "x N"
+    and the LR check must use the batch the 1-process run really had."""
+    one = make_run(
+        tmp_path,
+        "one",
+        1,
+        [ups([2.0, 1.5, 1.2], samples=16, forwards=4, factor=0.25)],
+        rank_kw={0: {"header": {"batch_scale": 2}}},
+    )
+    per_rank = [
+        ups([2.0, 1.5, 1.2], samples=8, forwards=2, factor=0.5, checksums=[[r, 1.0]] * 3)
+        for r in (1.0, 2.0)
+    ]
+    many = make_run(tmp_path, "many", 2, per_rank)
+    assert one.rank0.native_per_device_batch == one.per_device_batch == 4
+    result = VerifyResult("train.py", [], 2, 3, True, one=one, many=many)
+    result.checks = checks.run_all(one, many, exact=True)
+    by_id = {c.id: c for c in result.checks}
+    assert "--exact" not in by_id["batch"].detail and by_id["batch"].status == "pass"
+    assert by_id["lr"].data["batch_ratio"] == 1 and by_id["lr"].status == "pass"
+    text = render_text(result)
+    assert "x N" not in text and "--exact changed nothing" in text
+
+
+@pytest.mark.parametrize("loaders, per_rank", [([], True), ([1], False)])
+def test_unseeded_generator_advice_never_makes_ranks_draw_the_same_batches(
+    tmp_path, loaders, per_rank
+):
+    """torch is never seeded, so it differs across ranks. With hand-built batches (no DataLoader
+    fed the model) one seed on every rank would make every rank draw the same batches: the
+    advice is a per-rank seed. With a DataLoader (sharded by prepare) set_seed is right."""
+
+    def unseeded(rank):
+        start = {"torch": f"t{rank}", "python": "p", "numpy": "n"}
+        return {"rng": {"ready": start, "end": {**start, "torch": f"x{rank}"}}}
+
+    one = make_run(tmp_path, "one", 1, [ups([1.0] * 4, loaders=loaders)], rank_kw={0: unseeded(9)})
+    many = make_run(
+        tmp_path,
+        "many",
+        2,
+        [ups([1.0] * 2, loaders=loaders)] * 2,
+        rank_kw={0: unseeded(0), 1: unseeded(1)},
+    )
+    check = checks.check_seeding(one, many)
+    assert check.status == "fail" and check.data["unseeded_used"] == ["torch"]
+    assert ("set_seed(seed + accelerator.process_index)" in check.detail) is per_rank
+    assert ("seed them with set_seed" in check.detail) is not per_rank
+
+
+@pytest.mark.parametrize(
+    "source, advice",
+    [("accelerate", "use_seedable_sampler=True"), ("torch.distributed", "DistributedSampler")],
+)
+def test_data_order_advice_speaks_the_scripts_setup(tmp_path, source, advice):
+    """Different from the very first update: said so (not 'agree for the first 0 samples'), and
+    the advice for a plain DDP script does not name an Accelerator it does not have."""
+    one = make_run(tmp_path, "one", 1, [ups([1.0] * 4, samples=16)])
+    many = make_run(
+        tmp_path,
+        "many",
+        2,
+        [ups([1.0] * 4, checksums=[[9.0, 9.0]] * 4), ups([1.0] * 4, checksums=[[8.0, 8.0]] * 4)],
+        rank_kw={0: {"source": source}, 1: {"source": source}},
+    )
+    check = checks.check_data_order(one, many, exact=False)
+    assert check.status == "warn" and "differ from the first update on (sample 16)" in check.detail
+    assert advice in check.detail and "first 0 samples" not in check.detail
+    assert ("Accelerator(" in check.detail) is (source == "accelerate")
+
+
+def test_files_copied_on_write_are_listed_once_per_run(tmp_path):
+    folder = tmp_path / "cow"
+    folder.mkdir()
+    for rank in range(2):
+        note = {
+            "kind": "note",
+            "t": 1000.0,
+            "message": "copy on write: out/ckpt.pt (your file is untouched)",
+        }
+        write_rank(folder, 10 + rank, rank, 2, ups([1.0] * 2), extra=[note])
+    run = summarize(folder, 2)
+    [line] = [n for n in run.notes if "copy on write" in n]
+    assert "wrote to 1 file(s)" in line and line.endswith("untouched: out/ckpt.pt")

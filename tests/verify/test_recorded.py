@@ -247,3 +247,111 @@ def test_nlp_example_style_script():
     assert c["sharding"].status == "pass"  # the dict inputs were checksummed
     assert c["schedule"].status == "warn"  # a 2-update warmup lasts twice the samples on 2
     assert any("not counted as trained" in n for n in r.many.notes + r.one.notes)
+
+
+def test_exact_header_says_what_was_given_to_the_1_process_run():
+    text = render_text(load_case("correct_exact"))
+    assert (
+        "(--exact: the 1-process run with the 2-process run's LR and per-device batch × 2)" in text
+    )
+
+
+def test_every_recorded_record_fits_the_shared_schema_and_the_probe_raised_nothing():
+    """The probe wrote, and the reader accepted, every record of every recorded run: no record
+    broke the schema (it would be dropped silently), no patch was skipped, no probe error."""
+    from verify_helpers import DATA
+
+    from distlint.verify.records import read_run
+
+    ranks = 0
+    for folder in sorted(DATA.glob("*/*/records")):
+        run = read_run(str(folder))
+        assert run.problems == [], folder
+        for rank in run.ranks + run.others:
+            ranks += 1
+            assert rank.invalid == [], (folder, rank.invalid)
+            assert not [n for n in rank.notes if n.startswith("probe error")], (folder, rank.notes)
+            if rank.patches is not None:
+                assert rank.patches["skipped"] == {}, (folder, rank.patches["skipped"])
+    assert ranks >= 40
+
+
+def test_every_check_names_a_rule_of_the_registry():
+    """The checks' rule codes are the registry's (a renamed or removed rule would show as '?')."""
+    from distlint.registry import by_code
+
+    rules = by_code()
+    seen = set()
+    for case in ("correct", "unsharded_loader", "scheduler_per_process", "token_stream"):
+        result = load_case(case)
+        for check in result.checks:
+            if check.rule is not None:
+                assert check.rule in rules, check
+                seen.add(check.rule)
+        assert " ?]" not in render_text(result)
+    assert seen == {"DL101", "DL201", "DL202", "DL301", "DL302"}
+
+
+def test_the_table_counts_accumulation_and_its_lr_advice_follows_the_runs():
+    """The table's rows are per forward; the LR advice depends on whether the script already
+    keeps the global batch (token stream: accumulation divided by the world size) or grows it."""
+    held = load_case("token_stream").table
+    assert held["forwards_per_update"] == 2 and "global batch of 16 per update" in held["what"]
+    assert held["lr_advice"].endswith("keep the LR")
+    grown = load_case("unscaled_lr").table
+    assert grown["what"] == "a DataLoader batch of 16 in all"
+    assert grown["lr_advice"].endswith("then scale the LR, lr * accelerator.num_processes")
+    plain = load_case("plain_ddp").table  # plain torch DDP: no Accelerator to name
+    assert "accelerator" not in plain["lr_advice"] and "the world size" in plain["lr_advice"]
+
+
+def test_imagenet_example_style_divides_the_batch_by_the_world_size():
+    """pytorch/examples imagenet/main.py shape: plain DDP, DistributedSampler, batch_size /
+    world size (the global batch is kept), loss * loss_scale before backward, no seeding."""
+    r = load_case("imagenet_ddp")
+    c = by_id(r)
+    assert r.exit_code == 1  # only the seeding fails: nothing is seeded
+    assert (r.one.per_device_batch, r.many.per_device_batch) == (16, 8)
+    assert (r.one.global_batch, r.many.global_batch) == (16, 16)
+    assert (len(r.one.curve), len(r.many.curve)) == (10, 10)  # the same global batch: K updates
+    assert c["batch"].status == "pass" and c["lr"].status == "pass"
+    assert c["lr"].data["batch_ratio"] == 1 and c["sharding"].status == "pass"
+    assert {f for u in r.many.rank0.updates for f in u.factors} == {128.0}  # the loss scale
+    assert c["loss"].status == "pass" and 1.0 < c["loss"].data["end_loss_n"] < 2.5
+    assert c["seeding"].status == "fail" and c["seeding"].data["unseeded_used"] == ["torch"]
+    assert c["data"].status == "warn" and "DistributedSampler" in c["data"].detail
+    assert "Accelerator(" not in c["data"].detail  # plain DDP: no Accelerator to configure
+    assert r.table["lr_advice"].endswith("keep the LR")
+
+
+def test_timm_style_sqrt_lr_scaling_grad_scaler_and_per_rank_seeds():
+    """huggingface/pytorch-image-models train.py shape: LR from lr_base and the global batch
+    (sqrt for AdamW), a GradScaler, loss /= accum_steps with no_sync, seed + rank everywhere."""
+    r = load_case("timm_style")
+    c = by_id(r)
+    assert r.exit_code == 0
+    assert (r.one.global_batch, r.many.global_batch) == (16, 32)
+    assert (r.one.accumulation, r.many.accumulation) == (2, 2)
+    assert r.one.samples_seen == r.many.samples_seen == 320
+    assert c["lr"].status == "pass" and c["lr"].data["scaling"] == "sqrt"
+    # the scaler's 65536 and the division by 2 accumulation steps are undone
+    assert {f for u in r.many.rank0.updates for f in u.factors} == {32768.0}
+    assert c["loss"].status == "pass"
+    assert c["seeding"].status == "info"
+    assert set(c["seeding"].data["per_rank"]) == {"python", "numpy", "torch"}
+    assert c["sharding"].status == "pass"
+
+
+@pytest.mark.parametrize("case", ["correct", "unscaled_lr", "token_stream"])
+def test_the_table_and_the_loss_check_use_the_same_window(case):
+    import re
+
+    r = load_case(case)
+    loss = by_id(r)["loss"]
+    lo, hi = loss.data["window"]
+    text = render_text(r)
+    row = re.search(rf"^  loss, samples {lo}-{hi} +(\S+) +(\S+)$", text, re.M)
+    assert row, text
+    assert float(row.group(1)) == pytest.approx(loss.data["end_loss_1"], rel=1e-3)
+    assert float(row.group(2)) == pytest.approx(loss.data["end_loss_n"], rel=1e-3)
+    assert f"mean loss over samples {lo}-{hi}:" in loss.detail

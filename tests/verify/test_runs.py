@@ -1,6 +1,7 @@
 """The few real runs: accelerate launch, torchrun (two "nodes" on 127.0.0.1, then the 1-process
-run), one fault (SIGTERM while a rank hangs with a helper) and one grouping case. Everything else is tested in-process on
-recorded runs (test_recorded.py) and hand-built records (test_checks.py).
+run), the SLURM route (srun stand-in, two "nodes" on 127.0.0.1) and one fault (SIGTERM while a
+rank hangs with a helper). Everything else, lone processes refused included, is tested
+in-process on recorded runs (test_recorded.py) and hand-built records (test_checks.py).
 
 Each run is as short as the scripts allow (--max-steps 3); start-up (importing torch in the
 launcher and in every rank) is most of its time.
@@ -18,8 +19,6 @@ import time
 
 import pytest
 from verify_helpers import ROOT, fixture_script, processes_with_env
-
-from distlint.verify.core import verify
 
 pytestmark = [pytest.mark.verify, pytest.mark.usefixtures("linux_proc")]
 
@@ -53,21 +52,30 @@ def _processes_named(text):
 # -- accelerate launch (both runs), through the installed `distlint check --verify` -----------
 
 
-def test_accelerate_launch_with_the_static_findings_cited():
+def test_accelerate_launch_with_a_relative_config_file_and_the_static_findings_cited(tmp_path):
+    """`accelerate config` on CPU writes MULTI_CPU (one process without MPI); the file is named
+    relative to the user's folder although the runs start in scratch folders; N comes from it."""
+    (tmp_path / "cpu.yaml").write_text(
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\nmixed_precision: 'no'\n"
+        "num_machines: 1\nnum_processes: 2\nuse_cpu: true\n"
+    )
+    (tmp_path / "run").mkdir()
     exe = shutil.which("distlint")
     argv = [exe] if exe else [sys.executable, "-m", "distlint"]
     proc = subprocess.run(
         argv
         + ["check", "--verify", "--device", "cpu", "--launcher", "accelerate", "--max-steps", "3"]
-        + ["fixtures/verify/unscaled_lr.py"],
+        + ["--launcher-arg=--config_file=../cpu.yaml", fixture_script("unscaled_lr.py")],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=tmp_path / "run",
         timeout=300,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     text = proc.stdout
     assert re.search(r"launcher +accelerate +accelerate", text), text
+    assert re.search(r"ranks in the group +1 of 1 +2 of 2", text), text
+    assert "added --multi_gpu" in text
     assert "FAIL  learning rate  [DL201 unscaled-learning-rate: confirms the static finding" in text
     assert "Static findings cited (distlint check)" in text and ": DL201 " in text
 
@@ -97,18 +105,6 @@ def test_sigterm_kills_ranks_launcher_and_helper_removes_the_temp_folder(tmp_pat
     assert _processes_named("sleep " + marker) == []
     assert processes_with_env("DISTLINT_VERIFY_OUT=" + str(tmp_path)) == []
     assert list(tmp_path.glob("distlint-verify-*")) == []
-
-
-# -- grouping: lone processes under torchrun are refused ----------------------------------------
-
-
-def test_lone_processes_are_refused_after_the_n_process_run(tmp_path):
-    result = verify(
-        fixture_script("lone_processes.py"), device="cpu", keep_dir=str(tmp_path), max_steps=3
-    )
-    assert result.exit_code == 2 and result.one is None
-    assert "each trained alone" in result.many.problems[0]
-    assert processes_with_env(f"DISTLINT_VERIFY_OUT={tmp_path}") == []
 
 
 # -- two "nodes" on 127.0.0.1: torchrun's multi-node rendezvous ---------------------------------
@@ -149,4 +145,45 @@ def test_two_nodes_on_localhost_form_one_group(tmp_path):
     follower = json.loads(out1)
     assert follower["verdict"] == "node ran its ranks" and follower["runs"]["one"] is None
     for run_ in (one, many, follower["runs"]["many"]):
+        assert processes_with_env("DISTLINT_VERIFY_TAG=" + run_["tag"]) == []
+
+
+def test_slurm_route_two_nodes_on_localhost(tmp_path):
+    """--slurm: srun (a stand-in that starts its command once per "node" on this machine) runs
+    the same torchrun on each node, ranks numbered by the c10d rendezvous, records in the shared
+    --keep folder; the node count comes from the allocation (SLURM_JOB_NUM_NODES)."""
+    keep = tmp_path / "keep"
+    env = {
+        "PATH": f"{ROOT / 'tests' / 'verify' / 'fake_slurm'}{os.pathsep}{os.environ['PATH']}",
+        "SLURM_JOB_NODELIST": "127.0.0.1",
+        "SLURM_JOB_NUM_NODES": "2",
+    }
+    proc = _verify_cli(
+        "--slurm",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{_free_port()}",
+        "--keep",
+        str(keep),
+        "-n",
+        "1",
+        "--max-steps",
+        "3",
+        "--format",
+        "json",
+        fixture_script("correct.py"),
+        env=env,
+    )
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out + err
+    report = json.loads(out)
+    one, many = report["runs"]["one"], report["runs"]["many"]
+    assert many["launcher"] == "srun+torchrun" and many["command"][0].endswith("srun")
+    assert many["label"] == "2 processes on 2 nodes"
+    assert sorted(r["rank"] for r in many["ranks"]) == [0, 1]
+    assert {r["num_processes"] for r in many["ranks"]} == {2}
+    assert (one["global_batch"], many["global_batch"]) == (8, 16)
+    assert (one["updates"], many["updates"]) == (6, 3)
+    names = sorted(p.name for p in (keep / "many" / "records").glob("*.jsonl"))
+    assert any(n.startswith("node1-") for n in names), names  # node 1's rank, by its own name
+    for run_ in (one, many):
         assert processes_with_env("DISTLINT_VERIFY_TAG=" + run_["tag"]) == []

@@ -196,9 +196,60 @@ def test_slurm_route_builds_srun_around_the_same_torchrun(monkeypatch):
     assert plan.launcher == "srun+torchrun" and plan.argv[-2:] == ["t.py", "--x"]
 
 
+def test_slurm_option_needs_a_shared_keep_folder_and_reads_the_allocation(
+    monkeypatch, tmp_path, capsys
+):
+    from distlint.verify import cli, core
+
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "gpu[01-02]")
+    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "2")
+    monkeypatch.setattr(launch.shutil, "which", lambda name: None)  # no scontrol: the prefix
+    script = fixture_script("correct.py")
+    assert cli.run_verify_command(script, [], "text", None, slurm=True) == 2
+    assert "--slurm needs --keep DIR on a filesystem every node sees" in capsys.readouterr().err
+    seen = {}
+
+    def fake_verify(script, args, **kwargs):
+        seen.update(kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(core, "verify", fake_verify)
+    code = cli.run_verify_command(script, [], "text", None, slurm=True, keep_dir=str(tmp_path))
+    nodes = seen["nodes"]
+    assert code == 130 and seen["keep_dir"] == str(tmp_path)
+    assert (nodes.nnodes, nodes.node_rank, nodes.rdzv_endpoint, nodes.slurm) == (
+        2,
+        None,
+        "gpu:29400",
+        True,
+    )
+
+
+def test_record_files_of_other_nodes_carry_the_node():
+    sys.path.insert(0, launch.PROBE_DIR)
+    try:
+        from distlint_probe_recorder import record_stem
+    finally:
+        sys.path.remove(launch.PROBE_DIR)
+    old = os.environ.pop("GROUP_RANK", None)
+    try:
+        assert record_stem(41) == "41"
+        os.environ["GROUP_RANK"] = "0"
+        assert record_stem(41) == "41"
+        os.environ["GROUP_RANK"] = "1"
+        assert record_stem(41) == "node1-41"
+    finally:
+        os.environ.pop("GROUP_RANK", None)
+        if old is not None:
+            os.environ["GROUP_RANK"] = old
+
+
 def test_fabric_launcher_command():
     plan = launch.multi_plan("t.py", [], 2, "cpu", "fabric", [])
-    assert "run" in plan.argv and plan.argv[plan.argv.index("--devices") + 1] == "2"
+    # `python -m lightning.fabric.cli` is `fabric run` itself: a "run" word would be the SCRIPT
+    assert plan.argv[:3] == [sys.executable, "-m", "lightning.fabric.cli"]
+    assert "run" not in plan.argv and plan.argv[plan.argv.index("--devices") + 1] == "2"
+    assert plan.argv[-1] == "t.py"
     assert plan.argv[plan.argv.index("--strategy") + 1] == "ddp"
     assert plan.argv[plan.argv.index("--accelerator") + 1] == "cpu"
     one = launch.single_plan("t.py", [], "cpu", "fabric")
@@ -226,6 +277,60 @@ def test_accelerate_config_file_num_processes_is_honoured(tmp_path):
     assert launch.accelerate_config_processes([f"--config_file={cfg}"]) == 3
     assert launch.accelerate_config_processes(["--config_file", str(cfg)]) == 3
     assert launch.accelerate_config_processes([]) is None
+    as_json = tmp_path / "cfg.json"
+    as_json.write_text('{"distributed_type": "MULTI_GPU", "num_processes": 4}')
+    assert launch.accelerate_config_processes(["--config-file", str(as_json)]) == 4
+
+
+def test_accelerate_config_file_is_made_absolute_for_the_scratch_folders(tmp_path, monkeypatch):
+    """The runs start in scratch folders: a relative --config_file must still name the file."""
+    assert launch.with_absolute_config_file(
+        ["--config_file", "../cfg.yaml", "--mixed_precision=no", "--config-file=c.yaml"], "/u/p"
+    ) == ["--config_file", "/u/p/../cfg.yaml", "--mixed_precision=no", "--config-file=/u/p/c.yaml"]
+    (tmp_path / "cfg.yaml").write_text("distributed_type: MULTI_GPU\nnum_processes: 3\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    plans = []
+
+    def run_plan(plan, *args, **kwargs):
+        plans.append(plan)
+        raise KeyboardInterrupt  # stop after the first command was built
+
+    from distlint.verify import core
+
+    monkeypatch.setattr(core.launch, "run_plan", run_plan)
+    result = core.verify(
+        fixture_script("correct.py"),
+        device="cpu",
+        launcher="accelerate",
+        launcher_args=["--config_file", "../cfg.yaml"],
+    )
+    assert result.nprocs == 3  # the file's num_processes
+    argv = plans[0].argv
+    assert argv[argv.index("--config_file") + 1] == str(work / ".." / "cfg.yaml")
+    assert argv[argv.index("--num_processes") + 1] == "3" and "--multi_gpu" not in argv
+
+
+@pytest.mark.parametrize(
+    "config, multi_gpu",
+    [
+        ("distributed_type: MULTI_CPU\nuse_cpu: true\nnum_processes: 2\n", True),
+        ("distributed_type: 'MULTI_CPU'  # cpu\nmpirun_hostfile: hosts\n", False),
+        ("distributed_type: MULTI_GPU\nnum_processes: 2\n", False),
+        ("distributed_type: NO\nfsdp_config:\n  distributed_type: MULTI_CPU\n", False),
+    ],
+)
+def test_accelerate_multi_cpu_config_gets_the_torchrun_route(tmp_path, config, multi_gpu):
+    """`accelerate config` on CPU writes MULTI_CPU, with which accelerate launch starts ONE
+    process (no MPI hostfile): verify adds --multi_gpu and says so; other configs are kept."""
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(config)
+    plan = launch.multi_plan("t.py", [], 2, "cpu", "accelerate", [f"--config_file={cfg}"])
+    assert ("--multi_gpu" in plan.argv) is multi_gpu
+    assert bool(plan.notes) is multi_gpu
+    if multi_gpu:
+        assert "MULTI_CPU" in plan.notes[0] and "added --multi_gpu" in plan.notes[0]
 
 
 # -- the probe's seams --------------------------------------------------------------------------
@@ -294,6 +399,44 @@ def test_probe_never_replaces_tensor_backward_unguarded():
         direct = re.findall(rf"^\s*{owners}(\.\w+)+ = ", source, re.M)
         assert direct == [] and "setattr(" not in source, name
         assert "Tensor.backward = " not in source
+
+
+def test_real_probe_errors_never_reach_the_script(tmp_path):
+    """The real probe on real torch and Accelerate, every recorder method broken: the script's
+    losses and weights are bit for bit those of the run without the probe, each patch wrote its
+    error once as a note, and Tensor.backward is the guarded wrapper around torch's own."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "tests/verify/probe_sabotaged.py"), launch.PROBE_DIR, tmp_path],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.splitlines()[-1])
+    assert report["same"] is True
+    assert report["backward_wrapped"] is True and report["backward_original"] == "torch._tensor"
+    assert report["skipped"] == {}
+    notes = []
+    for path in tmp_path.glob("*.jsonl"):
+        notes += [
+            r["message"]
+            for r in map(json.loads, path.read_text().splitlines())
+            if r["kind"] == "note"
+        ]
+    for label in (
+        "Tensor.backward",
+        "Accelerator.backward",
+        "Accelerator.prepare",
+        "Accelerator.__init__",
+        "forward hook",
+        "optimizer pre-hook",
+        "DataLoader batches",
+        "prepared DataLoader",
+        "torch.manual_seed",
+    ):
+        assert f"probe error in {label}: RuntimeError('probe bug')" in notes, (label, notes)
+    assert len(notes) == len(set(notes))  # once per patch, not once per call
 
 
 def test_checks_name_rules_through_the_registry():
@@ -432,3 +575,52 @@ def test_sigkill_to_verify_leaves_no_launcher_or_rank_running(tmp_path):
     while processes_with_env(needle) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert processes_with_env(needle) == []
+
+
+def test_writes_in_the_scratch_folder_never_reach_the_users_files(tmp_path):
+    """The probe's copy on write: rewriting, appending to or (through pathlib) replacing a file
+    linked into the scratch folder changes the scratch copy only; new files and reads work."""
+    from distlint.verify.core import _rewritten, mirror_cwd
+
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "ckpt.pt").write_text("the user's checkpoint")
+    (user / "log.txt").write_text("old log\n")
+    (user / "cfg.yaml").write_text("lr: 1\n")
+    (user / "data.bin").write_text("tokens")
+    (user / "model.pt").write_text("the user's weights")
+    scratch = tmp_path / "scratch"
+    linked = mirror_cwd(str(user), str(scratch))
+    script = (
+        "import pathlib\n"
+        "open('ckpt.pt', 'wb').write(b'overwritten by the run')\n"
+        "with open('log.txt', 'a') as f: f.write('new line\\n')\n"
+        "pathlib.Path('cfg.yaml').write_text('lr: 2\\n')\n"
+        "open('new.pt', 'w').write('new')\n"
+        "print(open('data.bin').read())\n"
+        "import torch\n"
+        "torch.save({'w': 1}, 'model.pt')  # torch's zip writer opens the file in C++\n"
+        "assert torch.load('model.pt') == {'w': 1}\n"
+    )
+    env = dict(
+        os.environ,
+        PYTHONPATH=launch.PROBE_DIR,
+        DISTLINT_VERIFY_OUT=str(tmp_path / "records"),
+        DISTLINT_VERIFY_SCRATCH=str(scratch),
+    )
+    (tmp_path / "records").mkdir()
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=scratch, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "tokens"  # inputs still read through the links
+    assert (user / "ckpt.pt").read_text() == "the user's checkpoint"
+    assert (user / "log.txt").read_text() == "old log\n"
+    assert (user / "cfg.yaml").read_text() == "lr: 1\n"
+    assert not (user / "new.pt").exists()
+    assert (user / "model.pt").read_text() == "the user's weights"
+    assert (scratch / "ckpt.pt").read_text() == "overwritten by the run"
+    assert (scratch / "log.txt").read_text() == "old log\nnew line\n"  # appended to a copy
+    assert (scratch / "cfg.yaml").read_text() == "lr: 2\n"
+    assert (scratch / "data.bin").is_symlink()  # only written files stop being links
+    assert _rewritten(linked) == []

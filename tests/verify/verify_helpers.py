@@ -82,5 +82,5 @@ def load_case(case: str, static_findings=None, loss_rtol=None):
     if result.one and result.many and result.one.ok and result.many.ok:
         result.checks = checks.run_all(result.one, result.many, exact, loss_rtol)
         checks.join_static(result.checks, result.static_findings)
-        result.table = checks.equivalence_table(result.many)
+        result.table = checks.equivalence_table(result.many, result.one)
     return result

@@ -10,8 +10,9 @@ import sys
 
 from distlint_probe_interventions import Interventions
 from distlint_probe_patching import Patcher
-from distlint_probe_recorder import Recorder
+from distlint_probe_recorder import Recorder, record_stem
 from distlint_probe_schema import ENV_LAUNCHER, ENV_PARENT
+from distlint_probe_scratch import CopyOnWrite
 
 
 class Hooks:
@@ -21,13 +22,14 @@ class Hooks:
         self.p = patcher
         self.prepared_optimizers = 0
         self.fault_file = None
+        self.cow = None  # CopyOnWrite (the scratch folder), set at activation
 
     def enable_faulthandler(self, out_dir):
         """A rank killed by SIGSEGV/SIGABRT/SIGBUS/SIGFPE/SIGILL leaves its signal in <pid>.fault."""
         try:
             import faulthandler
 
-            self.fault_file = open(os.path.join(out_dir, f"{os.getpid()}.fault"), "w")
+            self.fault_file = open(os.path.join(out_dir, record_stem() + ".fault"), "w")
             faulthandler.enable(file=self.fault_file, all_threads=False)
         except Exception:
             pass
@@ -70,6 +72,8 @@ class Hooks:
 
     def patch_torch(self, torch):
         rec, p = self.rec, self.p
+        if self.cow is not None:
+            self.cow.wrap_saver(torch, "save", "torch.save (copy on write)", 1, "f")
         self.seed(torch, "manual_seed", "torch.manual_seed")
         self.seed(torch.random, "manual_seed", "torch.random.manual_seed")
         self.seed(torch, "seed", "torch.seed")
@@ -275,6 +279,12 @@ class Hooks:
             )
         self.rec.rng("prepare")
 
+    def patch_safetensors(self, module):
+        if self.cow is not None:
+            self.cow.wrap_saver(
+                module, "save_file", "safetensors save_file (copy on write)", 1, "filename"
+            )
+
     def patch_data_loader(self, module):
         """Accelerate's prepared loaders iterate the wrapped loader themselves: record at their level."""
         rec, p = self.rec, self.p
@@ -315,6 +325,7 @@ PATCHES = {
     "accelerate.accelerator": "patch_accelerator",
     "accelerate.data_loader": "patch_data_loader",
     "torch_xla.core.xla_model": "patch_xla",
+    "safetensors.torch": "patch_safetensors",
 }
 
 
@@ -397,6 +408,8 @@ def activate(out_dir):
     recorder.patches = patcher
     hooks = Hooks(recorder, Interventions(), patcher)
     hooks.enable_faulthandler(out_dir)
+    hooks.cow = CopyOnWrite(patcher, recorder.note)
+    hooks.cow.install()
     for name, method in PATCHES.items():
         module = sys.modules.get(name)
         if module is not None:

@@ -40,6 +40,15 @@ def user_frame(depth=2):
     return None
 
 
+def record_stem(pid=None):
+    """The name of this process's record files: `<pid>`, or `node<G>-<pid>` on torchrun node
+    G > 0 (ranks of different machines may share a pid, in containers often do, and several
+    nodes write into one shared folder under srun)."""
+    node = os.environ.get("GROUP_RANK") or ""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}" if node in ("", "0") else f"node{node}-{pid}"
+
+
 class Recorder:
     def __init__(self, out_dir):
         import json
@@ -92,7 +101,7 @@ class Recorder:
         self.emit("note", message=message)
 
     def _open(self):
-        path = os.path.join(self.out_dir, f"{os.getpid()}.jsonl")
+        path = os.path.join(self.out_dir, record_stem() + ".jsonl")
         self.file = open(path, "a", encoding="utf-8")
         keys = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK")
         self._write(
@@ -441,16 +450,16 @@ class Recorder:
         for node, pid, text in gathered:
             if str(node) == str(group_rank) or not text:
                 continue
-            if os.path.exists(os.path.join(self.out_dir, f"{pid}.jsonl")):
-                continue  # a shared folder (srun): the rank wrote there itself
             name = os.path.join(self.out_dir, f"node{node}-{pid}.jsonl")
+            if os.path.exists(name):
+                continue  # a shared folder (srun): the rank wrote there itself
             with open(name, "w", encoding="utf-8") as f:
                 f.write(text)
 
     def mark_done(self):
         """`<pid>.done`: this rank is finished; the launcher's own teardown need not be waited for."""
         try:
-            open(os.path.join(self.out_dir, f"{os.getpid()}.done"), "w").close()
+            open(os.path.join(self.out_dir, record_stem() + ".done"), "w").close()
         except OSError:
             pass
 

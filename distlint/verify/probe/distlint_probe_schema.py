@@ -3,7 +3,8 @@
 Standard library only, no imports at all: the probe loads this module inside the user's process,
 and the reader imports it as ``distlint.verify.probe.distlint_probe_schema``.
 
-Each rank writes ``<pid>.jsonl``: one JSON object per line, flushed as written. The first line is
+Each rank writes ``<pid>.jsonl`` (``node<G>-<pid>.jsonl`` on torchrun node G > 0, since ranks of
+different machines may share a pid): one JSON object per line, flushed as written. The first line is
 the ``header``; its ``schema`` field is SCHEMA_VERSION. A reader refuses files of another version.
 Every record carries ``kind`` and ``t`` (time.time()). The fields each kind must carry are listed
 in KINDS; a record may carry more.
@@ -24,6 +25,7 @@ ENV_MAX_SAMPLES = "DISTLINT_VERIFY_MAX_SAMPLES"  # stop once this many samples w
 ENV_BATCH_SCALE = "DISTLINT_VERIFY_BATCH_SCALE"  # --exact: multiply prepared loaders' batch size
 ENV_LRS = "DISTLINT_VERIFY_LRS"  # --exact: JSON list of the N-process run's LRs per optimizer
 ENV_NO_PATCH = "DISTLINT_VERIFY_NO_PATCH"  # comma-separated patch labels to leave out
+ENV_SCRATCH = "DISTLINT_VERIFY_SCRATCH"  # the run's scratch working folder (copy on write)
 
 KINDS = {
     # pid, parent pid, argv, the launcher's RANK/LOCAL_RANK/WORLD_SIZE/..., working directory
