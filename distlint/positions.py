@@ -23,8 +23,10 @@ from __future__ import annotations
 import re
 import sys
 import threading
+from bisect import bisect_right
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager, nullcontext
+from itertools import accumulate
 from typing import Callable, TypeVar
 
 import libcst as cst
@@ -86,80 +88,97 @@ Span = tuple[int, int, int, int, tuple[str, ...]]
 
 
 class _WantedPositionsState(CodegenState):
+    """LibCST's codegen state, marking where the wanted nodes start and end.
+
+    A mark is the number of tokens generated so far (nodes are looked up by ``id``: a CST
+    node's own ``__hash__`` is a Python call); the marks become lines and columns once, from the
+    generated text, after the pass (:meth:`resolve`)."""
+
     def __init__(
         self,
         module: cst.Module,
-        wanted: set[cst.CSTNode],
+        wanted: Collection[cst.CSTNode],
         spans: Collection[cst.CSTNode] = (),
     ) -> None:
         super().__init__(
             default_indent=module.default_indent, default_newline=module.default_newline
         )
-        self.wanted = wanted
-        self.found: dict[cst.CSTNode, CodeRange] = {}
-        self.line = 1  # 1-based
-        self.column = 0  # 0-based
-        self._starts: list[tuple[int, int]] = []
-        self.span_wanted = set(spans)
-        self.spans: dict[cst.CSTNode, Span] = {}
-        self._span_starts: list[tuple[int, int, tuple[str, ...]]] = []
-
-    def add_indent_tokens(self) -> None:
-        self.tokens.extend(self.indent_tokens)
-        for token in self.indent_tokens:
-            self._advance(token)
-
-    def add_token(self, value: str) -> None:
-        self.tokens.append(value)
-        self._advance(value)
-
-    def _advance(self, value: str) -> None:
-        if "\n" in value or "\r" in value:
-            segments = _NEWLINE.split(value)
-            self.line += len(segments) - 1
-            self.column = len(segments[-1])
-        else:
-            self.column += len(value)
+        self.wanted = {id(n) for n in wanted}
+        self.span_wanted = {id(n) for n in spans}
+        self.watched = self.wanted | self.span_wanted
+        self.marks: dict[int, tuple[cst.CSTNode, int, int]] = {}  # id -> (node, start, end)
+        self.span_marks: dict[int, tuple[cst.CSTNode, int, int, tuple[str, ...]]] = {}
+        self._open: list[tuple[int, tuple[str, ...] | None]] = []
+        self.popped: str | None = None
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        if node in self.wanted:
-            self._starts.append((self.line, self.column))
-        if node in self.span_wanted:
-            self._span_starts.append((self.line, self.column, tuple(self.indent_tokens)))
+        key = id(node)
+        if key in self.watched:
+            indent = tuple(self.indent_tokens) if key in self.span_wanted else None
+            self._open.append((len(self.tokens), indent))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        if node in self.span_wanted:
-            line, column, indent = self._span_starts.pop()
-            self.spans[node] = (line, column, self.line, self.column, indent)
-        if node in self.wanted:
-            line, column = self._starts.pop()
-            if node not in self.found:  # a syntactic position, when recorded, wins
-                self.found[node] = CodeRange(
-                    CodePosition(line, column), CodePosition(self.line, self.column)
-                )
+        key = id(node)
+        if key in self.watched:
+            start, indent = self._open.pop()
+            end = len(self.tokens)
+            if indent is not None:
+                self.span_marks[key] = (node, start, end, indent)
+            if key in self.wanted and key not in self.marks:
+                # a syntactic position, when recorded, wins
+                self.marks[key] = (node, start, end)
+
+    def pop_trailing_newline(self) -> None:
+        if self.tokens:
+            self.popped = self.tokens.pop()
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
-        if node not in self.wanted:
+        if id(node) not in self.wanted:
             return _NULL
         # the range may be hoisted from children: make sure theirs are recorded too
-        if start_node is not None:
-            self.wanted.add(start_node)
-        if end_node is not None:
-            self.wanted.add(end_node)
+        for child in (start_node, end_node):
+            if child is not None:
+                self.wanted.add(id(child))
+                self.watched.add(id(child))
         return self._record(node, start_node, end_node)
 
     @contextmanager
     def _record(self, node, start_node, end_node) -> Iterator[None]:
-        start = CodePosition(self.line, self.column)
+        start = len(self.tokens)
         try:
             yield
         finally:
-            end = CodePosition(self.line, self.column)
+            end = len(self.tokens)
             if start_node is not None:
-                start = self.found[start_node].start
+                start = self.marks[id(start_node)][1]
             if end_node is not None:
-                end = self.found[end_node].end
-            self.found[node] = CodeRange(start, end)
+                end = self.marks[id(end_node)][2]
+            self.marks[id(node)] = (node, start, end)
+
+    def resolve(
+        self, nodes: Collection[cst.CSTNode]
+    ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
+        """The marks as (line, column) ranges and spans: lines 1-based, columns 0-based, in
+        the generated text (the trailing newline a module without one drops included)."""
+        tokens = self.tokens
+        if self.popped is not None:
+            tokens = [*tokens, self.popped]
+        offsets = [0, *accumulate(map(len, tokens))]
+        text = "".join(tokens)
+        starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+        def at(mark: int) -> tuple[int, int]:
+            offset = offsets[mark]
+            line = bisect_right(starts, offset)
+            return line, offset - starts[line - 1]
+
+        found: dict[cst.CSTNode, CodeRange] = {}
+        for node, start, end in self.marks.values():
+            found[node] = CodeRange(CodePosition(*at(start)), CodePosition(*at(end)))
+        spans: dict[cst.CSTNode, Span] = {}
+        for node, start, end, indent in self.span_marks.values():
+            spans[node] = (*at(start), *at(end), indent)
+        return found, spans
 
 
 def positions_of(
@@ -179,9 +198,9 @@ def layout(
         return {}, {}
 
     def run() -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
-        state = _WantedPositionsState(module, set(nodes), spans)
+        state = _WantedPositionsState(module, nodes, spans)
         module._codegen(state)
-        return state.found, state.spans
+        return state.resolve(nodes)
 
     try:
         return deep_call(run)
