@@ -24,7 +24,7 @@ import re
 import sys
 import threading
 from bisect import bisect_right
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from itertools import accumulate
 from typing import Callable, TypeVar
@@ -156,16 +156,19 @@ class _WantedPositionsState(CodegenState):
             self.marks[id(node)] = (node, start, end)
 
     def resolve(
-        self, nodes: Collection[cst.CSTNode]
+        self, base: int = 0, starts: list[int] | None = None
     ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
         """The marks as (line, column) ranges and spans: lines 1-based, columns 0-based, in
-        the generated text (the trailing newline a module without one drops included)."""
+        the generated text (the trailing newline a module without one drops included).
+        ``base``, ``starts``: the generated code starts at offset ``base`` of a text whose
+        lines start at ``starts`` (one statement of a module, see :func:`layout`)."""
         tokens = self.tokens
         if self.popped is not None:
             tokens = [*tokens, self.popped]
-        offsets = [0, *accumulate(map(len, tokens))]
-        text = "".join(tokens)
-        starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+        offsets = list(accumulate(map(len, tokens), initial=base))
+        if starts is None:
+            text = "".join(tokens)
+            starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
 
         def at(mark: int) -> tuple[int, int]:
             offset = offsets[mark]
@@ -189,18 +192,50 @@ def positions_of(
 
 
 def layout(
-    module: cst.Module, nodes: Collection[cst.CSTNode], spans: Collection[cst.CSTNode] = ()
+    module: cst.Module,
+    nodes: Collection[cst.CSTNode],
+    spans: Collection[cst.CSTNode] = (),
+    top_of: Callable[[cst.CSTNode], int | None] | None = None,
+    offsets: Sequence[int] | None = None,
+    starts: list[int] | None = None,
 ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
     """Ranges of ``nodes`` and spans of the statements ``spans``, in one codegen pass.
+
+    With ``top_of`` (node -> index of its top-level statement in ``module.body``), ``offsets``
+    (where each top-level statement starts in the module's text) and ``starts`` (where the
+    text's lines start), what :mod:`distlint.incremental` knows, only the top-level statements
+    holding a node are generated; the result is the same as the whole pass's.
 
     Raises :class:`TooDeep` for code nested beyond what even a large stack allows."""
     if not nodes and not spans:
         return {}, {}
+    groups: dict[int, tuple[list[cst.CSTNode], list[cst.CSTNode]]] | None = None
+    if top_of is not None and offsets is not None and starts is not None:
+        groups = {}
+        for kind, group in ((0, nodes), (1, spans)):
+            for node in group:
+                number = top_of(node)
+                if number is None:
+                    groups = None  # outside every statement: the whole pass finds it
+                    break
+                groups.setdefault(number, ([], []))[kind].append(node)
+            if groups is None:
+                break
 
     def run() -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
+        if groups is not None and offsets is not None:
+            found: dict[cst.CSTNode, CodeRange] = {}
+            found_spans: dict[cst.CSTNode, Span] = {}
+            for number, (inside, inside_spans) in groups.items():
+                part = _WantedPositionsState(module, inside, inside_spans)
+                module.body[number]._codegen(part)
+                ranges, part_spans = part.resolve(offsets[number], starts)
+                found.update(ranges)
+                found_spans.update(part_spans)
+            return found, found_spans
         state = _WantedPositionsState(module, nodes, spans)
         module._codegen(state)
-        return state.resolve(nodes)
+        return state.resolve()
 
     try:
         return deep_call(run)

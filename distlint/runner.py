@@ -22,6 +22,7 @@ from distlint.analysis.project import Project
 from distlint.config import Config
 from distlint.edits import LineIndex, OutsideEdits, apply_fixes, choose, fixes_to_apply
 from distlint.edits import decode as decode_text
+from distlint.incremental import Document
 from distlint.model import Applicability, FileError, FileResult, Finding, Fix, Range
 from distlint.noqa import Directives, Placement, directive_edit, unused_noqa
 from distlint.positions import DEEP_RECURSION_LIMIT, TooDeep, deep_call, layout
@@ -75,11 +76,14 @@ def lint_source(
     prior: FileResult | None = None,
     keep_source: bool = False,
     project: Project | None = None,
+    document: Document | None = None,
 ) -> FileResult:
     """Lint ``source`` as the file ``path``; with ``fix``, also compute the fixed text.
 
     ``project``: the :class:`~distlint.analysis.project.Project` the file belongs to, shared by
     the files of a run (other modules and config files are then followed); None: this file only.
+    ``document``: the :class:`~distlint.incremental.Document` of an editor buffer: an edit of
+    its last text re-parses only the statements it touched (the language server's worker).
 
     Fixing applies the findings' edits to the text (sorted; overlapping fixes and second fixes
     of one isolation group wait for the next round), parses the result (a fix whose result does
@@ -124,9 +128,14 @@ def lint_source(
     if not active:
         return FileResult(path, source_text=kept)
 
-    def lint(module: cst.Module, text: str, index: Index | None = None) -> _Round:
+    def lint(
+        module: cst.Module,
+        text: str,
+        index: Index | None = None,
+        offsets: list[int] | None = None,
+    ) -> _Round:
         return _lint_guarded(
-            module, text, path, active, config, ignore_noqa, debug, enabled, project, index
+            module, text, path, active, config, ignore_noqa, debug, enabled, project, index, offsets
         )
 
     if prior is not None and fix:
@@ -134,16 +143,22 @@ def lint_source(
     else:
         # a module the project already parsed for an importer is not parsed again; the linted
         # file's own parse is not kept in the project (a whole-tree run would hold every tree)
-        known = project.parsed(path, source) if project is not None else None
         index: Index | None = None
-        if known is not None:
+        offsets: list[int] | None = None
+        reused = _reuse(document, text, path, config.max_file_size)
+        known = project.parsed(path, source) if project is not None and not reused else None
+        if reused is not None:
+            module, offsets = reused
+        elif known is not None:
             module, index = known
         else:
             parsed = _parse(text, path, config.max_file_size)
             if isinstance(parsed, FileError):
                 return FileResult(path, errors=(parsed,), source_text=kept)
             module = parsed
-        current = lint(module, text, index)
+        if document is not None and reused is None:
+            document.reset(text, module)
+        current = lint(module, text, index, offsets)
     errors = list(current.errors)
     if not fix:
         return FileResult(
@@ -164,7 +179,7 @@ def lint_source(
         codes = {id(f.fix): f.code for f in current.findings if f.fix is not None}
         chosen, _deferred = choose(wanted)
         try:
-            new_text, module, good, dropped = _gate(text, chosen, path)
+            new_text, fixed_module, good, dropped = _gate(text, chosen, path)
         except OutsideEdits as exc:
             errors.append(FileError(path, f"fixes not applied: {exc}"))
             text, applied, current = original, 0, first
@@ -176,11 +191,11 @@ def lint_source(
                     f"{codes.get(id(bad), 'fix')}: the fixed code would not parse; fix dropped",
                 )
             )
-        if not good or module is None:
+        if not good or fixed_module is None:
             break
         applied += len(good)
         text = new_text
-        current = lint(module, text)
+        current = lint(fixed_module, text)
         errors += current.errors
     changed = text != original
     fixed_bytes = None
@@ -221,6 +236,29 @@ def _parse(
         return FileError(path, "source is too deeply nested to parse")
     except Exception as exc:  # libcst raises a few other types on odd input
         return FileError(path, f"cannot parse: {exc}")
+
+
+def _reuse(
+    document: Document | None, text: str, path: str, max_file_size: int | None
+) -> tuple[cst.Module, list[int] | None] | None:
+    """The module of ``text`` from ``document`` (its own text, or an edit of it, re-parsing
+    only the statements the edit touched); None: parse it whole."""
+    if document is None:
+        return None
+    if document.module is None:
+        return None
+    if document.text == text:
+        return document.module, document.offsets
+    if max_file_size and len(text) > max_file_size // 4:
+        return None  # maybe over the size budget: the whole parse checks (and reports) it
+
+    def safe(piece: str) -> bool:
+        return guard.check_source(piece, path, None) is None
+
+    found = document.update(text, safe)
+    if found is not None:
+        PASSES["parse"] += 1
+    return found
 
 
 def _gate(
@@ -273,13 +311,24 @@ def _lint_guarded(
     enabled: frozenset[str],
     project: Project | None = None,
     index: Index | None = None,
+    offsets: list[int] | None = None,
 ) -> _Round:
     """:func:`_lint_module`, retried with a large stack when the code nests deeply; code nested
     beyond even that is one error line, never a traceback."""
     try:
         return deep_call(
             lambda: _lint_module(
-                module, text, path, active, config, ignore_noqa, debug, enabled, project, index
+                module,
+                text,
+                path,
+                active,
+                config,
+                ignore_noqa,
+                debug,
+                enabled,
+                project,
+                index,
+                offsets,
             )
         )
     except (TooDeep, RecursionError):
@@ -298,6 +347,7 @@ def _lint_module(
     enabled: frozenset[str] = frozenset(),
     project: Project | None = None,
     index: Index | None = None,
+    offsets: list[int] | None = None,
 ) -> _Round:
     PASSES["rules"] += 1
     errors: list[FileError] = []
@@ -333,8 +383,11 @@ def _lint_module(
     wanted = [r.node for r in reports]
     statements = {r.node: index.statement(r.node) for r in reports}
     wanted += [s for s in statements.values() if s is not None]
-    positions, spans = layout(module, wanted, plan_layout.spans_wanted)
     lines = LineIndex(text)
+    top_of = _top_statements(module, index) if offsets is not None else None
+    positions, spans = layout(
+        module, wanted, plan_layout.spans_wanted, top_of, offsets, lines.starts
+    )
     placement = _Placements(lines)
     findings: list[Finding] = []
     suppressed: list[Finding] = []
@@ -382,6 +435,24 @@ def _lint_module(
         )
     findings.sort(key=lambda f: (f.line, f.column, f.code))
     return _Round(findings, suppressed, errors)
+
+
+def _top_statements(module: cst.Module, index: Index):
+    """node -> the index in ``module.body`` of the top-level statement holding it (None for a
+    node outside every statement)."""
+    numbers = {id(stmt): i for i, stmt in enumerate(module.body)}
+
+    def top_of(node: cst.CSTNode) -> int | None:
+        number = numbers.get(id(node))
+        if number is not None:
+            return number
+        for anc in index.ancestors(node):
+            number = numbers.get(id(anc))
+            if number is not None:
+                return number
+        return None
+
+    return top_of
 
 
 class _Placements:
