@@ -49,13 +49,13 @@ def _same_module(got: cst.Module, text: str) -> bool:
     )
 
 
-@pytest.mark.parametrize("path", SCRIPTS[::3], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SCRIPTS[::6], ids=lambda p: p.stem)
 def test_random_edits_give_the_whole_parse(path):
     rng = random.Random(path.stem)
     text = path.read_text()
     document = Document(text, cst.parse_module(text))
     reused = 0
-    for _ in range(25):
+    for _ in range(20):
         lines = document.text.splitlines(keepends=True)
         new = "".join(rng.choice(EDITS)(lines, rng.randrange(len(lines))))
         found = document.update(new)
@@ -69,7 +69,7 @@ def test_random_edits_give_the_whole_parse(path):
         assert _same_module(module, new)
         assert offsets == statement_offsets(module)
         assert document.reparsed <= len(module.body)
-    assert reused >= 5  # most edits are re-parsed in place
+    assert reused >= 4  # most edits are re-parsed in place
 
 
 def test_one_line_edit_reparses_only_its_neighbourhood():
@@ -110,7 +110,7 @@ def test_lint_with_a_document_matches_a_fresh_lint():
     rng = random.Random(7)
     config = Config()
     compared = 0
-    for path in SCRIPTS[1::4]:
+    for path in SCRIPTS[1::8]:
         document = Document()
         text = path.read_text()
         assert lint_source(text, str(path), config, document=document) == lint_source(
@@ -122,7 +122,7 @@ def test_lint_with_a_document_matches_a_fresh_lint():
             got = lint_source(new, str(path), config, document=document)
             assert got == lint_source(new, str(path), config), path
             compared += document.reparsed > 0
-    assert compared >= 10
+    assert compared >= 5
 
 
 def test_a_syntax_error_keeps_the_last_good_parse():
