@@ -475,10 +475,19 @@ class _Placements:
         if region is None:
             lines = self.lines
             code = lines.text[lines.line_start(first) : lines.line_start(last + 1)]
+            if not _may_block(code):
+                return line  # no line of it is inside a string or continued: any takes a comment
             region = self._regions[(first, last)] = Placement(code)
         shift = first - 1
         found = region.target(line - shift, first - shift)
         return found + shift if found is not None else None
+
+
+def _may_block(code: str) -> bool:
+    """Can a line of ``code`` be unable to take a trailing comment (see
+    :class:`~distlint.noqa.Placement`)? Only inside a string spanning lines (triple quotes, or
+    a backslash before the line break) or on a line continued with a backslash."""
+    return '"""' in code or "'''" in code or "\\\n" in code or "\\\r" in code or code.endswith("\\")
 
 
 def _fix_of(plan, rule, config, plan_layout, spans, lines, plan_number, debug) -> Fix | None:
