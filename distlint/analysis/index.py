@@ -95,10 +95,13 @@ def child_list(node: cst.CSTNode) -> list[cst.CSTNode]:
         tp = type(value)
         if tp is tuple or tp is list:
             for item in value:
-                if node_types.get(type(item)) or _is_node_type(type(item)):
+                known = node_types.get(type(item))
+                if known or (known is None and _is_node_type(type(item))):
                     out.append(item)
-        elif node_types.get(tp) or _is_node_type(tp):
-            out.append(value)
+        else:
+            known = node_types.get(tp)
+            if known or (known is None and _is_node_type(tp)):
+                out.append(value)
     return out
 
 
@@ -300,6 +303,7 @@ class Index:
         self._flow: Flow | None = None
         self._nodes_cache: dict[tuple[type, ...], list[cst.CSTNode]] = {}
         self._owners: dict[str, int] | None = None
+        self._binder_ids: dict[int, set[str]] | None = None
         self._calls_by_name: dict[str, list[cst.Call]] | None = (
             None  # callee name -> calls, built on demand
         )
@@ -614,7 +618,11 @@ class Index:
                 blocks.add(id(anc))
             if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
                 break
-        if any(id(a.node) in around and a.op not in self._SCOPED_OPS for a in found):
+        binders = self._binders()
+        name = getattr(use, "value", None)
+        if any(name in binders.get(i, ()) for i in around) and any(
+            id(a.node) in around and a.op not in self._SCOPED_OPS for a in found
+        ):
             found = [a for a in found if id(a.node) not in around or a.op in self._SCOPED_OPS]
         if len(found) < 2 or found[-1].order > self.order(use):
             return found  # a loop: later assignments reach the use too
@@ -625,6 +633,17 @@ class Index:
                 block = self.parent(stmt) if stmt is not None else None
                 if block is not None and id(block) in blocks:
                     return found[i:]
+        return found
+
+    def _binders(self) -> dict[int, set[str]]:
+        """id(node) -> the names the node binds (the statements that assign)."""
+        found = self._binder_ids
+        if found is None:
+            found = self._binder_ids = {}
+            for scope in self.scopes:
+                for key, assignments in scope.bindings.items():
+                    for a in assignments:
+                        found.setdefault(id(a.node), set()).add(key)
         return found
 
     def import_record(self, name_node: cst.CSTNode) -> ImportRecord | None:
