@@ -191,6 +191,10 @@ def positions_of(
     return layout(module, nodes)[0]
 
 
+# Beyond this many top-level statements holding a node, one pass over the module is as cheap.
+MAX_LOCATED_STATEMENTS = 64
+
+
 def layout(
     module: cst.Module,
     nodes: Collection[cst.CSTNode],
@@ -198,19 +202,27 @@ def layout(
     top_of: Callable[[cst.CSTNode], int | None] | None = None,
     offsets: Sequence[int] | None = None,
     starts: list[int] | None = None,
+    text: str | None = None,
 ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
-    """Ranges of ``nodes`` and spans of the statements ``spans``, in one codegen pass.
+    """Ranges of ``nodes`` and spans of the statements ``spans``.
 
-    With ``top_of`` (node -> index of its top-level statement in ``module.body``), ``offsets``
-    (where each top-level statement starts in the module's text) and ``starts`` (where the
-    text's lines start), what :mod:`distlint.incremental` knows, only the top-level statements
-    holding a node are generated; the result is the same as the whole pass's.
+    Without more, in one codegen pass over the module. With ``top_of`` (node -> index of its
+    top-level statement in ``module.body``) and ``starts`` (where the text's lines start), only
+    the top-level statements holding a node are generated, then placed in the text: at
+    ``offsets`` (where each top-level statement starts, what :mod:`distlint.incremental`
+    knows), else by finding their code in ``text`` (the module's code): a statement's code that
+    occurs once after the previous one placed is there; one that occurs more than once is placed
+    by generating the statements before it. Same result as the whole pass.
 
     Raises :class:`TooDeep` for code nested beyond what even a large stack allows."""
     if not nodes and not spans:
         return {}, {}
     groups: dict[int, tuple[list[cst.CSTNode], list[cst.CSTNode]]] | None = None
-    if top_of is not None and offsets is not None and starts is not None:
+    if (
+        top_of is not None
+        and starts is not None
+        and (offsets is not None or (text is not None and module.has_trailing_newline))
+    ):
         groups = {}
         for kind, group in ((0, nodes), (1, spans)):
             for node in group:
@@ -221,30 +233,83 @@ def layout(
                 groups.setdefault(number, ([], []))[kind].append(node)
             if groups is None:
                 break
+        if groups is not None and offsets is None and len(groups) > MAX_LOCATED_STATEMENTS:
+            groups = None
 
-    def run() -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
-        if groups is not None and offsets is not None:
+    def run() -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]] | None:
+        if groups is not None:
             found: dict[cst.CSTNode, CodeRange] = {}
             found_spans: dict[cst.CSTNode, Span] = {}
-            for number, (inside, inside_spans) in groups.items():
+            placer = None if offsets is not None else _Placer(module, text or "")
+            for number in sorted(groups):
+                inside, inside_spans = groups[number]
                 part = _WantedPositionsState(module, inside, inside_spans)
                 module.body[number]._codegen(part)
-                ranges, part_spans = part.resolve(offsets[number], starts)
+                if placer is None:
+                    assert offsets is not None
+                    base: int | None = offsets[number]
+                else:
+                    base = placer.place(number, "".join(part.tokens))
+                    if base is None:
+                        return None
+                ranges, part_spans = part.resolve(base or 0, starts)
                 found.update(ranges)
                 found_spans.update(part_spans)
             return found, found_spans
-        state = _WantedPositionsState(module, nodes, spans)
-        module._codegen(state)
-        return state.resolve()
+        return _whole_pass(module, nodes, spans)
 
     try:
-        return deep_call(run)
+        result = deep_call(run)
+        if result is None:  # a statement could not be placed: the whole pass
+            result = deep_call(lambda: _whole_pass(module, nodes, spans))
+        return result
     except TooDeep:
         raise
     except Exception:  # pragma: no cover - only if LibCST's internals change
         if spans:
             raise
         return deep_call(lambda: all_positions(module)), {}
+
+
+def _whole_pass(
+    module: cst.Module, nodes: Collection[cst.CSTNode], spans: Collection[cst.CSTNode]
+) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
+    state = _WantedPositionsState(module, nodes, spans)
+    module._codegen(state)
+    return state.resolve()
+
+
+class _Placer:
+    """Where top-level statements start in a module's text, asked in increasing order."""
+
+    def __init__(self, module: cst.Module, text: str) -> None:
+        self.module = module
+        self.text = text
+        self.number = 0  # the statement that starts at `self.offset` (or later ones do)
+        self.offset = len(_plain_code(module, module.header))
+
+    def place(self, number: int, code: str) -> int | None:
+        text = self.text
+        at = text.find(code, self.offset)  # the statement starts at or after self.offset
+        if at < 0:
+            return None
+        if text.find(code, at + 1) >= 0:  # more than once: count the statements before it
+            at = self.offset
+            for statement in self.module.body[self.number : number]:
+                at += len(_plain_code(self.module, [statement]))
+            if not text.startswith(code, at):
+                return None
+        self.number, self.offset = number + 1, at + len(code)
+        return at
+
+
+def _plain_code(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> str:
+    state = CodegenState(
+        default_indent=module.default_indent, default_newline=module.default_newline
+    )
+    for node in nodes:
+        node._codegen(state)
+    return "".join(state.tokens)
 
 
 def all_positions(module: cst.Module):

@@ -403,9 +403,14 @@ def _lint_module(
     statements = {r.node: index.statement(r.node) for r in reports}
     wanted += [s for s in statements.values() if s is not None]
     lines = LineIndex(text)
-    top_of = _top_statements(module, index) if offsets is not None else None
     positions, spans = layout(
-        module, wanted, plan_layout.spans_wanted, top_of, offsets, lines.starts
+        module,
+        wanted,
+        plan_layout.spans_wanted,
+        _top_statements(module, index),
+        offsets,
+        lines.starts,
+        text,
     )
     placement = _Placements(lines)
     findings: list[Finding] = []
