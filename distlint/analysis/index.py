@@ -276,6 +276,31 @@ class Scope:
 _FUNCTION_NODES = (cst.FunctionDef, cst.Lambda)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+# the node types Index._build does more for than walking their children
+_BINDING_TYPES = frozenset(
+    {
+        cst.Assign,
+        cst.AnnAssign,
+        cst.AugAssign,
+        cst.NamedExpr,
+        cst.Import,
+        cst.ImportFrom,
+        cst.FunctionDef,
+        cst.Lambda,
+        cst.ClassDef,
+        cst.For,
+        cst.While,
+        *_COMPREHENSIONS,
+        cst.CompFor,
+        cst.WithItem,
+        cst.Return,
+        cst.Global,
+        cst.Nonlocal,
+        cst.ExceptHandler,
+    }
+)
+# nodes without meaningful children (see child_list)
+_LEAF_TYPES = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
 
 
 class Index:
@@ -326,13 +351,15 @@ class Index:
             append_node(node)
             child_scope = scope
             tp = type(node)
-            if tp is cst.Call:
-                self.calls.append(node)
-            elif tp is cst.Name:
-                pass
-            elif tp is cst.SimpleStatementLine or tp is cst.Expr or tp is cst.Attribute:
-                pass
-            elif tp is cst.Assign:
+            if tp not in _BINDING_TYPES:  # most nodes: just their children
+                if tp is cst.Call:
+                    self.calls.append(node)
+                elif tp in _LEAF_TYPES:
+                    continue
+                for child in reversed(child_list(node)):
+                    push((child, node, scope))
+                continue
+            if tp is cst.Assign:
                 for t in node.targets:
                     self._bind_target(t.target, node.value, node, order, scope, "=")
             elif tp is cst.AnnAssign:
