@@ -498,8 +498,63 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
     linted = ordered_map(
         partial(lint_file, config=None, options=options), todo, options.jobs, _worker_died
     )
+    given = {os.path.normpath(os.path.abspath(s if isinstance(s, str) else s.path)) for s in slots}
+    followed: dict[str, None] = {}
     for slot in slots:
-        yield next(linted) if isinstance(slot, str) else slot
+        result = next(linted) if isinstance(slot, str) else slot
+        for dep, _digest in result.dependencies:
+            if dep.endswith(".py") and dep not in given:
+                followed[dep] = None
+        yield result
+    yield from _followed_results(followed, options)
+
+
+def _followed_results(paths: Mapping[str, None], options: LintOptions) -> Iterator[FileResult]:
+    """The findings of project modules the run's files import that are not in the run
+    themselves, when such a module sets up distributed training on its own (a Trainer class
+    creating the Accelerator): the hazards there belong to the script that imports it.
+    Check only (never fixed from here: fix that file to apply its fixes); their errors are
+    already reported by their importers."""
+    check_only = replace(options, fix=False, add_noqa=False, keep_source=False)
+    for path in sorted(paths):
+        try:
+            config = config_for(path, options)
+        except ConfigError:
+            continue
+        if config.follow_imports != "normal" or config.is_excluded(path):
+            continue
+        if not _sets_up_training(path, config):
+            continue
+        shown = os.path.relpath(path)
+        result = lint_file(path if shown.startswith(os.pardir) else shown, config, check_only)
+        if result.findings:
+            # fixes are applied when that file itself is fixed, not from its importer's run
+            findings = tuple(replace(f, fix=None, suppression=None) for f in result.findings)
+            yield replace(result, findings=findings, errors=(), followed=True)
+
+
+_TRAINS_WORDS = (
+    b"Accelerator",
+    b"Fabric",
+    b"DistributedDataParallel",
+    b"FullyShardedDataParallel",
+    b"fully_shard",
+    b"deepspeed",
+    b"torch_xla",
+)
+
+
+def _sets_up_training(path: str, config: Config) -> bool:
+    from distlint.analysis.facts import facts_for
+    from distlint.analysis.project import project_for as shared
+
+    project = shared(path, config)
+    data = project.read_bytes(path)
+    # what such a module must spell out, checked before parsing it
+    if data is None or not any(word in data for word in _TRAINS_WORDS):
+        return False
+    info = project.module(path)
+    return info is not None and facts_for(info.index, info.path, project).trains_data_parallel
 
 
 def _worker_died(path: str, reason: str) -> FileResult:

@@ -86,6 +86,10 @@ class Config:
     # First-party source folders for import resolution (ruff's `src`), relative to `root`.
     src: tuple[str, ...] = ()
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; 0: no budget
+    # "normal": a run also reports the findings of the project modules its files import that
+    # set up distributed training themselves (a Trainer class in trainer.py), as mypy does;
+    # "silent": they inform the analysis but only the files given are reported.
+    follow_imports: str = "normal"
     root: str | None = None  # directory of the config file: patterns are relative to it
     source: str | None = None  # path of the config file
 
@@ -191,7 +195,8 @@ _LIST_KEYS = {
     "extend-unsafe-fixes",
     "src",
 }
-_KNOWN_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes", "max-file-size"}
+_KNOWN_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes", "max-file-size", "follow-imports"}
+FOLLOW_IMPORTS = ("normal", "silent")
 
 
 def find_config_file(start: str) -> Path | None:
@@ -347,6 +352,10 @@ def config_from_table(
             if not isinstance(value, bool):
                 raise ConfigError(f"expected true or false, got {_show(value)}", source, key)
             values["unsafe_fixes"] = value
+        elif key == "follow-imports":
+            if value not in FOLLOW_IMPORTS:
+                raise ConfigError(f'expected "normal" or "silent", got {_show(value)}', source, key)
+            values["follow_imports"] = value
         elif key == "max-file-size":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(

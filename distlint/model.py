@@ -175,3 +175,5 @@ class FileResult:
     # (path, sha256) of the other project modules and config files the analysis consulted:
     # part of the cache key, and what the language server re-lints dependents on.
     dependencies: tuple[tuple[str, str], ...] = ()
+    # A project module reported because a linted file imports it (not given on the command line)
+    followed: bool = False

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.analysis import Assignment, walk
-from distlint.analysis.facts import Facts, Mode
+from distlint.analysis import walk
+from distlint.analysis.facts import Facts, Mode, Origin
 from distlint.fixes import Fix
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid
-
-SHARDED, UNSHARDED, UNKNOWN = "sharded", "unsharded", "unknown"
 
 
 class DataloaderNotSharded(Rule):
@@ -23,9 +21,10 @@ class DataloaderNotSharded(Rule):
     a loader without a `DistributedSampler`.
 
     The loader is followed through assignments, tuple unpacking, helper functions that build or
-    prepare it, `enumerate` / `tqdm`, and torch_xla's `MpDeviceLoader`. A loader whose origin
-    cannot be seen (built in another module, a custom sampler, a dataset that shards itself by
-    rank such as `split_dataset_by_node`) is not reported.
+    prepare it (in the same module or in another module of the project), `enumerate` / `tqdm`,
+    and torch_xla's `MpDeviceLoader`. A loader whose origin cannot be seen (a module outside the
+    project, a custom sampler, a dataset that shards itself by rank such as
+    `split_dataset_by_node`, a helper given data this script split by rank) is not reported.
 
     ## Why is this bad?
     Every process then iterates the whole dataset, usually in the same order: N processes do N
@@ -166,8 +165,8 @@ class DataloaderNotSharded(Rule):
             loader = _unwrap(facts, loop.iter)
             if not isinstance(loader, (cst.Name, cst.Attribute)):
                 continue
-            origins = _origins(facts, loader, 6)
-            if not origins or any(o != UNSHARDED for o in origins):
+            origins = facts.loader_origins(loader, 6)
+            if not origins or any(o is not Origin.UNSHARDED for o in origins):
                 continue
             code = index.module.code_for_node(loader)
             if accelerate:
@@ -209,76 +208,6 @@ def _unwrap(facts: Facts, expr: cst.BaseExpression) -> cst.BaseExpression:
             break
         expr = expr.args[0].value
     return expr
-
-
-def _origins(facts: Facts, expr: cst.CSTNode, depth: int, position: int | None = None) -> list[str]:
-    """How each value that may flow into ``expr`` was made: SHARDED, UNSHARDED or UNKNOWN."""
-    index = facts.index
-    if depth <= 0:
-        return [UNKNOWN]
-    if isinstance(expr, cst.Name):
-        bindings = index.bindings_of(expr)
-        return [o for b in bindings for o in _from_assignment(facts, b, depth)] or [UNKNOWN]
-    if isinstance(expr, cst.Attribute):
-        assigns = index.attribute_assignments(expr)
-        return [o for a in assigns for o in _from_assignment(facts, a, depth)] or [UNKNOWN]
-    if isinstance(expr, cst.Call):
-        return _from_call(facts, expr, depth, position)
-    return [UNKNOWN]
-
-
-def _from_assignment(facts: Facts, assignment: Assignment, depth: int) -> list[str]:
-    if assignment.op == "=" and assignment.value is not None:
-        return _origins(facts, assignment.value, depth - 1)
-    if assignment.op == "unpack" and isinstance(assignment.node, cst.Assign):
-        # `train_dl, eval_dl = make_loaders()` / `model, opt, dl = accelerator.prepare(...)`
-        targets = assignment.node.targets[0].target
-        if isinstance(targets, (cst.Tuple, cst.List)):
-            elements = [e.value for e in targets.elements]
-            position = next((i for i, e in enumerate(elements) if e is assignment.target), None)
-            if position is not None and isinstance(assignment.node.value, cst.Call):
-                return _from_call(facts, assignment.node.value, depth - 1, position)
-    return [UNKNOWN]
-
-
-def _from_call(facts: Facts, call: cst.Call, depth: int, position: int | None) -> list[str]:
-    index = facts.index
-    if facts.is_prepare_call(call):
-        return [SHARDED]
-    qualname = index.qualname(call.func)
-    if position is None and facts.is_dataloader(qualname):
-        return [_dataloader_origin(facts, call)]
-    if position is None and facts.is_device_loader(qualname) and call.args:
-        return _origins(facts, call.args[0].value, depth - 1)
-    fn = index.local_function(call.func)
-    if fn is None:
-        return [UNKNOWN]
-    out: list[str] = []
-    for ret in index.returns.get(fn, ()):
-        value = ret.value
-        if position is not None:
-            if not isinstance(value, (cst.Tuple, cst.List)) or position >= len(value.elements):
-                return [UNKNOWN]
-            value = value.elements[position].value
-        out.extend(_origins(facts, value, depth - 1) if value is not None else [UNKNOWN])
-    return out or [UNKNOWN]
-
-
-def _dataloader_origin(facts: Facts, call: cst.Call) -> str:
-    index = facts.index
-    sampler = index.argument(call, "sampler") or index.argument(call, "batch_sampler")
-    if sampler is not None and index.constant_value(sampler.value) is not None:
-        sampler = None  # sampler=None
-    if sampler is not None:
-        shards = facts.sampler_shards(sampler.value)
-        if shards is True:
-            return SHARDED
-        if shards is None:
-            return UNKNOWN  # a custom sampler may well shard by rank
-    dataset = index.argument(call, "dataset", 0)
-    if dataset is not None and facts.data_sharded_by_rank(dataset.value):
-        return UNKNOWN
-    return UNSHARDED
 
 
 def _fix(facts: Facts, loop: cst.For, loader: cst.BaseExpression) -> Fix | None:

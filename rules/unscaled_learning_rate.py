@@ -203,6 +203,7 @@ class UnscaledLearningRate(Rule):
             return
         schedulers = [s for s in facts.schedulers if s.peak_lr is not None]
         exempt = _driven_by_peak_lr_scheduler(facts, optimizers, schedulers)
+        unscaled_reads: dict[cst.Call, list[Optimizer]] = {}
         for opt in optimizers:
             if opt.call in exempt:
                 continue
@@ -221,6 +222,12 @@ class UnscaledLearningRate(Rule):
                     )
                     ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
                 continue
+            if opt.lr_config is not None:
+                # the lr is written in a config file: scaled in code before the call?
+                if opt.lr_key is None or not facts.key_reads_process_count(opt.lr_key):
+                    what = f"the learning rate (the value comes from {opt.lr_config})"
+                    ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
+                continue
             if opt.lr is None:
                 if any(arg.star for arg in opt.call.args) or _param_groups_scaled(facts, opt):
                     continue
@@ -230,12 +237,11 @@ class UnscaledLearningRate(Rule):
             if opt.lr_key is not None:
                 # a factory of another module reads `<arg>.lr`: scaled where it is assigned?
                 if not facts.key_reads_process_count(opt.lr_key):
-                    read = opt.lr_key.split("@")[0]
-                    what = f"learning rate `{read}` (read by {opt.where})"
-                    fix = None if facts.model_parallel else self._fix_read(facts, opt.call, read)
-                    ctx.report(opt.lr, self._message(None, what, mode, facts.model_parallel), fix)
+                    unscaled_reads.setdefault(opt.call, []).append(opt)
                 continue
             self._check_value(ctx, opt.call, opt.lr, "learning rate")
+        for call, opts in unscaled_reads.items():
+            self._report_reads(ctx, call, opts)
         for sched in schedulers:
             assert sched.peak_lr is not None
             self._check_value(ctx, sched.call, sched.peak_lr, "peak learning rate (`max_lr`)")
@@ -256,28 +262,46 @@ class UnscaledLearningRate(Rule):
         ctx.report(value, message, fix)
 
     @staticmethod
-    def _message(text: str | None, what: str, mode: Mode, model_parallel: bool) -> str:
+    def _message(
+        text: str | None, what: str, mode: Mode, model_parallel: bool, plural: bool = False
+    ) -> str:
         subject = f"{what} `{text}`" if text is not None and len(text) <= 40 else what
+        verb, it = ("do", "them") if plural else ("does", "it")
         head = (
-            f"{subject} does not depend on the number of processes, but the batch of every "
+            f"{subject} {verb} not depend on the number of processes, but the batch of every "
             "optimizer step grows with them"
         )
         if model_parallel:
             return (
-                f"{head}: this script uses tensor/context parallelism, so scale it by the "
+                f"{head}: this script uses tensor/context parallelism, so scale {it} by the "
                 "data-parallel size (processes / (tp * cp)), not by the process count"
             )
-        return f"{head}: scale it by {FACTOR_TEXT[mode]}"
+        return f"{head}: scale {it} by {FACTOR_TEXT[mode]}"
 
-    def _fix_read(self, facts: Facts, call: cst.Call, read: str) -> Fix | None:
-        """A factory of another module reads ``read`` (``args.lr``): scale it here, in the
+    def _report_reads(self, ctx: RuleContext, call: cst.Call, opts: list[Optimizer]) -> None:
+        """A factory reads one or more LRs from its arguments (`args.lr`): one finding at the
+        call naming them all, whose fix scales each just before it."""
+        facts = ctx.facts
+        reads = list(dict.fromkeys(opt.lr_key.split("@")[0] for opt in opts if opt.lr_key))
+        wheres = list(dict.fromkeys(opt.where for opt in opts if opt.where))
+        names = " and ".join(f"`{r}`" for r in reads)
+        what = f"learning rate{'s' if len(reads) > 1 else ''} {names}"
+        if wheres:
+            what += f" (read by {' and '.join(wheres)})"
+        fix = None if facts.model_parallel else self._fix_reads(facts, call, reads)
+        assert opts[0].lr is not None
+        message = self._message(None, what, facts.mode, facts.model_parallel, len(reads) > 1)
+        ctx.report(opts[0].lr, message, fix)
+
+    def _fix_reads(self, facts: Facts, call: cst.Call, reads: list[str]) -> Fix | None:
+        """A factory of another module reads ``reads`` (``args.lr``): scale them here, in the
         linted file, just before the call (``args.lr *= accelerator.num_processes``)."""
         stmt = facts.index.statement(call)
         started = self._scaling(facts, call)
-        if started is None or stmt is None or not _is_attribute_path(read):
+        if started is None or stmt is None or not all(_is_attribute_path(r) for r in reads):
             return None
         fix, factor = started
-        fix.insert_before[stmt] = [cst.parse_statement(f"{read} *= {factor}\n")]
+        fix.insert_before[stmt] = [cst.parse_statement(f"{r} *= {factor}\n") for r in reads]
         return fix
 
     def _scaling(self, facts: Facts, call: cst.Call) -> tuple[Fix, str] | None:

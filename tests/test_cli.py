@@ -202,3 +202,18 @@ def test_check_never_imports_torch_accelerate_or_numpy(project):
         m for m in imported if m.split(".")[0] in {"torch", "accelerate", "numpy", "torch_xla"}
     )
     assert heavy == []
+
+
+def test_findings_of_a_followed_module_are_printed_with_its_path_and_said_so(distlint_exe):
+    """`distlint check` on an entry script whose Trainer (another module) trains: the finding
+    is printed at trainer.py's own path, relative to the working folder, the summary says why,
+    and `fix` leaves that file alone."""
+    folder = FIXTURES / "projects" / "trainer_owns_accelerator"
+    entry = "src/tts/train/train.py"
+    proc = run(distlint_exe, "check", "--no-cache", entry, cwd=folder)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("src/tts/model/trainer.py:10:67: DL201 ")
+    assert "1 in src/tts/model/trainer.py, imported by the files checked" in proc.stdout
+    assert "fixable" not in proc.stdout
+    fixed = run(distlint_exe, "fix", "--no-cache", "--unsafe-fixes", "--diff", entry, cwd=folder)
+    assert "+++" not in fixed.stdout

@@ -298,7 +298,7 @@ def test_cross_module_rule_findings():
         opt3 = plain_optimizer(model, 0.1 * accelerator.num_processes)
         """,
     }
-    assert run_rule(UnscaledLearningRate, sources) == ["args", "0.1"]
+    assert sorted(run_rule(UnscaledLearningRate, sources)) == ["0.1", "args"]
     scaled = dict(sources)
     scaled["train.py"] = (
         "from utils import create_optimizer, make_accelerator\naccelerator = make_accelerator(args)\n"
@@ -354,7 +354,7 @@ def test_summary_makes():
     assert Made.PROCESS_COUNT in facts.summary_of("world").makes
     assert Made.ACCELERATOR in facts.summary_of("make_accelerator").makes
     assert Made.OPTIMIZER in facts.summary_of("plain_optimizer").makes
-    assert facts.summary_of("plain_optimizer").lr_param == ("lr", 1, "")
+    assert [lr.param for lr in facts.summary_of("plain_optimizer").lrs] == [("lr", 1, "")]
     assert facts.summary_of("seed_all").seeds == Seeds.ALL
 
 
@@ -423,3 +423,111 @@ def test_names_do_not_fool_the_rules():
         "optimizer = torch.optim.SGD(model.parameters(), lr=0.1 * world_size)\n"
     )
     assert codes(UnscaledLearningRate, code) == [7]
+
+
+# ------------------------------------------------------------------ loaders from other modules
+LOADERS = """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+def plain(dataset, bs):
+    return DataLoader(dataset, batch_size=bs, shuffle=True)
+
+def sharded(dataset, bs):
+    return DataLoader(dataset, batch_size=bs, sampler=DistributedSampler(dataset))
+
+def pair(dataset):
+    return DataLoader(dataset, sampler=DistributedSampler(dataset)), DataLoader(dataset)
+
+def custom(dataset, sampler):
+    return DataLoader(dataset, sampler=sampler)
+"""
+
+
+@pytest.mark.parametrize(
+    "build, reported",
+    [
+        pytest.param("loader = data.plain(ds, 8)", True, id="plain"),
+        pytest.param("loader = data.sharded(ds, 8)", False, id="distributed-sampler"),
+        pytest.param("loader, _ = data.pair(ds)", False, id="tuple-first-sharded"),
+        pytest.param("_, loader = data.pair(ds)", True, id="tuple-second-plain"),
+        pytest.param("loader = data.custom(ds, my_sampler)", False, id="custom-sampler"),
+        pytest.param(
+            "loader = data.plain(ds.shard(num_shards=dist.get_world_size(), index=dist.get_rank()), 8)",
+            False,
+            id="given-data-split-by-rank",
+        ),
+    ],
+)
+def test_dl302_follows_loader_factories_of_other_modules(build, reported):
+    entry = f"""
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+import data
+
+def main(ds, my_sampler):
+    dist.init_process_group("nccl")
+    model = DDP(torch.nn.Linear(2, 2))
+    {build}
+    for x in loader:
+        model(x).sum().backward()
+"""
+    found = run_rule(DataloaderNotSharded, {"data.py": LOADERS, "train.py": entry})
+    assert found == (["loader"] if reported else [])
+
+
+def test_method_of_an_imported_class_returning_the_world_size_is_a_process_count():
+    sources = {
+        "env.py": (
+            "import torch.distributed as dist\n\n"
+            "class DistEnv:\n    def size(self):\n        return dist.get_world_size()\n\n"
+            "    def rank(self):\n        return dist.get_rank()\n"
+        ),
+        "train.py": (
+            "import torch\nimport torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel as DDP\nfrom env import DistEnv\n\n"
+            "def main(model, base):\n    dist.init_process_group('nccl')\n    model = DDP(model)\n"
+            "    env = DistEnv()\n"
+            "    ok = torch.optim.SGD(model.parameters(), lr=base * env.size())\n"
+            "    bad = torch.optim.SGD(model.parameters(), lr=base * env.rank())\n"
+            "    loop = env.x()\n    env2 = loop.y()\n    loop = env2.z()\n"
+        ),
+    }
+    assert run_rule(UnscaledLearningRate, sources) == ["base * env.rank()"]
+
+
+def test_factory_choosing_a_class_by_name_with_lr_in_a_kwargs_dict_and_a_wrapper():
+    """ConvNeXt's optim_factory: `opt_args = dict(lr=args.lr, ...)`, an if/elif chain of
+    classes given `**opt_args`, and timm's `Lookahead(optimizer)` around the result: one LR,
+    `args.lr`, read from the factory's `args`."""
+    sources = {
+        "optim_factory.py": (
+            "from torch import optim\nfrom timm.optim.lookahead import Lookahead\n\n"
+            "def create_optimizer(args, model):\n"
+            "    opt_args = dict(lr=args.lr, weight_decay=args.weight_decay)\n"
+            "    if args.opt == 'sgd':\n"
+            "        optimizer = optim.SGD(model.parameters(), momentum=0.9, **opt_args)\n"
+            "    elif args.opt == 'adamw':\n"
+            "        optimizer = optim.AdamW(model.parameters(), **opt_args)\n"
+            "    else:\n        optimizer = optim.Adam(model.parameters(), **opt_args)\n"
+            "    if args.lookahead:\n        optimizer = Lookahead(optimizer)\n"
+            "    return optimizer\n"
+        ),
+        "train.py": (
+            "import torch\nimport torch.distributed as dist\n"
+            "from optim_factory import create_optimizer\n\n"
+            "def main(args, model):\n    dist.init_process_group('nccl')\n"
+            "    model = torch.nn.parallel.DistributedDataParallel(model)\n"
+            "    optimizer = create_optimizer(args, model.module)\n"
+        ),
+    }
+    facts, _ = project_facts(sources, "train.py")
+    assert [(o.lr_key, o.lr_inside) for o in facts.optimizers] == [("args.lr", False)]
+    assert run_rule(UnscaledLearningRate, sources) == ["args"]
+    scaled = dict(sources)
+    scaled["train.py"] = sources["train.py"].replace(
+        "    optimizer = create_optimizer",
+        "    args.lr *= dist.get_world_size()\n    optimizer = create_optimizer",
+    )
+    assert run_rule(UnscaledLearningRate, scaled) == []

@@ -102,6 +102,27 @@ def test_dl201_args_reassigned_in_another_function(snapshot):
 
 
 @pytest.mark.parametrize(
+    "scaling",
+    [
+        pytest.param("", id="unscaled"),
+        pytest.param("    args.lr = args.lr * accelerator.num_processes\n", id="scaled"),
+    ],
+)
+def test_dl201_timm_legacy_factory_reads_args_lr(scaling, snapshot):
+    """timm's `create_optimizer(args, model)` takes its LR from `args.lr`: the finding and
+    the fix are about that attribute, and scaling it before the call is enough."""
+    code = (
+        "from accelerate import Accelerator\nfrom timm.optim import create_optimizer\n\n"
+        "def main(args, model):\n    accelerator = Accelerator()\n"
+        + scaling
+        + "    opt = create_optimizer(args, model)\n"
+        "    model, opt = accelerator.prepare(model, opt)\n"
+    )
+    linted = snapshot(lint_snippet("DL201", code))
+    assert len(linted.findings) == (0 if scaling else 1)
+
+
+@pytest.mark.parametrize(
     "scaled,lr",
     [
         pytest.param("Config(lr=BASE * accelerator.num_processes)", "cfg.lr", id="dataclass"),
@@ -251,15 +272,24 @@ def test_dl201_no_fix_without_a_visible_accelerator(snapshot):
     assert linted.findings[0].fix is None
 
 
-def test_dl201_unpacked_kwargs_are_not_guessed(snapshot):
-    code = """
-    import torch
-    from accelerate import Accelerator
-    accelerator = Accelerator()
-    kw = {'lr': 0.1}
-    opt = torch.optim.SGD([], **kw)
-    """
-    snapshot(lint_snippet("DL201", code))
+@pytest.mark.parametrize(
+    "kwargs, reported",
+    [
+        pytest.param("kw = {'lr': 0.1}", True, id="dict-literal"),
+        pytest.param("kw = dict(lr=0.1, weight_decay=0.0)", True, id="dict-call"),
+        pytest.param(
+            "kw = {'lr': 0.1}\nkw['lr'] *= accelerator.num_processes", False, id="scaled-later"
+        ),
+        pytest.param("kw = load_kwargs()", False, id="unknown"),
+    ],
+)
+def test_dl201_unpacked_kwargs_dict_is_read_not_guessed(kwargs, reported, snapshot):
+    code = (
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        f"{kwargs}\nopt = torch.optim.SGD([], **kw)\n"
+    )
+    linted = snapshot(lint_snippet("DL201", code))
+    assert bool(linted.findings) is reported
 
 
 def test_dl201_ddp_script_fix_uses_the_existing_dist_binding(snapshot):
@@ -330,6 +360,59 @@ def test_dl201_fabric_reported_and_scaled_by_world_size(snapshot):
     linted = snapshot(lint_snippet("DL201", code))
     assert "fabric.world_size" in linted.findings[0].message
     fixed_and_bound(linted)
+
+
+@pytest.mark.parametrize(
+    "devices,reported",
+    [
+        pytest.param("devices=1", False, id="devices=1"),
+        pytest.param("devices=[0]", False, id="one-device-list"),
+        pytest.param("devices=DEVICES", False, id="constant-1"),
+        pytest.param("devices=1, num_nodes=2", True, id="two-nodes"),
+        pytest.param("devices=n", True, id="parameter"),
+        pytest.param("devices=DEVICES, strategy='ddp'", False, id="strategy-one-device"),
+    ],
+)
+def test_dl201_fabric_with_one_device_is_one_process(devices, reported, snapshot):
+    code = f"""
+    import torch
+    import lightning as L
+
+    DEVICES = 1
+
+    def main(n):
+        fabric = L.Fabric({devices})
+        opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
+        model, opt = fabric.setup(torch.nn.Linear(2, 2), opt)
+    """
+    linted = snapshot(lint_snippet("DL201", code))
+    assert bool(linted.findings) is reported
+
+
+@pytest.mark.parametrize(
+    "imports,call,reported",
+    [
+        pytest.param("import dist_utils", "dist_utils.get_world_size()", False, id="module"),
+        pytest.param("from comm import world_size", "world_size()", False, id="from-import"),
+        pytest.param("import dist_utils", "dist_utils.get_rank()", True, id="rank-is-not"),
+    ],
+)
+def test_dl201_world_size_helper_from_a_module_not_in_the_project(
+    imports, call, reported, snapshot
+):
+    """A helper of a module distlint cannot read: its name is the only evidence."""
+    code = f"""
+    import torch
+    {imports}
+
+    def main(model, base_lr):
+        torch.distributed.init_process_group("nccl")
+        model = torch.nn.parallel.DistributedDataParallel(model)
+        lr = base_lr * {call}
+        opt = torch.optim.SGD(model.parameters(), lr=lr)
+    """
+    linted = snapshot(lint_snippet("DL201", code))
+    assert bool(linted.findings) is reported
 
 
 def test_dl201_tensor_parallel_message_and_no_fix(snapshot):

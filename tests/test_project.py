@@ -199,3 +199,101 @@ def test_src_setting_is_validated(tmp_path):
     good = tmp_path / "distlint.toml"
     good.write_text('src = ["src", "lib"]\n')
     assert load_config_file(str(good)).src == ("src", "lib")
+
+
+def test_root_without_markers_is_the_working_directory_above_the_file(tmp_path, monkeypatch):
+    """`distlint check scripts/train.py` run from a checkout without pyproject.toml or .git
+    (an unpacked archive): `import utils` resolves from the folder the user runs in."""
+    if any(
+        os.path.exists(os.path.join(str(d), m))
+        for d in [tmp_path, *tmp_path.parents]
+        for m in ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+    ):
+        pytest.skip("a root marker above the temporary folder decides the root")
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "train.py"
+    script.write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert find_root(str(script)) == str(tmp_path)
+    monkeypatch.chdir(tmp_path / "scripts")
+    assert find_root(str(script)) == str(tmp_path / "scripts")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert find_root(str(script)) == str(tmp_path / "scripts")
+
+
+TRAINER = """\
+import torch
+from accelerate import Accelerator
+
+
+class Trainer:
+    def __init__(self, model, learning_rate):
+        self.accelerator = Accelerator()
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+        self.model, self.optimizer = self.accelerator.prepare(model, self.optimizer)
+"""
+ENTRY = """\
+import torch
+from trainer import Trainer
+
+Trainer(torch.nn.Linear(2, 2), 1e-4)
+"""
+
+
+def _trainer_project(tmp_path, setting=""):
+    from distlint.analysis.project import forget_projects
+
+    forget_projects()
+    (tmp_path / "pyproject.toml").write_text(f"[tool.distlint]\n{setting}")
+    (tmp_path / "trainer.py").write_text(TRAINER)
+    (tmp_path / "train.py").write_text(ENTRY)
+    return str(tmp_path / "train.py"), str(tmp_path / "trainer.py")
+
+
+def test_imported_module_that_trains_is_reported_once_without_its_fix(tmp_path):
+    from distlint.api import LintOptions, lint_paths
+
+    entry, trainer = _trainer_project(tmp_path)
+    results = list(lint_paths([entry], LintOptions(select=("DL201",))))
+    assert [os.path.abspath(r.path) for r in results] == [entry, trainer]
+    assert not results[0].findings and not results[0].followed
+    (finding,) = results[1].findings
+    assert results[1].followed and finding.line == 8 and finding.fix is None
+    # given the whole folder, trainer.py is reported as itself (with its fix), once
+    both = list(lint_paths([str(tmp_path)], LintOptions(select=("DL201",))))
+    assert sorted(os.path.basename(r.path) for r in both if r.findings) == ["trainer.py"]
+    assert all(not r.followed for r in both)
+    assert [f.fix is not None for r in both for f in r.findings] == [True]
+
+
+def test_fix_run_does_not_edit_a_followed_module(tmp_path):
+    from distlint.api import LintOptions, lint_paths
+
+    entry, trainer = _trainer_project(tmp_path)
+    options = LintOptions(select=("DL201",), fix=True, unsafe_fixes=True)
+    results = list(lint_paths([entry], options))
+    assert [r.fixed_source for r in results] == [None, None]
+    assert (tmp_path / "trainer.py").read_text() == TRAINER
+
+
+@pytest.mark.parametrize(
+    "setting", ['follow-imports = "silent"\n', 'extend-exclude = ["trainer.py"]\n']
+)
+def test_silent_or_excluded_followed_modules_are_not_reported(tmp_path, setting):
+    from distlint.api import LintOptions, lint_paths
+
+    entry, _ = _trainer_project(tmp_path, setting)
+    results = list(lint_paths([entry], LintOptions(select=("DL201",))))
+    assert [os.path.abspath(r.path) for r in results] == [entry]
+
+
+def test_follow_imports_setting_is_validated(tmp_path):
+    from distlint.config import ConfigError, load_config_file
+
+    bad = tmp_path / "distlint.toml"
+    bad.write_text('follow-imports = "skip"\n')
+    with pytest.raises(ConfigError) as exc:
+        load_config_file(str(bad))
+    assert "follow-imports" in str(exc.value) and "silent" in str(exc.value)

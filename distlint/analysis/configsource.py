@@ -36,6 +36,7 @@ from typing import Any
 
 import libcst as cst
 
+from distlint.analysis import knowledge as K
 from distlint.analysis.configfiles import (
     ConfigFileError,
     Entry,
@@ -115,18 +116,19 @@ _PASS_THROUGH = frozenset(
         "int",
     }
 )
-_INSTANTIATE = frozenset(
-    {
-        "hydra.utils.instantiate",
-        "hydra.utils.call",
-        "torchtune.config.instantiate",
-        "torchtune.config._instantiate.instantiate",
-    }
-)
+_INSTANTIATE = K.CONFIG_INSTANTIATE
 _HYDRA_MAIN = "hydra.main"
 _HYDRA_COMPOSE = ("hydra.compose", "hydra.experimental.compose")
 _HYDRA_INIT = ("hydra.initialize", "hydra.experimental.initialize")
 _MAX_DEPTH = 12
+
+
+@dataclass(frozen=True)
+class _Here:
+    """The linted module, in the shape of a ModuleInfo (for its own helper functions)."""
+
+    index: Index
+    path: str
 
 
 @dataclass(frozen=True)
@@ -357,9 +359,13 @@ class _Resolver:
 
     # ------------------------------------------------------------------ other modules
     def _project_function(self, func: cst.BaseExpression) -> tuple[Any, cst.FunctionDef] | None:
-        """``load_config`` imported from a project module (``from config import load_config``,
-        ``import config`` + ``config.load_config``): (its ModuleInfo, its FunctionDef)."""
+        """``load_config`` defined in this module or imported from a project module (``from
+        config import load_config``, ``import config`` + ``config.load_config``): (its
+        ModuleInfo, or this module's, and its FunctionDef)."""
         project, index = self.project, self.index
+        here = index.local_function(func)
+        if isinstance(here, cst.FunctionDef):
+            return _Here(index, self.path or "<stdin>"), here
         if project is None or self.path is None:
             return None
         if isinstance(func, cst.Name):

@@ -16,6 +16,7 @@ it is called). Names are consulted only for values that cannot be traced at all.
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -63,6 +64,14 @@ class Made(enum.Enum):
     WRAPPED_MODEL = "wrapped-model"  # DDP / FSDP
 
 
+class Origin(enum.Enum):
+    """How a DataLoader that is iterated was made, as far as the analysis can see."""
+
+    SHARDED = "sharded"  # prepared, a DistributedSampler, a prepare helper
+    UNSHARDED = "unsharded"  # every process iterates the whole dataset
+    UNKNOWN = "unknown"  # a custom sampler, a dataset split by rank, an unseen origin
+
+
 class How(enum.Enum):
     """How an optimizer was recognised."""
 
@@ -71,6 +80,7 @@ class How(enum.Enum):
     FACTORY = "optimizer factory"
     PICKED = "class picked from candidates"
     PARAMETERS_AND_LR = "receives the parameters and an lr"
+    CONFIG_COMPONENT = "instantiated from a config node naming an optimizer class"
 
 
 @dataclass
@@ -83,6 +93,8 @@ class Optimizer:
     lr_scaled: bool = False
     where: str | None = None  # where a factory of another module builds it
     lr_key: str | None = None  # the lr is `<lr>.<path>` (e.g. `args.lr` read inside a factory)
+    # the lr is written in a configuration file: `configs/x.yaml:14: optimizer.lr = 2e-5`
+    lr_config: str | None = None
 
 
 @dataclass
@@ -98,11 +110,28 @@ class Summary:
 
     makes: set[Made] = field(default_factory=set)
     seeds: Seeds = Seeds.NONE
-    # for an optimizer factory: the parameter its lr comes from (name, position, attribute
-    # path read from it such as ".lr" for `args.lr`), or scaled inside
-    lr_param: tuple[str, int | None, str] | None = None
-    lr_scaled: bool = False
-    lr_where: str | None = None
+    # for an optimizer factory: one entry per optimizer it returns; for a class, per optimizer
+    # its instances build from what the constructor is given (a Trainer class)
+    lrs: list[FactoryLR] = field(default_factory=list)
+    # for a function returning DataLoaders: how each is made, by position in a returned tuple
+    # (None: the return value itself)
+    loaders: dict[int | None, list[Origin]] = field(default_factory=dict)
+    # the defining module trains data-parallel itself (prepares, wraps with DDP): hazards of
+    # the optimizers built there are reported in that module, not at its callers
+    trained_there: bool = False
+    # for a class: the summary of one of its methods, by name (computed when asked)
+    method: Callable[[str], Summary | None] | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class FactoryLR:
+    """Where the LR of an optimizer a factory returns comes from: its parameter ``param``
+    (name, position, attribute path read from it such as ".lr" for `args.lr`), or set inside
+    (``param`` None; ``scaled`` says whether by the process count). ``where``: for messages."""
+
+    param: tuple[str, int | None, str] | None
+    scaled: bool
+    where: str
 
 
 class ProjectLike(Protocol):  # the part of distlint.analysis.project.Project facts use
@@ -190,13 +219,52 @@ class Facts:
             return Mode.XLA_SPMD
         if self.creates_accelerator:
             return Mode.ACCELERATE
-        if self.calls_to({K.FABRIC}):
+        fabrics = self.calls_to({K.FABRIC})
+        if fabrics and not all(self._one_process_fabric(call) for call in fabrics):
             return Mode.FABRIC
         if self.calls_to(K.XLA_MULTIPROCESS):
             return Mode.XLA_MULTIPROCESS
         if self.calls_to(K.DDP_CALLS):
             return Mode.DDP
         return Mode.NONE
+
+    @cached_property
+    def trains_data_parallel(self) -> bool:
+        """The module itself wraps a model for data-parallel training: it prepares / sets up
+        with an Accelerator or Fabric, wraps with DDP / FSDP / deepspeed, or runs torch_xla
+        multiprocessing (a Trainer class does; a helper that only returns an Accelerator
+        does not)."""
+        # direct evidence only: asking for the mode would summarise every call of the module,
+        # and so every module it imports
+        if self.accelerators or self.calls_to({K.FABRIC}):
+            return bool(self.prepare_calls)
+        return bool(self.calls_to(K.DDP_WRAPPERS | K.XLA_MULTIPROCESS | {"deepspeed.initialize"}))
+
+    def _one_process_fabric(self, call: cst.Call) -> bool:
+        """`Fabric(devices=1)` (or `devices=[0]`) on one node starts exactly one process."""
+
+        def only(expr: cst.BaseExpression | None, accept: Any, depth: int = 3) -> bool:
+            if expr is None or depth <= 0:
+                return False
+            if accept(expr):
+                return True
+            if not isinstance(expr, (cst.Name, cst.Attribute)):
+                return False
+            values = self.index.values_of(expr)
+            return bool(values) and all(only(v, accept, depth - 1) for v in values)  # type: ignore[arg-type]
+
+        def is_one(expr: cst.CSTNode) -> bool:
+            return isinstance(expr, cst.Integer) and expr.evaluated_value == 1
+
+        def one_device(expr: cst.CSTNode) -> bool:
+            if is_one(expr):
+                return True
+            return isinstance(expr, (cst.List, cst.Tuple)) and len(expr.elements) == 1
+
+        nodes = call_keyword(call, "num_nodes")
+        return only(call_keyword(call, "devices"), one_device) and (
+            nodes is None or only(nodes, is_one)
+        )
 
     def accelerator_keyword(self, call: cst.Call, name: str) -> cst.BaseExpression | None:
         """A keyword given to ``call``, also through ``**{"name": ...}`` or ``**kwargs`` bound to
@@ -286,14 +354,48 @@ class Facts:
                 return True
             if not self.traceable(node.value) and not self.traceable(node):
                 return True  # an object nothing in the project describes: the API attribute
-        if isinstance(node, cst.Call) and Made.PROCESS_COUNT in self._external_makes(node):
-            return True
+        if isinstance(node, cst.Call):
+            if Made.PROCESS_COUNT in self._external_makes(node):
+                return True
+            # `utils.get_world_size()` from a module the project does not contain
+            name = self._untraced_import_call(node, qualname)
+            if name is not None and name.lower().removeprefix("get_") in K.PROCESS_COUNT_NAMES:
+                return True
         # Names only for values the analysis cannot trace (see knowledge.PROCESS_COUNT_NAMES).
         if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
             last = _last_name(node)
             if last is not None and last.lower() in K.PROCESS_COUNT_NAMES:
                 return not self.traceable(node)
         return False
+
+    def _untraced_import_call(self, call: cst.Call, qualname: str | None) -> str | None:
+        """The callee's name when ``call`` calls something imported from a module that is
+        neither in the project nor a library the knowledge base describes: nothing says what
+        it returns, so its name is all the evidence there is."""
+        func = call.func
+        head = func.value if isinstance(func, cst.Attribute) else func
+        if not isinstance(head, cst.Name) or (
+            isinstance(func, cst.Attribute) and func.value is not head
+        ):
+            return None
+        if qualname is not None and qualname.split(".", 1)[0] in K.KNOWN_LIBRARIES:
+            return None
+        for b in self.index.bindings_of(head):
+            if b.op != "import" or b.record is None:
+                return None
+            record = b.record
+            if self.project is not None and self.path is not None:
+                if record.name is None or isinstance(func, cst.Name):
+                    found = self.project.resolve_import(self.path, record.module, record.level)
+                else:
+                    found = self.project.resolve_from_import(
+                        self.path, record.module, record.name, record.level
+                    ) or self.project.resolve_import(self.path, record.module, record.level)
+                if found is not None:
+                    return None
+        if not self.index.bindings_of(head):
+            return None
+        return func.attr.value if isinstance(func, cst.Attribute) else head.value
 
     def key_reads_process_count(self, key: str) -> bool:
         """A dotted place such as `args.lr` is assigned (anywhere in the module) a value that
@@ -415,12 +517,31 @@ class Facts:
     # ============================================================== optimizers, schedulers
     @cached_property
     def optimizers(self) -> list[Optimizer]:
-        out: list[Optimizer] = []
-        for call in self.index.calls:
-            found = self._optimizer(call)
-            if found is not None:
-                out.append(found)
-        return out
+        return [opt for call in self.index.calls for opt in self._optimizers_at(call)]
+
+    def _optimizers_in(self, node: cst.CSTNode) -> list[Optimizer]:
+        """The optimizers built inside ``node`` (a function or class): only its own calls are
+        examined, so summarising it does not summarise everything its module calls."""
+        if "optimizers" in self.__dict__:
+            return [o for o in self.optimizers if self.index.is_inside(o.call, node)]
+        return [
+            opt
+            for call in self.index.calls
+            if self.index.is_inside(call, node)
+            for opt in self._optimizers_at(call)
+        ]
+
+    def _optimizers_at(self, call: cst.Call) -> list[Optimizer]:
+        found = self._optimizer(call)
+        if found is None or found.how is not How.FACTORY or not found.lr_inside:
+            return [found] if found is not None else []
+        # a factory or Trainer class of another module: one per optimizer it builds
+        external = self._external_summary(call)
+        if external is not None and external.lrs:
+            if external.trained_there:
+                return []  # reported in that module
+            return [self._factory_reading(call, lr) for lr in external.lrs]
+        return [found]
 
     def _optimizer(self, call: cst.Call) -> Optimizer | None:
         index = self.index
@@ -428,8 +549,12 @@ class Facts:
         lr = Index.argument(call, "lr", 1)
         params = Index.argument(call, "params", 0)
 
-        def made(how: How) -> Optimizer:
-            return Optimizer(call, how, lr.value if lr else None, params.value if params else None)
+        def made(how: How) -> Optimizer | None:
+            # `AdamW(params, **opt_args)` with `opt_args = dict(lr=args.lr, ...)`
+            value = lr.value if lr else self._unpacked_lr(call)
+            if value is None and params is not None and self._wraps_optimizer(params.value):
+                return None  # `Lookahead(optimizer)`: the inner optimizer's LR is the one
+            return Optimizer(call, how, value, params.value if params else None)
 
         if K.is_optimizer_class(q):
             return made(How.LIBRARY_CLASS)
@@ -437,28 +562,21 @@ class Facts:
             keyword, position = K.OPTIMIZER_FACTORIES[q]
             arg = Index.argument(call, keyword, position)
             return Optimizer(call, How.FACTORY, arg.value if arg else None, None)
+        if q in K.OPTIMIZER_FACTORIES_READING:
+            short = q.rsplit(".", 1)[-1]
+            read = FactoryLR(K.OPTIMIZER_FACTORIES_READING[q], False, f"{short}()")
+            return self._factory_reading(call, read)
         if isinstance(call.func, cst.Name):
             for b in index.bindings_of(call.func):
                 if b.op == "class" and self._is_optimizer_class_def(b.node, set()):
                     return made(How.PROJECT_CLASS)
         if q is None and self._picked_optimizer_class(call.func):
             return made(How.PICKED)
+        if q in K.CONFIG_INSTANTIATE:
+            return self._instantiated_optimizer(call)
         external = self._external_summary(call)
-        if external is not None and Made.OPTIMIZER in external.makes:
-            if external.lr_param is None:
-                opt = Optimizer(call, How.FACTORY, None, None, lr_inside=True)
-                opt.lr_scaled, opt.where = external.lr_scaled, external.lr_where
-                return opt
-            name, position, suffix = external.lr_param
-            arg = Index.argument(call, name, position)
-            if arg is None:  # the factory's own default
-                return Optimizer(
-                    call, How.FACTORY, None, None, lr_inside=True, where=external.lr_where
-                )
-            opt = Optimizer(call, How.FACTORY, arg.value, None, where=external.lr_where)
-            base = target_key(arg.value) if suffix else None
-            opt.lr_key = base + suffix if base is not None else None
-            return opt
+        if external is not None and (Made.OPTIMIZER in external.makes or external.lrs):
+            return Optimizer(call, How.FACTORY, None, None, lr_inside=True)
         local = index.local_function(call.func) is not None or (
             isinstance(call.func, cst.Name)
             and any(b.op == "class" for b in index.bindings_of(call.func))
@@ -473,6 +591,74 @@ class Facts:
             if keyword_lr is not None and source is not None and self._parameters(source):
                 return Optimizer(call, How.PARAMETERS_AND_LR, keyword_lr, source)
         return None
+
+    @staticmethod
+    def _factory_reading(call: cst.Call, lr: FactoryLR) -> Optimizer:
+        """The optimizer a factory call returns, its LR as the factory reads it: from its
+        parameter (`make(args)` reading `args.lr` has the attribute ".lr", `make(lr)` has "")
+        or set inside."""
+        where = lr.where
+        if lr.param is None:
+            opt = Optimizer(call, How.FACTORY, None, None, lr_inside=True, where=where)
+            opt.lr_scaled = lr.scaled
+            return opt
+        name, position, suffix = lr.param
+        arg = Index.argument(call, name, position)
+        if arg is None:  # the factory's own default
+            return Optimizer(call, How.FACTORY, None, None, lr_inside=True, where=where)
+        opt = Optimizer(call, How.FACTORY, arg.value, None, where=where)
+        base = target_key(arg.value) if suffix else None
+        opt.lr_key = base + suffix if base is not None else None
+        return opt
+
+    def _unpacked_lr(self, call: cst.Call) -> cst.BaseExpression | None:
+        """The `lr` of `**opt_args` bound to a dict literal / `dict(...)`, unless the dict's
+        `lr` is assigned elsewhere (`opt_args["lr"] *= world_size`): then nothing is known."""
+        found = self.accelerator_keyword(call, "lr")
+        if found is None:
+            return None
+        for arg in call.args:
+            base = target_key(arg.value) if arg.star == "**" else None
+            if base is not None and self.index.attr_assignments.get(f"{base}[lr]"):
+                return None
+        return found
+
+    def _wraps_optimizer(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` (the first argument of an optimizer class) holds an optimizer itself."""
+        busy = self.__dict__.setdefault("_wrapper_checks", set())
+        if expr in busy:
+            return False
+        busy.add(expr)
+        try:
+            values = (
+                [expr, *self.index.values_of(expr)] if not isinstance(expr, cst.Call) else [expr]
+            )
+            return any(isinstance(v, cst.Call) and self._optimizer(v) is not None for v in values)
+        finally:
+            busy.discard(expr)
+
+    def _instantiated_optimizer(self, call: cst.Call) -> Optimizer | None:
+        """`config.instantiate(cfg.optimizer, params)` / hydra's `instantiate` of a config node
+        whose `_component_` / `_target_` is an optimizer class: its LR is the node's `lr`,
+        unless the call passes one."""
+        if self.project is None:
+            return None
+        from distlint.analysis.configsource import config_component
+
+        component = config_component(self, call, self.project, self.path)
+        if component is None or not K.is_optimizer_class(component.target):
+            return None
+        params = call.args[1].value if len(call.args) > 1 and call.args[1].keyword is None else None
+        given = call_keyword(call, "lr")
+        if given is not None:
+            return Optimizer(call, How.CONFIG_COMPONENT, given, params)
+        opt = Optimizer(call, How.CONFIG_COMPONENT, None, params)
+        value = component.kwargs.get("lr")
+        if value is not None:
+            opt.lr_config = value.describe(getattr(self.project, "root", None))
+            base = target_key(call.args[0].value) if call.args else None
+            opt.lr_key = f"{base}.lr" if base is not None else None
+        return opt
 
     def _is_optimizer_class_def(self, cls: cst.CSTNode, seen: set[cst.CSTNode]) -> bool:
         if not isinstance(cls, cst.ClassDef) or cls in seen:
@@ -741,6 +927,109 @@ class Facts:
             return False
         return None
 
+    def loader_origins(
+        self, expr: cst.CSTNode, depth: int = 6, position: int | None = None
+    ) -> list[Origin]:
+        """How each value that may flow into ``expr`` was made (``position``: the element of
+        a tuple that a call returns), through assignments, tuple unpacking, helpers of this
+        module and of other modules of the project, and device loaders."""
+        index = self.index
+        if depth <= 0:
+            return [Origin.UNKNOWN]
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            if isinstance(expr, cst.Name):
+                assigns: Sequence[Any] = index.bindings_of(expr)
+            else:
+                assigns = index.attribute_assignments(expr)
+            found = [o for a in assigns for o in self._assigned_origins(a, depth)]
+            return found or [Origin.UNKNOWN]
+        if isinstance(expr, cst.Call):
+            return self._call_origins(expr, depth, position)
+        return [Origin.UNKNOWN]
+
+    def _assigned_origins(self, assignment: Any, depth: int) -> list[Origin]:
+        if assignment.op == "=" and assignment.value is not None:
+            return self.loader_origins(assignment.value, depth - 1)
+        if assignment.op == "unpack" and isinstance(assignment.node, cst.Assign):
+            # `train_dl, eval_dl = make_loaders()` / `model, opt, dl = accelerator.prepare(...)`
+            targets = assignment.node.targets[0].target
+            if isinstance(targets, (cst.Tuple, cst.List)):
+                elements = [e.value for e in targets.elements]
+                position = next((i for i, e in enumerate(elements) if e is assignment.target), None)
+                if position is not None and isinstance(assignment.node.value, cst.Call):
+                    return self._call_origins(assignment.node.value, depth - 1, position)
+        return [Origin.UNKNOWN]
+
+    def _call_origins(self, call: cst.Call, depth: int, position: int | None) -> list[Origin]:
+        index = self.index
+        if self.is_prepare_call(call):
+            return [Origin.SHARDED]
+        qualname = index.qualname(call.func)
+        if position is None and self.is_dataloader(qualname):
+            return [self._dataloader_origin(call)]
+        if position is None and self.is_device_loader(qualname) and call.args:
+            return self.loader_origins(call.args[0].value, depth - 1)
+        fn = index.local_function(call.func)
+        if fn is None:
+            return self._external_origins(call, position)
+        return self._returned_origins(fn, depth, position)
+
+    def _returned_origins(self, fn: cst.CSTNode, depth: int, position: int | None) -> list[Origin]:
+        out: list[Origin] = []
+        for ret in self.index.returns.get(fn, ()):
+            value = ret.value
+            if position is not None:
+                if not isinstance(value, (cst.Tuple, cst.List)) or position >= len(value.elements):
+                    return [Origin.UNKNOWN]
+                value = value.elements[position].value
+            out.extend(
+                self.loader_origins(value, depth - 1) if value is not None else [Origin.UNKNOWN]
+            )
+        return out or [Origin.UNKNOWN]
+
+    def _external_origins(self, call: cst.Call, position: int | None) -> list[Origin]:
+        """A loader factory of another module: what it returns, unless this module hands it
+        data it split by rank (`build_loader(args, shard(ds))`)."""
+        summary = self._external_summary(call)
+        found = summary.loaders.get(position) if summary is not None else None
+        if not found:
+            return [Origin.UNKNOWN]
+        if Origin.UNSHARDED in found and any(
+            self.data_sharded_by_rank(arg.value) for arg in call.args
+        ):
+            return [Origin.UNKNOWN]
+        return list(found)
+
+    def _summarise_loaders(self, fn: cst.CSTNode) -> dict[int | None, list[Origin]]:
+        """How the DataLoaders ``fn`` returns are made; only for modules that build any."""
+        if not self.loaders:
+            return {}
+        out: dict[int | None, list[Origin]] = {}
+        for ret in self.index.returns.get(fn, ()):
+            value = ret.value
+            if isinstance(value, (cst.Tuple, cst.List)):
+                for i, element in enumerate(value.elements):
+                    out.setdefault(i, []).extend(self.loader_origins(element.value, 5))
+            elif value is not None:
+                out.setdefault(None, []).extend(self.loader_origins(value, 5))
+        return {k: v for k, v in out.items() if any(o is not Origin.UNKNOWN for o in v)}
+
+    def _dataloader_origin(self, call: cst.Call) -> Origin:
+        index = self.index
+        sampler = index.argument(call, "sampler") or index.argument(call, "batch_sampler")
+        if sampler is not None and index.constant_value(sampler.value) is not None:
+            sampler = None  # sampler=None
+        if sampler is not None:
+            shards = self.sampler_shards(sampler.value)
+            if shards is True:
+                return Origin.SHARDED
+            if shards is None:
+                return Origin.UNKNOWN  # a custom sampler may well shard by rank
+        dataset = index.argument(call, "dataset", 0)
+        if dataset is not None and self.data_sharded_by_rank(dataset.value):
+            return Origin.UNKNOWN
+        return Origin.UNSHARDED
+
     def data_sharded_by_rank(self, expr: cst.CSTNode) -> bool:
         """Something flowing into ``expr`` splits it by process (also in another module)."""
         return self.flow.reaches(expr, self.is_sharded_by_rank, key="sharded", depth=6)
@@ -865,9 +1154,13 @@ class Facts:
     def _summarise(self, fn: cst.CSTNode) -> Summary:
         index = self.index
         summary = Summary()
+        summary.trained_there = self.trains_data_parallel
         if isinstance(fn, cst.ClassDef):
             if self._is_optimizer_class_def(fn, set()):
                 summary.makes.add(Made.OPTIMIZER)
+            else:
+                summary.lrs = self._class_lrs(fn)
+            summary.method = lambda name: self._method_summary(fn, name)
             return summary
         returns = [r.value for r in index.returns.get(fn, ()) if r.value is not None]
         for value in returns:
@@ -877,18 +1170,97 @@ class Facts:
                 summary.makes.add(Made.ACCELERATOR)
             if self.data_sharded_by_rank(value):
                 summary.makes.add(Made.SHARDED)
-        inner = [o for o in self.optimizers if index.is_inside(o.call, fn)]
+        inner = self._optimizers_in(fn)
         if inner and any(self.flow.reaches(v, _node_in(inner), depth=6) for v in returns):
             summary.makes.add(Made.OPTIMIZER)
-            opt = inner[0]
-            name = fn.name.value if isinstance(fn, cst.FunctionDef) else "?"
-            summary.lr_where = f"`{name}()` in {self.path or 'another module'}"
-            if opt.lr is not None and self.reads_process_count(opt.lr):
-                summary.lr_scaled = True
-            elif opt.lr is not None:
-                summary.lr_param = _param_reached(index, fn, opt.lr)
+            returned = [
+                o
+                for o in inner
+                if len(inner) == 1
+                or any(self.flow.reaches(v, _node_in([o]), depth=6) for v in returns)
+            ]
+            method = index.scope(fn).kind == "class"
+            for opt in returned:
+                lr = self._factory_lr(fn, opt)
+                if method and lr.param is None and not lr.scaled and not self._constant_lr(opt):
+                    # `self.args.lr` in a method: given to the constructor, not to the call
+                    continue
+                if all((lr.param, lr.scaled) != (o.param, o.scaled) for o in summary.lrs):
+                    summary.lrs.append(lr)  # one per LR: an if/elif choosing the class is one
+            if method and not summary.lrs:
+                summary.makes.discard(Made.OPTIMIZER)  # what its LR is, the call cannot say
         summary.seeds = self.seeding.seeds_in(fn)
+        summary.loaders = self._summarise_loaders(fn)
         return summary
+
+    def _method_summary(self, cls: cst.ClassDef, name: str) -> Summary | None:
+        for st in cls.body.body:
+            if isinstance(st, cst.FunctionDef) and st.name.value == name:
+                return self.summary(st)
+        return None
+
+    def _class_lrs(self, cls: cst.ClassDef) -> list[FactoryLR]:
+        """The LRs of the optimizers a class's methods build, as its constructor's parameters
+        or constants (a `Trainer(model, args)` building AdamW(lr=args.lr) in `__init__` or in
+        a method reading `self.lr`). An LR from a method's own parameter is not the
+        constructor's business and is left out."""
+        init = next(
+            (
+                st
+                for st in cls.body.body
+                if isinstance(st, cst.FunctionDef) and st.name.value == "__init__"
+            ),
+            None,
+        )
+        out: list[FactoryLR] = []
+        for opt in self._optimizers_in(cls):
+            lr = self._factory_lr(init, opt, cls.name.value) if init is not None else None
+            if lr is None or (lr.param is None and not lr.scaled and not self._constant_lr(opt)):
+                continue
+            if lr not in out:
+                out.append(lr)
+        return out
+
+    def _constant_lr(self, opt: Optimizer) -> bool:
+        """The LR is a number written in the module (a literal or a constant bound to one)."""
+
+        def numeric(node: cst.CSTNode, _q: str | None) -> bool:
+            return isinstance(node, (cst.Integer, cst.Float))
+
+        return opt.lr is None or self.flow.reaches(opt.lr, numeric, key="number", depth=3)
+
+    def _factory_lr(self, fn: cst.CSTNode, opt: Optimizer, shown: str | None = None) -> FactoryLR:
+        """Where the LR of ``opt``, built inside function ``fn`` and returned, comes from."""
+        name = shown or (fn.name.value if isinstance(fn, cst.FunctionDef) else "?")
+        where = f"`{name}()` at {self._place(opt.call)}"
+        if opt.lr_inside:
+            return FactoryLR(None, opt.lr_scaled, opt.where or where)
+        if opt.lr is None:
+            return FactoryLR(None, False, where)
+        if self.reads_process_count(opt.lr):
+            return FactoryLR(None, True, where)
+        param = _param_reached(self.index, fn, opt.lr)
+        if opt.lr_key is not None:
+            # a factory of a factory: `create_optimizer(args, model)` reads `args.lr`
+            if self.key_reads_process_count(opt.lr_key):
+                return FactoryLR(None, True, where)
+            base = target_key(opt.lr)
+            if param is not None and base is not None and opt.lr_key.startswith(base):
+                param = (param[0], param[1], param[2] + opt.lr_key[len(base) :])
+        return FactoryLR(param, False, opt.where or where)
+
+    def _place(self, node: cst.CSTNode) -> str:
+        """`path:line` of ``node`` for a message: the path relative to the working directory
+        when the file lies below it."""
+        from distlint.positions import positions_of
+
+        if self.path is None:
+            return "another module"
+        shown = os.path.relpath(self.path)
+        if shown.startswith(os.pardir):
+            shown = self.path
+        found = positions_of(self.index.module, [node]).get(node)
+        return f"{shown}:{found.start.line}" if found is not None else shown
 
     # ------------------------------------------------------------------ across modules
     @cached_property
@@ -922,6 +1294,19 @@ class Facts:
                     if path is not None:
                         other = self._facts_of(path)
                         return other.summary_of(func.attr.value) if other else None
+            # `env.size()` on `env = DistEnv()`, a class of another module
+            busy = self.__dict__.setdefault("_owner_lookups", set())
+            if call in busy:
+                return None  # `a = b.m(); b = a.n()`: no owner to find
+            busy.add(call)
+            try:
+                for value in self.index.values_of(func.value):
+                    if isinstance(value, cst.Call) and value is not call:
+                        owner = self._external_summary(value)
+                        if owner is not None and owner.method is not None:
+                            return owner.method(func.attr.value)
+            finally:
+                busy.discard(call)
         return None
 
     def _imported_summary(self, name: cst.Name) -> Summary | None:
@@ -1059,11 +1444,44 @@ def _param_reached(
                 return True
         return False
 
-    index.reaches(expr, hit, depth=4)
+    path = _access_path(index, expr, set(names) | set(kwonly), 6)
+    if path is not None:
+        found.append(path)
+    else:
+        index.reaches(expr, hit, depth=4)
     if not found:
         return None
     name, suffix = found[0]
     return name, (names.index(name) if name in names else None), suffix
+
+
+def _access_path(
+    index: Index, expr: cst.CSTNode, params: set[str], depth: int
+) -> tuple[str, str] | None:
+    """The parameter and the attribute path a value is read through, composed across local
+    copies: `cfg = config.optimizer.params; lr = cfg.learning_rate` gives
+    ("config", ".optimizer.params.learning_rate"). None when the value is computed."""
+    if depth <= 0:
+        return None
+    if isinstance(expr, cst.Name):
+        bindings = index.bindings_of(expr)
+        if expr.value in params and any(b.op == "param" for b in bindings):
+            return expr.value, ""
+        if len(bindings) != 1 or bindings[0].op != "=" or bindings[0].value is None:
+            return None
+        return _access_path(index, bindings[0].value, params, depth - 1)
+    if isinstance(expr, (cst.Attribute, cst.Subscript)):
+        whole, base = target_key(expr), target_key(expr.value)
+        if whole is None or base is None:
+            return None
+        inner = _access_path(index, expr.value, params, depth - 1)
+        if inner is None and whole.startswith("self."):
+            # `self.lr` set once from a constructor parameter (`self.lr = lr`)
+            assigns = index.attribute_assignments(expr)
+            if len(assigns) == 1 and assigns[0].op == "=" and assigns[0].value is not None:
+                return _access_path(index, assigns[0].value, params, depth - 1)
+        return None if inner is None else (inner[0], inner[1] + whole[len(base) :])
+    return None
 
 
 def _dict_entry(index: Index, value: cst.CSTNode | None, name: str) -> cst.BaseExpression | None:

@@ -152,6 +152,15 @@ PROCESS_COUNT_NAMES = frozenset(
     }
 )
 # Same policy for the gradient accumulation steps (a helper's untraced `grad_accum` parameter).
+# Top-level packages this knowledge base describes: a call into them is judged by the tables
+# above, never by its name.
+KNOWN_LIBRARIES = frozenset(
+    {
+        "accelerate", "apex", "bitsandbytes", "deepspeed", "horovod", "lightning", "math",
+        "numpy", "os", "pytorch_lightning", "random", "schedulefree", "timm", "torch",
+        "torch_xla", "torchtune", "transformers",
+    }
+)  # fmt: skip
 ACCUMULATION_WORD = "accum"
 RANK_NAMES = frozenset({"rank", "global_rank", "local_rank", "process_index", "ordinal"})
 
@@ -189,11 +198,26 @@ OPTIMIZER_CLASSES = frozenset({"transformers.AdamW"})
 # Library factories that build an optimizer: callee -> (lr keyword, lr position or None).
 OPTIMIZER_FACTORIES: dict[str, tuple[str, int | None]] = {
     "timm.optim.create_optimizer_v2": ("lr", 2),
-    "timm.optim.create_optimizer": ("lr", None),
     "torchtune.training.create_optim_in_bwd_wrapper": ("lr", None),
     "transformers.optimization.create_optimizer": ("init_lr", 0),
     "transformers.create_optimizer": ("init_lr", 0),
 }
+# Factories that read the LR from an attribute of an argument (timm's legacy
+# `create_optimizer(args, model)` uses `args.lr`): name -> (parameter, position, attribute).
+OPTIMIZER_FACTORIES_READING: dict[str, tuple[str, int, str]] = {
+    "timm.optim.create_optimizer": ("args", 0, ".lr"),
+    "timm.optim.optim_factory.create_optimizer": ("args", 0, ".lr"),
+}
+
+# Calls that build an object from a config node naming its class (`_target_` / `_component_`).
+CONFIG_INSTANTIATE = frozenset(
+    {
+        "hydra.utils.instantiate",
+        "hydra.utils.call",
+        "torchtune.config.instantiate",
+        "torchtune.config._instantiate.instantiate",
+    }
+)
 
 # ------------------------------------------------------------------ schedulers
 _TORCH = "torch.optim.lr_scheduler."

@@ -54,20 +54,26 @@ def normalise(path: str) -> str:
 
 def find_root(path: str) -> str:
     """The nearest folder at or above ``path`` holding a pyproject.toml, setup.py, setup.cfg or
-    .git; the file's own folder when there is none."""
+    .git. Without one: the working directory when the file lies below it (the folder a user
+    runs `distlint check scripts/train.py` from, as ruff takes it), else the file's own folder."""
     start = normalise(path)
-    return _root_of_dir(start if os.path.isdir(start) else os.path.dirname(start))
+    here = start if os.path.isdir(start) else os.path.dirname(start)
+    found = _marked_root(here)
+    if found is not None:
+        return found
+    cwd = normalise(os.getcwd())
+    return cwd if here == cwd or here.startswith(cwd.rstrip(os.sep) + os.sep) else here
 
 
 @lru_cache(maxsize=1024)
-def _root_of_dir(here: str) -> str:
+def _marked_root(here: str) -> str | None:
     current = here
     while True:
         if any(os.path.exists(os.path.join(current, m)) for m in ROOT_MARKERS):
             return current
         parent = os.path.dirname(current)
         if parent == current:
-            return here
+            return None
         current = parent
 
 
@@ -622,7 +628,7 @@ def forget_projects() -> None:
     """Drop every shared project (tests; a long-lived process that wants a fresh view)."""
     _PROJECTS.clear()
     _RUN_FILES.clear()
-    _root_of_dir.cache_clear()
+    _marked_root.cache_clear()
 
 
 _RUN_FILES: set[str] = set()

@@ -52,6 +52,14 @@ def render(results: Sequence[FileResult], stream: TextIO, context: ReportContext
             stream.write("All checks passed!\n")
         return
     stream.write(f"\nFound {len(findings)} finding{'s' if len(findings) != 1 else ''}.\n")
+    followed = sorted({r.path for r in results if r.followed and r.findings})
+    if followed:
+        n = sum(len(r.findings) for r in results if r.followed)
+        stream.write(
+            f"{n} in {', '.join(followed)}, imported by the files checked and training "
+            "data-parallel itself: run `distlint fix` on it to fix them "
+            '(`follow-imports = "silent"` hides them).\n'
+        )
     if context.unsafe_fixes and safe + unsafe:
         stream.write(f"[*] {safe + unsafe} fixable with `distlint fix --unsafe-fixes`.\n")
     elif not context.unsafe_fixes:
