@@ -43,14 +43,22 @@ def _lint_source(
 
 
 def lint_document(
-    text: str, path: str, config: Config, open_documents: Mapping[str, str | None] = {}
+    text: str,
+    path: str,
+    config: Config,
+    open_documents: Mapping[str, str | None] = {},
+    document: Any = None,
 ) -> FileResult:
     """Lint an editor buffer as file ``path``: the other open buffers (path -> text; None for a
-    closed one) stand in for their files on disk when this file's analysis reaches them."""
+    closed one) stand in for their files on disk when this file's analysis reaches them.
+    ``document``: the buffer's :class:`distlint.incremental.Document` (its last parse), so an
+    edit re-parses only the statements it touched."""
     project = project_for(path, config)
     for other, other_text in open_documents.items():
         if os.path.abspath(other) != os.path.abspath(path):
             project.set_overlay(other, other_text)
+    if document is not None and not path.endswith(".ipynb"):
+        return _lint_source(text, path, config, project=project, document=document)
     return lint_source(text, path, config, project=project)
 
 

@@ -118,6 +118,9 @@ class _Layout:
         self.index = index
         self.plans = list(plans)
         self.tops: list[tuple[list[cst.CSTNode], list[cst.CSTNode]] | None] = []
+        # per plan, per top statement: the replaced nodes whose own span is rewritten (None:
+        # the statement is regenerated as a whole)
+        self.pieces: list[dict[cst.CSTNode, list[cst.CSTNode] | None]] = []
         self.spans_wanted: set[cst.CSTNode] = set()
         self.imports_block: tuple[int, int] | None = None  # (first, end) of module.body
         for plan in plans:
@@ -135,6 +138,7 @@ class _Layout:
         for node in plan.replace:
             stmt = index.statement(node)
             if stmt is None:
+                self.pieces.append({})
                 return None
             if stmt not in touched:
                 touched.append(stmt)
@@ -142,15 +146,89 @@ class _Layout:
         tops = [s for s in touched if not any(a in top_set for a in index.ancestors(s))]
         top_set = set(tops)
         anchors = []
+        inner_anchors: set[cst.CSTNode] = set()  # anchors regenerated with their statement
         for anchor in plan.insert_before:
-            if anchor in top_set or any(a in top_set for a in index.ancestors(anchor)):
+            if anchor in top_set:
+                inner_anchors.add(anchor)
+                continue
+            top_of = next((a for a in index.ancestors(anchor) if a in top_set), None)
+            if top_of is not None:
+                inner_anchors.add(top_of)
                 continue  # inserted by regenerating the statement that holds it
             if index.statement(anchor) is not anchor:
+                self.pieces.append({})
                 return None
             anchors.append(anchor)
+        self.pieces.append(self._pieces(plan, tops, inner_anchors))
         self.spans_wanted.update(tops)
         self.spans_wanted.update(anchors)
         return tops, anchors
+
+    def _pieces(
+        self, plan: FixPlan, tops: list[cst.CSTNode], inner_anchors: set[cst.CSTNode]
+    ) -> dict[cst.CSTNode, list[cst.CSTNode] | None]:
+        """For each top statement, the outermost replaced nodes in it, when each can be
+        rewritten on its own span (its code does not depend on its parent: an expression or a
+        whole statement, replaced by a node, not removed or flattened); None: regenerate the
+        statement. Both give the same text; rewriting pieces skips visiting and generating
+        everything else in the statement."""
+        index = self.index
+        found: dict[cst.CSTNode, list[cst.CSTNode] | None] = {top: [] for top in tops}
+        for holder in inner_anchors:
+            found[holder] = None
+        for node, new in plan.replace.items():
+            top: cst.CSTNode | None = None
+            nested = False
+            if node in found:
+                top = node
+            else:
+                for anc in index.ancestors(node):
+                    if anc in plan.replace:
+                        nested = True  # a replaced ancestor wins (as the transformer does)
+                    if anc in found:
+                        top = anc
+                        break
+            if top is None or nested:
+                continue
+            pieces = found[top]
+            if pieces is None:
+                continue
+            if node is not top and not (
+                isinstance(new, cst.CSTNode) and _context_free(node) and _context_free(new)
+            ):
+                found[top] = None
+                continue
+            pieces.append(node)
+        for top, pieces in found.items():
+            if pieces:
+                self.spans_wanted.update(pieces)
+        return found
+
+
+_CONTEXT_FREE: dict[type, bool] = {}
+
+
+def _plain_lines(text: str) -> bool:
+    """Piece edits are used only where lines end in \\n or \\r\\n and no form feed occurs
+    (a known mismatch with CR-only endings and form feeds, tests/test_properties.py)."""
+    return "\x0c" not in text and text.count("\r") == text.count("\r\n")
+
+
+def _context_free(node: cst.CSTNode) -> bool:
+    """Does ``node`` generate the same code wherever it stands (its ``_codegen_impl`` takes no
+    argument from its parent, such as a default comma or semicolon)?"""
+    tp = type(node)
+    known = _CONTEXT_FREE.get(tp)
+    if known is None:
+        import inspect
+
+        params = inspect.signature(tp._codegen_impl).parameters
+        known = list(params) == ["self", "state"] and (
+            isinstance(node, cst.BaseExpression)
+            or isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+        )
+        _CONTEXT_FREE[tp] = known
+    return known
 
 
 def prepare(module: cst.Module, index: Index, plans: Sequence[FixPlan]) -> _Layout:
@@ -170,10 +248,20 @@ def plan_edits(
         return _whole_module(module, lines, the_plan)
     statements, anchors = tops
     transformer = _ApplyTransformer(the_plan.replace, the_plan.insert_before)
+    pieces = layout.pieces[plan_number]
     for stmt in statements:
         span = spans.get(stmt)
         if span is None:
             return None
+        own = pieces.get(stmt) if _plain_lines(lines.text) else None
+        if own:
+            for node in own:
+                piece_span = spans.get(node)
+                if piece_span is None:
+                    return None
+                new_code = _code(module, the_plan.replace[node], piece_span[4])
+                edits.append(_statement_edit(module, lines, piece_span, new_code))
+            continue
         new = stmt.visit(transformer)
         edits.append(_statement_edit(module, lines, span, _code(module, new, span[4])))
     for anchor in anchors:

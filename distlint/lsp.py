@@ -37,13 +37,12 @@ from pygls.lsp.server import LanguageServer
 
 from distlint import __version__, api
 from distlint.edits import merged
-from distlint.lsp_start import options_from, split_lines
+from distlint.lsp_start import DEBOUNCE_SECONDS, options_from, split_lines
 from distlint.lsp_worker import CONFIG_FILE_NAMES, Worker, WorkerError
 from distlint.model import Applicability, Edit, FileResult, Finding, Severity
 
 SOURCE = "distlint"
 FIX_ALL_KIND = "source.fixAll.distlint"
-DEBOUNCE_SECONDS = 0.15
 LINT_TIMEOUT = 20.0  # seconds one lint (or fix) may take before the worker is stopped
 IMPORTED_MODULES_COMMAND = "distlint.importedModules"
 # modules and config files a lint can reach: a change on disk re-lints the open dependents
@@ -225,7 +224,12 @@ class DistlintServer(LanguageServer):
         self.on_loop(self.publish, uri, version, entry, diagnostics)
 
     def publish(self, uri: str, version, entry: _Lint, diagnostics: list) -> None:
-        if not self.is_open(uri) or self.workspace.get_text_document(uri).source != entry.text:
+        doc = self.workspace.get_text_document(uri) if self.is_open(uri) else None
+        if (
+            doc is None
+            or doc.source != entry.text
+            or (version is not None and doc.version != version)
+        ):
             return  # the text changed meanwhile: its own lint is on the way
         key = (version, entry.text, entry.result.findings)
         if self.published.get(uri) == key:

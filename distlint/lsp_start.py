@@ -6,11 +6,14 @@ editor that opens a file waits for that import, then for the lint. So ``distlint
 three things at once:
 
 - the lint worker (:mod:`distlint.lsp_worker`) starts first and loads LibCST and the rules;
-- a thread imports pygls and builds the server (:mod:`distlint.lsp`);
+- a thread imports pygls and builds the server (:mod:`distlint.lsp`), once the first
+  diagnostics are out (or the client sends nothing for a moment, or sends a message only the
+  server answers): on a busy machine, loading it meanwhile slows the worker's first lint;
 - this module answers the only messages an editor sends before its first diagnostics, with
   plain JSON: ``initialize`` (the same capabilities the pygls server computes; a test
   compares them), ``initialized`` and ``textDocument/didOpen`` (linted by the worker,
-  diagnostics published as the server would publish them).
+  diagnostics published as the server would publish them), and the ``textDocument/didChange``
+  of a user who starts typing before pygls is ready (debounced like the server's).
 
 At the first other message (or once pygls is ready, whichever comes first) every message read
 so far is handed to the pygls server, which processes them as if it had read them itself: it
@@ -26,6 +29,7 @@ import queue
 import re
 import sys
 import threading
+import time
 from typing import Any, BinaryIO
 
 SOURCE = "distlint"
@@ -34,6 +38,8 @@ IMPORTED_MODULES_COMMAND = "distlint.importedModules"
 _ENCODINGS = ("utf-8", "utf-16", "utf-32")
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _SEVERITY = {"error": 1, "warning": 2}
+LOAD_WHEN_QUIET_SECONDS = 0.2
+DEBOUNCE_SECONDS = 0.15  # a change is linted once typing pauses this long (the server's too)
 
 
 def split_lines(text: str) -> list[str]:
@@ -123,6 +129,49 @@ def diagnostic_json(finding, lines: list[str], encoding: str, url: str | None) -
     if url:
         out["codeDescription"] = {"href": url}
     return out
+
+
+def offset_of(text: str, position: Any, encoding: str) -> int | None:
+    """The offset in ``text`` of an LSP position (0-based line, ``character`` in the client's
+    units; past the end of a line: its end)."""
+    if not isinstance(position, dict):
+        return None
+    line, character = position.get("line"), position.get("character")
+    if not isinstance(line, int) or not isinstance(character, int) or line < 0 or character < 0:
+        return None
+    lines = split_lines(text)
+    if line >= len(lines):
+        return len(text)
+    start = sum(len(x) for x in lines[:line])
+    content = lines[line].rstrip("\r\n")
+    if encoding == "utf-32":
+        return start + min(character, len(content))
+    used = 0
+    for i, char in enumerate(content):
+        if used >= character:
+            return start + i
+        used += units(char, encoding)
+    return start + len(content)
+
+
+def apply_change(text: Any, change: Any, encoding: str) -> str | None:
+    """``text`` after one ``contentChanges`` item (a whole text, or a range and its new text);
+    None for what is not one."""
+    if not isinstance(text, str) or not isinstance(change, dict):
+        return None
+    new = change.get("text")
+    if not isinstance(new, str):
+        return None
+    rng = change.get("range")
+    if rng is None:
+        return new
+    if not isinstance(rng, dict):
+        return None
+    start = offset_of(text, rng.get("start"), encoding)
+    end = offset_of(text, rng.get("end"), encoding)
+    if start is None or end is None or end < start:
+        return None
+    return text[:start] + new + text[end:]
 
 
 def _read_message(stream: BinaryIO) -> tuple[bytes, dict | None] | None:
@@ -256,6 +305,8 @@ class _Start:
         self.answered: set = set()
         self.published: dict[str, tuple] = {}  # uri -> (version, text, findings)
         self.urls: dict[str, str | None] | None = None
+        self.docs: dict[str, dict] = {}  # uri -> the textDocument item, kept current
+        self.due: dict[str, float] = {}  # uri -> when its debounced lint is due (monotonic)
 
     def handle(self, message: dict) -> bool:
         """Handle one message; False when it is one for the pygls server."""
@@ -279,9 +330,40 @@ class _Start:
             return True
         if method == "textDocument/didOpen" and self.answered:
             doc = params.get("textDocument") or {}
+            if isinstance(doc.get("uri"), str):
+                self.docs[doc["uri"]] = dict(doc)
             self.lint_and_publish(doc)
             return True
+        if method == "textDocument/didChange" and self.answered:
+            ident = params.get("textDocument")
+            uri = ident.get("uri") if isinstance(ident, dict) else None
+            doc = self.docs.get(uri) if isinstance(uri, str) else None
+            changes = params.get("contentChanges")
+            if doc is None or not isinstance(changes, list):
+                return False
+            text = doc.get("text")
+            for change in changes:
+                text = apply_change(text, change, self.encoding)
+                if text is None:
+                    return False  # a change this code does not follow: the server takes over
+            doc["text"], doc["version"] = text, ident.get("version")  # type: ignore[union-attr]
+            self.due[doc["uri"]] = time.monotonic() + DEBOUNCE_SECONDS
+            return True
         return False
+
+    def lint_due(self) -> None:
+        """Lint the documents whose debounce has passed."""
+        now = time.monotonic()
+        for uri, when in list(self.due.items()):
+            if when <= now:
+                del self.due[uri]
+                self.lint_and_publish(self.docs[uri])
+
+    def wait(self, idle: float) -> float:
+        """How long to wait for the next message: until the next due lint, else ``idle``."""
+        if not self.due:
+            return idle
+        return max(0.0, min(min(self.due.values()) - time.monotonic(), idle))
 
     def lint_and_publish(self, doc: dict) -> None:
         from distlint.lsp_worker import WorkerError
@@ -299,8 +381,19 @@ class _Start:
             urls = self.rule_urls()
         except WorkerError:
             return  # the server lints it again and reports why
-        if status != "ok" or (result.errors and not result.findings):
-            return  # a configuration error or a syntax error: the server reports it
+        if status != "ok":
+            return  # a configuration error: the server reports it
+        for error in result.errors:  # as the server logs them
+            _write(
+                self.stdout,
+                {
+                    "jsonrpc": "2.0",
+                    "method": "window/logMessage",
+                    "params": {"type": 2, "message": f"distlint: {error}"},
+                },
+            )
+        if result.errors and not result.findings:
+            return  # e.g. a syntax error mid-typing: the last diagnostics stay
         lines = split_lines(text)
         diagnostics = [
             diagnostic_json(f, lines, self.encoding, urls.get(f.code)) for f in result.findings
@@ -335,7 +428,6 @@ def serve(worker) -> None:
             loaded["error"] = exc
 
     loader = threading.Thread(target=load, name="distlint-load-pygls", daemon=True)
-    loader.start()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     frames: queue.Queue = queue.Queue()
     threading.Thread(
@@ -344,10 +436,18 @@ def serve(worker) -> None:
     start = _Start(worker, stdout, __version__)
     replay: list[bytes] = []
     eof = False
-    while loader.is_alive():
+    # pygls loads once the first diagnostics are out (or the client goes quiet, or sends what
+    # only the server answers): loading it meanwhile would take CPU from the worker's first lint
+    loading = False
+    while not loading or loader.is_alive():
         try:
-            raw = frames.get(timeout=0.01)
+            raw = frames.get(timeout=start.wait(0.01 if loading else LOAD_WHEN_QUIET_SECONDS))
         except queue.Empty:
+            if start.due:
+                start.lint_due()
+            elif not loading:
+                loading = True
+                loader.start()
             continue
         if raw is None:
             eof = True
@@ -356,6 +456,11 @@ def serve(worker) -> None:
         message = _parse(raw)
         if message is None or not start.handle(message):
             break
+        if start.published and not loading:
+            loading = True
+            loader.start()
+    if not loading:
+        loader.start()
     loader.join()
     if "error" in loaded:
         raise loaded["error"]

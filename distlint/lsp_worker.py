@@ -32,6 +32,7 @@ from typing import Any
 
 _HEADER = struct.Struct(">I")
 CONFIG_FILE_NAMES = ("pyproject.toml", "distlint.toml", ".distlint.toml")
+KEPT_DOCUMENTS = 16  # parsed buffers the worker keeps for incremental re-parsing
 
 
 class WorkerError(Exception):
@@ -161,6 +162,15 @@ class _Engine:
         api.lint_source("import torch\ntorch.manual_seed(0)\n", "warm_up.py", Config())
         self.stamps: dict[str, tuple | None] = {}
         self.last: tuple | None = None  # ((text, path, config), reply) of the last lint
+        # per path: the last parse of the buffer (an edit re-parses only what it touched)
+        self.documents: dict[str, Any] = {}
+        self.document_configs: dict[str, Any] = {}
+
+    def idle(self) -> None:
+        """Between requests: compute what the next edit of a linted buffer needs (where its
+        statements start), so that the user's next pause in typing does not pay for it."""
+        for document in list(self.documents.values()):
+            document.offsets  # noqa: B018 - computed and kept on first access
 
     # Configuration files are re-checked on every lint (a few stat calls): an edit of
     # pyproject.toml applies at the next keystroke, whether or not the client watches files.
@@ -218,7 +228,16 @@ class _Engine:
             last = self.last[1][1]
             if not last.dependencies:  # a reached module may have changed on disk since
                 return self.last[1]  # the same text again (the start-up code linted it already)
-        result = self.api.lint_document(text, path, config, buffers or {})
+        document = self.documents.get(path)
+        if document is None or self.document_configs.get(path) != config:
+            from distlint.incremental import Document
+
+            document = self.documents[path] = Document()  # a new config: parse it whole
+            self.document_configs[path] = config
+            while len(self.documents) > KEPT_DOCUMENTS:  # the least recently added goes
+                oldest = next(iter(self.documents))
+                del self.documents[oldest], self.document_configs[oldest]
+        result = self.api.lint_document(text, path, config, buffers or {}, document)
         reply = ("ok", result, config, changed)
         self.last = (key, reply)
         return reply
@@ -297,6 +316,11 @@ def main() -> None:
             reply = (req_id, False, f"internal error: {type(exc).__name__}: {exc}")
         data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
         out.write(_HEADER.pack(len(data)) + data)
+        if method == "lint":
+            try:
+                engine.idle()
+            except Exception:  # pragma: no cover - a cache warm-up must not take the worker down
+                engine.documents.clear()
 
 
 if __name__ == "__main__":

@@ -23,8 +23,10 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from collections.abc import Collection, Iterator
+from bisect import bisect_right
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from itertools import accumulate
 from typing import Callable, TypeVar
 
 import libcst as cst
@@ -86,80 +88,100 @@ Span = tuple[int, int, int, int, tuple[str, ...]]
 
 
 class _WantedPositionsState(CodegenState):
+    """LibCST's codegen state, marking where the wanted nodes start and end.
+
+    A mark is the number of tokens generated so far (nodes are looked up by ``id``: a CST
+    node's own ``__hash__`` is a Python call); the marks become lines and columns once, from the
+    generated text, after the pass (:meth:`resolve`)."""
+
     def __init__(
         self,
         module: cst.Module,
-        wanted: set[cst.CSTNode],
+        wanted: Collection[cst.CSTNode],
         spans: Collection[cst.CSTNode] = (),
     ) -> None:
         super().__init__(
             default_indent=module.default_indent, default_newline=module.default_newline
         )
-        self.wanted = wanted
-        self.found: dict[cst.CSTNode, CodeRange] = {}
-        self.line = 1  # 1-based
-        self.column = 0  # 0-based
-        self._starts: list[tuple[int, int]] = []
-        self.span_wanted = set(spans)
-        self.spans: dict[cst.CSTNode, Span] = {}
-        self._span_starts: list[tuple[int, int, tuple[str, ...]]] = []
-
-    def add_indent_tokens(self) -> None:
-        self.tokens.extend(self.indent_tokens)
-        for token in self.indent_tokens:
-            self._advance(token)
-
-    def add_token(self, value: str) -> None:
-        self.tokens.append(value)
-        self._advance(value)
-
-    def _advance(self, value: str) -> None:
-        if "\n" in value or "\r" in value:
-            segments = _NEWLINE.split(value)
-            self.line += len(segments) - 1
-            self.column = len(segments[-1])
-        else:
-            self.column += len(value)
+        self.wanted = {id(n) for n in wanted}
+        self.span_wanted = {id(n) for n in spans}
+        self.watched = self.wanted | self.span_wanted
+        self.marks: dict[int, tuple[cst.CSTNode, int, int]] = {}  # id -> (node, start, end)
+        self.span_marks: dict[int, tuple[cst.CSTNode, int, int, tuple[str, ...]]] = {}
+        self._open: list[tuple[int, tuple[str, ...] | None]] = []
+        self.popped: str | None = None
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        if node in self.wanted:
-            self._starts.append((self.line, self.column))
-        if node in self.span_wanted:
-            self._span_starts.append((self.line, self.column, tuple(self.indent_tokens)))
+        key = id(node)
+        if key in self.watched:
+            indent = tuple(self.indent_tokens) if key in self.span_wanted else None
+            self._open.append((len(self.tokens), indent))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        if node in self.span_wanted:
-            line, column, indent = self._span_starts.pop()
-            self.spans[node] = (line, column, self.line, self.column, indent)
-        if node in self.wanted:
-            line, column = self._starts.pop()
-            if node not in self.found:  # a syntactic position, when recorded, wins
-                self.found[node] = CodeRange(
-                    CodePosition(line, column), CodePosition(self.line, self.column)
-                )
+        key = id(node)
+        if key in self.watched:
+            start, indent = self._open.pop()
+            end = len(self.tokens)
+            if indent is not None:
+                self.span_marks[key] = (node, start, end, indent)
+            if key in self.wanted and key not in self.marks:
+                # a syntactic position, when recorded, wins
+                self.marks[key] = (node, start, end)
+
+    def pop_trailing_newline(self) -> None:
+        if self.tokens:
+            self.popped = self.tokens.pop()
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
-        if node not in self.wanted:
+        if id(node) not in self.wanted:
             return _NULL
         # the range may be hoisted from children: make sure theirs are recorded too
-        if start_node is not None:
-            self.wanted.add(start_node)
-        if end_node is not None:
-            self.wanted.add(end_node)
+        for child in (start_node, end_node):
+            if child is not None:
+                self.wanted.add(id(child))
+                self.watched.add(id(child))
         return self._record(node, start_node, end_node)
 
     @contextmanager
     def _record(self, node, start_node, end_node) -> Iterator[None]:
-        start = CodePosition(self.line, self.column)
+        start = len(self.tokens)
         try:
             yield
         finally:
-            end = CodePosition(self.line, self.column)
+            end = len(self.tokens)
             if start_node is not None:
-                start = self.found[start_node].start
+                start = self.marks[id(start_node)][1]
             if end_node is not None:
-                end = self.found[end_node].end
-            self.found[node] = CodeRange(start, end)
+                end = self.marks[id(end_node)][2]
+            self.marks[id(node)] = (node, start, end)
+
+    def resolve(
+        self, base: int = 0, starts: list[int] | None = None
+    ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
+        """The marks as (line, column) ranges and spans: lines 1-based, columns 0-based, in
+        the generated text (the trailing newline a module without one drops included).
+        ``base``, ``starts``: the generated code starts at offset ``base`` of a text whose
+        lines start at ``starts`` (one statement of a module, see :func:`layout`)."""
+        tokens = self.tokens
+        if self.popped is not None:
+            tokens = [*tokens, self.popped]
+        offsets = list(accumulate(map(len, tokens), initial=base))
+        if starts is None:
+            text = "".join(tokens)
+            starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+        def at(mark: int) -> tuple[int, int]:
+            offset = offsets[mark]
+            line = bisect_right(starts, offset)
+            return line, offset - starts[line - 1]
+
+        found: dict[cst.CSTNode, CodeRange] = {}
+        for node, start, end in self.marks.values():
+            found[node] = CodeRange(CodePosition(*at(start)), CodePosition(*at(end)))
+        spans: dict[cst.CSTNode, Span] = {}
+        for node, start, end, indent in self.span_marks.values():
+            spans[node] = (*at(start), *at(end), indent)
+        return found, spans
 
 
 def positions_of(
@@ -169,28 +191,125 @@ def positions_of(
     return layout(module, nodes)[0]
 
 
+# Beyond this many top-level statements holding a node, one pass over the module is as cheap.
+MAX_LOCATED_STATEMENTS = 64
+
+
 def layout(
-    module: cst.Module, nodes: Collection[cst.CSTNode], spans: Collection[cst.CSTNode] = ()
+    module: cst.Module,
+    nodes: Collection[cst.CSTNode],
+    spans: Collection[cst.CSTNode] = (),
+    top_of: Callable[[cst.CSTNode], int | None] | None = None,
+    offsets: Sequence[int] | None = None,
+    starts: list[int] | None = None,
+    text: str | None = None,
 ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
-    """Ranges of ``nodes`` and spans of the statements ``spans``, in one codegen pass.
+    """Ranges of ``nodes`` and spans of the statements ``spans``.
+
+    Without more, in one codegen pass over the module. With ``top_of`` (node -> index of its
+    top-level statement in ``module.body``) and ``starts`` (where the text's lines start), only
+    the top-level statements holding a node are generated, then placed in the text: at
+    ``offsets`` (where each top-level statement starts, what :mod:`distlint.incremental`
+    knows), else by finding their code in ``text`` (the module's code): a statement's code that
+    occurs once after the previous one placed is there; one that occurs more than once is placed
+    by generating the statements before it. Same result as the whole pass.
 
     Raises :class:`TooDeep` for code nested beyond what even a large stack allows."""
     if not nodes and not spans:
         return {}, {}
+    groups: dict[int, tuple[list[cst.CSTNode], list[cst.CSTNode]]] | None = None
+    if (
+        top_of is not None
+        and starts is not None
+        and (offsets is not None or (text is not None and module.has_trailing_newline))
+    ):
+        groups = {}
+        for kind, group in ((0, nodes), (1, spans)):
+            for node in group:
+                number = top_of(node)
+                if number is None:
+                    groups = None  # outside every statement: the whole pass finds it
+                    break
+                groups.setdefault(number, ([], []))[kind].append(node)
+            if groups is None:
+                break
+        if groups is not None and offsets is None and len(groups) > MAX_LOCATED_STATEMENTS:
+            groups = None
 
-    def run() -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
-        state = _WantedPositionsState(module, set(nodes), spans)
-        module._codegen(state)
-        return state.found, state.spans
+    def run() -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]] | None:
+        if groups is not None:
+            found: dict[cst.CSTNode, CodeRange] = {}
+            found_spans: dict[cst.CSTNode, Span] = {}
+            placer = None if offsets is not None else _Placer(module, text or "")
+            for number in sorted(groups):
+                inside, inside_spans = groups[number]
+                part = _WantedPositionsState(module, inside, inside_spans)
+                module.body[number]._codegen(part)
+                if placer is None:
+                    assert offsets is not None
+                    base: int | None = offsets[number]
+                else:
+                    base = placer.place(number, "".join(part.tokens))
+                    if base is None:
+                        return None
+                ranges, part_spans = part.resolve(base or 0, starts)
+                found.update(ranges)
+                found_spans.update(part_spans)
+            return found, found_spans
+        return _whole_pass(module, nodes, spans)
 
     try:
-        return deep_call(run)
+        result = deep_call(run)
+        if result is None:  # a statement could not be placed: the whole pass
+            result = deep_call(lambda: _whole_pass(module, nodes, spans))
+        return result
     except TooDeep:
         raise
     except Exception:  # pragma: no cover - only if LibCST's internals change
         if spans:
             raise
         return deep_call(lambda: all_positions(module)), {}
+
+
+def _whole_pass(
+    module: cst.Module, nodes: Collection[cst.CSTNode], spans: Collection[cst.CSTNode]
+) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
+    state = _WantedPositionsState(module, nodes, spans)
+    module._codegen(state)
+    return state.resolve()
+
+
+class _Placer:
+    """Where top-level statements start in a module's text, asked in increasing order."""
+
+    def __init__(self, module: cst.Module, text: str) -> None:
+        self.module = module
+        self.text = text
+        self.number = 0  # the statement that starts at `self.offset` (or later ones do)
+        self.offset = len(_plain_code(module, module.header))
+
+    def place(self, number: int, code: str) -> int | None:
+        text = self.text
+        at = text.find(code, self.offset)  # the statement starts at or after self.offset
+        if at < 0:
+            return None
+        if text.find(code, at + 1) >= 0:  # more than once: count the statements before it
+            at = self.offset
+            for statement in self.module.body[self.number : number]:
+                at += len(_plain_code(self.module, [statement]))
+            if not text.startswith(code, at):
+                return None
+        self.number, self.offset = number + 1, at + len(code)
+        return at
+
+
+def _plain_code(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> str:
+    state = CodegenState(
+        default_indent=module.default_indent, default_newline=module.default_newline
+    )
+    for node in nodes:
+        node._codegen(state)
+    return "".join(state.tokens)
 
 
 def all_positions(module: cst.Module):

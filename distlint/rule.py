@@ -13,6 +13,7 @@ import inspect
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import libcst as cst
@@ -211,8 +212,15 @@ def scaled_expression(expr: cst.BaseExpression, factor: str) -> cst.BaseExpressi
         operator=cst.Multiply(
             whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")
         ),
-        right=cst.parse_expression(factor),
+        right=factor_expression(factor),
     )
+
+
+@lru_cache(maxsize=256)
+def factor_expression(text: str) -> cst.BaseExpression:
+    """``cst.parse_expression(text)``, parsed once per text: fix plans only generate code from
+    it, so one node can stand in every plan (a plan never looks nodes up by identity there)."""
+    return cst.parse_expression(text)
 
 
 def can_scale_name_in_place(index: Index, name: cst.Name, stmt: cst.CSTNode | None) -> bool:

@@ -5,13 +5,16 @@ This module never imports torch, accelerate or torch_xla, and never executes the
 
 from __future__ import annotations
 
+import gc
 import traceback
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
 import libcst as cst
+from libcst._position import CodeRange
 
 from distlint import fixes as fixes_mod
 from distlint import guard
@@ -21,8 +24,9 @@ from distlint.analysis.project import Project
 from distlint.config import Config
 from distlint.edits import LineIndex, OutsideEdits, apply_fixes, choose, fixes_to_apply
 from distlint.edits import decode as decode_text
+from distlint.incremental import Document
 from distlint.model import Applicability, FileError, FileResult, Finding, Fix, Range
-from distlint.noqa import Directives, Placement, suppression_edit, unused_noqa
+from distlint.noqa import Directives, Placement, directive_edit, unused_noqa
 from distlint.positions import DEEP_RECURSION_LIMIT, TooDeep, deep_call, layout
 from distlint.registry import all_rules
 from distlint.rule import Rule, RuleContext
@@ -74,11 +78,14 @@ def lint_source(
     prior: FileResult | None = None,
     keep_source: bool = False,
     project: Project | None = None,
+    document: Document | None = None,
 ) -> FileResult:
     """Lint ``source`` as the file ``path``; with ``fix``, also compute the fixed text.
 
     ``project``: the :class:`~distlint.analysis.project.Project` the file belongs to, shared by
     the files of a run (other modules and config files are then followed); None: this file only.
+    ``document``: the :class:`~distlint.incremental.Document` of an editor buffer: an edit of
+    its last text re-parses only the statements it touched (the language server's worker).
 
     Fixing applies the findings' edits to the text (sorted; overlapping fixes and second fixes
     of one isolation group wait for the next round), parses the result (a fix whose result does
@@ -123,9 +130,14 @@ def lint_source(
     if not active:
         return FileResult(path, source_text=kept)
 
-    def lint(module: cst.Module, text: str, index: Index | None = None) -> _Round:
+    def lint(
+        module: cst.Module,
+        text: str,
+        index: Index | None = None,
+        offsets: list[int] | None = None,
+    ) -> _Round:
         return _lint_guarded(
-            module, text, path, active, config, ignore_noqa, debug, enabled, project, index
+            module, text, path, active, config, ignore_noqa, debug, enabled, project, index, offsets
         )
 
     if prior is not None and fix:
@@ -133,16 +145,22 @@ def lint_source(
     else:
         # a module the project already parsed for an importer is not parsed again; the linted
         # file's own parse is not kept in the project (a whole-tree run would hold every tree)
-        known = project.parsed(path, source) if project is not None else None
         index: Index | None = None
-        if known is not None:
+        offsets: list[int] | None = None
+        reused = _reuse(document, text, path, config.max_file_size)
+        known = project.parsed(path, source) if project is not None and not reused else None
+        if reused is not None:
+            module, offsets = reused
+        elif known is not None:
             module, index = known
         else:
             parsed = _parse(text, path, config.max_file_size)
             if isinstance(parsed, FileError):
                 return FileResult(path, errors=(parsed,), source_text=kept)
             module = parsed
-        current = lint(module, text, index)
+        if document is not None and reused is None:
+            document.reset(text, module)
+        current = lint(module, text, index, offsets)
     errors = list(current.errors)
     if not fix:
         return FileResult(
@@ -163,7 +181,7 @@ def lint_source(
         codes = {id(f.fix): f.code for f in current.findings if f.fix is not None}
         chosen, _deferred = choose(wanted)
         try:
-            new_text, module, good, dropped = _gate(text, chosen, path)
+            new_text, fixed_module, good, dropped = _gate(text, chosen, path)
         except OutsideEdits as exc:
             errors.append(FileError(path, f"fixes not applied: {exc}"))
             text, applied, current = original, 0, first
@@ -175,11 +193,11 @@ def lint_source(
                     f"{codes.get(id(bad), 'fix')}: the fixed code would not parse; fix dropped",
                 )
             )
-        if not good or module is None:
+        if not good or fixed_module is None:
             break
         applied += len(good)
         text = new_text
-        current = lint(module, text)
+        current = lint(fixed_module, text)
         errors += current.errors
     changed = text != original
     fixed_bytes = None
@@ -220,6 +238,29 @@ def _parse(
         return FileError(path, "source is too deeply nested to parse")
     except Exception as exc:  # libcst raises a few other types on odd input
         return FileError(path, f"cannot parse: {exc}")
+
+
+def _reuse(
+    document: Document | None, text: str, path: str, max_file_size: int | None
+) -> tuple[cst.Module, list[int] | None] | None:
+    """The module of ``text`` from ``document`` (its own text, or an edit of it, re-parsing
+    only the statements the edit touched); None: parse it whole."""
+    if document is None:
+        return None
+    if document.module is None:
+        return None
+    if document.text == text:
+        return document.module, document.offsets
+    if max_file_size and len(text) > max_file_size // 4:
+        return None  # maybe over the size budget: the whole parse checks (and reports) it
+
+    def safe(piece: str) -> bool:
+        return guard.check_source(piece, path, None) is None
+
+    found = document.update(text, safe)
+    if found is not None:
+        PASSES["parse"] += 1
+    return found
 
 
 def _gate(
@@ -272,18 +313,46 @@ def _lint_guarded(
     enabled: frozenset[str],
     project: Project | None = None,
     index: Index | None = None,
+    offsets: list[int] | None = None,
 ) -> _Round:
     """:func:`_lint_module`, retried with a large stack when the code nests deeply; code nested
-    beyond even that is one error line, never a traceback."""
+    beyond even that is one error line, never a traceback.
+
+    The cyclic garbage collector is paused meanwhile: the analysis allocates an entry per node,
+    which triggers full collections that walk the whole parsed tree again and again (a third
+    of the analysis time on a 10,000-line file) to find next to no garbage; what cycles the
+    analysis leaves (scopes and their bindings) are collected once it is resumed."""
     try:
-        return deep_call(
-            lambda: _lint_module(
-                module, text, path, active, config, ignore_noqa, debug, enabled, project, index
+        with _collector_paused():
+            return deep_call(
+                lambda: _lint_module(
+                    module,
+                    text,
+                    path,
+                    active,
+                    config,
+                    ignore_noqa,
+                    debug,
+                    enabled,
+                    project,
+                    index,
+                    offsets,
+                )
             )
-        )
     except (TooDeep, RecursionError):
         message = f"source is nested too deeply to analyse (over {DEEP_RECURSION_LIMIT:,} frames)"
         return _Round([], [], [FileError(path, message)])
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _lint_module(
@@ -297,6 +366,7 @@ def _lint_module(
     enabled: frozenset[str] = frozenset(),
     project: Project | None = None,
     index: Index | None = None,
+    offsets: list[int] | None = None,
 ) -> _Round:
     PASSES["rules"] += 1
     errors: list[FileError] = []
@@ -332,9 +402,17 @@ def _lint_module(
     wanted = [r.node for r in reports]
     statements = {r.node: index.statement(r.node) for r in reports}
     wanted += [s for s in statements.values() if s is not None]
-    positions, spans = layout(module, wanted, plan_layout.spans_wanted)
     lines = LineIndex(text)
-    placement = Placement(text) if reports else None
+    positions, spans = layout(
+        module,
+        wanted,
+        plan_layout.spans_wanted,
+        _top_statements(module, index),
+        offsets,
+        lines.starts,
+        text,
+    )
+    placement = _Placements(lines)
     findings: list[Finding] = []
     suppressed: list[Finding] = []
     seen: set[tuple[str, int, int]] = set()
@@ -353,7 +431,8 @@ def _lint_module(
             continue
         seen.add(key)
         stmt = statements[report.node]
-        stmt_line = positions[stmt].start.line if stmt is not None and stmt in positions else None
+        stmt_range = positions.get(stmt) if stmt is not None else None
+        stmt_line = stmt_range.start.line if stmt_range is not None else None
         lines_checked = [rng.line] + ([stmt_line] if stmt_line is not None else [])
         if not ignore_noqa and directives.suppresses(rule.CODE, lines_checked):
             suppressed.append(Finding(path, rng, rule.CODE, rule.NAME, report.message))
@@ -361,8 +440,8 @@ def _lint_module(
         fix = None
         if report.fix is not None:
             fix = _fix_of(report.fix, rule, config, plan_layout, spans, lines, plan_number, debug)
-        assert placement is not None
-        suppression = suppression_edit(lines, placement, rule.CODE, rng.line, stmt_line)
+        target = placement.target(rng.line, stmt_range)
+        suppression = directive_edit(lines, target, [rule.CODE]) if target is not None else None
         findings.append(
             Finding(path, rng, rule.CODE, rule.NAME, report.message, fix, suppression=suppression)
         )
@@ -380,6 +459,59 @@ def _lint_module(
         )
     findings.sort(key=lambda f: (f.line, f.column, f.code))
     return _Round(findings, suppressed, errors)
+
+
+def _top_statements(module: cst.Module, index: Index):
+    """node -> the index in ``module.body`` of the top-level statement holding it (None for a
+    node outside every statement)."""
+    numbers = {id(stmt): i for i, stmt in enumerate(module.body)}
+
+    def top_of(node: cst.CSTNode) -> int | None:
+        number = numbers.get(id(node))
+        if number is not None:
+            return number
+        for anc in index.ancestors(node):
+            number = numbers.get(id(anc))
+            if number is not None:
+                return number
+        return None
+
+    return top_of
+
+
+class _Placements:
+    """Where each finding's ``# noqa`` goes (:class:`~distlint.noqa.Placement`), from the tokens
+    of the finding's statement only: tokenizing the whole file costs about a fifth of parsing
+    it, and a statement holds every string and continuation line that can block its lines."""
+
+    def __init__(self, lines: LineIndex) -> None:
+        self.lines = lines
+        self._regions: dict[tuple[int, int], Placement] = {}
+        self._whole: Placement | None = None
+
+    def target(self, line: int, statement: CodeRange | None) -> int | None:
+        if statement is None:  # no statement known: the whole file's tokens
+            if self._whole is None:
+                self._whole = Placement(self.lines.text)
+            return self._whole.target(line)
+        first, last = statement.start.line, statement.end.line
+        region = self._regions.get((first, last))
+        if region is None:
+            lines = self.lines
+            code = lines.text[lines.line_start(first) : lines.line_start(last + 1)]
+            if not _may_block(code):
+                return line  # no line of it is inside a string or continued: any takes a comment
+            region = self._regions[(first, last)] = Placement(code)
+        shift = first - 1
+        found = region.target(line - shift, first - shift)
+        return found + shift if found is not None else None
+
+
+def _may_block(code: str) -> bool:
+    """Can a line of ``code`` be unable to take a trailing comment (see
+    :class:`~distlint.noqa.Placement`)? Only inside a string spanning lines (triple quotes, or
+    a backslash before the line break) or on a line continued with a backslash."""
+    return '"""' in code or "'''" in code or "\\\n" in code or "\\\r" in code or code.endswith("\\")
 
 
 def _fix_of(plan, rule, config, plan_layout, spans, lines, plan_number, debug) -> Fix | None:

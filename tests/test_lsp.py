@@ -603,3 +603,64 @@ def test_start_up_answer_to_initialize_is_what_pygls_answers():
     pygls_answer = _initialize_answer({"lintTimeout": 20})
     assert fast["result"] == pygls_answer["result"]
     assert fast["result"]["capabilities"]["positionEncoding"] == "utf-8"
+
+
+def test_start_up_code_applies_ranged_changes_as_an_editor_does():
+    """Before pygls is loaded the start-up code follows the buffer itself: LSP ranges in the
+    client's units (UTF-16 by default), a range past a line's end clamped to it."""
+    from distlint.lsp_start import apply_change
+
+    text = 'a = "\U0001f600"\nb = 2\r\nc = 3\n'
+    at = lambda line, ch: {"line": line, "character": ch}  # noqa: E731
+    # after the emoji: 2 UTF-16 units, 1 code point, 4 UTF-8 bytes
+    for encoding, units in (("utf-16", 7), ("utf-32", 6), ("utf-8", 9)):
+        change = {"range": {"start": at(0, units), "end": at(0, units)}, "text": "!"}
+        assert apply_change(text, change, encoding).startswith('a = "\U0001f600!"')
+    change = {"range": {"start": at(1, 4), "end": at(1, 99)}, "text": "20"}
+    assert apply_change(text, change, "utf-16") == 'a = "\U0001f600"\nb = 20\r\nc = 3\n'
+    change = {"range": {"start": at(1, 0), "end": at(3, 0)}, "text": ""}
+    assert apply_change(text, change, "utf-16") == 'a = "\U0001f600"\n'
+    assert apply_change(text, {"text": "x = 1\n"}, "utf-16") == "x = 1\n"
+    assert apply_change(text, {"range": "bad", "text": ""}, "utf-16") is None
+    bad = {"range": {"start": at(2, 0), "end": at(1, 0)}, "text": ""}
+    assert apply_change(text, bad, "utf-16") is None
+
+
+@pytest.mark.asyncio
+async def test_typing_right_after_opening_gets_the_diagnostics_of_the_last_text(tmp_path):
+    """Ranged edits sent at once after opening (before pygls is loaded, when the start-up
+    code follows the buffer) end in the diagnostics the CLI gives for the final text, and the
+    full server, once loaded, holds that text too."""
+    script = tmp_path / "train.py"
+    script.write_text(UNSAFE_SCRIPT)
+    final = UNSAFE_SCRIPT.replace("torch.manual_seed(0)\n", "x = 1\ntorch.manual_seed(0)\n")
+    (tmp_path / "final.py").write_text(final)
+    expected = json.loads(cli("check", "--format", "json", "final.py", cwd=tmp_path).stdout)
+    expected = expected["findings"] if isinstance(expected, dict) else expected
+    want = sorted((f["line"], f["code"]) for f in expected)
+    async with session(tmp_path) as s:
+        uri = await s.open(script)
+        line = split_lines(UNSAFE_SCRIPT).index("torch.manual_seed(0)\n")
+        for version, (column, piece) in enumerate(((0, "x"), (1, " = "), (4, "1\n")), start=2):
+            pos = lsp.Position(line=line, character=column)
+            s.client.text_document_did_change(
+                lsp.DidChangeTextDocumentParams(
+                    text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                    content_changes=[
+                        lsp.TextDocumentContentChangePartial(
+                            range=lsp.Range(start=pos, end=pos), text=piece
+                        )
+                    ],
+                )
+            )
+        seen = []
+        for _ in range(4):  # the opened text's diagnostics may come first
+            diags = await s.diagnostics(uri)
+            seen.append(sorted((d.range.start.line + 1, d.code) for d in diags))
+            if seen[-1] == want:
+                break
+        assert seen[-1] == want, seen
+        # the server's own document is the final text: its noqa edit lands on the right line
+        actions = await s.code_actions(uri, whole(final))
+        [noqa] = [a for a in actions if "noqa" in a.title]
+        assert "x = 1\ntorch.manual_seed(0)  # noqa: DL101\n" in apply_edit(final, uri, noqa.edit)

@@ -76,16 +76,38 @@ def _fields_of(tp: type) -> tuple[str, ...]:
     return names
 
 
+_NODE_TYPES: dict[type, bool] = {}  # type -> is it a CST node (CSTNode is an ABC: slow isinstance)
+
+
+def _is_node_type(tp: type) -> bool:
+    known = _NODE_TYPES.get(tp)
+    if known is None:
+        known = _NODE_TYPES[tp] = issubclass(tp, cst.CSTNode)
+    return known
+
+
+def child_list(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Child nodes that carry meaning, in source order (no whitespace/punctuation)."""
+    out: list[cst.CSTNode] = []
+    node_types = _NODE_TYPES
+    for name in _FIELDS.get(type(node)) or _fields_of(type(node)):
+        value = getattr(node, name)
+        tp = type(value)
+        if tp is tuple or tp is list:
+            for item in value:
+                known = node_types.get(type(item))
+                if known or (known is None and _is_node_type(type(item))):
+                    out.append(item)
+        else:
+            known = node_types.get(tp)
+            if known or (known is None and _is_node_type(tp)):
+                out.append(value)
+    return out
+
+
 def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Child nodes that carry meaning, in source order (no whitespace/punctuation)."""
-    for name in _fields_of(type(node)):
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                if isinstance(item, cst.CSTNode):
-                    yield item
+    return iter(child_list(node))
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -95,7 +117,7 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = pop()
         yield current
-        children = list(iter_children(current))
+        children = child_list(current)
         children.reverse()
         extend(children)
 
@@ -134,8 +156,15 @@ CANONICAL_PREFIXES: dict[str, str] = {
 }
 
 
+_PREFIXES_LONGEST_FIRST: list[str] = []
+
+
 def canonical(qualname: str) -> str:
-    for prefix in sorted(CANONICAL_PREFIXES, key=len, reverse=True):
+    if len(_PREFIXES_LONGEST_FIRST) != len(CANONICAL_PREFIXES):
+        _PREFIXES_LONGEST_FIRST[:] = sorted(CANONICAL_PREFIXES, key=len, reverse=True)
+    for prefix in _PREFIXES_LONGEST_FIRST:
+        if not qualname.startswith(prefix):
+            continue
         if (
             qualname == prefix
             or qualname.startswith(prefix + ".")
@@ -247,6 +276,31 @@ class Scope:
 _FUNCTION_NODES = (cst.FunctionDef, cst.Lambda)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+# the node types Index._build does more for than walking their children
+_BINDING_TYPES = frozenset(
+    {
+        cst.Assign,
+        cst.AnnAssign,
+        cst.AugAssign,
+        cst.NamedExpr,
+        cst.Import,
+        cst.ImportFrom,
+        cst.FunctionDef,
+        cst.Lambda,
+        cst.ClassDef,
+        cst.For,
+        cst.While,
+        *_COMPREHENSIONS,
+        cst.CompFor,
+        cst.WithItem,
+        cst.Return,
+        cst.Global,
+        cst.Nonlocal,
+        cst.ExceptHandler,
+    }
+)
+# nodes without meaningful children (see child_list)
+_LEAF_TYPES = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
 
 
 class Index:
@@ -255,8 +309,9 @@ class Index:
     def __init__(self, module: cst.Module, source: str = "") -> None:
         self.module = module
         self.source = source
-        # node -> (parent, scope, order)
-        self._info: dict[cst.CSTNode, tuple[cst.CSTNode | None, Scope, int]] = {}
+        # id(node) -> (parent, scope, order); keyed by id: a CST node's __hash__ is a Python call
+        self._info: dict[int, tuple[cst.CSTNode | None, Scope, int]] = {}
+        self._nodes: list[cst.CSTNode] = []  # walk order
         self.module_scope = Scope("module", module, None)
         self.scopes: list[Scope] = [self.module_scope]
         self.calls: list[cst.Call] = []
@@ -273,6 +328,7 @@ class Index:
         self._flow: Flow | None = None
         self._nodes_cache: dict[tuple[type, ...], list[cst.CSTNode]] = {}
         self._owners: dict[str, int] | None = None
+        self._binder_ids: dict[int, set[str]] | None = None
         self._calls_by_name: dict[str, list[cst.Call]] | None = (
             None  # callee name -> calls, built on demand
         )
@@ -281,6 +337,7 @@ class Index:
     # ---------------------------------------------------------------- construction
     def _build(self) -> None:
         info = self._info
+        append_node = self._nodes.append
         module_scope = self.module_scope
         order = 0
         # stack of (node, parent, scope); the node is Any: the walk dispatches on `type(node) is`
@@ -290,16 +347,19 @@ class Index:
         while stack:
             node, parent, scope = pop()
             order += 1
-            info[node] = (parent, scope, order)
+            info[id(node)] = (parent, scope, order)
+            append_node(node)
             child_scope = scope
             tp = type(node)
-            if tp is cst.Call:
-                self.calls.append(node)
-            elif tp is cst.Name:
-                pass
-            elif tp is cst.SimpleStatementLine or tp is cst.Expr or tp is cst.Attribute:
-                pass
-            elif tp is cst.Assign:
+            if tp not in _BINDING_TYPES:  # most nodes: just their children
+                if tp is cst.Call:
+                    self.calls.append(node)
+                elif tp in _LEAF_TYPES:
+                    continue
+                for child in reversed(child_list(node)):
+                    push((child, node, scope))
+                continue
+            if tp is cst.Assign:
                 for t in node.targets:
                     self._bind_target(t.target, node.value, node, order, scope, "=")
             elif tp is cst.AnnAssign:
@@ -344,7 +404,7 @@ class Index:
                 self.scopes.append(child_scope)
                 self._bind_params(node.params, node, order, child_scope)
                 # decorators and defaults evaluate in the enclosing scope; body in the new one
-                for child in reversed(list(iter_children(node))):
+                for child in reversed(child_list(node)):
                     push(
                         (
                             child,
@@ -362,7 +422,7 @@ class Index:
                 self.classes.setdefault(node.name.value, []).append(node)
                 child_scope = Scope("class", node, scope, name=node.name.value)
                 self.scopes.append(child_scope)
-                for child in reversed(list(iter_children(node))):
+                for child in reversed(child_list(node)):
                     push((child, node, child_scope if child is node.body else scope))
                 continue
             elif tp is cst.For:
@@ -391,8 +451,7 @@ class Index:
             elif tp is cst.ExceptHandler:
                 if node.name is not None and isinstance(node.name.name, cst.Name):
                     scope.add(Assignment(node.name.name.value, None, node, order, "except"))
-            children = list(iter_children(node))
-            for child in reversed(children):
+            for child in reversed(child_list(node)):
                 push((child, node, child_scope))
 
     @staticmethod
@@ -479,28 +538,33 @@ class Index:
 
     # ---------------------------------------------------------------- structure queries
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        entry = self._info.get(node)
+        entry = self._info.get(id(node))
         return entry[0] if entry else None
 
     def scope(self, node: cst.CSTNode) -> Scope:
-        entry = self._info.get(node)
+        entry = self._info.get(id(node))
         return entry[1] if entry else self.module_scope
 
     def order(self, node: cst.CSTNode) -> int:
-        entry = self._info.get(node)
+        entry = self._info.get(id(node))
         return entry[2] if entry else 0
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        parent = self.parent(node)
+        get = self._info.get
+        entry = get(id(node))
+        parent = entry[0] if entry else None
         while parent is not None:
             yield parent
-            parent = self.parent(parent)
+            entry = get(id(parent))
+            parent = entry[0] if entry else None
 
     def statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The innermost statement (simple line or compound) containing ``node``."""
+        get = self._info.get
         current: cst.CSTNode | None = node
         while current is not None and not isinstance(current, _STATEMENTS):
-            current = self.parent(current)
+            entry = get(id(current))
+            current = entry[0] if entry else None
         return current
 
     def enclosing(self, node: cst.CSTNode, types: type | tuple[type, ...]) -> cst.CSTNode | None:
@@ -581,7 +645,11 @@ class Index:
                 blocks.add(id(anc))
             if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
                 break
-        if any(id(a.node) in around and a.op not in self._SCOPED_OPS for a in found):
+        binders = self._binders()
+        name = getattr(use, "value", None)
+        if any(name in binders.get(i, ()) for i in around) and any(
+            id(a.node) in around and a.op not in self._SCOPED_OPS for a in found
+        ):
             found = [a for a in found if id(a.node) not in around or a.op in self._SCOPED_OPS]
         if len(found) < 2 or found[-1].order > self.order(use):
             return found  # a loop: later assignments reach the use too
@@ -592,6 +660,17 @@ class Index:
                 block = self.parent(stmt) if stmt is not None else None
                 if block is not None and id(block) in blocks:
                     return found[i:]
+        return found
+
+    def _binders(self) -> dict[int, set[str]]:
+        """id(node) -> the names the node binds (the statements that assign)."""
+        found = self._binder_ids
+        if found is None:
+            found = self._binder_ids = {}
+            for scope in self.scopes:
+                for key, assignments in scope.bindings.items():
+                    for a in assignments:
+                        found.setdefault(id(a.node), set()).add(key)
         return found
 
     def import_record(self, name_node: cst.CSTNode) -> ImportRecord | None:
@@ -847,13 +926,13 @@ class Index:
         never re-walk the module)."""
         found = self._nodes_cache.get(types)
         if found is None:
-            found = self._nodes_cache[types] = [n for n in self._info if isinstance(n, types)]
+            found = self._nodes_cache[types] = [n for n in self._nodes if isinstance(n, types)]
         return found
 
     def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
         found = self._children_cache.get(node)
         if found is None:
-            found = self._children_cache[node] = list(iter_children(node))
+            found = self._children_cache[node] = child_list(node)
         return found
 
     def reaches(

@@ -1,0 +1,138 @@
+"""Incremental re-parsing (distlint.incremental): an edited buffer re-parses only the statements
+the edit touched, and the result is the module a whole parse gives, node for node."""
+
+from __future__ import annotations
+
+import random
+
+import libcst as cst
+import pytest
+from helpers import FIXTURES
+
+from distlint.config import Config
+from distlint.incremental import Document, statement_offsets
+from distlint.runner import lint_source
+
+SCRIPTS = sorted((FIXTURES / "scripts").glob("*.py"))
+
+EDITS = [
+    lambda lines, i: lines[:i] + [lines[i].replace("=", "= 1 +", 1)] + lines[i + 1 :],
+    lambda lines, i: lines[:i] + ["# a comment\n"] + lines[i:],
+    lambda lines, i: lines[:i] + ["    # an indented comment\n"] + lines[i:],
+    lambda lines, i: lines[:i] + lines[i + 1 :],
+    lambda lines, i: lines[:i] + ["  " + lines[i]] + lines[i + 1 :],
+    lambda lines, i: lines[:i] + [lines[i].lstrip()] + lines[i + 1 :],
+    lambda lines, i: lines[:i] + ["\n"] + lines[i:],
+    lambda lines, i: lines[:i] + ["x = (\n"] + lines[i:],
+    lambda lines, i: lines[:i] + ["def helper():\n", "  return 2\n"] + lines[i:],
+    lambda lines, i: lines[:i] + [lines[i].rstrip("\n") + "  # trailing\n"] + lines[i + 1 :],
+    lambda lines, i: lines[:i] + [lines[i][: len(lines[i]) // 2] + "\n"] + lines[i + 1 :],
+    lambda lines, i: lines[:i] + ["torch.manual_seed(1)\n"] + lines[i:],
+]
+
+
+def _whole(text: str) -> cst.Module | None:
+    try:
+        return cst.parse_module(text)
+    except Exception:
+        return None
+
+
+def _same_module(got: cst.Module, text: str) -> bool:
+    full = _whole(text)
+    return (
+        full is not None
+        and got.code == text
+        and got.deep_equals(full)
+        and got.default_indent == full.default_indent
+        and got.default_newline == full.default_newline
+    )
+
+
+@pytest.mark.parametrize("path", SCRIPTS[::6], ids=lambda p: p.stem)
+def test_random_edits_give_the_whole_parse(path):
+    rng = random.Random(path.stem)
+    text = path.read_text()
+    document = Document(text, cst.parse_module(text))
+    reused = 0
+    for _ in range(20):
+        lines = document.text.splitlines(keepends=True)
+        new = "".join(rng.choice(EDITS)(lines, rng.randrange(len(lines))))
+        found = document.update(new)
+        if found is None:  # parsed whole (or not at all): start again from the whole parse
+            full = _whole(new)
+            if full is not None:
+                document = Document(new, full)
+            continue
+        reused += 1
+        module, offsets = found
+        assert _same_module(module, new)
+        assert offsets == statement_offsets(module)
+        assert document.reparsed <= len(module.body)
+    assert reused >= 4  # most edits are re-parsed in place
+
+
+def test_one_line_edit_reparses_only_its_neighbourhood():
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(50))
+    document = Document(body, cst.parse_module(body))
+    new = body.replace("return x + 25\n", "return x * 25\n")
+    module, _ = document.update(new)
+    assert document.reparsed == 3  # the function and one statement on each side
+    assert _same_module(module, new)
+    # the untouched statements are the old nodes, not re-parsed copies
+    old = cst.parse_module(body)
+    document = Document(body, old)
+    module, _ = document.update(new)
+    assert module.body[0] is old.body[0] and module.body[-1] is old.body[-1]
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("# header\nx = 1\n", "# header changed\nx = 1\n"),  # the module header
+        ("x = 1\n# footer\n", "x = 1\n# footer changed\n"),  # the module footer
+        ("x = 1\ny = 2", "x = 1\ny = 3"),  # no final newline
+        # the first indented block decides the module's indentation
+        ("def f():\n    return 1\n\nz = 0\n", "def f():\n  return 1\n\nz = 0\n"),
+    ],
+    ids=["header", "footer", "no-final-newline", "default-indent"],
+)
+def test_edits_a_piece_cannot_decide_are_parsed_whole(old, new):
+    document = Document(old, cst.parse_module(old))
+    found = document.update(new)
+    if found is not None:  # allowed only when it is exactly the whole parse
+        assert _same_module(found[0], new)
+    else:
+        assert document.text == old  # unchanged: the caller parses whole
+
+
+def test_lint_with_a_document_matches_a_fresh_lint():
+    rng = random.Random(7)
+    config = Config()
+    compared = 0
+    for path in SCRIPTS[1::8]:
+        document = Document()
+        text = path.read_text()
+        assert lint_source(text, str(path), config, document=document) == lint_source(
+            text, str(path), config
+        )
+        for _ in range(4):
+            lines = document.text.splitlines(keepends=True)
+            new = "".join(rng.choice(EDITS)(lines, rng.randrange(len(lines))))
+            got = lint_source(new, str(path), config, document=document)
+            assert got == lint_source(new, str(path), config), path
+            compared += document.reparsed > 0
+    assert compared >= 5
+
+
+def test_a_syntax_error_keeps_the_last_good_parse():
+    text = "import torch\n\ntorch.manual_seed(0)\n\nx = 1\n"
+    document = Document()
+    lint_source(text, "t.py", Config(), document=document)
+    broken = text.replace("x = 1", "x = (")
+    result = lint_source(broken, "t.py", Config(), document=document)
+    assert result.errors and document.text == text
+    fixed = text.replace("x = 1", "x = 2")
+    assert lint_source(fixed, "t.py", Config(), document=document) == lint_source(
+        fixed, "t.py", Config()
+    )
