@@ -412,13 +412,14 @@ class Facts:
         it returns, so its name is all the evidence there is."""
         func = call.func
         head = func.value if isinstance(func, cst.Attribute) else func
-        if not isinstance(head, cst.Name) or (
-            isinstance(func, cst.Attribute) and func.value is not head
-        ):
+        if not isinstance(head, cst.Name):
             return None
         if qualname is not None and qualname.split(".", 1)[0] in K.KNOWN_LIBRARIES:
             return None
-        for b in self.index.bindings_of(head):
+        bindings = self.index.bindings_of(head)
+        if not bindings:
+            return None
+        for b in bindings:
             if b.op != "import" or b.record is None:
                 return None
             record = b.record
@@ -431,8 +432,6 @@ class Facts:
                     ) or self.project.resolve_import(self.path, record.module, record.level)
                 if found is not None:
                     return None
-        if not self.index.bindings_of(head):
-            return None
         return func.attr.value if isinstance(func, cst.Attribute) else head.value
 
     @cached_property
