@@ -8,7 +8,7 @@ from distlint.analysis import walk
 from distlint.analysis.facts import Facts, Mode, Origin
 from distlint.fixes import Fix
 from distlint.model import Applicability
-from distlint.rule import Invalid, Rule, RuleContext, Valid
+from distlint.rule import Invalid, Rule, RuleContext, Valid, fix_statement
 
 
 class DataloaderNotSharded(Rule):
@@ -231,7 +231,7 @@ def _fix(facts: Facts, loop: cst.For, loader: cst.BaseExpression) -> Fix | None:
     accelerator = facts.accelerator_expr(anchor)
     if accelerator is None:
         return None
-    statement = cst.parse_statement(f"{loader.value} = {accelerator}.prepare({loader.value})\n")
+    statement = fix_statement(f"{loader.value} = {accelerator}.prepare({loader.value})\n")
     discarded = _discarded_prepare(facts, loader, anchor)
     if discarded is not None:
         # `accelerator.prepare(loader)` whose result was thrown away: keep it, assigned

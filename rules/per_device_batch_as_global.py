@@ -19,7 +19,7 @@ from distlint.analysis.batch import (
 from distlint.analysis.facts import Facts, Mode
 from distlint.fixes import Fix
 from distlint.model import Applicability
-from distlint.rule import Invalid, Rule, RuleContext, Valid
+from distlint.rule import Invalid, Rule, RuleContext, Valid, factor_expression
 
 __all__ = ["GLOBAL", "SAMPLES", "PerDeviceBatchAsGlobal", "message_role", "name_role"]
 
@@ -334,7 +334,7 @@ def _fix(index: Index, use: Use, factor: str | None) -> Fix | None:
         operator=cst.Multiply(
             whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")
         ),
-        right=cst.parse_expression(factor),
+        right=factor_expression(factor),
     )
     if _needs_parentheses(index, node):
         product = product.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])

@@ -8,7 +8,7 @@ from distlint.analysis import Index
 from distlint.analysis.facts import Facts, Seeds
 from distlint.fixes import Fix, import_name
 from distlint.model import Applicability
-from distlint.rule import Invalid, Option, Rule, RuleContext, Valid
+from distlint.rule import Invalid, Option, Rule, RuleContext, Valid, factor_expression
 
 SEED_FUNCTIONS = ("accelerate.utils.set_seed", "transformers.set_seed", "lightning.seed_everything")
 KINDS = {Seeds.TORCH: "torch", Seeds.PYTHON: "python", Seeds.NUMPY: "numpy", Seeds.XLA: "xla"}
@@ -211,7 +211,7 @@ class SeedOnlyTorch(Rule):
         )
         seed_arg = arg.value if arg is not None else cst.Name("seed")
         name, spec = import_name(index, seed_fn, anchor)
-        new_call = cst.Call(func=cst.parse_expression(name), args=[cst.Arg(seed_arg)])
+        new_call = cst.Call(func=factor_expression(name), args=[cst.Arg(seed_arg)])
         if isinstance(anchor, cst.SimpleStatementLine):
             fix.replace[anchor_call] = new_call
         else:

@@ -15,6 +15,7 @@ from distlint.rule import (
     RuleContext,
     Valid,
     can_scale_name_in_place,
+    fix_statement,
     scaled_expression,
 )
 
@@ -304,7 +305,7 @@ class UnscaledLearningRate(Rule):
         if started is None or stmt is None or not all(_is_attribute_path(r) for r in reads):
             return None
         fix, factor = started
-        fix.insert_before[stmt] = [cst.parse_statement(f"{r} *= {factor}\n") for r in reads]
+        fix.insert_before[stmt] = [fix_statement(f"{r} *= {factor}\n") for r in reads]
         return fix
 
     def _scaling(self, facts: Facts, call: cst.Call) -> tuple[Fix, str] | None:
@@ -330,7 +331,7 @@ class UnscaledLearningRate(Rule):
         stmt = index.statement(call)
         if isinstance(value, cst.Name) and can_scale_name_in_place(index, value, stmt):
             assert stmt is not None
-            fix.insert_before[stmt] = [cst.parse_statement(f"{value.value} *= {factor}\n")]
+            fix.insert_before[stmt] = [fix_statement(f"{value.value} *= {factor}\n")]
         else:
             fix.replace[value] = scaled_expression(value, factor)
         return fix

@@ -881,21 +881,20 @@ class Facts:
                 shadows.append(here)
             here = here.parent
 
-    def _accelerator_names_of(self, scope: Any, first: bool) -> list[str]:
+    def _accelerator_names_of(self, scope: Any, first: bool) -> Iterator[str]:
         """The names bound in ``scope`` that hold an Accelerator (a class scope is seen only
-        from inside its own body, as Python resolves names)."""
+        from inside its own body, as Python resolves names), in binding order. Lazily, each
+        name judged once: a fix needs the first one, and a module binds thousands of names."""
         if scope.kind == "class" and not first:
-            return []
-        cache: dict[int, list[str]] = self.__dict__.setdefault("_acc_names", {})
-        found = cache.get(id(scope))
-        if found is None:
-            index = self.index
-            found = cache[id(scope)] = [
-                name
-                for name in scope.bindings
-                if self._holds_accelerator(index.lookup(name, scope))
-            ]
-        return found
+            return
+        memo: dict[str, bool] = self.__dict__.setdefault("_acc_names", {}).setdefault(id(scope), {})
+        index = self.index
+        for name in scope.bindings:
+            held = memo.get(name)
+            if held is None:
+                held = memo[name] = self._holds_accelerator(index.lookup(name, scope))
+            if held:
+                yield name
 
     def _holds_accelerator(self, bindings: Sequence[Any]) -> bool:
         if not bindings or not all(b.op in ("=", "with", "param", "unpack") for b in bindings):

@@ -276,6 +276,18 @@ class Scope:
 _FUNCTION_NODES = (cst.FunctionDef, cst.Lambda)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+_STATEMENT_TYPES: dict[type, bool] = {}
+
+
+def _is_statement(tp: type) -> bool:
+    """``issubclass(tp, _STATEMENTS)``, remembered per type (an isinstance check against
+    LibCST's abstract classes is a Python call)."""
+    known = _STATEMENT_TYPES.get(tp)
+    if known is None:
+        known = _STATEMENT_TYPES[tp] = issubclass(tp, _STATEMENTS)
+    return known
+
+
 # the node types Index._build does more for than walking their children
 _BINDING_TYPES = frozenset(
     {
@@ -321,10 +333,12 @@ class Index:
         # Dotted targets: `args.lr = ...`, `self.lr = ...` (key 'self.lr@Class'), `cfg["lr"] = ...`
         self.attr_assignments: dict[str, list[Assignment]] = {}
         self.returns: dict[cst.CSTNode, list[cst.Return]] = {}
-        self._qual_cache: dict[cst.CSTNode, str | None] = {}
-        self._bindings_cache: dict[cst.CSTNode, list[Assignment]] = {}
-        self._values_cache: dict[cst.CSTNode, list[cst.CSTNode | None]] = {}
-        self._children_cache: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+        # Memos keyed by id(node) (a CST node's __hash__ is a Python call), each entry holding
+        # its node: the `is` check makes a reused id (a node a rule built, since freed) a miss.
+        self._qual_cache: dict[int, tuple[cst.CSTNode, str | None]] = {}
+        self._bindings_cache: dict[int, tuple[cst.CSTNode, list[Assignment]]] = {}
+        self._values_cache: dict[int, tuple[cst.CSTNode, list[cst.CSTNode | None]]] = {}
+        self._children_cache: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
         self._flow: Flow | None = None
         self._nodes_cache: dict[tuple[type, ...], list[cst.CSTNode]] = {}
         self._owners: dict[str, int] | None = None
@@ -562,7 +576,7 @@ class Index:
         """The innermost statement (simple line or compound) containing ``node``."""
         get = self._info.get
         current: cst.CSTNode | None = node
-        while current is not None and not isinstance(current, _STATEMENTS):
+        while current is not None and not _is_statement(type(current)):
             entry = get(id(current))
             current = entry[0] if entry else None
         return current
@@ -624,12 +638,13 @@ class Index:
         """The assignments of a name that can reach this use of it: the earlier ones, back to the
         latest that runs on every path to the use (an assignment in a block that encloses the use
         kills the ones before it; assignments under an `if` or a loop do not)."""
-        found = self._bindings_cache.get(name_node)
-        if found is None:
-            found = self.lookup(name_node.value, self.scope(name_node), self.order(name_node))
-            if found:
-                found = self._reaching(name_node, found)
-            self._bindings_cache[name_node] = found
+        known = self._bindings_cache.get(id(name_node))
+        if known is not None and known[0] is name_node:
+            return known[1]
+        found = self.lookup(name_node.value, self.scope(name_node), self.order(name_node))
+        if found:
+            found = self._reaching(name_node, found)
+        self._bindings_cache[id(name_node)] = (name_node, found)
         return found
 
     _KILLING_OPS = frozenset({"=", "unpack", "import", "def", "class"})
@@ -641,9 +656,10 @@ class Index:
         around: set[int] = set()  # `x = x + 1`: the statement being evaluated is not a source
         for anc in self.ancestors(use):
             around.add(id(anc))
-            if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+            tp = type(anc)  # concrete LibCST classes: a type test, not an ABC isinstance call
+            if tp is cst.IndentedBlock or tp is cst.Module:
                 blocks.add(id(anc))
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            elif tp is cst.FunctionDef or tp is cst.Lambda or tp is cst.ClassDef:
                 break
         binders = self._binders()
         name = getattr(use, "value", None)
@@ -701,11 +717,13 @@ class Index:
     def qualname(self, node: cst.CSTNode) -> str | None:
         """Canonical qualified name of an expression (see module doc), or None."""
         cache = self._qual_cache
-        if node in cache:
-            return cache[node]
-        cache[node] = None  # cycle guard
+        key = id(node)
+        known = cache.get(key)
+        if known is not None and known[0] is node:
+            return known[1]
+        cache[key] = (node, None)  # cycle guard
         result = self._qualname(node)
-        cache[node] = result
+        cache[key] = (node, result)
         return result
 
     def _qualname(self, node: cst.CSTNode) -> str | None:
@@ -930,9 +948,11 @@ class Index:
         return found
 
     def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
-        found = self._children_cache.get(node)
-        if found is None:
-            found = self._children_cache[node] = child_list(node)
+        known = self._children_cache.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
+        found = child_list(node)
+        self._children_cache[id(node)] = (node, found)
         return found
 
     def reaches(
@@ -958,19 +978,26 @@ class Index:
 
     def values_of(self, node: cst.CSTNode) -> list[cst.CSTNode | None]:
         """Expressions whose value may flow into ``node`` one step back."""
-        found = self._values_cache.get(node)
-        if found is None:
-            found = self._values_cache[node] = self._values_of(node)
+        known = self._values_cache.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
+        found = self._values_of(node)
+        self._values_cache[id(node)] = (node, found)
         return found
 
     def _values_of(self, node: cst.CSTNode) -> list[cst.CSTNode | None]:
+        # `type(x) is C and isinstance(x, C)`: the type test fails fast where an isinstance
+        # against a LibCST class is a Python call (ABCMeta); the isinstance that follows it is
+        # the exact-type fast path, there for the type checker
         out: list[cst.CSTNode | None] = []
-        if isinstance(node, cst.Name):
+        tp = type(node)
+        if tp is cst.Name and isinstance(node, cst.Name):
             parent = self.parent(node)
+            ptp = type(parent)
             # only names in load position
-            if isinstance(parent, cst.Attribute) and parent.attr is node:
+            if ptp is cst.Attribute and isinstance(parent, cst.Attribute) and parent.attr is node:
                 return out
-            if isinstance(parent, cst.Arg) and parent.keyword is node:
+            if ptp is cst.Arg and isinstance(parent, cst.Arg) and parent.keyword is node:
                 return out
             for b in self.bindings_of(node):
                 if b.op == "param":
@@ -979,29 +1006,14 @@ class Index:
                     out.append(b.node.iter)
                 else:
                     out.append(b.value)
-                    if (
-                        b.op
-                        not in (
-                            "=",
-                            "with",
-                            "param",
-                            "import",
-                            "def",
-                            "class",
-                            "for",
-                            "unpack",
-                            "except",
-                        )
-                        and b.target is not None
-                    ):
-                        pass
-        elif isinstance(node, (cst.Attribute, cst.Subscript)):
+        elif (tp is cst.Attribute or tp is cst.Subscript) and isinstance(
+            node, (cst.Attribute, cst.Subscript)
+        ):
             for a in self.attribute_assignments(node):
                 out.append(a.value)
-            if isinstance(node, cst.Subscript) or isinstance(node, cst.Attribute):
-                # `cfg.lr` where `cfg = Config(lr=...)` / `dict(lr=...)` / {"lr": ...}
-                out.extend(self._constructor_field(node))
-        elif isinstance(node, cst.Call):
+            # `cfg.lr` where `cfg = Config(lr=...)` / `dict(lr=...)` / {"lr": ...}
+            out.extend(self._constructor_field(node))
+        elif tp is cst.Call and isinstance(node, cst.Call):
             fn = self.local_function(node.func)
             if fn is not None:
                 for ret in self.returns.get(fn, ()):
