@@ -208,12 +208,6 @@ class _Layout:
 _CONTEXT_FREE: dict[type, bool] = {}
 
 
-def _plain_lines(text: str) -> bool:
-    """Piece edits are used only where lines end in \\n or \\r\\n and no form feed occurs
-    (a known mismatch with CR-only endings and form feeds, tests/test_properties.py)."""
-    return "\x0c" not in text and text.count("\r") == text.count("\r\n")
-
-
 def _context_free(node: cst.CSTNode) -> bool:
     """Does ``node`` generate the same code wherever it stands (its ``_codegen_impl`` takes no
     argument from its parent, such as a default comma or semicolon)?"""
@@ -253,7 +247,7 @@ def plan_edits(
         span = spans.get(stmt)
         if span is None:
             return None
-        own = pieces.get(stmt) if _plain_lines(lines.text) else None
+        own = pieces.get(stmt) if lines.plain_endings else None
         if own:
             for node in own:
                 piece_span = spans.get(node)
@@ -297,6 +291,12 @@ def _code(module: cst.Module, node: Replacement, indent: Sequence[str]) -> str:
 def _statement_edit(module: cst.Module, lines: LineIndex, span: Span, content: str) -> Edit:
     start = lines.offset(span[0], span[1])
     end = lines.offset(span[2], span[3])
+    if not content:
+        # a removed statement takes the blanks before it on its line: a statement LibCST placed
+        # after a leading form feed (which it does not regenerate) would leave it behind
+        line_start = lines.line_start(span[0])
+        if lines.text[line_start:start].strip(" \t\x0c") == "":
+            start = line_start
     old = lines.text[start:end]
     # the last statement of a file without a final newline: keep it without one
     if end == len(lines.text) and not old.endswith(("\n", "\r")):

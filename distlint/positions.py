@@ -212,12 +212,17 @@ def layout(
     ``offsets`` (where each top-level statement starts, what :mod:`distlint.incremental`
     knows), else by finding their code in ``text`` (the module's code): a statement's code that
     occurs once after the previous one placed is there; one that occurs more than once is placed
-    by generating the statements before it. Same result as the whole pass.
+    by generating the statements before it. Beyond :data:`MAX_LOCATED_STATEMENTS` statements
+    (where finding each one's code again costs more), at the offsets :func:`statement_offsets`
+    reads from Python's own parser, each checked against the text. Same result as the whole
+    pass.
 
     Raises :class:`TooDeep` for code nested beyond what even a large stack allows."""
     if not nodes and not spans:
         return {}, {}
     groups: dict[int, tuple[list[cst.CSTNode], list[cst.CSTNode]]] | None = None
+    if offsets is not None and text is not None and "\x0c" in text:
+        offsets = None  # a statement's code may be shorter than its text (column_moves)
     if (
         top_of is not None
         and starts is not None
@@ -233,7 +238,11 @@ def layout(
                 groups.setdefault(number, ([], []))[kind].append(node)
             if groups is None:
                 break
-        if groups is not None and offsets is None and len(groups) > MAX_LOCATED_STATEMENTS:
+    checked = False  # are ``offsets`` ours (from ast), to be checked against the text?
+    if groups is not None and offsets is None and len(groups) > MAX_LOCATED_STATEMENTS:
+        offsets = statement_offsets(module, text or "", starts or [0])
+        checked = True
+        if offsets is None:
             groups = None
 
     def run() -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]] | None:
@@ -248,6 +257,8 @@ def layout(
                 if placer is None:
                     assert offsets is not None
                     base: int | None = offsets[number]
+                    if checked and not (text or "").startswith("".join(part.tokens), base or 0):
+                        return None
                 else:
                     base = placer.place(number, "".join(part.tokens))
                     if base is None:
@@ -256,12 +267,12 @@ def layout(
                 found.update(ranges)
                 found_spans.update(part_spans)
             return found, found_spans
-        return _whole_pass(module, nodes, spans)
+        return _whole_pass(module, nodes, spans, text)
 
     try:
         result = deep_call(run)
         if result is None:  # a statement could not be placed: the whole pass
-            result = deep_call(lambda: _whole_pass(module, nodes, spans))
+            result = deep_call(lambda: _whole_pass(module, nodes, spans, text))
         return result
     except TooDeep:
         raise
@@ -271,12 +282,95 @@ def layout(
         return deep_call(lambda: all_positions(module)), {}
 
 
+def statement_offsets(module: cst.Module, text: str, starts: Sequence[int]) -> list[int] | None:
+    """Where each statement of ``module.body`` starts in ``text`` (the module's code), its
+    leading comment and blank lines included, from the line numbers of Python's own parser
+    (``ast``, about a tenth of LibCST's parse and of its code generation). None when ``ast``
+    refuses the text or its statements do not line up with LibCST's; callers check each
+    statement's code at its offset all the same (a parenthesised decorator starts a line
+    later in ``ast``)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    theirs = tree.body
+    found: list[int] = []
+    k = 0
+    for stmt in module.body:
+        if k >= len(theirs):
+            return None
+        node = theirs[k]
+        line = node.lineno
+        decorators = getattr(node, "decorator_list", None)
+        if decorators and isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.decorators:
+            line = min(line, decorators[0].lineno) - len(stmt.decorators[0].leading_lines)
+        line -= len(stmt.leading_lines)
+        if not 1 <= line <= len(starts):
+            return None
+        found.append(starts[line - 1])
+        k += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+    return found if k == len(theirs) else None
+
+
 def _whole_pass(
-    module: cst.Module, nodes: Collection[cst.CSTNode], spans: Collection[cst.CSTNode]
+    module: cst.Module,
+    nodes: Collection[cst.CSTNode],
+    spans: Collection[cst.CSTNode],
+    text: str | None = None,
 ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
     state = _WantedPositionsState(module, nodes, spans)
     module._codegen(state)
-    return state.resolve()
+    found, found_spans = state.resolve()
+    if text is not None and "\x0c" in text:
+        moves = column_moves(module, text)
+        if moves:
+            found = {n: _moved(r, moves) for n, r in found.items()}
+            found_spans = {
+                n: (*_moved_at(s[0], s[1], moves, True), *_moved_at(s[2], s[3], moves, True), s[4])
+                for n, s in found_spans.items()
+            }
+    return found, found_spans
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_BLANKS = " \t\x0c"
+
+
+def column_moves(module: cst.Module, text: str) -> dict[int, tuple[int, int]]:
+    """Where LibCST's code differs from ``text`` on a line: LibCST drops a form feed that
+    leads a statement's line, with the blanks around it (``"\\x0cx = 1"`` comes back as
+    ``"x = 1"``; LibCST 1.9), so columns there are off. line (1-based) -> (length of the
+    leading blanks in LibCST's code, in the text); lines that agree are left out. Lines whose
+    difference is anything else are left out too (nothing is guessed)."""
+    code = module.code
+    if code == text:
+        return {}
+    moves: dict[int, tuple[int, int]] = {}
+    for number, (ours, theirs) in enumerate(zip(_LINE.findall(code), _LINE.findall(text)), 1):
+        if ours != theirs:
+            rest = ours.lstrip(_BLANKS)
+            if rest == theirs.lstrip(_BLANKS):
+                moves[number] = (len(ours) - len(rest), len(theirs) - len(rest))
+    return moves
+
+
+def _moved_at(
+    line: int, column: int, moves: dict[int, tuple[int, int]], span: bool = False
+) -> tuple[int, int]:
+    """A column of LibCST's code in the text. A span (a statement's) that starts or ends at a
+    line start keeps it: the statement's text is the whole line, blanks included."""
+    move = moves.get(line)
+    if move is None or column < move[0] or (span and column == 0):
+        return line, column
+    return line, column - move[0] + move[1]
+
+
+def _moved(found: CodeRange, moves: dict[int, tuple[int, int]]) -> CodeRange:
+    start = _moved_at(found.start.line, found.start.column, moves)
+    end = _moved_at(found.end.line, found.end.column, moves)
+    return CodeRange(CodePosition(*start), CodePosition(*end))
 
 
 class _Placer:

@@ -30,3 +30,94 @@ def test_crlf_and_tabs():
     nodes = list(walk(module))
     got = positions_of(module, nodes)
     assert [n for n in nodes if got.get(n) != expected[n]] == []
+
+
+def _located(text: str, every: int = 1, monkeypatch=None, whole: bool = False):
+    """Ranges the lint run's way: only the top-level statements holding a node, placed in the
+    text (by finding their code, or beyond 64 statements at the offsets Python's parser gives).
+    With ``monkeypatch``, also checks whether the one-pass fallback ran (``whole``)."""
+    from distlint import positions
+    from distlint.analysis.index import Index
+    from distlint.edits import LineIndex
+    from distlint.runner import _top_statements
+
+    module = cst.parse_module(text)
+    index = Index(module, text)
+    top_of = _top_statements(module, index)
+    # the nodes inside statements (a lint run asks for no other)
+    nodes = [n for n in walk(module) if top_of(n) is not None][::every]
+    passes = []
+    if monkeypatch is not None:
+        real = positions._whole_pass
+        monkeypatch.setattr(positions, "_whole_pass", lambda *a: passes.append(1) or real(*a))
+    got, _ = positions.layout(module, nodes, (), top_of, None, LineIndex(text).starts, text)
+    if monkeypatch is not None:
+        assert bool(passes) is whole
+    expected = all_positions(module)
+    return [n for n in nodes if got.get(n) != expected[n]]
+
+
+TRICKY = (
+    "# a comment before\n\n@decorator\n# between decorators\n@(other)\ndef f{i}(x):\n"
+    "    return x  # same code as below\n"
+    "a{i} = 1; b{i} = 2\n"
+    "\n\x0c\nx = '''\nx = 1\n'''\n"
+    "if a{i}:\n    x = 1\nelse:\n    pass\n"
+    "x = 1\n"
+    "class C{i}(\n    object,\n):\n    '''doc'''\n"
+)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_many_located_statements_match_libcst(newline, monkeypatch):
+    # 40 copies of 6 statements: past the 64 that are placed by finding their code, so placed
+    # at the offsets ast's line numbers give (decorators, comments, `;`, form feeds, strings)
+    text = "".join(TRICKY.replace("{i}", str(i)) for i in range(40)).replace("\n", newline)
+    assert _located(text, monkeypatch=monkeypatch) == []
+    assert _located(text, every=7) == []
+
+
+def test_few_located_statements_match_libcst(monkeypatch):
+    text = "".join(TRICKY.replace("{i}", str(i)) for i in range(3))
+    assert _located(text, monkeypatch=monkeypatch) == []
+
+
+def test_statements_python_cannot_parse_fall_back_to_one_pass(monkeypatch):
+    # `type X = int` is Python 3.12: LibCST parses it, the ast of Python 3.11 may not
+    import sys
+
+    text = "".join(f"x{i} = {i}\n" for i in range(100)) + "type X = int\n"
+    fallback = sys.version_info < (3, 12)
+    assert _located(text, monkeypatch=monkeypatch, whole=fallback) == []
+
+
+def test_code_libcst_does_not_regenerate_is_placed_in_the_text(monkeypatch):
+    # LibCST drops a form feed that starts a statement's line ("\x0cy = 1" comes back as
+    # "y = 1"): that statement's code is not at its offset, so the one pass runs, and its
+    # columns on that line are moved to the text's (one to the right)
+    from distlint import positions
+    from distlint.analysis.index import Index
+    from distlint.edits import LineIndex
+    from distlint.runner import _top_statements
+
+    text = "".join(f"x{i} = {i}\n" for i in range(100)) + "\x0cy = (1 +\n    2)\n"
+    module = cst.parse_module(text)
+    assert module.code != text  # the LibCST behaviour this is about
+    top_of = _top_statements(module, Index(module, text))
+    nodes = [n for n in walk(module) if top_of(n) is not None]
+    got, _ = positions.layout(module, nodes, (), top_of, None, LineIndex(text).starts, text)
+    expected = all_positions(module)
+
+    def moved(pos):
+        return (pos.line, pos.column + (pos.line == 101))
+
+    wrong = [
+        n
+        for n in nodes
+        if (moved(expected[n].start), moved(expected[n].end))
+        != ((got[n].start.line, got[n].start.column), (got[n].end.line, got[n].end.column))
+    ]
+    assert wrong == []
+    y = next(n for n in nodes if isinstance(n, cst.Name) and n.value == "y")
+    assert (got[y].start.line, got[y].start.column) == (101, 1)
+    assert text.split("\n")[100][1] == "y"  # (splitlines would split at the form feed)

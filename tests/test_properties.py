@@ -696,3 +696,53 @@ def test_a_fixed_text_changed_outside_its_edits_is_refused(monkeypatch):
     assert result.fixes_applied == 0
     assert any("outside the edited spans" in e.message for e in result.errors), result.errors
     assert [f.code for f in result.findings] == ["DL101"]  # what the input still has
+
+
+def test_a_removed_statement_after_a_form_feed_takes_the_form_feed_along():
+    """Found by test_form_feeds_and_cr_only_endings_survive_fixes: LibCST does not regenerate
+    the form feed that starts `\\x0cif torch.cuda...`, the block was placed after it, and its
+    removal left the form feed to join the next line (`\\x0c\\x0ckeep_0 = ...`)."""
+    source = (
+        '"""Generated training script."""\n'
+        "import torch\n"
+        "from torch.utils.data import DataLoader\n"
+        "from accelerate import Accelerator\n"
+        "from accelerate.utils import set_seed\n"
+        "from accelerate.utils import DataLoaderConfiguration\n"
+        "import numpy as np\n"
+        "import random\n"
+        "import argparse\n"
+        "\n"
+        "seed = 1234\n"
+        "rank = 0\n"
+        "base_lr = 1e-3\n"
+        "lr = 2e-3\n"
+        "batch_size = 32\n"
+        "accum = 2\n"
+        "epochs = 3\n"
+        "config = {'lr': 1e-4, 'batch_size': 8, 'seed': 7}\n"
+        "args = argparse.Namespace(lr=1e-3, batch_size=16, seed=3, gradient_accumulation_steps=2)\n"
+        "flag = True\n"
+        "accelerator = Accelerator()\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        "torch.manual_seed(42)\n"
+        "\x0cif torch.cuda.is_available():\n"
+        "    torch.cuda.manual_seed_all(42)\n"
+        "\x0ckeep_0 = ( 0 ,)   # untouched 0\n"
+        "loader = DataLoader(range(64), batch_size=batch_size, shuffle=True)\n"
+        "optimizer = torch.optim.AdamW(model.parameters(), lr=lr)\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * len(loader))\n"
+        'print(f"total batch size: {batch_size * accum}")\n'
+        "for epoch in range(epochs):\n"
+        "    for batch in loader:\n"
+        "        loss = model(batch).sum()\n"
+        "        loss = loss / accum\n"
+        "        accelerator.backward(loss)\n"
+        "        optimizer.step()\n"
+        "        scheduler.step()\n"
+        "\x0ckeep_1 = ( 1 ,)   # untouched 1\n"
+    )
+    fixed = lint_source(source, "train.py", Config(), fix=True, unsafe_fixes=True)
+    assert fixed.fixed_source is not None
+    assert "\n\x0ckeep_0 = ( 0 ,)   # untouched 0\n" in fixed.fixed_source
