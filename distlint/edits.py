@@ -12,7 +12,6 @@ import re
 import tokenize
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from functools import cached_property
 
 from distlint.model import Applicability, Edit, Finding, Fix, Range
 
@@ -26,14 +25,6 @@ class LineIndex:
     def __init__(self, text: str) -> None:
         self.text = text
         self.starts = [0] + [m.end() for m in NEWLINE.finditer(text)]
-
-    @cached_property
-    def plain_endings(self) -> bool:
-        """Every line ends in \\n or \\r\\n, and no form feed occurs. Piece edits
-        (:mod:`distlint.fixes`) are used only then: with CR-only endings and form feeds they
-        once gave an unparsable fix (tests/test_properties.py)."""
-        text = self.text
-        return "\x0c" not in text and text.count("\r") == text.count("\r\n")
 
     def offset(self, line: int, column0: int) -> int:
         """Offset of 1-based ``line``, 0-based ``column0`` (clamped to the text)."""

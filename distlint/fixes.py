@@ -247,7 +247,7 @@ def plan_edits(
         span = spans.get(stmt)
         if span is None:
             return None
-        own = pieces.get(stmt) if lines.plain_endings else None
+        own = pieces.get(stmt)
         if own:
             for node in own:
                 piece_span = spans.get(node)
