@@ -147,10 +147,9 @@ class _Defaults(cst.CSTTransformer):
     def leave_IndentedBlock(
         self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
     ) -> cst.IndentedBlock:
-        actual = (
-            updated_node.indent if updated_node.indent is not None else self.piece.default_indent
+        wanted = _unless_default(
+            updated_node.indent, self.piece.default_indent, self.module.default_indent
         )
-        wanted = None if actual == self.module.default_indent else actual
         return (
             updated_node
             if wanted == updated_node.indent
@@ -158,15 +157,21 @@ class _Defaults(cst.CSTTransformer):
         )
 
     def leave_Newline(self, original_node: cst.Newline, updated_node: cst.Newline) -> cst.Newline:
-        actual = (
-            updated_node.value if updated_node.value is not None else self.piece.default_newline
+        wanted = _unless_default(
+            updated_node.value, self.piece.default_newline, self.module.default_newline
         )
-        wanted = None if actual == self.module.default_newline else actual
         return (
             updated_node
             if wanted == updated_node.value
             else updated_node.with_changes(value=wanted)
         )
+
+
+def _unless_default(value: str | None, piece_default: str, module_default: str) -> str | None:
+    """A node's own indent / newline (None: the piece's default), as the module should hold
+    it: None where it is the module's default."""
+    actual = value if value is not None else piece_default
+    return None if actual == module_default else actual
 
 
 def _common_ends(a: str, b: str) -> tuple[int, int]:
