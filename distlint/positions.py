@@ -387,14 +387,42 @@ class _Placer:
         at = text.find(code, self.offset)  # the statement starts at or after self.offset
         if at < 0:
             return None
-        if text.find(code, at + 1) >= 0:  # more than once: count the statements before it
-            at = self.offset
-            for statement in self.module.body[self.number : number]:
-                at += len(_plain_code(self.module, [statement]))
+        if text.find(code, at + 1) >= 0:  # more than once: which occurrence is statement `number`
+            found = self._counted(number, code, at)
+            if found is None:
+                found = self.offset  # count the code of the statements before it
+                for statement in self.module.body[self.number : number]:
+                    found += len(_plain_code(self.module, [statement]))
+            at = found
             if not text.startswith(code, at):
                 return None
         self.number, self.offset = number + 1, at + len(code)
         return at
+
+    def _counted(self, number: int, code: str, at: int) -> int | None:
+        """The occurrence of ``code`` (from ``at`` on) that follows exactly the statements
+        ``self.number .. number - 1``, counted by Python's own parser on the text between
+        occurrences (each piece parsed once); None when that parser refuses a piece."""
+        import ast
+
+        wanted = 0  # the statements before it, as ast counts them (`a; b` is two)
+        for statement in self.module.body[self.number : number]:
+            wanted += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        text, seen, begin = self.text, 0, self.offset
+        while at >= 0:
+            if at == 0 or text[at - 1] in "\r\n":  # a statement's code starts a line
+                try:
+                    piece = ast.parse(text[begin:at])
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    return None
+                seen += len(piece.body)
+                if seen == wanted:
+                    return at
+                if seen > wanted:
+                    return None
+                begin = at
+            at = text.find(code, at + 1)
+        return None
 
 
 def _plain_code(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> str:

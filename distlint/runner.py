@@ -231,7 +231,8 @@ def _parse(
     guard.ensure_recursion_headroom()
     PASSES["parse"] += 1
     try:
-        return cst.parse_module(text)
+        with _collector_paused():  # the tree holds no cycles: collecting while it grows is waste
+            return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         return _syntax_error(path, text, exc)
     except RecursionError:

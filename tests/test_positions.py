@@ -32,10 +32,11 @@ def test_crlf_and_tabs():
     assert [n for n in nodes if got.get(n) != expected[n]] == []
 
 
-def _located(text: str, every: int = 1, monkeypatch=None, whole: bool = False):
+def _located(text: str, every: int = 1, monkeypatch=None, whole: bool = False, only=None):
     """Ranges the lint run's way: only the top-level statements holding a node, placed in the
     text (by finding their code, or beyond 64 statements at the offsets Python's parser gives).
-    With ``monkeypatch``, also checks whether the one-pass fallback ran (``whole``)."""
+    With ``monkeypatch``, also checks whether the one-pass fallback ran (``whole``); ``only``:
+    the numbers of the statements whose nodes are asked for (default: all)."""
     from distlint import positions
     from distlint.analysis.index import Index
     from distlint.edits import LineIndex
@@ -46,6 +47,8 @@ def _located(text: str, every: int = 1, monkeypatch=None, whole: bool = False):
     top_of = _top_statements(module, index)
     # the nodes inside statements (a lint run asks for no other)
     nodes = [n for n in walk(module) if top_of(n) is not None][::every]
+    if only is not None:
+        nodes = [n for n in nodes if top_of(n) in only]
     passes = []
     if monkeypatch is not None:
         real = positions._whole_pass
@@ -80,6 +83,33 @@ def test_many_located_statements_match_libcst(newline, monkeypatch):
 def test_few_located_statements_match_libcst(monkeypatch):
     text = "".join(TRICKY.replace("{i}", str(i)) for i in range(3))
     assert _located(text, monkeypatch=monkeypatch) == []
+
+
+def _counting_plain_code(monkeypatch):
+    from distlint import positions
+
+    calls = []
+    real = positions._plain_code
+    monkeypatch.setattr(positions, "_plain_code", lambda *a: calls.append(1) or real(*a))
+    return calls
+
+
+def test_repeated_statements_are_told_apart_by_pythons_parser(monkeypatch):
+    # the same statement code occurs many times: which occurrence a statement is, is counted
+    # by `ast` on the text between occurrences, without generating the statements before it
+    text = "x = 1\n" * 7 + "def f():\n    x = 1\n" + "x = 1\na = 1; b = 2\n" * 5 + "y = 2\n"
+    calls = _counting_plain_code(monkeypatch)
+    assert _located(text, every=3, monkeypatch=monkeypatch) == []
+    assert len(calls) == 1  # the module's header only
+
+
+def test_repeated_code_inside_a_string_falls_back_to_generating(monkeypatch):
+    # an occurrence at a line start inside a string: the text before it does not parse, so
+    # the statements before the one placed are generated and measured instead
+    text = "x = 1\n" + 's = """\nx = 1\n"""\n' + "x = 1\n" * 4
+    calls = _counting_plain_code(monkeypatch)
+    assert _located(text, monkeypatch=monkeypatch, only={0, 3}) == []
+    assert len(calls) > 1
 
 
 def test_statements_python_cannot_parse_fall_back_to_one_pass(monkeypatch):
