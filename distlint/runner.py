@@ -447,7 +447,7 @@ def _lint_module(
             Finding(path, rng, rule.CODE, rule.NAME, report.message, fix, suppression=suppression)
         )
     if run_unused:
-        # after suppression: only now is it known which `# noqa` codes suppressed nothing
+        # after suppression: only now is it known which noqa codes suppressed nothing
         override = config.applicability_override("DL001")
         known = {r.CODE for r in all_rules()}
         findings += unused_noqa(
