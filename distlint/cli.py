@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 
@@ -432,6 +431,8 @@ def _run_add_noqa(paths: tuple[str, ...], options: LintOptions) -> int:
 
 def _unified_diff(result: FileResult, before: str) -> str:
     """The diff of ``result``'s fix against ``before``, the text it was computed from."""
+    import difflib  # only diffs need it
+
     after = result.fixed_source or ""
     return "".join(
         difflib.unified_diff(

@@ -6,7 +6,6 @@ This module never imports torch, accelerate or torch_xla, and never executes the
 from __future__ import annotations
 
 import gc
-import traceback
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -386,7 +385,12 @@ def _lint_module(
         except RecursionError:
             raise
         except Exception as exc:  # a rule bug must not take the other rules or files down
-            detail = traceback.format_exc(limit=-40) if debug else f"{type(exc).__name__}: {exc}"
+            if debug:
+                import traceback  # only --debug shows one
+
+                detail = traceback.format_exc(limit=-40)
+            else:
+                detail = f"{type(exc).__name__}: {exc}"
             errors.append(
                 FileError(
                     path,
