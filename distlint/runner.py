@@ -230,7 +230,7 @@ def _parse(
     guard.ensure_recursion_headroom()
     PASSES["parse"] += 1
     try:
-        with _collector_paused():  # the tree holds no cycles: collecting while it grows is waste
+        with collector_paused():  # the tree holds no cycles: collecting while it grows is waste
             return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         return _syntax_error(path, text, exc)
@@ -323,7 +323,7 @@ def _lint_guarded(
     of the analysis time on a 10,000-line file) to find next to no garbage; what cycles the
     analysis leaves (scopes and their bindings) are collected once it is resumed."""
     try:
-        with _collector_paused():
+        with collector_paused():
             return deep_call(
                 lambda: _lint_module(
                     module,
@@ -345,7 +345,7 @@ def _lint_guarded(
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     was_enabled = gc.isenabled()
     gc.disable()
     try:

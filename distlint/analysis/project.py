@@ -339,7 +339,7 @@ class Project:
 
         from distlint import guard
         from distlint.analysis.index import Index
-        from distlint.runner import _syntax_error
+        from distlint.runner import collector_paused, _syntax_error
 
         if "\x00" in text:
             self._error(full, "source contains a null byte")
@@ -350,7 +350,8 @@ class Project:
             return None
         guard.ensure_recursion_headroom()
         try:
-            module = cst.parse_module(data)
+            with collector_paused():  # as the runner's parse: no cycles in the tree
+                module = cst.parse_module(data)
             self.parse_count += 1
             return module, Index(module, text)
         except cst.ParserSyntaxError as exc:
