@@ -339,7 +339,7 @@ class Project:
 
         from distlint import guard
         from distlint.analysis.index import Index
-        from distlint.runner import collector_paused, _syntax_error
+        from distlint.runner import _syntax_error, collector_paused
 
         if "\x00" in text:
             self._error(full, "source contains a null byte")
