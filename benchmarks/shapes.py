@@ -5,7 +5,8 @@
     python benchmarks/shapes.py --files fixtures/scripts --lines 10000   # whole-file ratio
 
 For each shape: CPU seconds of the raw LibCST parse and of the whole lint (parse included, every
-default rule enabled, in process), best of ``--repeats``; the growth exponent of the lint between
+default rule enabled, in process), timed alternately, each after a ``gc.collect()``, best of
+``--repeats``; the growth exponent of the lint between
 n and 4n (log2(t4n / tn) / 2); and the ratio of the lint to the raw parse at 4n. Targets (#17):
 every exponent <= 1.2 and no ratio over 2.0 at 4n.
 """
