@@ -95,7 +95,7 @@ def ordered_map(
             yield func(item)
         return
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     global _started
@@ -112,11 +112,18 @@ def ordered_map(
         clean = False
         try:
             while pending or futures:
-                while pending and len(futures) < workers * _WINDOW_PER_WORKER:
-                    index = pending.popleft()
-                    futures[pool.submit(_run_task, func, index, todo[index])] = index
-                done, _ = wait(futures, return_when=FIRST_COMPLETED)
                 broken = False
+                while pending and len(futures) < workers * _WINDOW_PER_WORKER:
+                    index = pending[0]
+                    try:
+                        future = pool.submit(_run_task, func, index, todo[index])
+                    except BrokenProcessPool:  # a worker died since the last wait
+                        broken = True
+                        break
+                    pending.popleft()
+                    futures[future] = index
+                # a broken pool fails every future it holds: wait for all of them then
+                done, _ = wait(futures, return_when=ALL_COMPLETED if broken else FIRST_COMPLETED)
                 for future in done:
                     index = futures.pop(future)
                     try:
