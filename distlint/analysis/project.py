@@ -126,7 +126,9 @@ class Project:
         self._error_keys: set[tuple[str, str]] = set()
         self._isfile: dict[str, bool] = {}
         self._isdir: dict[str, bool] = {}
-        self._resolved: dict[tuple[str, str, int], str | None] = {}
+        # (importer, module, level) and (importer, module, name, level) -> path; keys by the
+        # importer as given (when absolute) and normalised
+        self._resolved: dict[tuple[str, ...] | tuple[str, str, int], str | None] = {}
         # dependency tracking (see `tracking`)
         self._digests: dict[str, str] = {}
         self._log: list[str] = []
@@ -433,23 +435,38 @@ class Project:
         ``from <level dots><module> import ...`` in file ``importer`` refers to: a module .py
         or a package __init__.py, searched in the importer's folder, the project root, src/
         layouts and the configured ``src = [...]``; None for stdlib / third-party / not found."""
+        given = (importer, module, level)
+        if given in self._resolved:  # asked once per call of the linted file: no normalising
+            return self._resolved[given]
         key = (normalise(importer), module, level)
         if key in self._resolved:
-            return self._resolved[key]
-        found = None
-        for base in self._bases(key[0], level):
-            hit = self._find(base, module)
-            if hit is not None:
-                found = hit if hit.endswith(".py") else None
-                break
-        self._resolved[key] = found
+            found = self._resolved[key]
+        else:
+            found = None
+            for base in self._bases(key[0], level):
+                hit = self._find(base, module)
+                if hit is not None:
+                    found = hit if hit.endswith(".py") else None
+                    break
+            self._resolved[key] = found
+        if os.path.isabs(importer):
+            self._resolved[given] = found
         return found
 
     def resolve_from_import(
         self, importer: str, module: str, name: str, level: int = 0
     ) -> str | None:
         """For ``from pkg import mod`` where ``mod`` is a submodule FILE: its path, else None."""
-        for base in self._bases(normalise(importer), level):
+        given = ("from", importer, module, name, str(level))
+        if given in self._resolved:
+            return self._resolved[given]
+        found = self._from_import(normalise(importer), module, name, level)
+        if os.path.isabs(importer):  # (forgotten with the rest when a file changes)
+            self._resolved[given] = found
+        return found
+
+    def _from_import(self, importer: str, module: str, name: str, level: int) -> str | None:
+        for base in self._bases(importer, level):
             package = self._find(base, module) if module else base
             if package is None:
                 continue
