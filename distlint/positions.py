@@ -252,8 +252,7 @@ def layout(
             placer = None if offsets is not None else _Placer(module, text or "")
             for number in sorted(groups):
                 inside, inside_spans = groups[number]
-                part = _WantedPositionsState(module, inside, inside_spans)
-                module.body[number]._codegen(part)
+                part = _statement_code(module, module.body[number], inside, inside_spans)
                 if placer is None:
                     assert offsets is not None
                     base: int | None = offsets[number]
@@ -280,6 +279,38 @@ def layout(
         if spans:
             raise
         return deep_call(lambda: all_positions(module)), {}
+
+
+# The code of a statement with its marks, by statement and wanted nodes: a language server
+# re-lints after each edit, and the statements an edit did not touch are the same nodes again.
+_STATEMENT_CODES: dict[tuple, tuple[tuple[cst.CSTNode, ...], _WantedPositionsState]] = {}
+MAX_STATEMENT_CODES = 64
+
+
+def _statement_code(
+    module: cst.Module,
+    statement: cst.CSTNode,
+    nodes: Sequence[cst.CSTNode],
+    spans: Sequence[cst.CSTNode],
+) -> _WantedPositionsState:
+    """``statement`` generated with the marks of ``nodes`` and ``spans`` (remembered: the
+    cache holds the nodes, so their ids stay theirs while an entry lives)."""
+    key = (
+        id(statement),
+        module.default_indent,
+        module.default_newline,
+        tuple(map(id, nodes)),
+        tuple(map(id, spans)),
+    )
+    known = _STATEMENT_CODES.get(key)
+    if known is not None and known[0][0] is statement:
+        return known[1]
+    part = _WantedPositionsState(module, nodes, spans)
+    statement._codegen(part)
+    if len(_STATEMENT_CODES) >= MAX_STATEMENT_CODES:
+        del _STATEMENT_CODES[next(iter(_STATEMENT_CODES))]  # the oldest goes
+    _STATEMENT_CODES[key] = ((statement, *nodes, *spans), part)
+    return part
 
 
 def statement_offsets(module: cst.Module, text: str, starts: Sequence[int]) -> list[int] | None:

@@ -136,3 +136,33 @@ def test_a_syntax_error_keeps_the_last_good_parse():
     assert lint_source(fixed, "t.py", Config(), document=document) == lint_source(
         fixed, "t.py", Config()
     )
+
+
+def test_positions_of_statements_an_edit_did_not_touch_are_reused_and_still_right(monkeypatch):
+    # the code of a reported statement is remembered by node: after an edit above it, the same
+    # node is reported again, its code is not generated again, and its positions move down
+    from distlint import positions
+
+    made = []
+    real = positions._WantedPositionsState
+
+    class Counting(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs):
+            made.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(positions, "_WantedPositionsState", Counting)
+    config = Config()
+    reused = 0
+    for path in SCRIPTS:
+        document = Document()
+        text = path.read_text()
+        lint_source(text, str(path), config, document=document)
+        new = "# a comment\n\n" + text
+        made.clear()
+        got = lint_source(new, str(path), config, document=document)
+        incremental = len(made)
+        made.clear()
+        assert got == lint_source(new, str(path), config), path  # a fresh parse: new nodes
+        reused += incremental < len(made)
+    assert reused >= 5
