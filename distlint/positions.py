@@ -27,11 +27,14 @@ from bisect import bisect_right
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from itertools import accumulate
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # stable since LibCST 0.3; guarded below
 from libcst._position import CodePosition, CodeRange
+
+if TYPE_CHECKING:  # pragma: no cover
+    import ast
 
 _NEWLINE = re.compile(r"\r\n?|\n")
 _NULL = nullcontext()
@@ -313,6 +316,17 @@ def _statement_code(
     return part
 
 
+def python_ast(text: str) -> ast.Module:
+    """``ast.parse(text)`` without the warnings Python's parser gives about the code (an
+    invalid escape sequence, `1()`): the user's code is not ours to warn about."""
+    import ast
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text)
+
+
 def statement_offsets(module: cst.Module, text: str, starts: Sequence[int]) -> list[int] | None:
     """Where each statement of ``module.body`` starts in ``text`` (the module's code), its
     leading comment and blank lines included, from the line numbers of Python's own parser
@@ -320,10 +334,8 @@ def statement_offsets(module: cst.Module, text: str, starts: Sequence[int]) -> l
     refuses the text or its statements do not line up with LibCST's; callers check each
     statement's code at its offset all the same (a parenthesised decorator starts a line
     later in ``ast``)."""
-    import ast
-
     try:
-        tree = ast.parse(text)
+        tree = python_ast(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     theirs = tree.body
@@ -434,8 +446,6 @@ class _Placer:
         """The occurrence of ``code`` (from ``at`` on) that follows exactly the statements
         ``self.number .. number - 1``, counted by Python's own parser on the text between
         occurrences (each piece parsed once); None when that parser refuses a piece."""
-        import ast
-
         wanted = 0  # the statements before it, as ast counts them (`a; b` is two)
         for statement in self.module.body[self.number : number]:
             wanted += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
@@ -443,7 +453,7 @@ class _Placer:
         while at >= 0:
             if at == 0 or text[at - 1] in "\r\n":  # a statement's code starts a line
                 try:
-                    piece = ast.parse(text[begin:at])
+                    piece = python_ast(text[begin:at])
                 except (SyntaxError, ValueError, RecursionError, MemoryError):
                     return None
                 seen += len(piece.body)

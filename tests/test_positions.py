@@ -112,6 +112,17 @@ def test_repeated_code_inside_a_string_falls_back_to_generating(monkeypatch):
     assert len(calls) > 1
 
 
+def test_pythons_parser_says_nothing_about_the_users_code(monkeypatch):
+    # `"\d"` makes Python's parser warn (DeprecationWarning, SyntaxWarning from 3.12): not
+    # distlint's to print; were the warning raised, the parse would fail and the one pass run
+    import warnings
+
+    text = 'pattern = "\\d+"\n' + "".join(f"x{i} = {i}\n" for i in range(100))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _located(text, monkeypatch=monkeypatch, whole=False) == []
+
+
 def test_statements_python_cannot_parse_fall_back_to_one_pass(monkeypatch):
     # `type X = int` is Python 3.12: LibCST parses it, the ast of Python 3.11 may not
     import sys
