@@ -297,3 +297,100 @@ def test_follow_imports_setting_is_validated(tmp_path):
     with pytest.raises(ConfigError) as exc:
         load_config_file(str(bad))
     assert "follow-imports" in str(exc.value) and "silent" in str(exc.value)
+
+
+def test_imports_resolve_per_folder_shared_by_siblings():
+    files = {**FLAT, "scripts/eval.py": "import utils\n"}
+    project = make(files)
+    assert project.resolve_import(P("scripts/train.py"), "utils") == P("scripts/utils.py")
+    assert project.resolve_import(P("scripts/eval.py"), "utils") == P("scripts/utils.py")
+    assert project.resolve_import(P("misc.py"), "utils") is None  # another folder: no utils
+    assert project.resolve_from_import(P("pkg/models/unet.py"), "", "blocks", 1) == P(
+        "pkg/models/blocks.py"
+    )
+    assert project.resolve_from_import(P("pkg/optim.py"), "", "blocks", 1) is None
+
+
+CHAIN = {
+    "train.py": "from tools import make\nfrom . import cyc\n",
+    "tools/__init__.py": "from .factory import make\n",
+    "tools/factory.py": "from accelerate import Accelerator as A\nimport cyc\n",
+    "cyc.py": "import train\n# Fabric\n",
+    "unrelated.py": "Accelerator = 1  # not imported by anyone\n",
+}
+
+
+def test_words_reached_through_imports_re_exports_and_cycles():
+    project = make(CHAIN)
+    words = frozenset({"Accelerator", "accelerate", "Fabric", "DistributedDataParallel"})
+    assert project.words_reached(P("train.py"), words) == {"Accelerator", "accelerate", "Fabric"}
+    assert project.words_reached(P("cyc.py"), words) == {"Accelerator", "accelerate", "Fabric"}
+    assert project.words_reached(P("unrelated.py"), words) == {"Accelerator"}
+    assert project.parse_count == 0  # a line scan: nothing parsed
+    # every module read is a dependency of the lint that asked
+    assert {P("tools/factory.py"), P("cyc.py")} <= set(project.dependencies())
+    # `from . import x`: the package's __init__ (x may be a name defined there) is followed too
+    pkg = make(
+        {"pkg/__init__.py": "from accelerate import Accelerator\n", "pkg/a.py": "from . import b\n"}
+    )
+    assert project is not pkg and pkg.words_reached(P("pkg/a.py"), words) == {
+        "Accelerator",
+        "accelerate",
+    }
+
+
+def test_words_reached_notices_a_module_changed_on_disk(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text("import helpers\n")
+    helper = tmp_path / "helpers.py"
+    helper.write_text("def make():\n    return None\n")
+    project = Project(str(tmp_path))
+    words = frozenset({"Accelerator"})
+    assert project.words_reached(str(tmp_path / "train.py"), words) == frozenset()
+    helper.write_text(
+        "from accelerate import Accelerator\n\ndef make():\n    return Accelerator()\n"
+    )
+    os.utime(helper, ns=(1, 1))  # a distinct mtime even on a coarse clock
+    assert project.words_reached(str(tmp_path / "train.py"), words) == {"Accelerator"}
+
+
+def _facts(project: Project, rel: str):
+    from distlint.analysis.facts import facts_for
+
+    info = project.module(P(rel))
+    assert info is not None
+    return facts_for(info.index, P(rel), project)
+
+
+def test_mode_reads_no_helper_that_cannot_reach_an_accelerator():
+    files = {
+        "train.py": "import torch\nfrom helpers import build, other\nmodel = build()\nother()\n",
+        "helpers.py": "import torch\nfrom more import other\ndef build():\n    return torch.nn.Linear(2, 2)\n",
+        "more.py": "def other():\n    return 1\n",
+    }
+    project = make(files)
+    facts = _facts(project, "train.py")
+    assert facts.mode.name == "NONE"
+    assert project.parse_count == 1  # train.py only: its helpers were scanned, not parsed
+
+
+def test_mode_still_follows_an_accelerator_made_through_an_aliased_re_export():
+    files = {
+        "train.py": "from tools import make\naccelerator = make()\n",
+        "tools/__init__.py": "from .factory import make\n",
+        "tools/factory.py": "from accelerate import Accelerator as A\n\ndef make():\n    return A()\n",
+    }
+    project = make(files)
+    assert _facts(project, "train.py").mode.name == "ACCELERATE"
+    # and a helper that seeds through `import random as r` is still read for DL1xx
+    seeded = make(
+        {
+            "train.py": "import torch\nfrom util import seed_all\nseed_all(0)\ntorch.manual_seed(0)\n",
+            "util.py": "import random as r\n\ndef seed_all(s):\n    r.seed(s)\n",
+        }
+    )
+    facts = _facts(seeded, "train.py")
+    assert facts.seeding.by_kind  # computed
+    from distlint.analysis.facts import Seeds
+
+    assert any(facts.seeding.by_kind[Seeds.PYTHON])

@@ -25,7 +25,14 @@ from typing import Any, Protocol
 import libcst as cst
 
 from distlint.analysis import knowledge as K
-from distlint.analysis.index import Index, Scope, call_keyword, string_value, target_key
+from distlint.analysis.index import (
+    CANONICAL_PREFIXES,
+    Index,
+    Scope,
+    call_keyword,
+    string_value,
+    target_key,
+)
 
 
 class Mode(enum.Enum):
@@ -150,6 +157,49 @@ class ProjectLike(Protocol):  # the part of distlint.analysis.project.Project fa
 _IN_PROGRESS = object()
 
 
+@dataclass(frozen=True)
+class _Spellings:
+    """How the dotted names of some callables can be written: (first, last) part of each name
+    and of each alias of it (``CANONICAL_PREFIXES``). A module reaches one of the callables
+    only through texts that write both parts (an import, an attribute of one, a re-export),
+    in itself or in the project modules it imports."""
+
+    pairs: frozenset[tuple[str, str]]
+    words: frozenset[str]
+
+    @classmethod
+    def of(cls, names: frozenset[str]) -> _Spellings:
+        forms = set(names)
+        for alias, to in CANONICAL_PREFIXES.items():
+            for name in names:
+                if name == to or name.startswith((to + ".", to + "(")):
+                    forms.add(alias + name[len(to) :])
+        pairs = frozenset((f.split(".")[0], f.rsplit(".", 1)[-1]) for f in forms)
+        return cls(pairs, frozenset(word for pair in pairs for word in pair))
+
+    def written_in(self, words: frozenset[str]) -> bool:
+        return any(first in words and last in words for first, last in self.pairs)
+
+
+# What makes a module hold an Accelerator (a state, a Fabric) or train data-parallel (`mode`),
+# and what seeds a generator (`seeding`).
+_DISTRIBUTED = _Spellings.of(
+    frozenset(
+        {
+            K.ACCELERATOR,
+            *K.STATE_CLASSES,
+            K.FABRIC,
+            *K.DDP_WRAPPERS,
+            *K.XLA_MULTIPROCESS,
+            "deepspeed.initialize",
+        }
+    )
+)
+_SEEDERS = _Spellings.of(
+    K.FULL_SEEDERS | K.TORCH_SEEDERS | K.PYTHON_SEEDERS | K.NUMPY_SEEDERS | K.XLA_SEEDERS
+)
+
+
 def facts_for(index: Index, path: str | None = None, project: ProjectLike | None = None) -> Facts:
     """The Facts of a module, built once (per project when one is given)."""
     if project is not None and path is not None:
@@ -206,7 +256,24 @@ class Facts:
         """An Accelerator is made here, or by a project helper this module calls."""
         if self.accelerators:
             return True
+        if not self._imports_may_train:
+            return False
         return any(Made.ACCELERATOR in self._external_makes(c) for c in self._external_calls)
+
+    @cached_property
+    def _imports_may_train(self) -> bool:
+        """Some module this one imports from the project (directly or through others) writes
+        the name of a callable that makes an Accelerator or trains data-parallel. When none
+        does, no call into them can, and `mode` needs none of their summaries."""
+        return self.imports_may_reach(_DISTRIBUTED)
+
+    def imports_may_reach(self, callables: _Spellings) -> bool:
+        """A call into the project modules this module reaches by imports may end in one of
+        ``callables``: a text among them (or this module's) writes one of their names."""
+        reached = getattr(self.project, "words_reached", None)
+        if reached is None or self.path is None:
+            return self.project is not None
+        return callables.written_in(reached(self.path, callables.words))
 
     @cached_property
     def uses_xla(self) -> bool:
@@ -241,7 +308,9 @@ class Facts:
     def _training_calls(self) -> list[cst.Call]:
         """Calls of project classes / functions of other modules that train data-parallel
         what they are given: they count as preparing their arguments."""
-        out = []
+        out: list[cst.Call] = []
+        if not self._imports_may_train:
+            return out
         for call in self._external_calls:
             summary = self._external_summary(call)
             if summary is not None and summary.trains is not None and call.args:
@@ -1449,10 +1518,16 @@ class SeedingFacts:
             return Seeds.NUMPY
         if q in K.XLA_SEEDERS:
             return Seeds.XLA
+        if not self.helpers_may_seed:
+            return Seeds.NONE
         external = self.facts._external_summary(call)
         if external is not None:
             return external.seeds  # what a helper of another module seeds (ALL, some, none)
         return Seeds.NONE
+
+    @cached_property
+    def helpers_may_seed(self) -> bool:
+        return self.facts.imports_may_reach(_SEEDERS)
 
     def seeds_in(self, fn: cst.CSTNode) -> Seeds:
         index = self.facts.index

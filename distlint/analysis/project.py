@@ -126,9 +126,13 @@ class Project:
         self._error_keys: set[tuple[str, str]] = set()
         self._isfile: dict[str, bool] = {}
         self._isdir: dict[str, bool] = {}
-        # (importer, module, level) and (importer, module, name, level) -> path; keys by the
-        # importer as given (when absolute) and normalised
+        # (importer, module, level) and ("from", importer, module, name, level) -> path, by the
+        # importer as given (when absolute); ("in" / "from-in", its folder, ...) -> path
         self._resolved: dict[tuple[str, ...] | tuple[str, str, int], str | None] = {}
+        # path -> (text, project modules its import lines resolve to); (vocabulary, path) ->
+        # the words of the vocabulary its text contains (see `words_reached`)
+        self._scans: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._words: dict[tuple[frozenset[str], str], frozenset[str]] = {}
         # dependency tracking (see `tracking`)
         self._digests: dict[str, str] = {}
         self._log: list[str] = []
@@ -178,6 +182,8 @@ class Project:
         self._isfile.pop(full, None)
         self._digests.pop(full, None)
         self._resolved.clear()
+        self._scans.clear()  # (what an import resolves to may have changed too)
+        self._words.clear()
         self._error_keys = {k for k in self._error_keys if k[0] != full}
         self.errors = [e for e in self.errors if e.path != full]
         self.memo.clear()  # analysis results may depend on the old content
@@ -413,6 +419,50 @@ class Project:
                         following.append((target, found))
             frontier = following
 
+    def words_reached(self, path: str, vocabulary: frozenset[str]) -> frozenset[str]:
+        """The words of ``vocabulary`` written in module ``path`` or in a project module it
+        imports, directly or through others (imports found by the line scan; nothing parsed).
+
+        A value made in another module is reached through imports whose texts spell its name:
+        when no module reachable from ``path`` writes `Accelerator`, no call ``path`` makes
+        into the project can return one, and the analysis need not summarise those calls.
+        Every module read is a dependency of the lint; one changed on disk since it was read
+        is read again (a long-lived process)."""
+        start = normalise(path)
+        words: set[str] = set()
+        seen = {start}
+        stack = [start]
+        while stack:
+            full = stack.pop()
+            self._stale(full)  # changed on disk: `refresh` forgets its scan, made again here
+            self._touch(full)
+            scan = self._scans.get(full)
+            if scan is None:
+                scan = self._scans[full] = self._scan_module(full)
+            text, targets = scan
+            own = self._words.get((vocabulary, full))
+            if own is None:
+                own = self._words[(vocabulary, full)] = frozenset(
+                    w for w in vocabulary if w in text
+                )
+            words |= own
+            for target in targets:
+                if target not in seen:
+                    seen.add(target)
+                    stack.append(target)
+        return frozenset(words)
+
+    def _scan_module(self, full: str) -> tuple[str, tuple[str, ...]]:
+        data = self.read_bytes(full)
+        if data is None:
+            return "", ()
+        text = data.decode("utf-8", "replace")
+        targets: dict[str, None] = {}
+        for module, names, level in _IMPORT_LINE.scan(text):
+            for target in self._import_targets(full, module, names, level):
+                targets[target] = None
+        return text, tuple(targets)
+
     def _import_targets(
         self, importer: str, module: str, names: list[str], level: int
     ) -> Iterator[str]:
@@ -421,7 +471,8 @@ class Project:
             if hit is not None:
                 yield hit
             return
-        hit = self.resolve_import(importer, module, level) if module else None
+        # `from pkg import x` / `from . import x`: the package (x may be defined there) ...
+        hit = self.resolve_import(importer, module, level) if module or level else None
         if hit is not None:
             yield hit
         for name in names:  # `from pkg import mod`: a submodule file
@@ -438,12 +489,14 @@ class Project:
         given = (importer, module, level)
         if given in self._resolved:  # asked once per call of the linted file: no normalising
             return self._resolved[given]
-        key = (normalise(importer), module, level)
+        # what an import means depends on the importer's folder only: its sibling files share
+        here = os.path.dirname(normalise(importer))
+        key = ("in", here, module, str(level))
         if key in self._resolved:
             found = self._resolved[key]
         else:
             found = None
-            for base in self._bases(key[0], level):
+            for base in self._bases(here, level):
                 hit = self._find(base, module)
                 if hit is not None:
                     found = hit if hit.endswith(".py") else None
@@ -460,13 +513,18 @@ class Project:
         given = ("from", importer, module, name, str(level))
         if given in self._resolved:
             return self._resolved[given]
-        found = self._from_import(normalise(importer), module, name, level)
+        here = os.path.dirname(normalise(importer))
+        key = ("from-in", here, module, name, str(level))
+        if key in self._resolved:
+            found = self._resolved[key]
+        else:
+            found = self._resolved[key] = self._from_import(here, module, name, level)
         if os.path.isabs(importer):  # (forgotten with the rest when a file changes)
             self._resolved[given] = found
         return found
 
-    def _from_import(self, importer: str, module: str, name: str, level: int) -> str | None:
-        for base in self._bases(importer, level):
+    def _from_import(self, here: str, module: str, name: str, level: int) -> str | None:
+        for base in self._bases(here, level):
             package = self._find(base, module) if module else base
             if package is None:
                 continue
@@ -478,8 +536,8 @@ class Project:
             return hit if hit is not None and hit.endswith(".py") else None
         return None
 
-    def _bases(self, importer: str, level: int) -> list[str]:
-        here = os.path.dirname(importer)
+    def _bases(self, here: str, level: int) -> list[str]:
+        """The folders an import in a module of folder ``here`` is searched in."""
         if level > 0:
             # `from ..x` in a.b.c means a.x: the importer's folder and the level - 1 folders
             # above it are packages (the root itself only when it has an __init__.py)
