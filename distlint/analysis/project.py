@@ -400,23 +400,23 @@ class Project:
         theirs up to ``depth`` levels, found by a line scan before anything is parsed: a rule
         whose trigger word is only in a helper module (a seeding helper, a loader factory)
         still runs on the file that calls it."""
-        seen = {normalise(path)}
-        frontier = [(normalise(path), text)]
+        start = normalise(path)
+        seen = {start}
+        frontier = [self._scan_text(start, text)[1]]
         for _ in range(depth):
             following = []
-            for importer, body in frontier:
-                for module, names, level in _IMPORT_LINE.scan(body):
-                    for target in self._import_targets(importer, module, names, level):
-                        if target in seen:
-                            continue
-                        seen.add(target)
-                        self._touch(target)  # a dependency of the lint (cache key, editor)
-                        data = self.read_bytes(target)
-                        if data is None:
-                            continue
-                        found = data.decode("utf-8", "replace")
-                        yield found
-                        following.append((target, found))
+            for targets in frontier:
+                for target in targets:
+                    if target in seen:
+                        continue
+                    seen.add(target)
+                    self._touch(target)  # a dependency of the lint (cache key, editor)
+                    scan = self._scans.get(target)
+                    if scan is None:
+                        scan = self._scans[target] = self._scan_module(target)
+                    if scan[0]:
+                        yield scan[0]
+                        following.append(scan[1])
             frontier = following
 
     def words_reached(self, path: str, vocabulary: frozenset[str]) -> frozenset[str]:
@@ -456,7 +456,10 @@ class Project:
         data = self.read_bytes(full)
         if data is None:
             return "", ()
-        text = data.decode("utf-8", "replace")
+        return self._scan_text(full, data.decode("utf-8", "replace"))
+
+    def _scan_text(self, full: str, text: str) -> tuple[str, tuple[str, ...]]:
+        """``text`` and the project modules its import lines resolve to (from file ``full``)."""
         targets: dict[str, None] = {}
         for module, names, level in _IMPORT_LINE.scan(text):
             for target in self._import_targets(full, module, names, level):
