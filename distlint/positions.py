@@ -24,7 +24,7 @@ import re
 import sys
 import threading
 from bisect import bisect_right
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from itertools import accumulate
 from typing import TYPE_CHECKING, Callable, TypeVar
@@ -206,6 +206,7 @@ def layout(
     offsets: Sequence[int] | None = None,
     starts: list[int] | None = None,
     text: str | None = None,
+    ancestors: Callable[[cst.CSTNode], Iterable[cst.CSTNode]] | None = None,
 ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
     """Ranges of ``nodes`` and spans of the statements ``spans``.
 
@@ -217,8 +218,10 @@ def layout(
     occurs once after the previous one placed is there; one that occurs more than once is placed
     by generating the statements before it. Beyond :data:`MAX_LOCATED_STATEMENTS` statements
     (where finding each one's code again costs more), at the offsets :func:`statement_offsets`
-    reads from Python's own parser, each checked against the text. Same result as the whole
-    pass.
+    reads from Python's own parser, each checked against the text. With ``ancestors`` (node ->
+    its ancestors, innermost first), the nodes of a simple statement line are placed by
+    generating that line alone (:class:`_Lines`), not the compound statement around it.
+    Same result as the whole pass.
 
     Raises :class:`TooDeep` for code nested beyond what even a large stack allows."""
     if not nodes and not spans:
@@ -253,8 +256,17 @@ def layout(
             found: dict[cst.CSTNode, CodeRange] = {}
             found_spans: dict[cst.CSTNode, Span] = {}
             placer = None if offsets is not None else _Placer(module, text or "")
+            lines = None
+            if ancestors is not None and text is not None and starts is not None:
+                if "\x0c" not in text:  # LibCST may drop a form feed: code != text
+                    lines = _Lines(module, text, starts, ancestors, offsets)
             for number in sorted(groups):
                 inside, inside_spans = groups[number]
+                placed = lines.place(number, inside, inside_spans) if lines else None
+                if placed is not None:
+                    found.update(placed[0])
+                    found_spans.update(placed[1])
+                    continue
                 part = _statement_code(module, module.body[number], inside, inside_spans)
                 if placer is None:
                     assert offsets is not None
@@ -282,6 +294,241 @@ def layout(
         if spans:
             raise
         return deep_call(lambda: all_positions(module)), {}
+
+
+class _Lines:
+    """Ranges in the simple statement lines that hold the wanted nodes, without generating
+    the top-level statement around them: a finding in a 300-line ``def main()`` costs one
+    line's code generation, and a file where every statement holds a finding a few
+    expressions' each.
+
+    A line that is itself a top-level statement whose offset is known (what the language
+    server's incremental parse or Python's parser tells) is the text between its offset and
+    the next statement's. Any other line is generated alone (with the indentation of the
+    blocks around it) and found in the text of its top-level statement (the whole text when
+    where that starts is not known): its code (leading comments, indentation and line break
+    included) occurring exactly once at a line start is that line, since LibCST's code is the
+    text. In a placed line, each wanted expression is found by its own code, or by that of
+    the smallest expression around it whose code occurs only once in the line. Anything else
+    (a node in a compound statement's header, a suite on one line, a line that occurs twice)
+    is left to the caller: :meth:`place` gives None."""
+
+    MAX_CLIMB = 4  # expressions tried around a node whose own code occurs twice in its line
+
+    def __init__(
+        self,
+        module: cst.Module,
+        text: str,
+        starts: list[int],
+        ancestors: Callable[[cst.CSTNode], Iterable[cst.CSTNode]],
+        offsets: Sequence[int] | None,
+    ) -> None:
+        self.module = module
+        self.text = text
+        self.starts = starts
+        self.ancestors = ancestors
+        self.offsets = offsets
+        self._footer: int | None = None
+
+    def place(
+        self, number: int, nodes: Sequence[cst.CSTNode], spans: Sequence[cst.CSTNode]
+    ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]] | None:
+        by_line: dict[int, tuple[cst.SimpleStatementLine, list[cst.CSTNode], list[cst.CSTNode]]]
+        by_line = {}
+        for is_span, group in ((False, nodes), (True, spans)):
+            for node in group:
+                line = self._line_of(node)
+                if line is None:
+                    return None
+                entry = by_line.setdefault(id(line), (line, [], []))
+                (entry[2] if is_span else entry[1]).append(node)
+        begin, end = 0, len(self.text)
+        offsets = self.offsets
+        if offsets is not None:
+            begin = offsets[number]
+            end = offsets[number + 1] if number + 1 < len(offsets) else end - self.footer()
+        found: dict[cst.CSTNode, CodeRange] = {}
+        found_spans: dict[cst.CSTNode, Span] = {}
+        top = self.module.body[number]
+        for line, inside, inside_spans in by_line.values():
+            placed = None
+            if line is top and offsets is not None:
+                placed = self._place_top(line, inside, inside_spans, begin, end)
+            if placed is None:
+                placed = self._place_line(line, inside, inside_spans, begin, end)
+            if placed is None:
+                return None
+            found.update(placed[0])
+            found_spans.update(placed[1])
+        return found, found_spans
+
+    def _line_of(self, node: cst.CSTNode) -> cst.SimpleStatementLine | None:
+        if isinstance(node, cst.SimpleStatementLine):
+            return node
+        if isinstance(node, _HEADER_STOPS):
+            return None
+        for anc in self.ancestors(node):
+            if isinstance(anc, cst.SimpleStatementLine):
+                return anc
+            if isinstance(anc, _HEADER_STOPS):
+                return None  # in a compound statement's header, or a one-line suite
+        return None
+
+    def _place_top(
+        self,
+        line: cst.SimpleStatementLine,
+        nodes: list[cst.CSTNode],
+        spans: list[cst.CSTNode],
+        begin: int,
+        end: int,
+    ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]] | None:
+        """A top-level line whose code is ``text[begin:end]``: nothing of it is generated but
+        its comments and line break, and the wanted expressions."""
+        if not line.body or not isinstance(line.body[-1].semicolon, cst.MaybeSentinel):
+            return None  # `x = 1;`: where the statement's range ends is the generated code's
+        module, text = self.module, self.text
+        lead = _plain_code(module, line.leading_lines)
+        trail = _plain_code(module, [line.trailing_whitespace])
+        start, stop = begin + len(lead), end - len(trail)
+        if (
+            stop <= start
+            or not text.startswith(lead, begin)
+            or not text.startswith(trail, stop)
+            or text[start] in " \t"  # a top-level statement is not indented
+        ):
+            return None
+        found: dict[cst.CSTNode, CodeRange] = {}
+        found_spans: dict[cst.CSTNode, Span] = {}
+        for node in nodes:
+            if node is line:
+                found[node] = CodeRange(
+                    CodePosition(*self._at(start)), CodePosition(*self._at(stop))
+                )
+            else:
+                marked = self._search(node, line, start, stop, node in spans, [])
+                if marked is None:
+                    return None
+                found.update(marked[0])
+                found_spans.update(marked[1])
+        for node in spans:
+            if node is line:
+                found_spans[node] = (*self._at(begin), *self._at(end), ())
+            elif node not in found_spans:
+                marked = self._search(node, line, start, stop, True, [])
+                if marked is None:
+                    return None
+                found_spans.update(marked[1])
+        return found, found_spans
+
+    def _place_line(
+        self,
+        line: cst.SimpleStatementLine,
+        nodes: list[cst.CSTNode],
+        spans: list[cst.CSTNode],
+        begin: int,
+        end: int,
+    ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]] | None:
+        module = self.module
+        state = _WantedPositionsState(module, [line, *nodes], spans)
+        blocks = [a for a in self.ancestors(line) if isinstance(a, cst.IndentedBlock)]
+        state.indent_tokens = [
+            module.default_indent if b.indent is None else b.indent for b in reversed(blocks)
+        ]
+        line._codegen(state)
+        at = self._once(state, begin, end, at_line_start=True)
+        return None if at is None else state.resolve(at, self.starts)
+
+    def _search(
+        self,
+        node: cst.CSTNode,
+        line: cst.SimpleStatementLine,
+        start: int,
+        stop: int,
+        span: bool,
+        indent: list[str],
+    ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]] | None:
+        """``node``'s range (and span), found by the code of ``node`` or of the smallest
+        expression around it that occurs once in ``text[start:stop]``."""
+        tries = 0
+        for candidate in (node, *self.ancestors(node)):
+            if candidate is line or tries >= self.MAX_CLIMB:
+                return None
+            if not (
+                isinstance(candidate, cst.BaseExpression) and context_free(candidate)
+            ) and not isinstance(candidate, cst.Arg):
+                # an argument generates its comma only when its parent asks (a parsed tree
+                # holds every comma it has), after the value: the value's place is the same
+                continue
+            tries += 1
+            state = _WantedPositionsState(self.module, (node,), (node,) if span else ())
+            state.indent_tokens = list(indent)
+            candidate._codegen(state)
+            at = self._once(state, start, stop, at_line_start=False)
+            if at is not None:
+                return state.resolve(at, self.starts)
+        return None
+
+    def _once(
+        self, state: _WantedPositionsState, begin: int, end: int, at_line_start: bool
+    ) -> int | None:
+        """Where the code of ``state`` occurs in ``text[begin:end]`` when it occurs there
+        exactly once (at a line start, with ``at_line_start``); else None."""
+        code = "".join(state.tokens)
+        if not code:
+            return None
+        text = self.text
+        found = -1
+        at = text.find(code, begin, end)
+        while at >= 0:
+            if not at_line_start or at == 0 or text[at - 1] in "\r\n":
+                if found >= 0:
+                    return None  # twice: which one is it
+                found = at
+            at = text.find(code, at + 1, end)
+        return found if found >= 0 else None
+
+    def _at(self, offset: int) -> tuple[int, int]:
+        line = bisect_right(self.starts, offset)
+        return line, offset - self.starts[line - 1]
+
+    def footer(self) -> int:
+        if self._footer is None:
+            self._footer = len(_plain_code(self.module, self.module.footer))
+        return self._footer
+
+
+_CONTEXT_FREE: dict[type, bool] = {}
+_VARARGS = 0x04 | 0x08  # CO_VARARGS | CO_VARKEYWORDS
+
+
+def context_free(node: cst.CSTNode) -> bool:
+    """Does ``node`` generate the same code wherever it stands (its ``_codegen_impl`` takes no
+    argument from its parent, such as a default comma or semicolon)?"""
+    tp = type(node)
+    known = _CONTEXT_FREE.get(tp)
+    if known is None:
+        impl = tp._codegen_impl
+        code = getattr(impl, "__code__", None)
+        if code is None or hasattr(impl, "__wrapped__"):
+            import inspect
+
+            plain = list(inspect.signature(impl).parameters) == ["self", "state"]
+        else:  # exactly (self, state): no default, no *args or **kwargs, no keyword-only
+            plain = (
+                code.co_varnames[: code.co_argcount] == ("self", "state")
+                and code.co_kwonlyargcount == 0
+                and not code.co_flags & _VARARGS
+                and not impl.__defaults__
+            )
+        known = plain and isinstance(
+            node, (cst.BaseExpression, cst.SimpleStatementLine, cst.BaseCompoundStatement)
+        )
+        _CONTEXT_FREE[tp] = known
+    return known
+
+
+# A node inside one of these, before any simple statement line, is not in a line of its own.
+_HEADER_STOPS = (cst.BaseCompoundStatement, cst.BaseSuite, cst.Module)
 
 
 # The code of a statement with its marks, by statement and wanted nodes: a language server

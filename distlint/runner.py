@@ -416,6 +416,7 @@ def _lint_module(
         offsets,
         lines.starts,
         text,
+        index.ancestors,
     )
     placement = _Placements(lines)
     findings: list[Finding] = []

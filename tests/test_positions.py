@@ -162,3 +162,88 @@ def test_code_libcst_does_not_regenerate_is_placed_in_the_text(monkeypatch):
     y = next(n for n in nodes if isinstance(n, cst.Name) and n.value == "y")
     assert (got[y].start.line, got[y].start.column) == (101, 1)
     assert text.split("\n")[100][1] == "y"  # (splitlines would split at the form feed)
+
+
+def _lines_layout(text: str, every: int = 1, spans_too: bool = True, in_lines: bool = False):
+    """The lint run's layout with the index's ancestors (lines placed alone, expressions found
+    in them): the nodes whose range differs from LibCST's, and the spans that differ from the
+    one-pass layout's (every simple statement line, and the expressions in them)."""
+    from distlint import positions
+    from distlint.analysis.index import Index
+    from distlint.edits import LineIndex
+    from distlint.runner import _top_statements
+
+    module = cst.parse_module(text)
+    index = Index(module, text)
+    top_of = _top_statements(module, index)
+    nodes = [n for n in walk(module) if top_of(n) is not None][::every]
+    if in_lines:  # only nodes of simple statement lines (what a finding usually is)
+        nodes = [
+            n
+            for n in nodes
+            if any(isinstance(a, cst.SimpleStatementLine) for a in index.ancestors(n))
+        ]
+    spans = []
+    if spans_too:
+        spans = [
+            n
+            for n in nodes
+            if isinstance(n, cst.SimpleStatementLine)
+            or (isinstance(n, cst.BaseExpression) and positions.context_free(n))
+        ]
+    starts = LineIndex(text).starts
+    got, got_spans = positions.layout(
+        module, nodes, spans, top_of, None, starts, text, index.ancestors
+    )
+    expected = all_positions(module)
+    _, expected_spans = positions._whole_pass(module, nodes, spans, text)
+    wrong = [n for n in nodes if got.get(n) != expected[n]]
+    wrong_spans = [n for n in spans if got_spans.get(n) != expected_spans[n]]
+    return wrong, wrong_spans
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(FIXTURES)) for p in FILES])
+def test_lines_placed_alone_match_libcst(path):
+    text = path.read_bytes().decode("utf-8")
+    if "\r" in text:  # read as the runner decodes: newlines kept as they are
+        pytest.skip("fixture has CR line endings")  # pragma: no cover - none do today
+    assert _lines_layout(text, every=3) == ([], [])
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_lines_placed_alone_in_many_statements(newline):
+    # past 64 statements: top-level lines are the text between the offsets Python's parser
+    # gives, and their expressions are found in it (decorators, `;`, strings, comments)
+    text = "".join(TRICKY.replace("{i}", str(i)) for i in range(40)).replace("\n", newline)
+    assert _lines_layout(text) == ([], [])
+    nested = "".join(
+        f"def f{i}(lr):\n    # tune\n    scaled = lr * {i}  # x\n"
+        f"    return SGD(p, lr=scaled), {{'lr': scaled}}\n\n"
+        f"opt{i} = f{i}(0.1); y = [lr, lr]\nz = (\n    lr\n)\n"
+        for i in range(70)
+    ).replace("\n", newline)
+    assert _lines_layout(nested) == ([], [])
+
+
+def test_a_line_in_a_long_function_is_generated_alone(monkeypatch):
+    # a finding in a long `def main()` generates its own line, not the whole function
+    from distlint import positions
+
+    body = "".join(f"    x{i} = step(x{i - 1}, lr={i})\n" for i in range(1, 300))
+    text = f"def main(lr):\n    x0 = 0\n{body}    return SGD(params, lr=lr)\n"
+    generated = []
+    real = positions._statement_code
+    monkeypatch.setattr(positions, "_statement_code", lambda *a: generated.append(1) or real(*a))
+    assert _lines_layout(text, every=97, in_lines=True) == ([], [])
+    assert generated == []
+
+
+def test_a_line_that_occurs_twice_falls_back_to_its_statement(monkeypatch):
+    from distlint import positions
+
+    text = "def f():\n    step()\n    step()\n"
+    generated = []
+    real = positions._statement_code
+    monkeypatch.setattr(positions, "_statement_code", lambda *a: generated.append(1) or real(*a))
+    assert _lines_layout(text) == ([], [])
+    assert generated  # which `step()` is which: the function is generated
