@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import libcst as cst
 
 from distlint.analysis import knowledge as K
+from distlint.analysis.flow import Nodes
 from distlint.analysis.index import (
     CANONICAL_PREFIXES,
     Index,
@@ -900,7 +901,7 @@ class Facts:
         return [c for c in self.index.calls if self.is_prepare_call(c)]
 
     @cached_property
-    def prepared(self) -> set[cst.CSTNode]:
+    def prepared(self) -> Nodes:
         """Everything that flows into an argument of a prepare call (one closure for all)."""
         roots = [arg.value for call in self.prepare_calls for arg in call.args]
         return self.flow.closure(roots, depth=4)

@@ -13,7 +13,7 @@ a set lookup instead of one search per (scheduler, argument) pair.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -100,19 +100,61 @@ class Flow:
         *,
         prune: Callable[[cst.CSTNode], bool] | None = None,
         depth: int = 4,
-    ) -> set[cst.CSTNode]:
+    ) -> Nodes:
         """Every node that flows into one of ``roots`` (``roots`` included), ``depth`` hops deep."""
         index = self.index
-        seen: dict[cst.CSTNode, int] = {}
+        values_of = index.values_of
+        children = index.children
+        seen: dict[int, int] = {}  # id -> hops left when seen (a node's own hash is a Python call)
+        nodes: list[cst.CSTNode] = []
         stack: list[tuple[cst.CSTNode, int]] = [(r, depth) for r in roots]
+        pop, extend = stack.pop, stack.extend
         while stack:
-            node, left = stack.pop()
-            if seen.get(node, -1) >= left:
+            node, left = pop()
+            key = id(node)
+            before = seen.get(key)
+            if before is not None and before >= left:
                 continue
-            seen[node] = left
+            if before is None:
+                nodes.append(node)
+            seen[key] = left
             if prune is not None and prune(node):
                 continue
-            if left > 0:
-                stack.extend((v, left - 1) for v in index.values_of(node) if v is not None)
-            stack.extend((child, left) for child in index.children(node))
-        return set(seen)
+            tp = type(node)
+            if left > 0 and tp in _FLOWING:
+                extend((v, left - 1) for v in values_of(node) if v is not None)
+            if tp is cst.Call and isinstance(node, cst.Call):
+                # what a call gives comes from its arguments, its receiver (`x.to(device)`)
+                # and the returns values_of gave, not from the name of the function called
+                func = node.func
+                if type(func) is not cst.Name:
+                    stack.append((func, left))
+                extend((arg.value, left) for arg in node.args)
+            elif tp is cst.Attribute and isinstance(node, cst.Attribute):
+                stack.append((node.value, left))  # `.attr` names a field: no value of its own
+            else:
+                extend((child, left) for child in children(node))
+        return Nodes(nodes)
+
+
+# The node types :meth:`Index.values_of` knows sources of (anything else: none).
+_FLOWING = frozenset({cst.Name, cst.Attribute, cst.Subscript, cst.Call})
+
+
+class Nodes:
+    """A set of nodes by identity (membership without hashing a node's fields)."""
+
+    __slots__ = ("_ids", "_nodes")
+
+    def __init__(self, nodes: list[cst.CSTNode]) -> None:
+        self._nodes = nodes  # held: their ids stay theirs
+        self._ids = {id(n) for n in nodes}
+
+    def __contains__(self, node: object) -> bool:
+        return id(node) in self._ids
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
