@@ -380,10 +380,9 @@ def _trained_data_parallel(facts: Facts, opt: Optimizer) -> bool:
     if opt.call in facts.prepared or opt.params is None:
         return True
     texts = facts.prepared_texts
-    code = facts.index.module.code_for_node
 
     def is_prepared(node: cst.CSTNode, _q: str | None) -> bool:
-        return isinstance(node, (cst.Name, cst.Attribute)) and code(node).strip() in texts
+        return isinstance(node, (cst.Name, cst.Attribute)) and facts.text_of(node) in texts
 
     # `params = list(model.parameters())`: follow the parameters back to the model they belong to
     return facts.flow.reaches(opt.params, is_prepared, key="prepared-model", depth=3)

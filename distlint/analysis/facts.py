@@ -31,6 +31,7 @@ from distlint.analysis.index import (
     Index,
     Scope,
     call_keyword,
+    dotted_name,
     string_value,
     target_key,
 )
@@ -908,8 +909,16 @@ class Facts:
 
     @cached_property
     def prepared_texts(self) -> set[str]:
-        code = self.index.module.code_for_node
-        return {code(arg.value).strip() for c in self.prepare_calls for arg in c.args}
+        """What each prepare call is given, as :meth:`text_of` spells it."""
+        return {self.text_of(arg.value) for c in self.prepare_calls for arg in c.args}
+
+    def text_of(self, node: cst.CSTNode) -> str:
+        """``a.b.c`` for a dotted name (parentheses and spaces aside), else the node's code."""
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            dotted = dotted_name(node)
+            if dotted is not None:
+                return dotted
+        return self.index.module.code_for_node(node).strip()
 
     def accelerator_expr(self, at: cst.CSTNode) -> str | None:
         """Source text of an Accelerator visible at ``at`` (``accelerator``, ``self.accelerator``,
