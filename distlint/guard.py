@@ -108,12 +108,18 @@ def check_size(size: int, path: str, max_file_size: int | None = DEFAULT_MAX_FIL
 
 
 def check_source(
-    text: str, path: str = "<stdin>", max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
+    text: str,
+    path: str = "<stdin>",
+    max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
+    tops: list[int] | None = None,
 ) -> FileError | None:
     """``None`` when ``text`` is safe to give LibCST, else the error to report for ``path``.
 
     Linear in the length of the text; never raises on any text (a syntax error is left to the
-    parser, which reports it with its location).
+    parser, which reports it with its location). ``tops``: a list to receive the offset of
+    the first token of every line that starts a statement at column 0 (a top-level statement,
+    a decorator, or an ``else:`` / ``except:`` clause of one): where the top-level statements
+    are, known without asking Python's parser (:func:`distlint.positions.offsets_from_tops`).
     """
     if max_file_size and len(text) > max_file_size // 4:  # cheap: a character is <= 4 bytes
         size = len(text.encode("utf-8", "surrogatepass"))
@@ -121,7 +127,7 @@ def check_source(
         if error is not None:
             return error
     try:
-        return _scan(text, path)
+        return _scan(text, path, tops)
     except RecursionError:  # pragma: no cover - the scan does not recurse
         return FileError(path, "source is too deeply nested to analyse", 1)
 
@@ -131,7 +137,7 @@ def _line(text: str, pos: int) -> int:
     return text.count(newline, 0, pos) + 1
 
 
-def _scan(text: str, path: str) -> FileError | None:
+def _scan(text: str, path: str, tops: list[int] | None = None) -> FileError | None:
     # The current frame (a bracket level, or a lambda's parameters) lives in locals; the
     # enclosing ones are saved on `outer`. depth: levels the current element adds above
     # `base`; links: of the current left-recursive chain, which started at token `start`.
@@ -170,6 +176,8 @@ def _scan(text: str, path: str) -> FileError | None:
             at_line_start = False
             statement_pos = m.start(kind)
             column = statement_pos - line_start
+            if column == 0 and tops is not None:
+                tops.append(statement_pos)
             while column < indents[-1]:
                 indents.pop()
             if column > indents[-1]:

@@ -207,6 +207,7 @@ def layout(
     starts: list[int] | None = None,
     text: str | None = None,
     ancestors: Callable[[cst.CSTNode], Iterable[cst.CSTNode]] | None = None,
+    tops: Sequence[int] | None = None,
 ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
     """Ranges of ``nodes`` and spans of the statements ``spans``.
 
@@ -218,7 +219,9 @@ def layout(
     occurs once after the previous one placed is there; one that occurs more than once is placed
     by generating the statements before it. Beyond :data:`MAX_LOCATED_STATEMENTS` statements
     (where finding each one's code again costs more), at the offsets :func:`statement_offsets`
-    reads from Python's own parser, each checked against the text. With ``ancestors`` (node ->
+    reads from Python's own parser (or, given ``tops``, from where the guard's scan saw
+    statements start at column 0: :func:`offsets_from_tops`), each checked against the text.
+    With ``ancestors`` (node ->
     its ancestors, innermost first), the nodes of a simple statement line are placed by
     generating that line alone (:class:`_Lines`), not the compound statement around it.
     Same result as the whole pass.
@@ -246,7 +249,10 @@ def layout(
                 break
     checked = False  # are ``offsets`` ours (from ast), to be checked against the text?
     if groups is not None and offsets is None and len(groups) > MAX_LOCATED_STATEMENTS:
-        offsets = statement_offsets(module, text or "", starts or [0])
+        if tops is not None and text is not None and starts is not None and "\x0c" not in text:
+            offsets = offsets_from_tops(module, text, starts, tops)
+        if offsets is None:
+            offsets = statement_offsets(module, text or "", starts or [0])
         checked = True
         if offsets is None:
             groups = None
@@ -602,6 +608,47 @@ def statement_offsets(module: cst.Module, text: str, starts: Sequence[int]) -> l
         found.append(starts[line - 1])
         k += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
     return found if k == len(theirs) else None
+
+
+_CLAUSE = re.compile(r"(?:else|elif|except|finally)\b")
+
+
+def offsets_from_tops(
+    module: cst.Module, text: str, starts: Sequence[int], tops: Sequence[int]
+) -> list[int] | None:
+    """:func:`statement_offsets` from ``tops``, the offsets of the first tokens of the lines
+    that start a statement at column 0 (:func:`distlint.guard.check_source` collects them as it
+    scans): each statement of ``module.body`` starts at one of them, less its leading comment
+    lines; a decorated definition at its first decorator; an ``else:`` / ``except:`` line
+    continues the statement before it. None when they do not line up with ``module.body``
+    (callers check each statement's code at its offset all the same)."""
+    found: list[int] = []
+    k, n = 0, len(tops)
+    for stmt in module.body:
+        while k < n and _CLAUSE.match(text, tops[k]):
+            k += 1
+        if k >= n:
+            return None
+        first = tops[k]
+        leading = len(stmt.leading_lines)
+        decorators = getattr(stmt, "decorators", None)
+        if text.startswith("@", first):
+            if not decorators:
+                return None
+            leading += len(decorators[0].leading_lines)
+            k += len(decorators)  # one line each (a decorator spans lines only in brackets)
+            if k >= n or text.startswith("@", tops[k]):
+                return None
+        elif decorators:
+            return None
+        k += 1
+        line = bisect_right(starts, first) - leading
+        if line < 1:
+            return None
+        found.append(starts[line - 1])
+    while k < n and _CLAUSE.match(text, tops[k]):
+        k += 1
+    return found if k == n else None
 
 
 def _whole_pass(

@@ -134,9 +134,21 @@ def lint_source(
         text: str,
         index: Index | None = None,
         offsets: list[int] | None = None,
+        tops: list[int] | None = None,
     ) -> _Round:
         return _lint_guarded(
-            module, text, path, active, config, ignore_noqa, debug, enabled, project, index, offsets
+            module,
+            text,
+            path,
+            active,
+            config,
+            ignore_noqa,
+            debug,
+            enabled,
+            project,
+            index,
+            offsets,
+            tops,
         )
 
     if prior is not None and fix:
@@ -146,6 +158,7 @@ def lint_source(
         # file's own parse is not kept in the project (a whole-tree run would hold every tree)
         index: Index | None = None
         offsets: list[int] | None = None
+        tops: list[int] | None = None
         reused = _reuse(document, text, path, config.max_file_size)
         known = project.parsed(path, source) if project is not None and not reused else None
         if reused is not None:
@@ -153,13 +166,14 @@ def lint_source(
         elif known is not None:
             module, index = known
         else:
-            parsed = _parse(text, path, config.max_file_size)
+            tops = []
+            parsed = _parse(text, path, config.max_file_size, tops)
             if isinstance(parsed, FileError):
                 return FileResult(path, errors=(parsed,), source_text=kept)
             module = parsed
         if document is not None and reused is None:
             document.reset(text, module)
-        current = lint(module, text, index, offsets)
+        current = lint(module, text, index, offsets, tops)
     errors = list(current.errors)
     if not fix:
         return FileResult(
@@ -222,9 +236,14 @@ def lint_source(
 
 
 def _parse(
-    text: str, path: str, max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE
+    text: str,
+    path: str,
+    max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE,
+    tops: list[int] | None = None,
 ) -> cst.Module | FileError:
-    refused = guard.check_source(text, path, max_file_size)  # before LibCST sees it
+    """``text`` parsed, or the error to report. ``tops``: receives where statements start at
+    column 0, from the guard's scan (see :func:`distlint.guard.check_source`)."""
+    refused = guard.check_source(text, path, max_file_size, tops)  # before LibCST sees it
     if refused is not None:
         return refused
     guard.ensure_recursion_headroom()
@@ -314,6 +333,7 @@ def _lint_guarded(
     project: Project | None = None,
     index: Index | None = None,
     offsets: list[int] | None = None,
+    tops: list[int] | None = None,
 ) -> _Round:
     """:func:`_lint_module`, retried with a large stack when the code nests deeply; code nested
     beyond even that is one error line, never a traceback.
@@ -337,6 +357,7 @@ def _lint_guarded(
                     project,
                     index,
                     offsets,
+                    tops,
                 )
             )
     except (TooDeep, RecursionError):
@@ -367,6 +388,7 @@ def _lint_module(
     project: Project | None = None,
     index: Index | None = None,
     offsets: list[int] | None = None,
+    tops: list[int] | None = None,
 ) -> _Round:
     PASSES["rules"] += 1
     errors: list[FileError] = []
@@ -417,6 +439,7 @@ def _lint_module(
         lines.starts,
         text,
         index.ancestors,
+        tops,
     )
     placement = _Placements(lines)
     findings: list[Finding] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -121,6 +122,9 @@ class _Analysis:
         self.index = index
         self._memo: dict[cst.CSTNode, list[_Event]] = {}
         self._targets: dict[cst.Call, list[cst.CSTNode]] = {}
+        # by id of a list of bindings (held, so the id stays its own): what it holds
+        self._instances: dict[int, tuple[list, cst.ClassDef | None]] = {}
+        self._classes: dict[int, tuple[list, tuple[cst.CSTNode, ...]]] = {}
         # Calls owned by each function (or the module), in source order; nested defs excluded.
         self.calls_of: dict[cst.CSTNode, list[cst.Call]] = {}
         for call in index.calls:
@@ -228,7 +232,7 @@ class _Analysis:
         if fn is not None:
             return [fn]
         if isinstance(func, cst.Name):
-            return [b.node for b in index.bindings_of(func) if b.op == "class"]
+            return list(self._classes_bound(index.bindings_of(func)))
         if isinstance(func, cst.Attribute):
             cls = self._instance_class(func.value)
             if cls is not None:
@@ -237,19 +241,35 @@ class _Analysis:
 
     def _instance_class(self, expr: cst.BaseExpression) -> cst.ClassDef | None:
         """The class of this file that ``trainer`` (``trainer = Trainer(...)``) is an instance of."""
-        values: list[cst.CSTNode | None] = [expr] if isinstance(expr, cst.Call) else []
         if isinstance(expr, cst.Name):
-            values = [b.value for b in self.index.bindings_of(expr) if b.op == "="]
-        elif isinstance(expr, cst.Attribute):  # `self.trainer = Trainer(...)`
+            bindings = self.index.bindings_of(expr)
+            # the uses of a module-level name inside functions share one list of bindings
+            known = self._instances.get(id(bindings))
+            if known is None or known[0] is not bindings:
+                made = self._class_made([b.value for b in bindings if b.op == "="])
+                known = self._instances[id(bindings)] = (bindings, made)
+            return known[1]
+        values: list[cst.CSTNode | None] = [expr] if isinstance(expr, cst.Call) else []
+        if isinstance(expr, cst.Attribute):  # `self.trainer = Trainer(...)`
             values = [a.value for a in self.index.attribute_assignments(expr) if a.op == "="]
+        return self._class_made(values)
+
+    def _class_made(self, values: Sequence[cst.CSTNode | None]) -> cst.ClassDef | None:
+        """The one class of this file whose instances ``values`` are (`Trainer(...)`)."""
         classes: set[cst.CSTNode] = set()
         for value in values:
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-                classes.update(
-                    b.node for b in self.index.bindings_of(value.func) if b.op == "class"
-                )
+                classes.update(self._classes_bound(self.index.bindings_of(value.func)))
         found = classes.pop() if len(classes) == 1 else None
         return found if isinstance(found, cst.ClassDef) else None
+
+    def _classes_bound(self, bindings: list) -> tuple[cst.CSTNode, ...]:
+        """The class statements among ``bindings`` (judged once per list: see above)."""
+        known = self._classes.get(id(bindings))
+        if known is None or known[0] is not bindings:
+            found = tuple(b.node for b in bindings if b.op == "class")
+            known = self._classes[id(bindings)] = (bindings, found)
+        return known[1]
 
 
 def _short(index: Index, call: cst.Call) -> str:

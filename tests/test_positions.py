@@ -247,3 +247,41 @@ def test_a_line_that_occurs_twice_falls_back_to_its_statement(monkeypatch):
     monkeypatch.setattr(positions, "_statement_code", lambda *a: generated.append(1) or real(*a))
     assert _lines_layout(text) == ([], [])
     assert generated  # which `step()` is which: the function is generated
+
+
+def _tops_offsets(text: str):
+    from distlint import guard, positions
+    from distlint.edits import LineIndex
+
+    tops: list[int] = []
+    assert guard.check_source(text, "t.py", None, tops) is None
+    module = cst.parse_module(text)
+    return positions.offsets_from_tops(module, text, LineIndex(text).starts, tops), module
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(FIXTURES)) for p in FILES])
+def test_statement_offsets_from_the_guards_scan(path):
+    # where the guard's scan saw statements start at column 0 gives each top-level
+    # statement's offset (as generating every statement would), or nothing
+    from distlint.incremental import statement_offsets as generated
+
+    text = path.read_bytes().decode("utf-8")
+    got, module = _tops_offsets(text)
+    truth = generated(module)
+    if "\x0c" in text or truth is None or module.code != text:
+        return  # LibCST's code is not the text here: the offsets are not compared
+    assert got == truth[:-1]
+
+
+def test_statement_offsets_from_the_guards_scan_tricky():
+    from distlint.incremental import statement_offsets as generated
+
+    text = "".join(TRICKY.replace("{i}", str(i)) for i in range(3)).replace("\x0c", "")
+    text += (
+        "try:\n    x = 1\nexcept E:\n    pass\nelse:\n    pass\nfinally:\n    pass\n"
+        "elsewhere = 1\n@a\n@b(\n  1,\n)\n# c\nasync def g():\n    pass\n"
+        "s = '''\nnot = a statement\n'''\nx = (1,\n2)\ny = 1 + \\\n 2\n"
+    )
+    got, module = _tops_offsets(text)
+    assert got == generated(module)[:-1]
+    assert got is not None and len(got) == len(module.body)

@@ -336,6 +336,7 @@ class Index:
         # Memos keyed by id(node) (a CST node's __hash__ is a Python call), each entry holding
         # its node: the `is` check makes a reused id (a node a rule built, since freed) a miss.
         self._qual_cache: dict[int, tuple[cst.CSTNode, str | None]] = {}
+        self._qual_of_bindings: dict[int, tuple[list[Assignment], str | None]] = {}
         self._bindings_cache: dict[int, tuple[cst.CSTNode, list[Assignment]]] = {}
         self._values_cache: dict[int, tuple[cst.CSTNode, list[cst.CSTNode | None]]] = {}
         self._children_cache: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
@@ -610,6 +611,14 @@ class Index:
         ``before``: only assignments earlier in source order, for names bound in ``scope`` itself;
         names bound in an enclosing scope are taken whole (a function runs after module setup).
         """
+        found, outer = self._lookup(name, scope, before)
+        return list(found) if outer else found
+
+    def _lookup(
+        self, name: str, scope: Scope, before: int | None = None
+    ) -> tuple[list[Assignment], bool]:
+        """:meth:`lookup`, and whether the name was found in an enclosing scope: then the list
+        is that scope's own (shared by every use below it: not a copy per use)."""
         current: Scope | None = scope
         first = True
         while current is not None:
@@ -625,11 +634,11 @@ class Index:
                 if first and before is not None and current.kind != "class":
                     earlier = found[: bisect_left(current.orders[name], before)]
                     # A name used before any assignment in a loop can still see later ones
-                    return list(earlier) or (found if self._in_loop(current, found) else [])
-                return list(found)
+                    return list(earlier) or (found if self._in_loop(current, found) else []), False
+                return (list(found), False) if first else (found, True)
             current = current.parent
             first = False
-        return []
+        return [], False
 
     def _in_loop(self, scope: Scope, found: list[Assignment]) -> bool:
         return any(self.enclosing(a.node, (cst.For, cst.While)) is not None for a in found)
@@ -641,8 +650,12 @@ class Index:
         known = self._bindings_cache.get(id(name_node))
         if known is not None and known[0] is name_node:
             return known[1]
-        found = self.lookup(name_node.value, self.scope(name_node), self.order(name_node))
-        if found:
+        scope = self.scope(name_node)
+        found, outer = self._lookup(name_node.value, scope, self.order(name_node))
+        if found and not (outer and scope.kind in ("function", "lambda", "class")):
+            # (bindings of an enclosing scope, seen from inside a function or class body: all
+            # of them reach it; their statements cannot hold the use: nothing to filter, and
+            # the list stays the one every such use shares)
             found = self._reaching(name_node, found)
         self._bindings_cache[id(name_node)] = (name_node, found)
         return found
@@ -729,20 +742,15 @@ class Index:
     def _qualname(self, node: cst.CSTNode) -> str | None:
         if isinstance(node, cst.Name):
             bindings = self.bindings_of(node)
-            quals = set()
-            for b in bindings:
-                if b.op == "import":
-                    quals.add(b.qualname)
-                elif b.op in ("=", "with") and b.value is not None:
-                    q = self.qualname(b.value)
-                    if q is None:
-                        return None
-                    quals.add(q)
-                else:
-                    return None
-            if len(quals) == 1:
-                return quals.pop()
-            return None
+            # uses in functions share their enclosing scope's list: judge each list once (a
+            # name bound a thousand times at module level and used in every function)
+            known = self._qual_of_bindings.get(id(bindings))
+            if known is not None and known[0] is bindings:
+                return known[1]
+            self._qual_of_bindings[id(bindings)] = (bindings, None)  # cycle guard
+            result = self._bindings_qualname(bindings)
+            self._qual_of_bindings[id(bindings)] = (bindings, result)
+            return result
         if isinstance(node, cst.Attribute):
             base = self.qualname(node.value)
             if base is not None:
@@ -765,6 +773,22 @@ class Index:
             if base is not None and key is not None and "[" in key:
                 return f"{base}[{key.rsplit('[', 1)[1]}"
             return None
+        return None
+
+    def _bindings_qualname(self, bindings: list[Assignment]) -> str | None:
+        quals = set()
+        for b in bindings:
+            if b.op == "import":
+                quals.add(b.qualname)
+            elif b.op in ("=", "with") and b.value is not None:
+                q = self.qualname(b.value)
+                if q is None:
+                    return None
+                quals.add(q)
+            else:
+                return None
+        if len(quals) == 1:
+            return quals.pop()
         return None
 
     def binding_for(self, qualname: str, at: cst.CSTNode | None = None) -> str | None:
