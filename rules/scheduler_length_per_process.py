@@ -179,9 +179,8 @@ class SchedulerLengthPerProcess(Rule):
             return
         if not facts.prepare_calls:
             return
-        prepared = facts.prepared  # one closure over every prepare argument
         for sched in facts.schedulers:
-            if sched.call not in prepared:
+            if not facts.is_prepared(sched.call):  # one closure over every prepare argument
                 continue
             lengths = facts.scheduler_lengths(sched)
             per_process = [v for v, _role in lengths if _per_process(facts, sched, v)]

@@ -377,7 +377,7 @@ def _trained_data_parallel(facts: Facts, opt: Optimizer) -> bool:
     """Does the optimizer (or the model whose parameters it holds) go through `accelerator.prepare`?
     An optimizer of a side model that each process trains on its own (never prepared, so never
     synchronised) does not see a batch that grows with the processes."""
-    if opt.call in facts.prepared or opt.params is None:
+    if opt.params is None or facts.is_prepared(opt.call):
         return True
     texts = facts.prepared_texts
 

@@ -907,6 +907,22 @@ class Facts:
         roots = [arg.value for call in self.prepare_calls for arg in call.args]
         return self.flow.closure(roots, depth=4)
 
+    def is_prepared(self, node: cst.CSTNode) -> bool:
+        """Does ``node``'s value flow into an argument of a prepare call (``node in
+        prepared``)? An argument itself, or the value a name given as one was assigned
+        (`opt = SGD(...)` ... `prepare(model, opt)`), is answered without the closure."""
+        return id(node) in self._prepared_directly or node in self.prepared
+
+    @cached_property
+    def _prepared_directly(self) -> set[int]:
+        found: set[int] = set()
+        for call in self.prepare_calls:
+            for arg in call.args:
+                found.add(id(arg.value))
+                if isinstance(arg.value, cst.Name):
+                    found.update(id(b.value) for b in self.index.bindings_of(arg.value))
+        return found  # ids of nodes the index holds: they stay theirs
+
     @cached_property
     def prepared_texts(self) -> set[str]:
         """What each prepare call is given, as :meth:`text_of` spells it."""
