@@ -19,11 +19,6 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 
 class ConfigError(Exception):
     """A configuration problem: reported with the file and key, exit status 2."""
@@ -265,6 +260,10 @@ def _parse_toml(raw: bytes, path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"not UTF-8 (TOML must be): byte {raw[exc.start]:#04x} at line {line}", str(path)
         ) from None
+    if sys.version_info >= (3, 11):  # imported here: a run without a TOML file never needs it
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         data: dict[str, Any] = tomllib.loads(text)
         return data

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import os
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -20,10 +20,14 @@ def all_rules() -> tuple[type[Rule], ...]:
     import distlint.rules as package
 
     found: list[type[Rule]] = []
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+    names = sorted(
+        entry[:-3]
+        for folder in package.__path__
+        for entry in os.listdir(folder)
+        if entry.endswith(".py") and not entry.startswith("_")
+    )
+    for name in names:  # one module a rule, each a plain .py file of the package
+        module = importlib.import_module(f"{package.__name__}.{name}")
         for value in vars(module).values():
             if (
                 isinstance(value, type)

@@ -170,9 +170,11 @@ def test_resolve_config_isolated_and_explicit(tmp_path):
     [("0", 0), ("1_048_576", 1 << 20), ("-1", None), ("true", None), ('"1MB"', None)],
 )
 def test_max_file_size_is_validated(value, expected):
-    from distlint.config import tomllib
+    from pathlib import Path
 
-    table = tomllib.loads(f"max-file-size = {value}\n")
+    from distlint.config import _parse_toml
+
+    table = _parse_toml(f"max-file-size = {value}\n".encode(), Path("pyproject.toml"))
     if expected is None:
         with pytest.raises(ConfigError, match=r"max-file-size: expected a number of bytes"):
             config_from_table(table, "pyproject.toml")

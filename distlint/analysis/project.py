@@ -14,7 +14,6 @@ they are never parsed; what distlint knows about them lives in the analysis' kno
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -172,7 +171,7 @@ class Project:
     def refresh(self, path: str) -> None:
         """Forget what was read of ``path`` (it changed on disk or in an editor)."""
         full = normalise(path)
-        old = self._digests.get(full)
+        old = self._digest_of(full) if self._parsed else None
         if old is not None and sum(d == old for d in self._digests.values()) == 1:
             self._parsed.pop(old, None)  # an editor's every keystroke must not stay parsed
         self._data.pop(full, None)
@@ -241,9 +240,7 @@ class Project:
         if data is not None and len(data) > limit:
             self._error(full, f"{len(data)} bytes, over the {limit}-byte limit: not analysed")
             data = None
-        self._data[full] = data
-        if data is not None:
-            self._digests[full] = hashlib.sha256(data).hexdigest()
+        self._data[full] = data  # its digest is computed when asked (_digest_of)
         return data
 
     def _stale(self, full: str) -> bool:
@@ -264,9 +261,17 @@ class Project:
 
     def digest(self, path: str) -> str | None:
         full = normalise(path)
-        if full not in self._digests:
-            self.read_bytes(full)
-        return self._digests.get(full)
+        self.read_bytes(full)
+        return self._digest_of(full)
+
+    def _digest_of(self, full: str) -> str | None:
+        """The digest of what was read of ``full`` (None: nothing was), computed once."""
+        digest = self._digests.get(full)
+        if digest is None:
+            data = self._data.get(full)
+            if data is not None:
+                digest = self._digests[full] = _digest(data)
+        return digest
 
     def _error(
         self, path: str, message: str, line: int | None = None, column: int | None = None
@@ -295,11 +300,11 @@ class Project:
         """Register the linted file's own parse (the runner parsed it already): a whole-tree
         run then parses every module once, whether it is linted or imported first."""
         full = normalise(path)
-        digest = hashlib.sha256(data).hexdigest()
+        digest = _digest(data)
         known = self._modules.get(full)
         if known is not None and known.digest == digest:
             return known
-        if full in self._data and self._digests.get(full) != digest:
+        if full in self._data and self._digest_of(full) != digest:
             self.refresh(full)  # the linted text differs from what was read before
         self._data[full] = data
         self._digests[full] = digest
@@ -318,14 +323,17 @@ class Project:
 
     def parsed(self, path: str, data: str | bytes) -> tuple[Any, Any] | None:
         """(module, index) of ``data`` when this project already parsed that content."""
+        if not self._parsed:
+            return None  # nothing parsed yet: no digest to compute
         raw = data if isinstance(data, bytes) else data.encode("utf-8")
-        return self._parsed.get(hashlib.sha256(raw).hexdigest())
+        return self._parsed.get(_digest(raw))
 
     def _load_module(self, full: str) -> ModuleInfo | None:
         data = self.read_bytes(full)
         if data is None:
             return None
-        digest = self._digests[full]
+        digest = self._digest_of(full)
+        assert digest is not None  # the bytes were read
         parsed = self._parsed.get(digest)
         from distlint.runner import decode
 
@@ -601,7 +609,7 @@ class Project:
         """path -> digest of every module and config file consulted so far (cache keys, LSP)."""
         out = {}
         for path in self._first:
-            digest = self._digests.get(path)
+            digest = self._digest_of(path)
             if digest is not None:
                 out[path] = digest
         return out
@@ -638,7 +646,7 @@ class Project:
             for p in sorted(closure):
                 if p == self_path:
                     continue
-                digest = self._digests.get(p)
+                digest = self._digest_of(p)
                 deps[p] = digest if digest is not None else "missing"
 
     def report_errors(self, deps: Mapping[str, str], exclude: str | None = None) -> list[FileError]:
@@ -717,3 +725,9 @@ def lint_run(paths: Iterable[str]) -> None:
     """Declare the files a run lints: their own errors are theirs to report."""
     _RUN_FILES.clear()
     _RUN_FILES.update(normalise(p) for p in paths)
+
+
+def _digest(data: bytes) -> str:
+    import hashlib  # here: a run that follows no module never hashes one
+
+    return hashlib.sha256(data).hexdigest()
