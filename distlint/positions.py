@@ -247,15 +247,16 @@ def layout(
                 groups.setdefault(number, ([], []))[kind].append(node)
             if groups is None:
                 break
-    checked = False  # are ``offsets`` ours (from ast), to be checked against the text?
-    if groups is not None and offsets is None and len(groups) > MAX_LOCATED_STATEMENTS:
+    checked = False  # are ``offsets`` ours (from the scan or ast), to be checked against the text?
+    if groups is not None and offsets is None:
         if tops is not None and text is not None and starts is not None and "\x0c" not in text:
-            offsets = offsets_from_tops(module, text, starts, tops)
-        if offsets is None:
+            offsets = offsets_from_tops(module, text, starts, tops)  # cheap: always worth it
+            checked = offsets is not None
+        if offsets is None and len(groups) > MAX_LOCATED_STATEMENTS:
             offsets = statement_offsets(module, text or "", starts or [0])
-        checked = True
-        if offsets is None:
-            groups = None
+            checked = True
+            if offsets is None:
+                groups = None
 
     def run() -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]] | None:
         if groups is not None:

@@ -96,6 +96,43 @@ def lint_source(
     ``source`` was bytes, ``fixed_bytes`` holds it encoded like the input (encoding, BOM), and
     every byte outside the edited spans is the input's own.
     """
+    # The cyclic collector stays paused until the call has returned: the parse and the
+    # analysis allocate so much that a collection, once it is resumed inside the call, walks
+    # the whole tree still held here (8% of a 10,000-line lint) to find nothing; the analysis
+    # breaks its own cycles (Index.release), so the tree dies with the call.
+    with collector_paused():
+        return _lint_source(
+            source,
+            path,
+            config,
+            fix=fix,
+            unsafe_fixes=unsafe_fixes,
+            ignore_noqa=ignore_noqa,
+            rules=rules,
+            debug=debug,
+            prior=prior,
+            keep_source=keep_source,
+            project=project,
+            document=document,
+        )
+
+
+def _lint_source(
+    source: str | bytes,
+    path: str = "<stdin>",
+    config: Config | None = None,
+    *,
+    fix: bool = False,
+    unsafe_fixes: bool | None = None,
+    ignore_noqa: bool = False,
+    rules: Sequence[Rule] | None = None,
+    debug: bool = False,
+    prior: FileResult | None = None,
+    keep_source: bool = False,
+    project: Project | None = None,
+    document: Document | None = None,
+) -> FileResult:
+    """See :func:`lint_source`."""
     config = config or Config()
     if unsafe_fixes is None:
         unsafe_fixes = config.unsafe_fixes
@@ -340,8 +377,9 @@ def _lint_guarded(
 
     The cyclic garbage collector is paused meanwhile: the analysis allocates an entry per node,
     which triggers full collections that walk the whole parsed tree again and again (a third
-    of the analysis time on a 10,000-line file) to find next to no garbage; what cycles the
-    analysis leaves (scopes and their bindings) are collected once it is resumed."""
+    of the analysis time on a 10,000-line file) to find next to no garbage; the cycles the
+    analysis makes (scopes and their bindings, the facts and the index) are broken when it is
+    done (:meth:`~distlint.analysis.index.Index.release`)."""
     try:
         with collector_paused():
             return deep_call(
@@ -391,14 +429,63 @@ def _lint_module(
     tops: list[int] | None = None,
 ) -> _Round:
     PASSES["rules"] += 1
+    if index is not None:  # the project's parse of this file: kept, with its facts
+        return _lint_indexed(
+            module,
+            text,
+            path,
+            active,
+            config,
+            ignore_noqa,
+            debug,
+            enabled,
+            project,
+            index,
+            facts_for(index, path, project),
+            offsets,
+            tops,
+        )
+    # the linted text's own parse: its facts are not memoised in the project (importers that
+    # reach this file use the project's parse of it), and nothing is kept once it is linted
+    index = Index(module, text)
+    facts = Facts(index, path, project) if project is not None else facts_for(index, path)
+    try:
+        return _lint_indexed(
+            module,
+            text,
+            path,
+            active,
+            config,
+            ignore_noqa,
+            debug,
+            enabled,
+            project,
+            index,
+            facts,
+            offsets,
+            tops,
+        )
+    finally:
+        facts.release()
+        index.release()
+
+
+def _lint_indexed(
+    module: cst.Module,
+    text: str,
+    path: str,
+    active: Sequence[Rule],
+    config: Config,
+    ignore_noqa: bool,
+    debug: bool,
+    enabled: frozenset[str],
+    project: Project | None,
+    index: Index,
+    facts: Facts,
+    offsets: list[int] | None,
+    tops: list[int] | None,
+) -> _Round:
     errors: list[FileError] = []
-    if index is None:
-        # the linted text's own parse: its facts are not memoised in the project (importers
-        # that reach this file use the project's parse of it)
-        index = Index(module, text)
-        facts = Facts(index, path, project) if project is not None else facts_for(index, path)
-    else:
-        facts = facts_for(index, path, project)
     ctx = RuleContext(index, path, text, facts, project)
     for rule in active:
         ctx._rule = rule

@@ -228,3 +228,34 @@ def test_lint_paths_streams_results(trees):
     assert rest[-1].path == str(last)
     assert rest[-1].errors and "no such file" in rest[-1].errors[0].message
     assert all(not r.errors for r in rest[:-1])
+
+
+@pytest.mark.parametrize("with_project", [False, True])
+def test_a_linted_tree_dies_with_the_lint(with_project, tmp_path):
+    # the analysis breaks its own reference cycles, so the parsed tree is freed by reference
+    # counting when the lint returns: no full collection has to walk it (one would find the
+    # whole tree as garbage here, with the collector off)
+    import gc
+
+    import libcst as cst
+
+    from distlint.analysis.project import Project
+    from distlint.config import Config
+    from distlint.runner import lint_source
+
+    path = tmp_path / "train.py"
+    path.write_text(TRAINING)
+    project = Project(str(tmp_path)) if with_project else None
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        result = lint_source(TRAINING, str(path), Config(), project=project)
+        gc.collect()
+        nodes = [o for o in gc.garbage if isinstance(o, cst.CSTNode)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert {f.code for f in result.findings} >= {"DL101", "DL201"}
+    assert nodes == []

@@ -228,6 +228,11 @@ class Facts:
         self._summaries: dict[cst.CSTNode, Summary | object] = {}
 
     # ============================================================== qualified-name queries
+    def release(self) -> None:
+        """Drop what these facts hold (they and their parts point at each other, and at the
+        index): see :meth:`Index.release`. Unusable afterwards."""
+        _release(self)
+
     def calls_to(self, names: frozenset[str] | set[str]) -> list[cst.Call]:
         return [c for c in self.index.calls if self.index.qualname(c.func) in names]
 
@@ -1503,6 +1508,14 @@ class Facts:
         if info is None:
             return None
         return facts_for(info.index, path, self.project)
+
+
+def _release(facts: Facts) -> None:
+    """See :meth:`Facts.release`."""
+    seeding = facts.__dict__.get("seeding")
+    if seeding is not None:
+        seeding.__dict__.clear()
+    facts.__dict__.clear()
 
 
 class SeedingFacts:

@@ -952,6 +952,20 @@ class Index:
         position = names.index(param_name) if param_name in names else None
         return self.argument(call, keyword=param_name, position=position)
 
+    def release(self) -> None:
+        """Break the reference cycles of the analysis (a scope and its bindings, which point
+        back at it; the facts and the dataflow, which hold this index), so that reference
+        counting frees the parsed tree as soon as the caller drops it, instead of a full
+        collection walking all of it. The index is unusable afterwards."""
+        for scope in self.scopes:
+            scope.__dict__.clear()
+        facts = self.__dict__.get("_facts")
+        if facts is not None:
+            facts.release()
+        if self._flow is not None:
+            self._flow.__dict__.clear()
+        self.__dict__.clear()
+
     # ---------------------------------------------------------------- dataflow
     @property
     def flow(self) -> Flow:
