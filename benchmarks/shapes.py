@@ -9,8 +9,8 @@ runs), of the same parse with the collector paused (as distlint parses: the stri
 inputs, where the collections during a parse grow with it), and of the whole lint (parse
 included, every default rule enabled, in process), timed alternately, each after a
 ``gc.collect()``, best of ``--repeats``; the growth exponent of the lint between n and 4n
-(log2(t4n / tn) / 2); and the ratio of the lint to the stricter floor at 4n. Targets (#17):
-every exponent <= 1.2 and no ratio over 2.0 at 4n.
+(log2(t4n / tn) / 2); and the ratio of the lint to the raw parse at 4n (and to the paused one).
+Targets (#17): every exponent <= 1.2 and no ratio to the raw parse over 2.0 at 4n.
 """
 
 from __future__ import annotations
@@ -147,10 +147,14 @@ def run_shapes(scale: float, repeats: int, only: str | None) -> bool:
                 f"{lint / parse:6.2f} {lint / paused:6.2f}"
             )
         exponent = math.log2(max(times[2][3], 1e-6) / max(times[0][3], 1e-6)) / 2
-        ratio = times[2][3] / max(times[2][1], times[2][2])  # the stricter of the two floors
+        ratio = times[2][3] / times[2][1]  # the issue's floor: the raw parse as a plain call
+        strict = times[2][3] / times[2][2]
         verdict = "ok" if exponent <= 1.2 and ratio <= 2.0 else "OVER"
         ok = ok and verdict == "ok"
-        print(f"{'':38} growth n^{exponent:.2f}, {ratio:.2f}x the stricter parse at 4n: {verdict}")
+        print(
+            f"{'':38} growth n^{exponent:.2f}, {ratio:.2f}x the raw parse at 4n: {verdict} "
+            f"({strict:.2f}x the paused parse)"
+        )
     return ok
 
 

@@ -279,13 +279,28 @@ def _code(module: cst.Module, node: Replacement, indent: Sequence[str]) -> str:
         return ""
     if isinstance(node, cst.FlattenSentinel):
         return "".join(_code(module, n, indent) for n in node.nodes)
+    key = (id(node), module.default_indent, module.default_newline, tuple(indent))
+    known = _CODES.get(key)
+    if known is not None and known[0] is node:
+        return known[1]
     state = CodegenState(
         default_indent=module.default_indent,
         default_newline=module.default_newline,
         indent_tokens=list(indent),
     )
     node._codegen(state)
-    return "".join(state.tokens)
+    code = "".join(state.tokens)
+    if len(_CODES) >= MAX_CODES:
+        del _CODES[next(iter(_CODES))]  # the oldest goes
+    _CODES[key] = (node, code)
+    return code
+
+
+# Generated code by node and indentation: a rule's fix statement is parsed once per text and
+# inserted at every finding (`lr *= accelerator.num_processes` a thousand times); an entry holds
+# its node, so its id stays its own.
+_CODES: dict[tuple, tuple[cst.CSTNode, str]] = {}
+MAX_CODES = 256
 
 
 def _statement_edit(module: cst.Module, lines: LineIndex, span: Span, content: str) -> Edit:
