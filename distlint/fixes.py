@@ -299,7 +299,7 @@ def _code(module: cst.Module, node: Replacement, indent: Sequence[str]) -> str:
 # Generated code by node and indentation: a rule's fix statement is parsed once per text and
 # inserted at every finding (`lr *= accelerator.num_processes` a thousand times); an entry holds
 # its node, so its id stays its own.
-_CODES: dict[tuple, tuple[cst.CSTNode, str]] = {}
+_CODES: dict[tuple[int, str, str, tuple[str, ...]], tuple[cst.CSTNode, str]] = {}
 MAX_CODES = 256
 
 
