@@ -10,7 +10,8 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, wraps
+from typing import Any, Callable, NamedTuple, TypeVar, cast
 
 import libcst as cst
 from libcst._position import CodeRange
@@ -64,6 +65,25 @@ class _Round:
     errors: list[FileError]
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _collector_paused_call(fn: F) -> F:
+    """``fn`` with the cyclic garbage collector paused until it has returned. The parse and
+    the analysis allocate so much that a collection, once the collector is resumed inside the
+    lint, walks the whole tree the lint still holds (8% of a 10,000-line lint) to find nothing;
+    the analysis breaks its own cycles (Index.release), so the tree dies with ``fn``'s frame,
+    before the collector is resumed."""
+
+    @wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with collector_paused():
+            return fn(*args, **kwargs)
+
+    return cast(F, call)
+
+
+@_collector_paused_call
 def lint_source(
     source: str | bytes,
     path: str = "<stdin>",
@@ -96,43 +116,6 @@ def lint_source(
     ``source`` was bytes, ``fixed_bytes`` holds it encoded like the input (encoding, BOM), and
     every byte outside the edited spans is the input's own.
     """
-    # The cyclic collector stays paused until the call has returned: the parse and the
-    # analysis allocate so much that a collection, once it is resumed inside the call, walks
-    # the whole tree still held here (8% of a 10,000-line lint) to find nothing; the analysis
-    # breaks its own cycles (Index.release), so the tree dies with the call.
-    with collector_paused():
-        return _lint_source(
-            source,
-            path,
-            config,
-            fix=fix,
-            unsafe_fixes=unsafe_fixes,
-            ignore_noqa=ignore_noqa,
-            rules=rules,
-            debug=debug,
-            prior=prior,
-            keep_source=keep_source,
-            project=project,
-            document=document,
-        )
-
-
-def _lint_source(
-    source: str | bytes,
-    path: str = "<stdin>",
-    config: Config | None = None,
-    *,
-    fix: bool = False,
-    unsafe_fixes: bool | None = None,
-    ignore_noqa: bool = False,
-    rules: Sequence[Rule] | None = None,
-    debug: bool = False,
-    prior: FileResult | None = None,
-    keep_source: bool = False,
-    project: Project | None = None,
-    document: Document | None = None,
-) -> FileResult:
-    """See :func:`lint_source`."""
     config = config or Config()
     if unsafe_fixes is None:
         unsafe_fixes = config.unsafe_fixes
@@ -166,6 +149,8 @@ def _lint_source(
     if not active:
         return FileResult(path, source_text=kept)
 
+    job = _Job(path, active, config, ignore_noqa, debug, enabled, project)
+
     def lint(
         module: cst.Module,
         text: str,
@@ -173,20 +158,7 @@ def _lint_source(
         offsets: list[int] | None = None,
         tops: list[int] | None = None,
     ) -> _Round:
-        return _lint_guarded(
-            module,
-            text,
-            path,
-            active,
-            config,
-            ignore_noqa,
-            debug,
-            enabled,
-            project,
-            index,
-            offsets,
-            tops,
-        )
+        return _lint_guarded(module, text, job, index, offsets, tops)
 
     if prior is not None and fix:
         current = _Round(list(prior.findings), list(prior.suppressed), list(prior.errors))
@@ -358,16 +330,22 @@ def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError
     return FileError(path, f"cannot parse: {exc.message}", exc.editor_line, exc.editor_column)
 
 
+class _Job(NamedTuple):
+    """What every lint round of one file shares."""
+
+    path: str
+    active: Sequence[Rule]
+    config: Config
+    ignore_noqa: bool
+    debug: bool
+    enabled: frozenset[str]  # enabled before the trigger filter: for DL001 unused-noqa
+    project: Project | None
+
+
 def _lint_guarded(
     module: cst.Module,
     text: str,
-    path: str,
-    active: Sequence[Rule],
-    config: Config,
-    ignore_noqa: bool,
-    debug: bool,
-    enabled: frozenset[str],
-    project: Project | None = None,
+    job: _Job,
     index: Index | None = None,
     offsets: list[int] | None = None,
     tops: list[int] | None = None,
@@ -382,25 +360,10 @@ def _lint_guarded(
     done (:meth:`~distlint.analysis.index.Index.release`)."""
     try:
         with collector_paused():
-            return deep_call(
-                lambda: _lint_module(
-                    module,
-                    text,
-                    path,
-                    active,
-                    config,
-                    ignore_noqa,
-                    debug,
-                    enabled,
-                    project,
-                    index,
-                    offsets,
-                    tops,
-                )
-            )
+            return deep_call(lambda: _lint_module(module, text, job, index, offsets, tops))
     except (TooDeep, RecursionError):
         message = f"source is nested too deeply to analyse (over {DEEP_RECURSION_LIMIT:,} frames)"
-        return _Round([], [], [FileError(path, message)])
+        return _Round([], [], [FileError(job.path, message)])
 
 
 @contextmanager
@@ -417,54 +380,22 @@ def collector_paused() -> Iterator[None]:
 def _lint_module(
     module: cst.Module,
     text: str,
-    path: str,
-    active: Sequence[Rule],
-    config: Config,
-    ignore_noqa: bool,
-    debug: bool,
-    enabled: frozenset[str] = frozenset(),
-    project: Project | None = None,
+    job: _Job,
     index: Index | None = None,
     offsets: list[int] | None = None,
     tops: list[int] | None = None,
 ) -> _Round:
     PASSES["rules"] += 1
+    path, project = job.path, job.project
     if index is not None:  # the project's parse of this file: kept, with its facts
-        return _lint_indexed(
-            module,
-            text,
-            path,
-            active,
-            config,
-            ignore_noqa,
-            debug,
-            enabled,
-            project,
-            index,
-            facts_for(index, path, project),
-            offsets,
-            tops,
-        )
+        facts = facts_for(index, path, project)
+        return _lint_indexed(module, text, job, index, facts, offsets, tops)
     # the linted text's own parse: its facts are not memoised in the project (importers that
     # reach this file use the project's parse of it), and nothing is kept once it is linted
     index = Index(module, text)
     facts = Facts(index, path, project) if project is not None else facts_for(index, path)
     try:
-        return _lint_indexed(
-            module,
-            text,
-            path,
-            active,
-            config,
-            ignore_noqa,
-            debug,
-            enabled,
-            project,
-            index,
-            facts,
-            offsets,
-            tops,
-        )
+        return _lint_indexed(module, text, job, index, facts, offsets, tops)
     finally:
         facts.release()
         index.release()
@@ -473,18 +404,13 @@ def _lint_module(
 def _lint_indexed(
     module: cst.Module,
     text: str,
-    path: str,
-    active: Sequence[Rule],
-    config: Config,
-    ignore_noqa: bool,
-    debug: bool,
-    enabled: frozenset[str],
-    project: Project | None,
+    job: _Job,
     index: Index,
     facts: Facts,
     offsets: list[int] | None,
     tops: list[int] | None,
 ) -> _Round:
+    path, active, config, ignore_noqa, debug, enabled, project = job
     errors: list[FileError] = []
     ctx = RuleContext(index, path, text, facts, project)
     for rule in active:
