@@ -291,12 +291,15 @@ def _find_from_dir(directory: str) -> Path | None:
                 raw = b""  # a broken symbolic link: nothing there
             else:
                 return pyproject
-        try:
-            data = _parse_toml(raw, pyproject)
-        except ConfigError:
-            if b"distlint" in raw:
-                return pyproject
+        if b"distlint" not in raw:
+            # no table of ours can be in it (short of a key spelled with \u escapes), broken or
+            # not: not parsed (parsing imports tomllib, a tenth of a cold start's own work)
             data = {}
+        else:
+            try:
+                data = _parse_toml(raw, pyproject)
+            except ConfigError:
+                return pyproject
         if isinstance(data.get("tool"), dict) and "distlint" in data["tool"]:
             return pyproject
     if here.parent == here:

@@ -278,3 +278,23 @@ def test_config_option_says_what_the_path_is(distlint_exe, tmp_path):
         proc = run(distlint_exe, "check", "--config", name, "train.py", cwd=tmp_path)
         assert proc.returncode == 2
         assert proc.stderr.strip() == f"error: configuration file {name} {what}"
+
+
+def test_a_pyproject_that_never_mentions_distlint_is_not_parsed(tmp_path):
+    # (a cold start does not import tomllib for another tool's configuration)
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("[tool.black]\nline-length = 100\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.distlint]\n')
+    code = (
+        "import sys; from distlint.config import resolve_config; "
+        f"print(resolve_config({str(tmp_path / 'x.py')!r}).source, 'tomllib' in sys.modules); "
+        f"print(resolve_config({str(tmp_path / 'sub' / 'x.py')!r}).source, 'tomllib' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [
+        "None False",
+        f"{tmp_path / 'sub' / 'pyproject.toml'} True",
+    ]
