@@ -309,9 +309,9 @@ class _Lines:
     line's code generation, and a file where every statement holds a finding a few
     expressions' each.
 
-    A line that is itself a top-level statement whose offset is known (what the language
-    server's incremental parse or Python's parser tells) is the text between its offset and
-    the next statement's. Any other line is generated alone (with the indentation of the
+    A line that is itself a top-level statement whose offset is known (from the language
+    server's incremental parse, the guard's scan or Python's parser) is the text between its
+    offset and the next statement's, once its comments and line break are found there. Any other line is generated alone (with the indentation of the
     blocks around it) and found in the text of its top-level statement (the whole text when
     where that starts is not known): its code (leading comments, indentation and line break
     included) occurring exactly once at a line start is that line, since LibCST's code is the
