@@ -285,3 +285,22 @@ def test_statement_offsets_from_the_guards_scan_tricky():
     got, module = _tops_offsets(text)
     assert got == generated(module)[:-1]
     assert got is not None and len(got) == len(module.body)
+
+
+def test_lines_written_to_fool_the_search():
+    # the same text in a docstring, a string, a comment or another function: each node is
+    # placed where it is, or its statement is generated
+    text = (
+        "def f(lr):\n"
+        '    """\n    x = g(lr)\n    """\n'
+        "    x = g(lr)  # x = g(lr)\n"
+        "    s = 'g(lr)'; t = g(lr)\n"
+        "    return x\n\n"
+        "def h(lr):\n    x = g(lr)\n    return x\n\n"
+        "lr = 0.1; s = '0.1'  # 0.1\n"
+        "opt = SGD(p, lr=lr)  # lr=lr\n"
+        "y = [lr, (lr), lr]\n"
+    )
+    many = text + "".join(f"z{i} = {i}\n" for i in range(70))  # past 64 statements too
+    for source in (text, many):
+        assert _lines_layout(source) == ([], [])
