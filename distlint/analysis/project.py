@@ -51,6 +51,13 @@ def normalise(path: str) -> str:
     return os.path.normpath(os.path.abspath(path))
 
 
+def _as_given(*parts: Any) -> tuple[Any, ...]:
+    """A memo key of a resolution asked with an importer path as given: a relative one means
+    something else in another working directory, which the key then names."""
+    importer = parts[1] if parts[0] == "from" else parts[0]
+    return parts if os.path.isabs(importer) else (os.getcwd(), *parts)
+
+
 def find_root(path: str) -> str:
     """The nearest folder at or above ``path`` holding a pyproject.toml, setup.py, setup.cfg or
     .git. Without one: the working directory when the file lies below it (the folder a user
@@ -497,7 +504,7 @@ class Project:
         ``from <level dots><module> import ...`` in file ``importer`` refers to: a module .py
         or a package __init__.py, searched in the importer's folder, the project root, src/
         layouts and the configured ``src = [...]``; None for stdlib / third-party / not found."""
-        given = (importer, module, level)
+        given = _as_given(importer, module, level)
         if given in self._resolved:  # asked once per call of the linted file: no normalising
             return self._resolved[given]
         # what an import means depends on the importer's folder only: its sibling files share
@@ -513,15 +520,14 @@ class Project:
                     found = hit if hit.endswith(".py") else None
                     break
             self._resolved[key] = found
-        if os.path.isabs(importer):
-            self._resolved[given] = found
+        self._resolved[given] = found
         return found
 
     def resolve_from_import(
         self, importer: str, module: str, name: str, level: int = 0
     ) -> str | None:
         """For ``from pkg import mod`` where ``mod`` is a submodule FILE: its path, else None."""
-        given = ("from", importer, module, name, str(level))
+        given = _as_given("from", importer, module, name, str(level))
         if given in self._resolved:
             return self._resolved[given]
         here = os.path.dirname(normalise(importer))
@@ -530,8 +536,7 @@ class Project:
             found = self._resolved[key]
         else:
             found = self._resolved[key] = self._from_import(here, module, name, level)
-        if os.path.isabs(importer):  # (forgotten with the rest when a file changes)
-            self._resolved[given] = found
+        self._resolved[given] = found  # (forgotten with the rest when a file changes)
         return found
 
     def _from_import(self, here: str, module: str, name: str, level: int) -> str | None:
