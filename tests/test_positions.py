@@ -204,9 +204,7 @@ def _lines_layout(text: str, every: int = 1, spans_too: bool = True, in_lines: b
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(FIXTURES)) for p in FILES])
 def test_lines_placed_alone_match_libcst(path):
-    text = path.read_bytes().decode("utf-8")
-    if "\r" in text:  # read as the runner decodes: newlines kept as they are
-        pytest.skip("fixture has CR line endings")  # pragma: no cover - none do today
+    text = path.read_bytes().decode("utf-8")  # newlines kept as they are, as the runner reads
     assert _lines_layout(text, every=3) == ([], [])
 
 
