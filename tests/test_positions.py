@@ -257,17 +257,21 @@ def _tops_offsets(text: str):
     return positions.offsets_from_tops(module, text, LineIndex(text).starts, tops), module
 
 
-@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(FIXTURES)) for p in FILES])
+# (a form feed that leads a line is dropped by LibCST: its code is not the text, and the layout
+# does not use these offsets there)
+PLAIN = [p for p in FILES if b"\x0c" not in p.read_bytes()]
+
+
+@pytest.mark.parametrize("path", PLAIN, ids=[str(p.relative_to(FIXTURES)) for p in PLAIN])
 def test_statement_offsets_from_the_guards_scan(path):
     # where the guard's scan saw statements start at column 0 gives each top-level
-    # statement's offset (as generating every statement would), or nothing
+    # statement's offset, as generating every statement does
     from distlint.incremental import statement_offsets as generated
 
     text = path.read_bytes().decode("utf-8")
     got, module = _tops_offsets(text)
     truth = generated(module)
-    if "\x0c" in text or truth is None or module.code != text:
-        return  # LibCST's code is not the text here: the offsets are not compared
+    assert module.code == text and truth is not None
     assert got == truth[:-1]
 
 
