@@ -220,11 +220,11 @@ def layout(
     by generating the statements before it. Beyond :data:`MAX_LOCATED_STATEMENTS` statements
     (where finding each one's code again costs more), at the offsets :func:`statement_offsets`
     reads from Python's own parser (or, given ``tops``, from where the guard's scan saw
-    statements start at column 0: :func:`offsets_from_tops`), each checked against the text.
-    With ``ancestors`` (node ->
-    its ancestors, innermost first), the nodes of a simple statement line are placed by
-    generating that line alone (:class:`_Lines`), not the compound statement around it.
-    Same result as the whole pass.
+    statements start at column 0: :func:`offsets_from_tops`, whatever the number of
+    statements), each checked against the text. With ``ancestors`` (node -> its ancestors,
+    innermost first), the nodes of a simple statement line are placed by generating that line
+    alone (:class:`_Lines`), not the compound statement around it. Same result as the whole
+    pass.
 
     Raises :class:`TooDeep` for code nested beyond what even a large stack allows."""
     if not nodes and not spans:
