@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
+from distlint import collector
 from distlint.config import Config, ConfigError, resolve_config
 from distlint.discovery import iter_source_files
 from distlint.model import Applicability, FileError, FileResult, Finding
@@ -28,6 +29,7 @@ def _lint_source(
     # The engine (LibCST, the rules) loads on first use: a run answered from the cache never needs it.
     from distlint.runner import lint_source
 
+    collector.startup_over()
     if project is None:
         return lint_source(source, path, *args, **kwargs)
     with project.tracking(path) as deps:
@@ -495,6 +497,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
         from distlint.runner import lint_source  # noqa: F401
 
         all_rules()
+        collector.startup_over()  # before the pool forks: its workers share what is frozen
     linted = ordered_map(
         partial(lint_file, config=None, options=options), todo, options.jobs, _worker_died
     )

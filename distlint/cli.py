@@ -22,7 +22,7 @@ from typing import TextIO
 
 import click
 
-from distlint import __version__
+from distlint import __version__, collector
 from distlint.api import LintOptions, config_for, lint_paths, lint_source
 from distlint.config import ConfigError, config_file_problem
 from distlint.model import FileResult, Finding
@@ -145,10 +145,13 @@ def _common_options(f):
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="distlint")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Find (and fix) what makes a training script give different results on 1 GPU, N GPUs
     and TPU pods: partial seeding, per-device batch sizes taken as global, unscaled learning
     rates. `check`, `fix` and `lsp` only read your code; only `verify` runs it."""
+    if ctx.invoked_subcommand not in ("check", "fix", "lsp"):
+        collector.startup_over()  # the lints resume it once their engine is loaded
 
 
 def _verify_options(f):
@@ -603,6 +606,7 @@ def lsp() -> None:
     from distlint.lsp_start import serve
     from distlint.lsp_worker import Worker
 
+    collector.startup_over()  # pygls is loaded: the server's long life starts here
     worker = _EARLY_WORKER or Worker()
     worker.start()  # it imports LibCST and the rules while this process imports pygls
     serve(worker)

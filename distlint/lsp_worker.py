@@ -296,6 +296,9 @@ def _read_exact(stream, n: int) -> bytes | None:
 
 
 def main() -> None:
+    from distlint import collector
+
+    collector.pause_startup()  # the engine's warm-up lint resumes it (distlint.collector)
     inp = sys.stdin.buffer
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray output goes to the log, not the pipe

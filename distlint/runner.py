@@ -5,10 +5,8 @@ This module never imports torch, accelerate or torch_xla, and never executes the
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache, wraps
 from typing import Any, Callable, NamedTuple, TypeVar, cast
@@ -21,6 +19,7 @@ from distlint import guard
 from distlint.analysis import Index
 from distlint.analysis.facts import Facts, facts_for
 from distlint.analysis.project import Project
+from distlint.collector import paused as collector_paused
 from distlint.config import Config
 from distlint.edits import LineIndex, OutsideEdits, apply_fixes, choose, fixes_to_apply
 from distlint.edits import decode as decode_text
@@ -364,17 +363,6 @@ def _lint_guarded(
     except (TooDeep, RecursionError):
         message = f"source is nested too deeply to analyse (over {DEEP_RECURSION_LIMIT:,} frames)"
         return _Round([], [], [FileError(job.path, message)])
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _lint_module(

@@ -362,7 +362,8 @@ class Project:
 
         from distlint import guard
         from distlint.analysis.index import Index
-        from distlint.runner import _syntax_error, collector_paused
+        from distlint.collector import paused as collector_paused
+        from distlint.runner import _syntax_error
 
         if "\x00" in text:
             self._error(full, "source contains a null byte")

@@ -1,0 +1,63 @@
+"""When Python's cyclic garbage collector runs in distlint.
+
+distlint breaks the reference cycles of its own analysis (``Index.release``), so what it
+allocates dies by reference counting; a collection finds next to nothing and costs a walk of
+everything alive. Two places pay that walk for nothing:
+
+- the lint of a file, which holds the whole tree: :func:`paused` around it;
+- a ``distlint`` command-line process, whose start-up (click, LibCST, the rules: some 300,000
+  objects, all alive until exit) triggers collections while it grows, and whose interpreter
+  walks all of it once more at exit. :func:`pause_startup` (the process's entry point) stops
+  the collector until :func:`startup_over` (the lint engine is loaded, or the command is not a
+  lint), which freezes what start-up created (``gc.freeze``: never walked again, and not
+  copied by forked pool workers that touch it) and resumes the collector; :func:`exiting`
+  freezes the rest before the interpreter shuts down.
+
+Only the command-line entry point pauses start-up: a program that imports distlint as a
+library keeps its collector as it was (``startup_over`` does nothing unless
+``pause_startup`` paused it).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_startup_paused = False
+
+
+def pause_startup() -> None:
+    """Stop the collector while a command-line process starts (see the module's docstring)."""
+    global _startup_paused
+    if gc.isenabled():
+        gc.disable()
+        _startup_paused = True
+
+
+def startup_over() -> None:
+    """Start-up is over: freeze what it created and resume the collector (only if
+    :func:`pause_startup` stopped it; otherwise nothing happens)."""
+    global _startup_paused
+    if _startup_paused:
+        _startup_paused = False
+        gc.freeze()
+        gc.enable()
+
+
+def exiting() -> None:
+    """The process is about to exit: spare the interpreter's last collection the walk of
+    objects that die with the process anyway."""
+    gc.freeze()
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """No collection inside the block (the collector's state is restored after it)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
