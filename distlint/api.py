@@ -11,9 +11,8 @@ import os
 import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from distlint import collector
 from distlint.config import Config, ConfigError, resolve_config
@@ -37,8 +36,7 @@ def _lint_source(
     # Modules and config files this file reached that could not be read or parsed: reported
     # once per run, by the first file that needs them, unless they are linted themselves.
     broken = project.report_errors(deps, exclude=path)
-    return replace(
-        result,
+    return result._replace(
         errors=result.errors + tuple(broken),
         dependencies=tuple(sorted(deps.items())),
     )
@@ -91,8 +89,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class LintOptions:
+class LintOptions(NamedTuple):
     """Command-line level choices that override the configuration file."""
 
     select: tuple[str, ...] | None = None
@@ -120,7 +117,7 @@ class LintOptions:
             changes["extend_select"] = tuple(config.extend_select) + tuple(self.extend_select)
         if self.unsafe_fixes is not None:
             changes["unsafe_fixes"] = self.unsafe_fixes
-        return replace(config, **changes) if changes else config
+        return config._replace(**changes) if changes else config
 
 
 def config_for(path: str, options: LintOptions = LintOptions()) -> Config:
@@ -376,7 +373,7 @@ def _finish(
         from distlint.edits import decode
 
         try:
-            result = replace(result, source_text=decode(data)[0])
+            result = result._replace(source_text=decode(data)[0])
         except (SyntaxError, UnicodeError, LookupError):
             pass
     if options.add_noqa and result.findings and not path.endswith(".ipynb"):
@@ -394,12 +391,12 @@ def _write_noqa(path: str, data: bytes, state: os.stat_result, result: FileResul
         new_text, count = add_noqa(text, result.findings)
         if count:
             write_atomic(path, new_text.encode(encoding), expected=state)
-        return replace(result, noqa_added=count)
+        return result._replace(noqa_added=count)
     except FileChanged:
         message = "file changed on disk while noqa comments were added; not written"
     except (OSError, SyntaxError, UnicodeError) as exc:
         message = f"cannot add noqa comments: {exc}"
-    return replace(result, errors=result.errors + (FileError(path, message),))
+    return result._replace(errors=result.errors + (FileError(path, message),))
 
 
 def _lint_data(
@@ -460,8 +457,7 @@ def _on_disk(
         ignore_noqa=options.ignore_noqa,
         debug=options.debug,
     )
-    return replace(
-        before,
+    return before._replace(
         errors=tuple(dict.fromkeys(before.errors + result.errors)) + (FileError(path, problem),),
         source_text=result.source_text,
     )
@@ -518,7 +514,7 @@ def _followed_results(paths: Mapping[str, None], options: LintOptions) -> Iterat
     creating the Accelerator): the hazards there belong to the script that imports it.
     Check only (never fixed from here: fix that file to apply its fixes); their errors are
     already reported by their importers."""
-    check_only = replace(options, fix=False, add_noqa=False, keep_source=False)
+    check_only = options._replace(fix=False, add_noqa=False, keep_source=False)
     for path in sorted(paths):
         try:
             config = config_for(path, options)
@@ -532,8 +528,8 @@ def _followed_results(paths: Mapping[str, None], options: LintOptions) -> Iterat
         result = lint_file(path if shown.startswith(os.pardir) else shown, config, check_only)
         if result.findings:
             # fixes are applied when that file itself is fixed, not from its importer's run
-            findings = tuple(replace(f, fix=None, suppression=None) for f in result.findings)
-            yield replace(result, findings=findings, errors=(), followed=True)
+            findings = tuple(f._replace(fix=None, suppression=None) for f in result.findings)
+            yield result._replace(findings=findings, errors=(), followed=True)
 
 
 _TRAINS_WORDS = (

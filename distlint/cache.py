@@ -16,7 +16,6 @@ pickle: a cache directory checked into a repository must not be able to run code
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -69,7 +68,7 @@ def cache_key(
     if config.unsafe_fixes:
         # findings and their edits do not depend on it: `check` warms the cache for `fix
         # --unsafe-fixes`
-        config = dataclasses.replace(config, unsafe_fixes=False)
+        config = config._replace(unsafe_fixes=False)
     for part in (
         engine_fingerprint(),
         repr(config),

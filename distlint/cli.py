@@ -17,7 +17,6 @@ else:
     _EARLY_WORKER = None
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TextIO
 
 import click
@@ -277,7 +276,7 @@ def _run(
             diffs.append(_unified_diff(result, result.source_text or ""))
         # keep findings, not the text of every fixed file, across a large tree
         results.append(
-            replace(result, fixed_source=None, fixed_bytes=None, source_text=None)
+            result._replace(fixed_source=None, fixed_bytes=None, source_text=None)
             if result.fixed_source is not None or result.source_text is not None
             else result
         )
@@ -407,7 +406,7 @@ def _run_add_noqa(paths: tuple[str, ...], options: LintOptions) -> int:
     """Write `# noqa: CODE` for every current finding; exit 0 unless a file could not be handled."""
     added = 0
     failed = False
-    for result in lint_paths(list(paths) or ["."], replace(options, add_noqa=True)):
+    for result in lint_paths(list(paths) or ["."], options._replace(add_noqa=True)):
         for error in result.errors:
             click.echo(str(error), err=True)
             failed = True

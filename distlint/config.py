@@ -14,10 +14,9 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class ConfigError(Exception):
@@ -64,8 +63,7 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 DEFAULT_MAX_FILE_SIZE = 512 << 10
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     select: tuple[str, ...] = ()  # empty: every default-enabled rule
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
@@ -136,7 +134,7 @@ class Config:
         )
 
     def with_overrides(self, **changes: Any) -> Config:
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+        return self._replace(**{k: v for k, v in changes.items() if v is not None})
 
 
 def _matches(code: str, selectors: Iterable[str], explicit_only: bool = False) -> bool:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from distlint.config import Config, ConfigError
 from distlint.model import FileError
@@ -20,8 +19,7 @@ from distlint.model import FileError
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
-@dataclass(frozen=True)
-class _Pattern:
+class _Pattern(NamedTuple):
     base: str  # directory of the .gitignore
     pattern: str
     negate: bool

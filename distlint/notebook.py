@@ -23,7 +23,7 @@ import ast
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]  # (C-accelerated, untyped)
 from typing import Any
 
@@ -107,8 +107,7 @@ def lint_notebook_source(
         return out
     new_sources = _split(result.fixed_source, cells)
     if new_sources is None:
-        return replace(
-            out,
+        return out._replace(
             errors=out.errors
             + (FileError(path, "a fix moved code across cells; fixes not applied"),),
         )
@@ -118,8 +117,7 @@ def lint_notebook_source(
     if new_text == text:
         return out
     data = new_text.encode("utf-8")
-    return replace(
-        out,
+    return out._replace(
         fixed_source=new_text,
         fixed_bytes=(b"\xef\xbb\xbf" + data if bom else data)
         if isinstance(source, bytes)
@@ -250,7 +248,7 @@ def _map_finding(finding: Finding, cells: list[_Cell]) -> Finding:
     new = Range(
         max(1, rng.line - offset), rng.column, max(1, rng.end_line - offset), rng.end_column
     )
-    return replace(finding, range=new, cell=cell.number)
+    return finding._replace(range=new, cell=cell.number)
 
 
 def _map_error(error: FileError, cells: list[_Cell], path: str) -> FileError:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import inspect
 import textwrap
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any, ClassVar
+from types import MappingProxyType
+from typing import Any, ClassVar, NamedTuple
 
 import libcst as cst
 
@@ -23,9 +23,10 @@ from distlint.analysis.facts import Facts, facts_for
 from distlint.fixes import Fix
 from distlint.model import Applicability
 
+_NO_OPTIONS: Mapping[str, Any] = MappingProxyType({})
 
-@dataclass(frozen=True)
-class Option:
+
+class Option(NamedTuple):
     """A per-rule option, set under ``[tool.distlint.<rule-name>]`` or ``[tool.distlint.<CODE>]``."""
 
     default: Any
@@ -45,24 +46,33 @@ class Option:
         return None
 
 
-@dataclass(frozen=True)
 class Invalid:
     """An INVALID snippet: code that must be reported, and (if the rule fixes it) the fix."""
 
+    __slots__ = ("code", "fixed", "count", "options")
+
+    def __init__(
+        self,
+        code: str,
+        fixed: str | None = None,  # expected output of the fix (unsafe fixes included)
+        count: int = 1,  # how many findings this snippet yields
+        options: Mapping[str, Any] = _NO_OPTIONS,
+    ) -> None:
+        self.code = code
+        self.fixed = fixed
+        self.count = count
+        self.options = options
+
+    def __repr__(self) -> str:
+        return f"Invalid({self.code!r}, fixed={self.fixed!r}, count={self.count}, options={self.options!r})"
+
+
+class Valid(NamedTuple):
     code: str
-    fixed: str | None = None  # expected output of the fix (unsafe fixes included)
-    count: int = 1  # how many findings this snippet yields
-    options: dict[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = _NO_OPTIONS
 
 
-@dataclass(frozen=True)
-class Valid:
-    code: str
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Report:
+class Report(NamedTuple):
     rule: Rule
     node: cst.CSTNode
     message: str

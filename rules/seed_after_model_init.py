@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -12,8 +12,7 @@ from distlint.analysis.facts import Facts, Seeds
 from distlint.rule import Invalid, Rule, RuleContext, Valid
 
 
-@dataclass(frozen=True)
-class _Event:
+class _Event(NamedTuple):
     kind: str  # "seed" or "model"
     site: cst.Call  # the call in the function being analysed through which it happens
     origin: cst.Call  # the seeding call (or seeding helper call) / the constructor itself

@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import libcst as cst
 
@@ -135,8 +135,7 @@ class Summary:
     method: Callable[[str], Summary | None] | None = field(default=None, repr=False, compare=False)
 
 
-@dataclass(frozen=True)
-class FactoryLR:
+class FactoryLR(NamedTuple):
     """Where the LR of an optimizer a factory returns comes from: its parameter ``param``
     (name, position, attribute path read from it such as ".lr" for `args.lr`), or set inside
     (``param`` None; ``scaled`` says whether by the process count). ``where``: for messages."""
@@ -159,8 +158,7 @@ class ProjectLike(Protocol):  # the part of distlint.analysis.project.Project fa
 _IN_PROGRESS = object()
 
 
-@dataclass(frozen=True)
-class _Spellings:
+class _Spellings(NamedTuple):
     """How the dotted names of some callables can be written: (first, last) part of each name
     and of each alias of it (``CANONICAL_PREFIXES``). A module reaches one of the callables
     only through texts that write both parts (an import, an attribute of one, a re-export),

@@ -21,7 +21,7 @@ import dataclasses
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 if TYPE_CHECKING:
     from distlint.analysis.flow import Flow
@@ -238,8 +238,7 @@ class Assignment:
     record: ImportRecord | None = None  # for imports: how it was written
 
 
-@dataclass(frozen=True)
-class ImportRecord:
+class ImportRecord(NamedTuple):
     """How an import binding was written: ``from <level dots><module> import <name>`` or
     ``import <module>`` (name None), so a project can resolve it to a file."""
 

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Callable, TextIO
+from typing import Callable, NamedTuple, TextIO
 
 from distlint.model import FileResult
 
 FORMATS = ("text", "json", "github", "sarif", "junit")
 
 
-@dataclass(frozen=True)
-class ReportContext:
+class ReportContext(NamedTuple):
     fix_mode: bool = False  # results are what remains after fixes were applied
     unsafe_fixes: bool = False
     show_statistics: bool = False
