@@ -16,8 +16,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Union, cast
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -32,24 +31,35 @@ if TYPE_CHECKING:  # pragma: no cover
 Replacement = Union[cst.CSTNode, cst.RemovalSentinel, "cst.FlattenSentinel[cst.CSTNode]"]
 
 
-@dataclass(eq=False)
-class ImportSpec:
+class ImportSpec(NamedTuple):
     module: str
     name: str | None = None  # None: `import module`
     asname: str | None = None
 
 
-@dataclass(eq=False)
 class FixPlan:
     """One finding's fix, as a rule describes it. ``applicability`` None means the rule's
     FIX_SAFETY; ``isolation``: fixes of one group never apply in the same round."""
 
-    replace: dict[cst.CSTNode, Replacement] = field(default_factory=dict)
-    insert_before: dict[cst.CSTNode, list[cst.BaseStatement]] = field(default_factory=dict)
-    imports: list[ImportSpec] = field(default_factory=list)
-    applicability: Applicability | None = None
-    title: str = ""
-    isolation: str | None = None
+    __slots__ = ("replace", "insert_before", "imports", "applicability", "title", "isolation")
+
+    def __init__(
+        self,
+        replace: dict[cst.CSTNode, Replacement] | None = None,
+        insert_before: dict[cst.CSTNode, list[cst.BaseStatement]] | None = None,
+        imports: list[ImportSpec] | None = None,
+        applicability: Applicability | None = None,
+        title: str = "",
+        isolation: str | None = None,
+    ) -> None:
+        self.replace: dict[cst.CSTNode, Replacement] = {} if replace is None else replace
+        self.insert_before: dict[cst.CSTNode, list[cst.BaseStatement]] = (
+            {} if insert_before is None else insert_before
+        )
+        self.imports: list[ImportSpec] = [] if imports is None else imports
+        self.applicability = applicability
+        self.title = title
+        self.isolation = isolation
 
 
 # The name rules use.

@@ -15,7 +15,6 @@ import io
 import re
 import tokenize
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 from distlint.edits import LineIndex
 from distlint.model import Applicability, Edit, Finding, Fix, Range
@@ -36,14 +35,16 @@ def split_codes(text: str) -> list[str]:
     return [c for c in re.split(r"[\s,]+", text) if c]
 
 
-@dataclass
 class Directives:
     """The suppression comments of one file, and which of their codes suppressed something."""
 
-    lines: dict[int, frozenset[str] | None] = field(default_factory=dict)  # None = blanket
-    file_codes: frozenset[str] | None = None  # set by `# distlint: noqa: CODES`
-    file_blanket: bool = False
-    used: dict[int, set[str]] = field(default_factory=dict)
+    __slots__ = ("lines", "file_codes", "file_blanket", "used")
+
+    def __init__(self) -> None:
+        self.lines: dict[int, frozenset[str] | None] = {}  # None = blanket
+        self.file_codes: frozenset[str] | None = None  # set by `# distlint: noqa: CODES`
+        self.file_blanket = False
+        self.used: dict[int, set[str]] = {}
 
     @classmethod
     def scan(cls, text: str) -> Directives:

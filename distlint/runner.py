@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache, wraps
 from typing import Any, Callable, NamedTuple, TypeVar, cast
 
@@ -57,8 +56,7 @@ def decode(data: bytes) -> str:
     return decode_text(data)[0]
 
 
-@dataclass
-class _Round:
+class _Round(NamedTuple):
     findings: list[Finding]
     suppressed: list[Finding]
     errors: list[FileError]

@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Union
+from typing import NamedTuple, Union
 
 import libcst as cst
 
@@ -114,8 +113,7 @@ def message_role(before: str, after: str, multiplied: bool) -> str | None:
 Place = tuple[str, Union[str, "frozenset[str]", "frozenset[int]"]]  # a path, or binding ids
 
 
-@dataclass
-class Use:
+class Use(NamedTuple):
     node: cst.BaseExpression  # the per-device batch as written at the use
     expr: cst.BaseExpression  # the whole arithmetic expression it is part of
     others: list[cst.BaseExpression]  # the other operands multiplied/added along the way

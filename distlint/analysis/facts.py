@@ -18,7 +18,6 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple, Protocol
 
@@ -92,47 +91,74 @@ class How(enum.Enum):
     CONFIG_COMPONENT = "instantiated from a config node naming an optimizer class"
 
 
-@dataclass
 class Optimizer:
-    call: cst.Call
-    how: How
-    lr: cst.BaseExpression | None  # where its learning rate is given at this call
-    params: cst.BaseExpression | None
-    lr_inside: bool = False  # a project factory sets the lr itself (scaled or not: lr_scaled)
-    lr_scaled: bool = False
-    where: str | None = None  # where a factory of another module builds it
-    lr_key: str | None = None  # the lr is `<lr>.<path>` (e.g. `args.lr` read inside a factory)
-    # the lr is written in a configuration file: `configs/x.yaml:14: optimizer.lr = 2e-5`
-    lr_config: str | None = None
+    __slots__ = (
+        "call",
+        "how",
+        "lr",
+        "params",
+        "lr_inside",
+        "lr_scaled",
+        "where",
+        "lr_key",
+        "lr_config",
+    )
+
+    def __init__(
+        self,
+        call: cst.Call,
+        how: How,
+        lr: cst.BaseExpression | None,  # where its learning rate is given at this call
+        params: cst.BaseExpression | None,
+        lr_inside: bool = False,  # a project factory sets the lr itself (scaled or not: lr_scaled)
+        lr_scaled: bool = False,
+        where: str | None = None,  # where a factory of another module builds it
+        lr_key: str | None = None,  # the lr is `<lr>.<path>` (`args.lr` read inside a factory)
+        # the lr is written in a configuration file: `configs/x.yaml:14: optimizer.lr = 2e-5`
+        lr_config: str | None = None,
+    ) -> None:
+        self.call = call
+        self.how = how
+        self.lr = lr
+        self.params = params
+        self.lr_inside = lr_inside
+        self.lr_scaled = lr_scaled
+        self.where = where
+        self.lr_key = lr_key
+        self.lr_config = lr_config
+
+    def __repr__(self) -> str:
+        return f"Optimizer({self.how.name}, lr_key={self.lr_key!r}, where={self.where!r})"
 
 
-@dataclass
-class Scheduler:
+class Scheduler(NamedTuple):
     call: cst.Call
     kind: str
     peak_lr: cst.BaseExpression | None  # OneCycleLR / CyclicLR `max_lr`
 
 
-@dataclass
 class Summary:
     """A function's or class's training facts, composed through the calls it makes."""
 
-    makes: set[Made] = field(default_factory=set)
-    seeds: Seeds = Seeds.NONE
-    # for an optimizer factory: one entry per optimizer it returns; for a class, per optimizer
-    # its instances build from what the constructor is given (a Trainer class)
-    lrs: list[FactoryLR] = field(default_factory=list)
-    # for a function returning DataLoaders: how each is made, by position in a returned tuple
-    # (None: the return value itself)
-    loaders: dict[int | None, list[Origin]] = field(default_factory=dict)
-    # the defining module trains data-parallel itself (prepares, wraps with DDP): hazards of
-    # the optimizers built there are reported in that module, not at its callers
-    trained_there: bool = False
-    # the function or class itself trains data-parallel (creates an Accelerator / Fabric and
-    # prepares, or wraps with DDP): the mode it trains in
-    trains: Mode | None = None
-    # for a class: the summary of one of its methods, by name (computed when asked)
-    method: Callable[[str], Summary | None] | None = field(default=None, repr=False, compare=False)
+    __slots__ = ("makes", "seeds", "lrs", "loaders", "trained_there", "trains", "method")
+
+    def __init__(self) -> None:
+        self.makes: set[Made] = set()
+        self.seeds = Seeds.NONE
+        # for an optimizer factory: one entry per optimizer it returns; for a class, per
+        # optimizer its instances build from what the constructor is given (a Trainer class)
+        self.lrs: list[FactoryLR] = []
+        # for a function returning DataLoaders: how each is made, by position in a returned
+        # tuple (None: the return value itself)
+        self.loaders: dict[int | None, list[Origin]] = {}
+        # the defining module trains data-parallel itself (prepares, wraps with DDP): hazards
+        # of the optimizers built there are reported in that module, not at its callers
+        self.trained_there = False
+        # the function or class itself trains data-parallel (creates an Accelerator / Fabric
+        # and prepares, or wraps with DDP): the mode it trains in
+        self.trains: Mode | None = None
+        # for a class: the summary of one of its methods, by name (computed when asked)
+        self.method: Callable[[str], Summary | None] | None = None
 
 
 class FactoryLR(NamedTuple):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 if TYPE_CHECKING:
@@ -221,21 +220,36 @@ def target_key(node: cst.BaseExpression) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(eq=False)
 class Assignment:
     """One place where a name / dotted target receives a value."""
 
-    key: str
-    value: cst.BaseExpression | None  # None: value unknown (parameter, for target, unpacking)
-    node: cst.CSTNode  # the statement (or Param / For / With item) that binds it
-    order: int
-    op: str = (
-        "="  # '=', '*=', '+=', ..., 'param', 'for', 'with', 'import', 'def', 'class', 'global'
-    )
-    scope: Scope | None = None
-    qualname: str | None = None  # for imports
-    target: cst.CSTNode | None = None  # the target expression node, when there is one
-    record: ImportRecord | None = None  # for imports: how it was written
+    __slots__ = ("key", "value", "node", "order", "op", "scope", "qualname", "target", "record")
+
+    def __init__(
+        self,
+        key: str,
+        value: cst.BaseExpression | None,  # None: unknown (parameter, for target, unpacking)
+        node: cst.CSTNode,  # the statement (or Param / For / With item) that binds it
+        order: int,
+        # '=', '*=', '+=', ..., 'param', 'for', 'with', 'import', 'def', 'class', 'global'
+        op: str = "=",
+        scope: Scope | None = None,
+        qualname: str | None = None,  # for imports
+        target: cst.CSTNode | None = None,  # the target expression node, when there is one
+        record: ImportRecord | None = None,  # for imports: how it was written
+    ) -> None:
+        self.key = key
+        self.value = value
+        self.node = node
+        self.order = order
+        self.op = op
+        self.scope = scope
+        self.qualname = qualname
+        self.target = target
+        self.record = record
+
+    def __repr__(self) -> str:
+        return f"Assignment({self.key!r}, op={self.op!r}, order={self.order})"
 
 
 class ImportRecord(NamedTuple):
@@ -247,17 +261,33 @@ class ImportRecord(NamedTuple):
     level: int = 0
 
 
-@dataclass(eq=False)
 class Scope:
-    kind: str  # module | class | function | lambda | comprehension
-    node: cst.CSTNode
-    parent: Scope | None
-    name: str = ""
-    bindings: dict[str, list[Assignment]] = field(default_factory=dict)
-    globals: set[str] = field(default_factory=set)
-    nonlocals: set[str] = field(default_factory=set)
+    __slots__ = ("kind", "node", "parent", "name", "bindings", "globals", "nonlocals", "orders")
 
-    orders: dict[str, list[int]] = field(default_factory=dict)
+    def __init__(
+        self,
+        kind: str,  # module | class | function | lambda | comprehension
+        node: cst.CSTNode,
+        parent: Scope | None,
+        name: str = "",
+    ) -> None:
+        self.kind = kind
+        self.node = node
+        self.parent = parent
+        self.name = name
+        self.bindings: dict[str, list[Assignment]] = {}
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+        self.orders: dict[str, list[int]] = {}
+
+    def __repr__(self) -> str:
+        return f"Scope({self.kind!r}, name={self.name!r})"
+
+    def release(self) -> None:
+        """Break the cycles of this scope: its bindings point back at it."""
+        self.bindings = {}
+        self.orders = {}
+        self.parent = None
 
     def add(self, assignment: Assignment) -> None:
         assignment.scope = self
@@ -957,7 +987,7 @@ class Index:
         counting frees the parsed tree as soon as the caller drops it, instead of a full
         collection walking all of it. The index is unusable afterwards."""
         for scope in self.scopes:
-            scope.__dict__.clear()
+            scope.release()
         facts = self.__dict__.get("_facts")
         if facts is not None:
             facts.release()

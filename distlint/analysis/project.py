@@ -18,7 +18,6 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -38,13 +37,22 @@ MAX_CONFIG_BYTES = 2_000_000
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-@dataclass
 class ModuleInfo:
-    path: str  # absolute, normalised
-    text: str  # decoded source
-    module: libcst.Module
-    index: Index  # built once per content
-    digest: str  # sha256 of the bytes
+    __slots__ = ("path", "text", "module", "index", "digest")
+
+    def __init__(
+        self,
+        path: str,  # absolute, normalised
+        text: str,  # decoded source
+        module: libcst.Module,
+        index: Index,  # built once per content
+        digest: str,  # sha256 of the bytes
+    ) -> None:
+        self.path = path
+        self.text = text
+        self.module = module
+        self.index = index
+        self.digest = digest
 
 
 def normalise(path: str) -> str:
