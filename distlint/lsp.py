@@ -29,7 +29,6 @@ import os
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from lsprotocol import types as lsp
@@ -62,15 +61,17 @@ _SEVERITY = {
 }
 
 
-@dataclass
 class _Lint:
     """The last lint of one document text: code actions reuse its findings and fix ids."""
 
-    text: str
-    path: str
-    config: Any  # distlint.config.Config (pickled from the worker, sent back for fixes)
-    result: FileResult
-    fixed: dict[Any, str] = field(default_factory=dict)  # fix key -> fixed text, for this text
+    __slots__ = ("text", "path", "config", "result", "fixed")
+
+    def __init__(self, text: str, path: str, config: Any, result: FileResult) -> None:
+        self.text = text
+        self.path = path
+        self.config = config  # distlint.config.Config (pickled from the worker, sent back)
+        self.result = result
+        self.fixed: dict[Any, str] = {}  # fix key -> fixed text, for this text
 
 
 class DistlintServer(LanguageServer):

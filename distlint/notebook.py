@@ -23,7 +23,6 @@ import ast
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]  # (C-accelerated, untyped)
 from typing import Any
 
@@ -40,14 +39,16 @@ _DECODER = json.JSONDecoder()
 _COMPILE_FLAGS = ast.PyCF_ONLY_AST | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
 
 
-@dataclass
 class _Cell:
-    number: int  # 1-based among the notebook's code cells
-    position: int  # index in the notebook's "cells" list
-    original: str  # the cell's source text
-    text: str = ""  # what is linted (magics replaced), ending with a newline
-    magics: dict[str, str] = field(default_factory=dict)  # placeholder -> original line
-    start: int = 0  # first line of the cell in the linted module (1-based)
+    __slots__ = ("number", "position", "original", "text", "magics", "start")
+
+    def __init__(self, number: int, position: int, original: str) -> None:
+        self.number = number  # 1-based among the notebook's code cells
+        self.position = position  # index in the notebook's "cells" list
+        self.original = original  # the cell's source text
+        self.text = ""  # what is linted (magics replaced), ending with a newline
+        self.magics: dict[str, str] = {}  # placeholder -> original line
+        self.start = 0  # first line of the cell in the linted module (1-based)
 
 
 def lint_notebook_source(

@@ -19,8 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 YAML_MISSING = "YAML config not read: PyYAML is not installed (pip install 'distlint[yaml]')"
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -33,15 +32,26 @@ class ConfigFileError(Exception):
         self.line = line
 
 
-@dataclass
 class Entry:
     """One value of a configuration: a mapping (dict of entries), a list of entries or a
     scalar, with the file and line it comes from (line None where the format gives none)."""
 
-    value: Any
-    file: str
-    line: int | None = None
-    text: str | None = None  # a YAML scalar's source text (`3e-4`, not 0.0003)
+    __slots__ = ("value", "file", "line", "text")
+
+    def __init__(
+        self,
+        value: Any,
+        file: str,
+        line: int | None = None,
+        text: str | None = None,  # a YAML scalar's source text (`3e-4`, not 0.0003)
+    ) -> None:
+        self.value = value
+        self.file = file
+        self.line = line
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"Entry({self.value!r}, {self.file!r}, line={self.line})"
 
     def get(self, key: str | int) -> Entry | None:
         if isinstance(self.value, dict):
@@ -74,8 +84,7 @@ class Entry:
         return isinstance(self.value, dict)
 
 
-@dataclass
-class ConfigDoc:
+class ConfigDoc(NamedTuple):
     path: str
     kind: str  # yaml | json | toml
     root: Entry
@@ -250,8 +259,7 @@ def at_package(package: str, entry: Entry) -> Entry:
 
 
 # --------------------------------------------------------------------------------- hydra
-@dataclass
-class _Default:
+class _Default(NamedTuple):
     kind: str  # self | group | config
     group: str = ""  # for group: `optimizer`, `/db`, `server/db`
     option: Any = None  # str, list of str (multi-select), or None (`group: null`)

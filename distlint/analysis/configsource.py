@@ -31,8 +31,7 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import libcst as cst
 
@@ -48,8 +47,7 @@ from distlint.analysis.configfiles import (
 from distlint.analysis.index import Index, dotted_name, string_value
 
 
-@dataclass(frozen=True)
-class ConfigValue:
+class ConfigValue(NamedTuple):
     value: Any
     file: str
     line: int | None
@@ -72,13 +70,12 @@ class ConfigValue:
         return f"{where}: {self.key} = {shown}"
 
 
-@dataclass(frozen=True)
-class Component:
+class Component(NamedTuple):
     """``instantiate(cfg.optimizer, ...)``: what the config node builds."""
 
     target: str  # qualified name from `_target_` / `_component_`
     node: ConfigValue  # the config mapping itself (value: plain dict)
-    kwargs: dict[str, ConfigValue] = field(default_factory=dict)
+    kwargs: dict[str, ConfigValue]
     partial: bool = False  # hydra `_partial_: true`: a factory, called later
 
 
@@ -123,16 +120,17 @@ _HYDRA_INIT = ("hydra.initialize", "hydra.experimental.initialize")
 _MAX_DEPTH = 12
 
 
-@dataclass(frozen=True)
 class _Here:
     """The linted module, in the shape of a ModuleInfo (for its own helper functions)."""
 
-    index: Index
-    path: str
+    __slots__ = ("index", "path")
+
+    def __init__(self, index: Index, path: str) -> None:
+        self.index = index
+        self.path = path
 
 
-@dataclass(frozen=True)
-class _Located:
+class _Located(NamedTuple):
     """An expression's value is the config ``root`` at ``keys``, read by a ``flavor`` loader."""
 
     root: Entry | None  # None: an argparse namespace
