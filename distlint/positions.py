@@ -88,6 +88,8 @@ def deep_call(fn: Callable[[], T]) -> T:
 # A statement's span: (start line, start column, end line, end column, indent tokens in
 # effect), lines 1-based, columns 0-based, in the code LibCST generates.
 Span = tuple[int, int, int, int, tuple[str, ...]]
+# What a layout gives: the range of each wanted node, and the span of each node asked for one.
+Layout = tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]
 
 
 class _WantedPositionsState(CodegenState):
@@ -158,9 +160,7 @@ class _WantedPositionsState(CodegenState):
                 end = self.marks[id(end_node)][2]
             self.marks[id(node)] = (node, start, end)
 
-    def resolve(
-        self, base: int = 0, starts: list[int] | None = None
-    ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
+    def resolve(self, base: int = 0, starts: list[int] | None = None) -> Layout:
         """The marks as (line, column) ranges and spans: lines 1-based, columns 0-based, in
         the generated text (the trailing newline a module without one drops included).
         ``base``, ``starts``: the generated code starts at offset ``base`` of a text whose
@@ -208,7 +208,7 @@ def layout(
     text: str | None = None,
     ancestors: Callable[[cst.CSTNode], Iterable[cst.CSTNode]] | None = None,
     tops: Sequence[int] | None = None,
-) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
+) -> Layout:
     """Ranges of ``nodes`` and spans of the statements ``spans``.
 
     Without more, in one codegen pass over the module. With ``top_of`` (node -> index of its
@@ -258,7 +258,7 @@ def layout(
             if offsets is None:
                 groups = None
 
-    def run() -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]] | None:
+    def run() -> Layout | None:
         if groups is not None:
             found: dict[cst.CSTNode, CodeRange] = {}
             found_spans: dict[cst.CSTNode, Span] = {}
@@ -339,7 +339,7 @@ class _Lines:
 
     def place(
         self, number: int, nodes: Sequence[cst.CSTNode], spans: Sequence[cst.CSTNode]
-    ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]] | None:
+    ) -> Layout | None:
         by_line: dict[int, tuple[cst.SimpleStatementLine, list[cst.CSTNode], list[cst.CSTNode]]]
         by_line = {}
         for is_span, group in ((False, nodes), (True, spans)):
@@ -388,7 +388,7 @@ class _Lines:
         spans: list[cst.CSTNode],
         begin: int,
         end: int,
-    ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]] | None:
+    ) -> Layout | None:
         """A top-level line whose code is ``text[begin:end]``: nothing of it is generated but
         its comments and line break, and the wanted expressions."""
         if not line.body or not isinstance(line.body[-1].semicolon, cst.MaybeSentinel):
@@ -434,7 +434,7 @@ class _Lines:
         spans: list[cst.CSTNode],
         begin: int,
         end: int,
-    ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]] | None:
+    ) -> Layout | None:
         module = self.module
         state = _WantedPositionsState(module, [line, *nodes], spans)
         blocks = [a for a in self.ancestors(line) if isinstance(a, cst.IndentedBlock)]
@@ -453,7 +453,7 @@ class _Lines:
         stop: int,
         span: bool,
         indent: list[str],
-    ) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]] | None:
+    ) -> Layout | None:
         """``node``'s range (and span), found by the code of ``node`` or of the smallest
         expression around it that occurs once in ``text[start:stop]``."""
         tries = 0
@@ -657,7 +657,7 @@ def _whole_pass(
     nodes: Collection[cst.CSTNode],
     spans: Collection[cst.CSTNode],
     text: str | None = None,
-) -> tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]:
+) -> Layout:
     state = _WantedPositionsState(module, nodes, spans)
     module._codegen(state)
     found, found_spans = state.resolve()
