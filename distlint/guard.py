@@ -45,8 +45,7 @@ RECURSION_LIMIT = 12 * MAX_DEPTH
 
 # One token per match; leading blanks are eaten by the match (a search from every blank is what
 # makes a naive alternation slow). Possessive quantifiers: no backtracking, linear time.
-_TOKEN = re.compile(
-    r"""[ \t\f]*+(?:
+_TOKEN_PATTERN = r"""[ \t\f]*+(?:
     (?P<name>[^\W\d]\w*+)(?!['"])
     |(?P<op>\*\*=?|//=?|<<=?|>>=?|->|:=|\.\.\.|[-+*/%@&|^<>=!]=|[-+*/%@&|^~<>.,;:=])
     |(?P<open>[(\[{])
@@ -61,10 +60,53 @@ _TOKEN = re.compile(
     |(?P<comment>\#[^\r\n]*+)
     |(?P<cont>\\(?:\r\n|\r|\n))
     |(?P<bad>['"\\])
-    )""",
+    )"""
+
+
+def without_possessive(pattern: str) -> str:
+    """``pattern`` with each possessive run ``ATOM*+`` (Python 3.11+) written as
+    ``(?=(?P<_runN>ATOM*))(?P=_runN)``, which Python 3.9 and 3.10 read: the lookahead takes the
+    longest run and the back-reference consumes exactly it, so nothing of it is given back.
+    ATOM is what precedes the quantifier: a character class, a group, an escape or a character."""
+    out: list[str] = []  # pieces of the result; the last one is the atom before a quantifier
+    opens: list[int] = []  # where each group still open starts in ``out``
+    i = runs = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            piece, i = pattern[i : i + 2], i + 2
+        elif c == "[":
+            j = i + 1
+            j += pattern.startswith("^", j)
+            j += pattern.startswith("]", j)  # a leading ] is a member of the class
+            while pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            piece, i = pattern[i : j + 1], j + 1
+        elif c == "(":
+            opens.append(len(out))
+            piece, i = c, i + 1
+        elif c == ")":
+            start = opens.pop()
+            piece, i = "".join(out[start:]) + c, i + 1
+            del out[start:]
+        elif pattern.startswith("*+", i):
+            runs += 1
+            piece, i = f"(?=(?P<_run{runs}>{out.pop()}*))(?P=_run{runs})", i + 2
+        else:
+            piece, i = c, i + 1
+        out.append(piece)
+    return "".join(out)
+
+
+_TOKEN = re.compile(
+    _TOKEN_PATTERN if sys.version_info >= (3, 11) else without_possessive(_TOKEN_PATTERN),
     re.VERBOSE | re.DOTALL,
 )
-_NAME, _OP, _OPEN, _CLOSE, _NL, _NUM, _STR, _COMMENT, _CONT, _BAD = range(1, 11)
+# Token kinds: the group a match closes last (``m.lastindex``), numbered in the pattern's order.
+_NAME, _OP, _OPEN, _CLOSE, _NL, _NUM, _STR, _COMMENT, _CONT, _BAD = (
+    _TOKEN.groupindex[kind]
+    for kind in ("name", "op", "open", "close", "nl", "num", "str", "comment", "cont", "bad")
+)
 
 # Left-recursive binary operators: each one is a link of a chain (and a tree level).
 _BINARY = frozenset("+ - * / // % @ << >> & | ^".split())

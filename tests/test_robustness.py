@@ -435,6 +435,48 @@ def test_guard_leaves_syntax_errors_to_the_parser():
         assert guard.check_source(HEADER + text, "s.py") is None
 
 
+def test_guard_reads_the_same_on_python_before_3_11(monkeypatch):
+    """Python 3.9 and 3.10 have no possessive quantifiers: there the guard's tokenizer is
+    compiled from ``guard.without_possessive`` of its pattern. On every fixture and source file of
+    the project, on texts made to tell them apart and on every bounds case, that pattern cuts the
+    same tokens of the same kinds, and the guard gives the same verdict."""
+    import re
+    from pathlib import Path
+
+    from distlint import guard
+
+    older = guard.without_possessive(guard._TOKEN_PATTERN)
+    assert "*+" not in older and "++" not in older and "(?>" not in older
+    compiled = re.compile(older, re.VERBOSE | re.DOTALL)
+
+    def tokens(pattern: re.Pattern[str], text: str) -> list[tuple[str | None, tuple[int, int]]]:
+        kinds = {index: name for name, index in pattern.groupindex.items()}
+        return [(kinds.get(m.lastindex or 0), m.span()) for m in pattern.finditer(text)]
+
+    root = Path(__file__).resolve().parents[1]
+    texts = [
+        path.read_text(encoding="utf-8", errors="replace")
+        for folder in ("fixtures", "distlint", "rules", "tests")
+        for path in sorted((root / folder).rglob("*.py"))
+    ]
+    assert len(texts) > 200
+    texts += [
+        """rb'x' r'''a''' f\"\"\"b\"\"\" abc'x' u'' 1.2e3j 0x_ff 1.e5.x '\\'' "\\"" #c\n""",
+        """'''a\\'''' x\\\ny 'open\n \"\"\"never closed""",
+        "é = 1 ; $ ? ! ` ab' \t\f  x",
+    ]
+    for text in texts:
+        assert tokens(compiled, text) == tokens(guard._TOKEN, text)
+    verdicts = [guard.check_source(generated(kind, n), "g.py") for kind, n, *_ in GUARD_CASES]
+    monkeypatch.setattr(guard, "_TOKEN", compiled)
+    for kind, index in compiled.groupindex.items():  # the kinds are numbered in its own order
+        if not kind.startswith("_"):
+            monkeypatch.setattr(guard, f"_{kind.upper()}", index)
+    assert [
+        guard.check_source(generated(kind, n), "g.py") for kind, n, *_ in GUARD_CASES
+    ] == verdicts
+
+
 # Linted end to end at the bounds, in a child process (a crash there must not take pytest down),
 # in a thread as the language server lints: LibCST, the analysis and the fix all get through.
 # (kind, n, also fix it): fixing re-lints, which doubles the cost; the slow ones are checked only.
