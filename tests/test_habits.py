@@ -35,9 +35,12 @@ def test_code_is_clean(command: tuple[str, ...]) -> None:
 def test_version_has_one_source() -> None:
     import importlib.metadata
 
-    import tomllib
-
     import distlint
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python < 3.11
+        import tomli as tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert "version" not in project and "version" in project["dynamic"]
