@@ -28,7 +28,8 @@ class SeedAfterModelInit(Rule):
     execution: source order in one function, helpers and trainer-class constructors called from
     it, and methods of a trainer class whose `__init__` built the model. A second seeding later in
     the run (for example `set_seed(seed + rank)` for the data) is fine when the model was built
-    after a first one.
+    after a first one, and so is seeding that runs on one process only (under `if
+    accelerator.is_main_process:`, `if rank == 0:`), such as a generator made to sample images.
 
     Building a `DataLoader` before seeding is not flagged: a shuffling loader without its own
     generator draws its order from torch's generator when it is iterated, not when it is built,
@@ -69,6 +70,11 @@ class SeedAfterModelInit(Rule):
         Valid(
             "import torch\nfrom accelerate.utils import set_seed\n\n"
             "set_seed(0)\nmodel = torch.nn.Linear(4, 2)\nrank = 1\nset_seed(rank)\n"
+        ),
+        Valid(
+            "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+            "model = torch.nn.Linear(4, 2)\nif accelerator.is_main_process:\n"
+            "    images = torch.randn(4, generator=torch.manual_seed(0))\n"
         ),
     )
     INVALID = (
@@ -176,7 +182,7 @@ class _Analysis:
         for call in self.calls_of.get(fn, ()):
             q = self.index.qualname(call.func)
             if self.facts.seeding.kind_of(call, q) in (Seeds.TORCH, Seeds.ALL):
-                if not self._per_iteration(call, fn):
+                if not self._per_iteration(call, fn) and not self.facts.on_one_process(call):
                     out.append(_Event("seed", call, call))
                 continue
             if self.facts.builds_model(call, q) or self.facts.is_random_split(call):

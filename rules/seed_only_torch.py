@@ -30,7 +30,9 @@ class SeedOnlyTorch(Rule):
     matter: `random`, `numpy`, torch, every device (CUDA/XPU/NPU/MLU) and torch_xla.
 
     A complete hand-written seeding (random + numpy + torch, also in a helper function of the
-    same file) is fine, as are per-rank seeds such as `seed + rank`.
+    same file) is fine, as are per-rank seeds such as `seed + rank`. Seeding that runs on one
+    process only (under `if accelerator.is_main_process:`, `if rank == 0:`: typically
+    `generator = torch.manual_seed(0)` to sample images) does not seed the run and is not counted.
 
     ## Fix safety
     The fix replaces the hand-written seeding calls that share one seed expression by a single
@@ -80,6 +82,10 @@ class SeedOnlyTorch(Rule):
         ),
         Valid(
             "import numpy as np\nimport torch\n\ntorch.manual_seed(3)\nrng = np.random.default_rng(3)\nrng.permutation(5)\n"
+        ),
+        Valid(
+            "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+            "if accelerator.is_main_process:\n    images = torch.randn(4, generator=torch.manual_seed(0))\n"
         ),
     )
     INVALID = (

@@ -951,3 +951,66 @@ PER_STEP_RESEED = """
 )
 def test_dl102_per_step_reseed_in_a_loop_is_not_the_run_seed(source, snapshot):
     snapshot(lint_snippet("DL102", source))
+
+
+# A seeding call under a test that holds on one process only is not the run's seeding: the
+# diffusers examples make `generator = torch.manual_seed(0)` on the main process to sample images
+# after an epoch. (id, the test, what the lines before it set up)
+ONE_PROCESS_TESTS = [
+    ("accelerator-is-main-process", "accelerator.is_main_process", ""),
+    ("and-with-epoch-check", "accelerator.is_local_main_process and epoch % 5 == 0", "epoch = 3\n"),
+    ("rank-from-env", "rank == 0", "import os\nrank = int(os.environ['RANK'])\n"),
+    ("zero-on-the-left", "0 == dist.get_rank()", "import torch.distributed as dist\n"),
+    ("legacy-local-rank", "args.local_rank in [-1, 0]", "args = parse()\n"),
+    ("xla-master-ordinal", "xm.is_master_ordinal()", "import torch_xla.core.xla_model as xm\n"),
+]
+HEADER = (
+    "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+    "model = accelerator.prepare(torch.nn.Linear(2, 2))\n"
+)
+
+
+@pytest.mark.parametrize(
+    "test,setup", [c[1:] for c in ONE_PROCESS_TESTS], ids=[c[0] for c in ONE_PROCESS_TESTS]
+)
+@pytest.mark.parametrize("code", ["DL101", "DL102"])
+def test_seeding_on_one_process_is_not_the_runs_seeding(code, test, setup):
+    source = (
+        HEADER
+        + setup
+        + f"if {test}:\n    generator = torch.manual_seed(0)\n    torch.randn(2, generator=generator)\n"
+    )
+    assert lint_snippet(code, source).findings == ()
+    # the same call where every process runs it is the run's seeding, after the model
+    everywhere = HEADER + setup + "generator = torch.manual_seed(0)\n"
+    assert [f.code for f in lint_snippet(code, everywhere).findings] == [code]
+
+
+def test_seeding_in_a_trainer_method_on_the_main_process():
+    source = HEADER + textwrap.dedent(
+        """
+        class Trainer:
+            def __init__(self, accelerator):
+                self.accelerator = accelerator
+
+            def sample(self):
+                if self.accelerator.is_main_process:
+                    return torch.randn(2, generator=torch.manual_seed(0))
+        """
+    )
+    assert lint_snippet("DL101", source).findings == ()
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "if args.seed is not None:\n    torch.manual_seed(args.seed)\n",
+        "if accelerator.is_main_process:\n    pass\nelse:\n    torch.manual_seed(0)\n",
+        "if rank != 0:\n    torch.manual_seed(0)\n",
+        "if accelerator.is_main_process or args.debug:\n    torch.manual_seed(0)\n",
+    ],
+    ids=["seed-given", "else-branch", "not-rank-zero", "or-test"],
+)
+def test_seeding_where_more_than_one_process_may_run_it_is_still_the_runs(block):
+    source = "import os\nrank = int(os.environ['RANK'])\nargs = parse()\n" + HEADER + block
+    assert [f.code for f in lint_snippet("DL101", source).findings] == ["DL101"]

@@ -1288,6 +1288,60 @@ class Facts:
             for v in values
         )
 
+    def on_one_process(self, node: cst.CSTNode) -> bool:
+        """``node`` runs only under a test that holds on one process of the run (``if
+        accelerator.is_main_process:``, ``if rank == 0:``, ``if args.local_rank in (-1, 0):``,
+        ``if xm.is_master_ordinal():``) in its own function: what it does is not what the run
+        does on every process."""
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False  # called from elsewhere: its callers' tests are not followed
+            if (
+                isinstance(anc, cst.If)
+                and child is anc.body
+                and self._holds_on_one_process(anc.test)
+            ):
+                return True
+            child = anc
+        return False
+
+    def _holds_on_one_process(self, test: cst.BaseExpression) -> bool:
+        if isinstance(test, cst.BooleanOperation):
+            return isinstance(test.operator, cst.And) and (
+                self._holds_on_one_process(test.left) or self._holds_on_one_process(test.right)
+            )
+        qualname = self.index.qualname(test)
+        if qualname in K.MAIN_PROCESS_FLAGS:
+            return True
+        flag = test.func if isinstance(test, cst.Call) else test
+        if qualname is None and isinstance(flag, cst.Attribute):
+            return flag.attr.value in K.MAIN_PROCESS_ATTRIBUTES  # an untraceable receiver
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            return False
+        left, (target,) = test.left, test.comparisons
+        right = target.comparator
+        if isinstance(target.operator, cst.Equal):
+            return (_int_value(right) == 0 and self._is_rank(left)) or (
+                _int_value(left) == 0 and self._is_rank(right)
+            )
+        if isinstance(target.operator, cst.In) and isinstance(
+            right, (cst.Tuple, cst.List, cst.Set)
+        ):
+            values = {_int_value(e.value) for e in right.elements}
+            return 0 in values and values <= {0, -1} and self._is_rank(left)
+        return False
+
+    def _is_rank(self, expr: cst.BaseExpression) -> bool:
+        """The value of ``expr`` is this process's rank (traced to where it is read)."""
+        return self.flow.reaches(expr, self._reads_rank, key="rank", depth=6)
+
+    def _reads_rank(self, node: cst.CSTNode, qualname: str | None) -> bool:
+        if qualname is not None and qualname in K.RANK_VALUES:
+            return True
+        last = _last_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+        return last is not None and last.lower() in K.RANK_NAMES
+
     def is_random_split(self, call: cst.Call) -> bool:
         """`random_split(...)` without its own generator: draws from the global generator."""
         if self.index.qualname(call.func) not in K.RANDOM_SPLITS:
@@ -1543,7 +1597,9 @@ def _release(facts: Facts) -> None:
 
 
 class SeedingFacts:
-    """What the module seeds, and what it draws from unseeded generators."""
+    """What the module seeds, and what it draws from unseeded generators. A seeding call that
+    runs on one process only (``Facts.on_one_process``: a generator made on the main process to
+    sample images) does not seed the run."""
 
     def __init__(self, facts: Facts) -> None:
         index = facts.index
@@ -1556,6 +1612,8 @@ class SeedingFacts:
         for call in index.calls:
             q = index.qualname(call.func)
             kind = self.kind_of(call, q)
+            if kind is not Seeds.NONE and facts.on_one_process(call):
+                continue
             if kind is Seeds.ALL:
                 self.full.append(call)
             elif kind is not Seeds.NONE:
@@ -1707,6 +1765,16 @@ def _dict_entry(index: Index, value: cst.CSTNode | None, name: str) -> cst.BaseE
 def _names_batch_or_accumulation(name: str) -> bool:
     lowered = name.lower()
     return "accum" in lowered or ("batch" in lowered and "batches" not in lowered)
+
+
+def _int_value(node: cst.CSTNode) -> int | None:
+    """An integer literal's value (``-1`` included); None for anything else."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = _int_value(node.expression)
+        return None if inner is None else -inner
+    if isinstance(node, cst.Integer):
+        return int(node.value.replace("_", ""), 0)
+    return None
 
 
 def _last_name(node: cst.CSTNode) -> str | None:

@@ -170,6 +170,23 @@ KNOWN_LIBRARIES = frozenset(
 )  # fmt: skip
 ACCUMULATION_WORD = "accum"
 RANK_NAMES = frozenset({"rank", "global_rank", "local_rank", "process_index", "ordinal"})
+# Tests that hold on one process only (the main one): what runs under them is not what the run
+# does on every process (`generator = torch.manual_seed(0)` to sample images on the main process).
+MAIN_PROCESS_FLAGS = frozenset(
+    {
+        "accelerate.Accelerator().is_main_process",
+        "accelerate.Accelerator().is_local_main_process",
+        "accelerate.PartialState().is_main_process",
+        "accelerate.PartialState().is_local_main_process",
+        "lightning.Fabric().is_global_zero",
+        "torch_xla.core.xla_model.is_master_ordinal()",
+    }
+)
+# Their attribute names: ONLY consulted where the receiver cannot be traced (`self.accelerator`
+# given to a Trainer), as RANK_NAMES are.
+MAIN_PROCESS_ATTRIBUTES = frozenset(
+    {"is_main_process", "is_local_main_process", "is_global_zero", "is_master_ordinal"}
+)
 
 # ------------------------------------------------------------------ optimizers
 OPTIMIZER_BASES = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
