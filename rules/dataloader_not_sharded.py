@@ -22,9 +22,13 @@ class DataloaderNotSharded(Rule):
 
     The loader is followed through assignments, tuple unpacking, helper functions that build or
     prepare it (in the same module or in another module of the project), `enumerate` / `tqdm`,
-    and torch_xla's `MpDeviceLoader`. A loader whose origin cannot be seen (a module outside the
+    and torch_xla's `MpDeviceLoader`. Batches drawn with `next(it)` in a training loop are
+    followed to the `iter(loader)` that made `it`, and the loader is judged as it was there: an
+    iterator taken before `accelerator.prepare` keeps drawing from the unprepared loader (no fix:
+    take the iterator after preparing). A loader whose origin cannot be seen (a module outside the
     project, a custom sampler, a dataset that shards itself by rank such as
-    `split_dataset_by_node`, a helper given data this script split by rank) is not reported.
+    `split_dataset_by_node`, an `IterableDataset` class of the script, whose own `__iter__` decides
+    what each process reads, a helper given data this script split by rank) is not reported.
 
     ## Why is this bad?
     Every process then iterates the whole dataset, usually in the same order: N processes do N
@@ -54,6 +58,13 @@ class DataloaderNotSharded(Rule):
     TRIGGERS = ("DataLoader",)
 
     VALID = (
+        # the iterator is taken from the prepared loader
+        Valid(
+            "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n\n"
+            "accelerator = Accelerator()\nloader = DataLoader(range(8), batch_size=2, shuffle=True)\n"
+            "model, loader = accelerator.prepare(object(), loader)\nbatches = iter(loader)\n"
+            "for step in range(100):\n    accelerator.backward(model(next(batches)))\n"
+        ),
         Valid(
             "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n\n"
             "accelerator = Accelerator()\nloader = DataLoader(range(8), batch_size=2)\n"
@@ -143,6 +154,22 @@ class DataloaderNotSharded(Rule):
             "dist.init_process_group('nccl')\nmodel = DDP(net)\nloader = DataLoader(data, batch_size=8, shuffle=True)\n"
             "for x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n"
         ),
+        # batches drawn with next() from an iterator taken before the loader was prepared
+        Invalid(
+            "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n\n"
+            "accelerator = Accelerator()\nloader = DataLoader(range(8), batch_size=2, shuffle=True)\n"
+            "batches = iter(loader)\nmodel, loader = accelerator.prepare(object(), loader)\n"
+            "for step in range(100):\n    accelerator.backward(model(next(batches)))\n"
+        ),
+        # ... or from a loader never prepared, taken again when it runs out
+        Invalid(
+            "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n\n"
+            "accelerator = Accelerator()\nmodel = accelerator.prepare(object())\n"
+            "loader = DataLoader(range(8), batch_size=2)\nbatches = iter(loader)\nstep = 0\n"
+            "while step < 100:\n    try:\n        batch = next(batches)\n    except StopIteration:\n"
+            "        batches = iter(loader)\n        batch = next(batches)\n"
+            "    accelerator.backward(model(batch))\n    step += 1\n"
+        ),
         # a whole-dataset sampler under DDP, in a trainer class
         Invalid(
             "import torch.distributed as dist\nfrom torch.utils.data import DataLoader, RandomSampler\n\n"
@@ -182,9 +209,52 @@ class DataloaderNotSharded(Rule):
                     "`sampler=DistributedSampler(dataset)` and call `sampler.set_epoch(epoch)`"
                 )
             ctx.report(loader, message, _fix(facts, loop, loader) if accelerate else None)
+        self._check_iterators(ctx, accelerate)
+
+    def _check_iterators(self, ctx: RuleContext, accelerate: bool) -> None:
+        """Batches drawn with `next(it)` in a training loop, `it = iter(loader)`: the loader as
+        it was when the iterator was taken (an iterator taken before `prepare` keeps drawing
+        from the unprepared loader)."""
+        index, facts = ctx.index, ctx.facts
+        done: set[tuple[int, str]] = set()  # (function, loader): an iterator taken again on
+        for loop in index.loops:  # StopIteration is the same hazard, reported once
+            if not isinstance(loop, (cst.For, cst.While)) or not _trains(loop):
+                continue
+            for site in sorted(_iterators_drawn_in(facts, loop), key=index.order):
+                loader = _unwrap(facts, facts.iterator_of(site) or site)
+                if not isinstance(loader, (cst.Name, cst.Attribute)):
+                    continue
+                code = index.module.code_for_node(loader)
+                key = (id(index.enclosing_function(site)), code)
+                if key in done:
+                    continue
+                done.add(key)
+                origins = facts.loader_origins(loader, 6)
+                if not origins or any(o is not Origin.UNSHARDED for o in origins):
+                    continue
+                if not accelerate:
+                    message = (
+                        f"the training loop draws batches from `iter({code})` without a `DistributedSampler`: "
+                        "every rank trains on the whole dataset (N ranks do N times the work on duplicate "
+                        "batches); pass `sampler=DistributedSampler(dataset)` and call `sampler.set_epoch(epoch)`"
+                    )
+                elif _prepared_later(facts, loader, site):
+                    message = (
+                        f"`iter({code})` is taken before `{code}` goes through `accelerator.prepare`: the "
+                        "training loop draws from the unprepared loader, so every process trains on the whole "
+                        "dataset (N processes do N times the work on duplicate batches); take the iterator "
+                        "after preparing"
+                    )
+                else:
+                    message = (
+                        f"the training loop draws batches from `iter({code})` but `{code}` never went through "
+                        "`accelerator.prepare`: every process trains on the whole dataset (N processes do N "
+                        "times the work on duplicate batches); prepare it"
+                    )
+                ctx.report(loader, message, None)
 
 
-def _trains(loop: cst.For) -> bool:
+def _trains(loop: cst.For | cst.While) -> bool:
     """The loop body runs a backward pass (`loss.backward()`, `accelerator.backward(loss)`)."""
     for node in walk(loop.body):
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -198,6 +268,48 @@ def _trains(loop: cst.For) -> bool:
                 "optimizer_step",
             )
         ):
+            return True
+    return False
+
+
+def _iterators_drawn_in(facts: Facts, loop: cst.For | cst.While) -> list[cst.Call]:
+    """The `iter(...)` calls whose iterators `next(...)` draws from in the loop's body."""
+    index = facts.index
+    out: list[cst.Call] = []
+    for node in walk(loop.body):
+        if not (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value == "next"
+            and node.args
+            and not index.bindings_of(node.func)
+        ):
+            continue
+        drawn = node.args[0].value
+        if isinstance(drawn, cst.Call):
+            values: list[cst.BaseExpression | None] = [drawn]
+        elif isinstance(drawn, cst.Name):
+            values = [a.value for a in index.bindings_of(drawn) if a.op == "="]
+        elif isinstance(drawn, cst.Attribute):
+            values = [a.value for a in index.attribute_assignments(drawn) if a.op == "="]
+        else:
+            continue
+        out.extend(
+            v for v in values if isinstance(v, cst.Call) and facts.iterator_of(v) is not None
+        )
+    return out
+
+
+def _prepared_later(facts: Facts, loader: cst.BaseExpression, site: cst.Call) -> bool:
+    """The name ``loader`` is bound again, after ``site``, to what `accelerator.prepare` returns."""
+    index = facts.index
+    if not isinstance(loader, cst.Name):
+        return False
+    for a in index.scope(loader).bindings.get(loader.value, ()):
+        if a.order <= index.order(site):
+            continue
+        value = a.value if a.op == "=" else getattr(a.node, "value", None)
+        if value is not None and facts.is_prepare_call(value):
             return True
     return False
 

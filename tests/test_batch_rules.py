@@ -282,6 +282,65 @@ def test_discarded_prepare_result_is_still_unsharded(snapshot):
     snapshot(lint_snippet("DL302", code))
 
 
+def test_batches_drawn_with_next_are_judged_where_the_iterator_was_taken():
+    # the loader as it was at `iter(...)`: before `prepare` rebinds the name, it is unprepared
+    def lines(code: str) -> list[tuple[int, str]]:
+        found = lint_snippet("DL302", code).findings
+        return [(f.line, f.message.split(":")[0]) for f in found]
+
+    head = (
+        "import torch.distributed as dist\nfrom accelerate import Accelerator\n"
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "accelerator = Accelerator()\nloader = DataLoader(range(8), shuffle=True)\n"
+    )
+    train = "for step in range(9):\n    accelerator.backward(next(it))\n"
+    before = head + "it = iter(loader)\nloader = accelerator.prepare(loader)\n" + train
+    assert lines(before) == [
+        (6, "`iter(loader)` is taken before `loader` goes through `accelerator.prepare`")
+    ]
+    after = head + "loader = accelerator.prepare(loader)\nit = iter(loader)\n" + train
+    assert lines(after) == []
+    # a peek at a prepared loader, and next() outside any training loop, are not reported
+    peek = (
+        head
+        + "loader = accelerator.prepare(loader)\n"
+        + train.replace("next(it)", "next(iter(loader))")
+    )
+    assert lines(peek) == []
+    assert lines(head + "it = iter(loader)\nfirst = next(it)\n") == []
+    # under DDP: a DistributedSampler shards it, a plain shuffling loader does not
+    ddp = (
+        "import torch.distributed as dist\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "dist.init_process_group('gloo')\n"
+    )
+    loop = "it = iter(loader)\nwhile True:\n    next(it).sum().backward()\n"
+    plain = ddp + "loader = DataLoader(range(8), shuffle=True)\n" + loop
+    assert lines(plain) == [
+        (5, "the training loop draws batches from `iter(loader)` without a `DistributedSampler`")
+    ]
+    sampled = ddp + "loader = DataLoader(range(8), sampler=DistributedSampler(range(8)))\n" + loop
+    assert lines(sampled) == []
+
+
+def test_an_iterable_dataset_of_the_script_decides_what_each_process_reads():
+    # a sampler cannot split an IterableDataset: whether ranks see the same stream is up to its
+    # own __iter__ (this one generates synthetic episodes on every rank); a map-style dataset
+    # of the script is still judged by its loader
+    def codes(base: str) -> list[str]:
+        code = (
+            "import torch.distributed as dist\nfrom torch.utils import data\n\n"
+            f"class Episodes(data.{base}):\n    def __iter__(self):\n        yield 1\n\n"
+            "class MoreEpisodes(Episodes):\n    pass\n\n"
+            "dist.init_process_group('gloo')\nstream = MoreEpisodes()\n"
+            "loader = data.DataLoader(stream, batch_size=4)\n"
+            "for batch in loader:\n    batch.sum().backward()\n"
+        )
+        return [f.code for f in lint_snippet("DL302", code).findings]
+
+    assert codes("IterableDataset") == []
+    assert codes("Dataset") == ["DL302"]
+
+
 def test_custom_sampler_or_unknown_loader_is_not_reported(snapshot):
     code = """
     import torch.distributed as dist

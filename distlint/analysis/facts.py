@@ -1108,6 +1108,20 @@ class Facts:
             return func.value in K.PASS_THROUGH
         return self.index.qualname(func) in K.PASS_THROUGH
 
+    def iterator_of(self, call: cst.Call) -> cst.BaseExpression | None:
+        """``iter(loader)`` (the builtin): the iterable whose iterator the call makes."""
+        func = call.func
+        if (
+            isinstance(func, cst.Name)
+            and func.value == "iter"
+            and len(call.args) == 1
+            and call.args[0].keyword is None
+            and not call.args[0].star
+            and not self.index.bindings_of(func)
+        ):
+            return call.args[0].value
+        return None
+
     def sampler_shards(self, sampler: cst.BaseExpression) -> bool | None:
         """True: a distributed sampler; False: one that draws from the whole dataset in every
         process; None: a custom sampler (it may well shard by rank)."""
@@ -1158,6 +1172,8 @@ class Facts:
         qualname = index.qualname(call.func)
         if position is None and self.is_dataloader(qualname):
             return [self._dataloader_origin(call)]
+        if position is None and self.iterator_of(call) is not None:
+            return self.loader_origins(call.args[0].value, depth - 1)
         if position is None and self.is_device_loader(qualname) and call.args:
             return self.loader_origins(call.args[0].value, depth - 1)
         fn = index.local_function(call.func)
@@ -1219,7 +1235,22 @@ class Facts:
         dataset = index.argument(call, "dataset", 0)
         if dataset is not None and self.data_sharded_by_rank(dataset.value):
             return Origin.UNKNOWN
+        if dataset is not None and self._iterable_dataset_of_this_module(dataset.value):
+            return Origin.UNKNOWN  # its own `__iter__` decides what each process reads
         return Origin.UNSHARDED
+
+    def _iterable_dataset_of_this_module(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` is made by an `IterableDataset` class of this module (a sampler cannot split
+        it; whether every process streams the same data is its `__iter__`'s business)."""
+        values = [expr]
+        if isinstance(expr, cst.Name):
+            values = [a.value for a in self.index.bindings_of(expr) if a.value is not None]
+        for value in values:
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+                for b in self.index.bindings_of(value.func):
+                    if isinstance(b.node, cst.ClassDef) and self.is_iterable_dataset_class(b.node):
+                        return True
+        return False
 
     def data_sharded_by_rank(self, expr: cst.CSTNode) -> bool:
         """Something flowing into ``expr`` splits it by process (also in another module)."""
@@ -1348,23 +1379,29 @@ class Facts:
             return False
         return Index.argument(call, keyword="generator", position=2) is None
 
-    def is_model_class(self, cls: cst.ClassDef, seen: set[cst.CSTNode] | None = None) -> bool:
+    def is_model_class(self, cls: cst.ClassDef) -> bool:
         """A class of this module that subclasses a model base (`nn.Module`, ...)."""
-        seen = set() if seen is None else seen
+        return self._subclasses(cls, _is_model_base, set())
+
+    def is_iterable_dataset_class(self, cls: cst.ClassDef) -> bool:
+        """A class of this module that subclasses torch's `IterableDataset`."""
+        return self._subclasses(cls, K.ITERABLE_DATASETS.__contains__, set())
+
+    def _subclasses(
+        self, cls: cst.ClassDef, is_base: Callable[[str], bool], seen: set[cst.CSTNode]
+    ) -> bool:
+        """``cls`` has a base, or a base of a class of this module it derives from, whose
+        qualified name ``is_base`` accepts."""
         if cls in seen:
             return False
         seen.add(cls)
         for base in cls.bases:
             q = self.index.qualname(base.value)
-            if q is not None and (
-                q in K.MODEL_BASES
-                or q.startswith("transformers.")
-                and q.endswith("PreTrainedModel")
-            ):
+            if q is not None and is_base(q):
                 return True
             if isinstance(base.value, cst.Name):
                 for b in self.index.bindings_of(base.value):
-                    if b.op == "class" and self.is_model_class(b.node, seen):  # type: ignore[arg-type]
+                    if b.op == "class" and self._subclasses(b.node, is_base, seen):  # type: ignore[arg-type]
                         return True
         return False
 
@@ -1765,6 +1802,12 @@ def _dict_entry(index: Index, value: cst.CSTNode | None, name: str) -> cst.BaseE
 def _names_batch_or_accumulation(name: str) -> bool:
     lowered = name.lower()
     return "accum" in lowered or ("batch" in lowered and "batches" not in lowered)
+
+
+def _is_model_base(qualname: str) -> bool:
+    return qualname in K.MODEL_BASES or (
+        qualname.startswith("transformers.") and qualname.endswith("PreTrainedModel")
+    )
 
 
 def _int_value(node: cst.CSTNode) -> int | None:

@@ -170,6 +170,9 @@ KNOWN_LIBRARIES = frozenset(
 )  # fmt: skip
 ACCUMULATION_WORD = "accum"
 RANK_NAMES = frozenset({"rank", "global_rank", "local_rank", "process_index", "ordinal"})
+ITERABLE_DATASETS = frozenset(
+    {"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"}
+)
 # Tests that hold on one process only (the main one): what runs under them is not what the run
 # does on every process (`generator = torch.manual_seed(0)` to sample images on the main process).
 MAIN_PROCESS_FLAGS = frozenset(
