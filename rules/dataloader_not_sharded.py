@@ -186,6 +186,7 @@ class DataloaderNotSharded(Rule):
         if facts.mode not in (Mode.ACCELERATE, Mode.DDP, Mode.XLA_MULTIPROCESS):
             return
         accelerate = facts.mode is Mode.ACCELERATE
+        reported: set[tuple[int, str]] = set()  # (function, loader)
         for loop in index.loops:
             if not isinstance(loop, cst.For) or not _trains(loop):
                 continue
@@ -209,15 +210,18 @@ class DataloaderNotSharded(Rule):
                     "`sampler=DistributedSampler(dataset)` and call `sampler.set_epoch(epoch)`"
                 )
             ctx.report(loader, message, _fix(facts, loop, loader) if accelerate else None)
-        self._check_iterators(ctx, accelerate)
+            reported.add((id(index.enclosing_function(loop)), code))
+        self._check_iterators(ctx, accelerate, reported)
 
-    def _check_iterators(self, ctx: RuleContext, accelerate: bool) -> None:
+    def _check_iterators(
+        self, ctx: RuleContext, accelerate: bool, done: set[tuple[int, str]]
+    ) -> None:
         """Batches drawn with `next(it)` in a training loop, `it = iter(loader)`: the loader as
         it was when the iterator was taken (an iterator taken before `prepare` keeps drawing
-        from the unprepared loader)."""
+        from the unprepared loader). ``done``: (function, loader) already reported; an iterator
+        taken again on StopIteration is the same hazard, reported once."""
         index, facts = ctx.index, ctx.facts
-        done: set[tuple[int, str]] = set()  # (function, loader): an iterator taken again on
-        for loop in index.loops:  # StopIteration is the same hazard, reported once
+        for loop in index.loops:
             if not isinstance(loop, (cst.For, cst.While)) or not _trains(loop):
                 continue
             for site in sorted(_iterators_drawn_in(facts, loop), key=index.order):

@@ -308,6 +308,13 @@ def test_batches_drawn_with_next_are_judged_where_the_iterator_was_taken():
     )
     assert lines(peek) == []
     assert lines(head + "it = iter(loader)\nfirst = next(it)\n") == []
+    # one loader, one finding: iterated by `for` and drawn with next() in the same function
+    both = (
+        head
+        + "for batch in loader:\n    accelerator.backward(batch)\n"
+        + train.replace("next(it)", "next(iter(loader))")
+    )
+    assert [line for line, _ in lines(both)] == [6]
     # under DDP: a DistributedSampler shards it, a plain shuffling loader does not
     ddp = (
         "import torch.distributed as dist\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
