@@ -301,19 +301,12 @@ def test_batches_drawn_with_next_are_judged_where_the_iterator_was_taken():
     after = head + "loader = accelerator.prepare(loader)\nit = iter(loader)\n" + train
     assert lines(after) == []
     # a peek at a prepared loader, and next() outside any training loop, are not reported
-    peek = (
-        head
-        + "loader = accelerator.prepare(loader)\n"
-        + train.replace("next(it)", "next(iter(loader))")
-    )
+    fresh = train.replace("next(it)", "next(iter(loader))")  # a new iterator every step
+    peek = head + "loader = accelerator.prepare(loader)\n" + fresh
     assert lines(peek) == []
     assert lines(head + "it = iter(loader)\nfirst = next(it)\n") == []
     # one loader, one finding: iterated by `for` and drawn with next() in the same function
-    both = (
-        head
-        + "for batch in loader:\n    accelerator.backward(batch)\n"
-        + train.replace("next(it)", "next(iter(loader))")
-    )
+    both = head + "for batch in loader:\n    accelerator.backward(batch)\n" + fresh
     assert [line for line, _ in lines(both)] == [6]
     # under DDP: a DistributedSampler shards it, a plain shuffling loader does not
     ddp = (
