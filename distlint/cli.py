@@ -30,24 +30,21 @@ from distlint.reporting import FORMATS, ReportContext, renderer
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-def _split_codes(values: Sequence[str]) -> tuple[str, ...] | None:
+def _split_codes(values: Sequence[str], option: str) -> tuple[str, ...] | None:
+    """The codes or prefixes an option's comma-separated values name (a rule's name becomes
+    its code); an empty, blank or unknown one is a usage error naming the option."""
     if not values:
         return None
+    from distlint.registry import normalise_selector
+
     out: list[str] = []
     for value in values:
-        out += [v.strip().upper() for v in value.split(",") if v.strip()]
+        for part in value.split(","):
+            try:
+                out.append(normalise_selector(part))
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint=option) from None
     return tuple(out)
-
-
-def _validate_selectors(codes: tuple[str, ...] | None, option: str) -> None:
-    if not codes:
-        return
-    from distlint.registry import all_rules
-
-    known = [r.CODE for r in all_rules()]
-    for code in codes:
-        if code != "ALL" and not any(k.startswith(code) for k in known):
-            raise click.BadParameter(f"unknown rule code or prefix {code!r}", param_hint=option)
 
 
 def _common_options(f):
@@ -59,16 +56,20 @@ def _common_options(f):
             "--select",
             multiple=True,
             metavar="CODES",
-            help="Only these rule codes or prefixes (DL1, DL101, ALL); comma-separated or repeated.",
+            help="Only these rule codes, prefixes or names (DL1, DL101, seed-only-torch, ALL); "
+            "comma-separated or repeated.",
         ),
         click.option(
-            "--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes."
+            "--ignore",
+            multiple=True,
+            metavar="CODES",
+            help="Skip these rule codes, prefixes or names.",
         ),
         click.option(
             "--extend-select",
             multiple=True,
             metavar="CODES",
-            help="Add these codes to the selection.",
+            help="Add these codes, prefixes or names to the selection.",
         ),
         click.option(
             "--unsafe-fixes/--no-unsafe-fixes",
@@ -213,14 +214,9 @@ def _run(
     quiet: bool = False,
     **verify_kwargs,
 ) -> int:
-    select_t, ignore_t, extend_t = (
-        _split_codes(select),
-        _split_codes(ignore),
-        _split_codes(extend_select),
-    )
-    _validate_selectors(select_t, "--select")
-    _validate_selectors(ignore_t, "--ignore")
-    _validate_selectors(extend_t, "--extend-select")
+    select_t = _split_codes(select, "--select")
+    ignore_t = _split_codes(ignore, "--ignore")
+    extend_t = _split_codes(extend_select, "--extend-select")
     problem = config_file_problem(config_path) if config_path is not None else None
     if problem is not None:  # missing, a directory, a FIFO...
         click.echo(f"error: {problem}", err=True)
@@ -565,8 +561,10 @@ def rule_cmd(code: str) -> None:
     try:
         rule = lookup(code)
     except KeyError:
+        from distlint.registry import suggestion
+
         raise click.BadParameter(
-            f"no rule {code!r} (see `distlint rules`)", param_hint="CODE"
+            f"no rule {code!r}{suggestion(code)} (see `distlint rules`)", param_hint="CODE"
         ) from None
     click.echo(rule.docs(), nl=False)
 

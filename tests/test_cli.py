@@ -116,6 +116,10 @@ def test_syntax_error_is_reported_and_other_files_still_linted(distlint_exe, pro
         (("--ignore", "DL101"), 0),
         (("--select", "DL1", "--ignore", "DL10"), 0),
         (("--select", "DL3"), 0),
+        (("--select", "seed-only-torch"), 1),
+        (("--select", "unscaled-learning-rate,seed-only-torch"), 1),
+        (("--ignore", "seed-only-torch"), 0),
+        (("--select", "DL1", "--ignore", "SEED-ONLY-TORCH"), 0),
     ],
 )
 def test_select_and_ignore_prefixes(distlint_exe, project, args, expected_rc):
@@ -128,6 +132,33 @@ def test_unknown_selector_is_a_usage_error(distlint_exe, project):
     proc = run(distlint_exe, "check", "--select", "XY9", "bad.py", cwd=project)
     assert proc.returncode == 2
     assert "XY9" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ("--select", "DL2O1"),
+            "--select: unknown rule code, prefix or name 'DL2O1' (did you mean DL201?)",
+        ),
+        (("--ignore", "seed-only-torh"), "(did you mean seed-only-torch?)"),
+        (("--ignore", ""), "--ignore: empty rule code ''"),
+        (("--select", " "), "--select: empty rule code ' '"),
+        (("--extend-select", "DL101,,DL201"), "--extend-select: empty rule code ''"),
+    ],
+)
+def test_empty_and_mistyped_selectors_are_usage_errors_with_a_suggestion(
+    distlint_exe, project, args, expected
+):
+    proc = run(distlint_exe, "check", *args, "bad.py", cwd=project)
+    assert proc.returncode == 2, proc.stdout
+    assert expected in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_rule_suggests_the_closest_code(distlint_exe, project):
+    proc = run(distlint_exe, "rule", "DL2O1", cwd=project)
+    assert proc.returncode == 2 and "did you mean DL201?" in proc.stderr
 
 
 def test_statistics(distlint_exe, project):

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from distlint.registry import RegistryError, _check_unique, all_rules
+from distlint.registry import RegistryError, _check_unique, all_rules, lookup, normalise_selector
 from distlint.rule import Rule
 
 
@@ -30,3 +30,39 @@ def test_duplicate_codes_are_rejected():
 def test_core_rules_present():
     codes = {r.CODE for r in all_rules()}
     assert {"DL101"} <= codes
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("DL201", "DL201"),
+        (" dl2 ", "DL2"),
+        ("all", "ALL"),
+        ("unscaled-learning-rate", "DL201"),
+        ("Seed-Only-Torch", "DL101"),
+    ],
+)
+def test_selectors_name_codes_prefixes_or_rules(selector, expected):
+    assert normalise_selector(selector) == expected
+
+
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        ("", "empty rule code ''"),
+        ("  ", "empty rule code '  '"),
+        ("DL2O1", "unknown rule code, prefix or name 'DL2O1' (did you mean DL201?)"),
+        ("seed-only-torh", "(did you mean seed-only-torch?)"),
+        ("XY9", "unknown rule code, prefix or name 'XY9'"),
+    ],
+)
+def test_bad_selectors_say_why_and_suggest(selector, message):
+    with pytest.raises(ValueError) as info:
+        normalise_selector(selector)
+    assert message in str(info.value)
+    if selector == "XY9":
+        assert "did you mean" not in str(info.value)
+
+
+def test_rule_lookup_by_code_or_name_in_any_case():
+    assert lookup("dl101") is lookup("seed-only-torch") is lookup("SEED-ONLY-TORCH")
