@@ -26,7 +26,7 @@ def test_plugin_reports_dl_codes(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines() == [
         "bad.py:20:5: DL101 torch is seeded by hand but python `random` and numpy are not: "
-        "use `accelerate.utils.set_seed(seed)`, which seeds random, numpy, torch, every device and XLA"
+        "use `accelerate.utils.set_seed(seed)`"
     ]
 
 

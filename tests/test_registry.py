@@ -66,3 +66,25 @@ def test_bad_selectors_say_why_and_suggest(selector, message):
 
 def test_rule_lookup_by_code_or_name_in_any_case():
     assert lookup("dl101") is lookup("seed-only-torch") is lookup("SEED-ONLY-TORCH")
+
+
+def test_messages_are_concise_and_name_the_value():
+    """ruff-like messages (issue #30): what and where in about 100 characters, the value named
+    in backticks; the explanation lives in `distlint rule CODE`. Values and origins are the
+    variable part and are not counted."""
+    from helpers import FIXTURES
+
+    from distlint.config import Config
+    from distlint.runner import lint_source
+
+    config = Config(select=("ALL",))
+    seen = set()
+    for bad in sorted(FIXTURES.glob("DL*/bad.py")):
+        for finding in lint_source(bad.read_text(), str(bad), config).findings:
+            seen.add(finding.code)
+            fixed_part = re.sub(r"`[^`]*`", "`v`", finding.message)
+            fixed_part = re.sub(r" \((from|read by) [^)]*\)", "", fixed_part)
+            assert len(fixed_part) <= 105, finding.message
+            if finding.code != "DL001":
+                assert "`" in finding.message, finding.message  # the value or the remedy, named
+    assert seen >= {"DL101", "DL102", "DL201", "DL202", "DL203", "DL301", "DL302", "DL303"}
