@@ -28,6 +28,20 @@ from distlint.model import FileResult, Finding
 from distlint.reporting import FORMATS, ReportContext, renderer
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+TEXT_FORMATS = ("text", "concise", "full")
+
+
+def _color(output_file: str | None, stream: TextIO) -> bool:
+    """ANSI colours: only for a report written to a terminal, never with NO_COLOR set (to
+    anything but the empty string, https://no-color.org); FORCE_COLOR asks for them anyway."""
+    if output_file is not None or os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _split_codes(values: Sequence[str], option: str) -> tuple[str, ...] | None:
@@ -80,14 +94,20 @@ def _common_options(f):
             "--diff", is_flag=True, help="Print the diff of the fixes instead of writing them."
         ),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain."),
-        click.option("--statistics", is_flag=True, help="Print the number of findings per rule."),
+        click.option(
+            "--statistics",
+            is_flag=True,
+            help="Print the number of findings per rule instead of the findings.",
+        ),
         click.option(
             "--format",
+            "--output-format",
             "fmt",
             type=click.Choice(FORMATS),
             default="text",
             show_default=True,
-            help="Output format.",
+            help="Output format: `text` (or `concise`) one line per finding; `full` also the "
+            "source lines, a caret under the range and the fix as a diff.",
         ),
         click.option(
             "--output-file",
@@ -234,7 +254,7 @@ def _run(
         debug=debug,
         cache=not no_cache,
         jobs=jobs,
-        keep_source=diff,
+        keep_source=diff or fmt == "full",
     )
     if verify:
         return _run_verify(paths, options, fmt, verify_kwargs)
@@ -270,9 +290,13 @@ def _run(
             click.echo(str(error), err=True)
         if diff and result.fixed_source is not None:
             diffs.append(_unified_diff(result, result.source_text or ""))
-        # keep findings, not the text of every fixed file, across a large tree
+        # keep findings, not the text of every fixed file, across a large tree (`full` keeps
+        # the text the remaining findings point into: the fixed text after a fix)
+        shown = None
+        if fmt == "full" and result.findings:
+            shown = result.fixed_source if result.fixed_source is not None else result.source_text
         results.append(
-            result._replace(fixed_source=None, fixed_bytes=None, source_text=None)
+            result._replace(fixed_source=None, fixed_bytes=None, source_text=shown)
             if result.fixed_source is not None or result.source_text is not None
             else result
         )
@@ -283,14 +307,15 @@ def _run(
         unsafe_fixes=_unsafe_fixes(unsafe_fixes, paths, options),
         show_statistics=statistics,
         diff=diff,
+        color=_color(output_file, sys.stderr if diff and fmt in TEXT_FORMATS else sys.stdout),
     )
     if diff:
         out = "".join(diffs)
         sys.stdout.write(out)
         if quiet:
             pass
-        elif fmt == "text":
-            _emit(results, "text", output_file, context, stream=sys.stderr)
+        elif fmt in TEXT_FORMATS:
+            _emit(results, fmt, output_file, context, stream=sys.stderr)
         else:
             _emit(results, fmt, output_file, context)
     elif quiet:
@@ -337,6 +362,7 @@ def _run_stdin(
         unsafe_fixes=config.unsafe_fixes,
         show_statistics=statistics,
         diff=diff,
+        color=_color(output_file, sys.stdout),
     )
     if options.fix and not diff:
         # `distlint fix -`: the fixed source on stdout and nothing else (editors pipe through it)
@@ -354,6 +380,13 @@ def _run_stdin(
 
             sys.stdout.write(_unified_diff(result, decode(data)[0]))
         return _exit_code([result], exit_zero, diff_changed=result.fixed_source is not None)
+    if fmt == "full" and result.findings and result.source_text is None:
+        from distlint.edits import decode
+
+        try:
+            result = result._replace(source_text=decode(data)[0])
+        except (SyntaxError, UnicodeError, LookupError):
+            pass
     _emit([result], fmt, output_file, context)
     return _exit_code([result], exit_zero)
 

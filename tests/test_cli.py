@@ -168,6 +168,111 @@ def test_statistics(distlint_exe, project):
     lines = [line.split("\t") for line in proc.stdout.splitlines() if "\t" in line]
     assert [(n.strip(), code) for n, code, *_ in lines] == [("2", "DL101")]
     assert "seed-only-torch" in proc.stdout
+    # ruff's --statistics: the table and the summary, not every finding
+    assert "bad.py:" not in proc.stdout and "bad2.py:" not in proc.stdout
+    assert proc.stdout.splitlines()[0] == "2\tDL101\t[*] seed-only-torch"
+    clean = run(distlint_exe, "check", "--statistics", "good.py", cwd=project)
+    assert clean.returncode == 0 and clean.stdout == ""
+
+
+FULL_SOURCE = "import random\n\nimport torch\n\ndef main():\n    torch.manual_seed(0)\n    random.shuffle([1])\n"
+
+
+def test_full_format_shows_the_source_a_caret_and_the_fix(distlint_exe, tmp_path):
+    (tmp_path / "t.py").write_text(FULL_SOURCE)
+    for option in ("--format", "--output-format"):
+        proc = run(distlint_exe, "check", "--no-cache", option, "full", "t.py", cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr
+        lines = proc.stdout.splitlines()
+        assert lines[0].startswith("t.py:6:5: DL101 torch is seeded by hand")
+        assert lines[1:8] == [
+            "  |",
+            "4 |",
+            "5 | def main():",
+            "6 |     torch.manual_seed(0)",
+            "  |     ^^^^^^^^^^^^^^^^^^^^ DL101",
+            "7 |     random.shuffle([1])",
+            "  |",
+        ]
+        assert (
+            lines[8]
+            == "  = help: Replace the hand-written seeding with `set_seed(...)` (unsafe fix)"
+        )
+        assert "4 + from accelerate.utils import set_seed" in lines
+        at = lines.index("6 | def main():")
+        assert lines[at : at + 4] == [
+            "6 | def main():",
+            "  -     torch.manual_seed(0)",
+            "7 +     set_seed(0)",
+            "8 |     random.shuffle([1])",
+        ]
+        assert "\x1b[" not in proc.stdout  # not a terminal: no colours
+    concise = run(
+        distlint_exe, "check", "--no-cache", "--output-format", "concise", "t.py", cwd=tmp_path
+    )
+    text = run(distlint_exe, "check", "--no-cache", "t.py", cwd=tmp_path)
+    assert concise.stdout == text.stdout and len(text.stdout.splitlines()) == 4
+
+
+def test_full_format_after_a_fix_points_into_the_fixed_text(distlint_exe, project):
+    proc = run(
+        distlint_exe, "check", "--fix", "--no-cache", "--format", "full", "bad.py", cwd=project
+    )
+    assert proc.returncode == 0 and "Fixed 1 finding." in proc.stdout
+    (project / "lr.py").write_text(
+        "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+        "model = torch.nn.Linear(2, 2)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "model, opt = accelerator.prepare(model, opt)\n"
+    )
+    proc = run(
+        distlint_exe,
+        "check",
+        "--no-cache",
+        "--format",
+        "full",
+        "-",
+        cwd=project,
+        stdin=(project / "lr.py").read_text(),
+    )
+    assert proc.returncode == 1
+    assert "6 | opt = torch.optim.SGD(model.parameters(), lr=0.1)" in proc.stdout
+    assert "  |                                              ^^^ DL201" in proc.stdout
+
+
+def _in_a_terminal(exe, args, cwd, env):
+    """Run ``exe args`` with its stdout on a pseudo-terminal; return what it wrote."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: stdout is the terminal
+        os.chdir(cwd)
+        os.execve(exe, [exe, *args], env)
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.waitpid(pid, 0)
+    return b"".join(chunks).decode()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+def test_colours_on_a_terminal_only_and_never_with_no_color(distlint_exe, project):
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    args = ["check", "--no-cache", "bad.py"]
+    coloured = _in_a_terminal(distlint_exe, args, project, env)
+    assert "\x1b[1;31mDL101\x1b[0m" in coloured
+    plain = _in_a_terminal(distlint_exe, args, project, dict(env, NO_COLOR="1"))
+    assert "DL101" in plain and "\x1b[" not in plain
+    piped = run(distlint_exe, *args, cwd=project)
+    assert "\x1b[" not in piped.stdout
+    out_file = _in_a_terminal(distlint_exe, [*args, "-o", "report.txt"], project, env)
+    assert "\x1b[" not in (project / "report.txt").read_text() and "\x1b[" not in out_file
 
 
 def test_rules_and_rule(distlint_exe, project):

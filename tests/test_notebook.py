@@ -404,3 +404,19 @@ def test_masking_agrees_with_ipython_itself():
         masked = {i for first, last in found for i in range(first, last + 1)}
         kept = [line.rstrip("\n") for i, line in enumerate(lines) if i not in masked]
         assert all(line in python for line in kept), (cell, python)
+
+
+def test_full_format_shows_the_cells_own_lines(distlint_exe, notebook):
+    proc = subprocess.run(
+        [distlint_exe, "check", "--no-cache", "--format", "full", notebook.name],
+        cwd=notebook.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("train.ipynb:cell 3:4:5: DL101 ")
+    assert "4 |     torch.manual_seed(0)" in lines
+    assert "  |     ^^^^^^^^^^^^^^^^^^^^ DL101" in lines
+    assert "3 |     %time warmup = 1" in lines  # the cell's text, magics as written

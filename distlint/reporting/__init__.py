@@ -12,7 +12,9 @@ from typing import Callable, NamedTuple, TextIO
 
 from distlint.model import FileResult
 
-FORMATS = ("text", "json", "github", "sarif", "junit")
+# "concise" is ruff's name for the text format; "full" adds the source lines and the fix's diff
+FORMATS = ("text", "concise", "full", "json", "github", "sarif", "junit")
+_MODULES = {"concise": "text"}
 
 
 class ReportContext(NamedTuple):
@@ -20,11 +22,12 @@ class ReportContext(NamedTuple):
     unsafe_fixes: bool = False
     show_statistics: bool = False
     diff: bool = False
+    color: bool = False  # ANSI colours (a terminal, NO_COLOR unset)
 
 
 def renderer(fmt: str) -> Callable[[Sequence[FileResult], TextIO, ReportContext], None]:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}")
-    module = importlib.import_module(f"distlint.reporting.{fmt}_format")
+    module = importlib.import_module(f"distlint.reporting.{_MODULES.get(fmt, fmt)}_format")
     render: Callable[[Sequence[FileResult], TextIO, ReportContext], None] = module.render
     return render
