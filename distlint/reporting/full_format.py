@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import TextIO
 
-from distlint.model import Applicability, FileResult, Finding
+from distlint.model import Applicability, FileResult, Finding, Fix
 from distlint.reporting import ReportContext
 from distlint.reporting.text_format import Painter, finding_line, summary
 
@@ -85,7 +85,7 @@ def _fix_section(text: str | None, finding: Finding, paint: Painter) -> str:
     return "\n".join(out) + "\n"
 
 
-def _diff(text: str, fix, paint: Painter) -> list[str]:
+def _diff(text: str, fix: Fix, paint: Painter) -> list[str]:
     from distlint.edits import splice
 
     try:
