@@ -627,9 +627,11 @@ def lsp() -> None:
 
     missing = [m for m in ("pygls", "lsprotocol") if importlib.util.find_spec(m) is None]
     if missing:
+        from distlint.install_hint import extra_install_command
+
         click.echo(
-            "error: the language server needs the lsp extra: pip install 'distlint[lsp]' "
-            f"(missing: {', '.join(missing)})",
+            "error: the language server needs the lsp extra: "
+            f"{extra_install_command('lsp')} (missing: {', '.join(missing)})",
             err=True,
         )
         sys.exit(EXIT_ERROR)

@@ -6,6 +6,16 @@ import pytest
 from helpers import FIXTURES, ROOT, compare_snapshot, snapshot_path  # noqa: F401
 
 
+def pre_commit_command() -> list[str]:
+    """How the tests run pre-commit: the running interpreter's own (`python -m pre_commit`), so
+    that a venv's python works without the venv on PATH; skipped, saying why, without it."""
+    import importlib.util
+
+    if importlib.util.find_spec("pre_commit") is None:
+        pytest.skip(f"pre-commit is not installed for {sys.executable} (pip install -e '.[dev]')")
+    return [sys.executable, "-m", "pre_commit"]
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--update-snapshots",
@@ -65,9 +75,9 @@ def snapshot(request):
 @pytest.fixture(scope="session")
 def distlint_exe():
     """The installed `distlint` console script, as users and pre-commit run it."""
-    exe = shutil.which("distlint")
-    if exe is None:
-        candidate = Path(sys.executable).parent / "distlint"
-        exe = str(candidate) if candidate.exists() else None
+    # the one beside the running interpreter first: a venv's python run without activating
+    # the venv must not pick up another installation's `distlint` from PATH
+    candidate = Path(sys.executable).parent / "distlint"
+    exe = str(candidate) if candidate.exists() else shutil.which("distlint")
     assert exe is not None, "the distlint command is not installed (pip install -e '.[dev]')"
     return exe

@@ -353,3 +353,48 @@ def test_findings_of_a_followed_module_are_printed_with_its_path_and_said_so(dis
     assert "fixable" not in proc.stdout
     fixed = run(distlint_exe, "fix", "--no-cache", "--unsafe-fixes", "--diff", entry, cwd=folder)
     assert "+++" not in fixed.stdout
+
+
+# issue #30 item 2: install hints for extras follow how distlint was installed
+
+
+@pytest.mark.parametrize(
+    ("origin", "expected"),
+    [
+        (
+            {"url": "file:///src/my%20distlint", "dir_info": {"editable": True}},
+            "pip install -e '.[lsp]' (in the clone at '/src/my distlint')",
+        ),
+        (
+            {"url": "file:///src/distlint", "dir_info": {}},
+            "pip install '.[lsp]' (in the clone at /src/distlint)",
+        ),
+        (
+            {
+                "url": "https://github.com/o/distlint",
+                "vcs_info": {"vcs": "git", "commit_id": "abc123"},
+            },
+            "pip install 'distlint[lsp] @ git+https://github.com/o/distlint@abc123'",
+        ),
+        ({"url": "file:///w/distlint-0.1.0-py3-none-any.whl", "archive_info": {}}, None),
+        ({}, None),
+    ],
+)
+def test_extra_install_hint_follows_the_installation(monkeypatch, origin, expected):
+    from distlint import install_hint
+
+    monkeypatch.setattr(install_hint, "_direct_url", lambda: origin)
+    assert install_hint.extra_install_command("lsp") == (expected or "pip install 'distlint[lsp]'")
+
+
+def test_this_installation_is_told_to_install_extras_in_its_clone():
+    from helpers import ROOT
+
+    from distlint.install_hint import _direct_url, extra_install_command
+
+    origin = _direct_url()
+    if not origin.get("dir_info"):
+        pytest.skip(f"distlint is not installed from a folder here ({origin or 'no direct_url'})")
+    hint = extra_install_command("lsp")
+    assert hint.startswith("pip install") and "'.[lsp]'" in hint
+    assert str(ROOT) in hint or os.path.realpath(ROOT) in hint
