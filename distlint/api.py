@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
@@ -467,11 +467,16 @@ def _read_limit(config: Config) -> int | None:
     return max(READ_LIMIT, config.max_file_size) if config.max_file_size else None
 
 
-def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> Iterator[FileResult]:
+def lint_paths(
+    paths: Sequence[str],
+    options: LintOptions = LintOptions(),
+    on_total: Callable[[int], None] | None = None,
+) -> Iterator[FileResult]:
     """Lint every Python file under ``paths``, one result per file, in a stable order.
 
     With ``options.cache``, files whose results are cached are answered from the cache; the
     others are linted on a process pool when there are many of them (``options.jobs``).
+    ``on_total`` is told how many files were found, before the first result (for progress).
     """
     from distlint.parallel import ordered_map
 
@@ -482,6 +487,8 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
         else:
             hit = _cached_result(item, options) if options.cache else None
             slots.append(hit if hit is not None else item)
+    if on_total is not None:
+        on_total(len(slots))
     todo = [slot for slot in slots if isinstance(slot, str)]
     if todo:
         from distlint.analysis.project import lint_run

@@ -285,9 +285,17 @@ def _run(
 
     results: list[FileResult] = []
     diffs: list[str] = []
-    for result in lint_paths(list(paths) or ["."], options):
+    from distlint.progress import Progress
+
+    progress = Progress.for_terminal(sys.stderr)
+    on_total = progress.set_total if progress is not None else None
+    for result in lint_paths(list(paths) or ["."], options, on_total):
+        if progress is not None and result.errors:
+            progress.clear()  # an error line never shares the progress line
         for error in result.errors:
             click.echo(str(error), err=True)
+        if progress is not None:
+            progress.advance()
         if diff and result.fixed_source is not None:
             diffs.append(_unified_diff(result, result.source_text or ""))
         # keep findings, not the text of every fixed file, across a large tree (`full` keeps
@@ -300,6 +308,8 @@ def _run(
             if result.fixed_source is not None or result.source_text is not None
             else result
         )
+    if progress is not None:
+        progress.clear()
     if not results:
         click.echo("warning: No Python files found", err=True)
     context = ReportContext(

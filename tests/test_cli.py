@@ -1,5 +1,6 @@
 """End-to-end: the installed `distlint` command, run as a subprocess as users and CI run it."""
 
+import io
 import json
 import os
 import subprocess
@@ -398,3 +399,51 @@ def test_this_installation_is_told_to_install_extras_in_its_clone():
     hint = extra_install_command("lsp")
     assert hint.startswith("pip install") and "'.[lsp]'" in hint
     assert str(ROOT) in hint or os.path.realpath(ROOT) in hint
+
+
+# issue #30 item 5: progress on a terminal, after a couple of seconds, never elsewhere
+
+
+class FakeTerminal:
+    def __init__(self):
+        self.text = ""
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+
+def test_progress_shows_files_done_of_total_after_the_delay_only():
+    from distlint.progress import DELAY, Progress
+
+    now = [0.0]
+    term = FakeTerminal()
+    progress = Progress(term, clock=lambda: now[0])
+    progress.set_total(300)
+    progress.advance()
+    assert term.text == ""  # a short run says nothing
+    now[0] = DELAY + 0.5
+    progress.advance()
+    assert term.text.endswith("distlint: 2/300 files")
+    now[0] += 0.01
+    progress.advance()  # too soon after the last update: not redrawn
+    assert term.text.count("distlint:") == 1
+    now[0] += 1
+    progress.advance()
+    assert term.text.endswith("\r\x1b[Kdistlint: 4/300 files")
+    progress.clear()
+    assert term.text.endswith("\r\x1b[K") and not progress.shown
+    piped = io.StringIO()
+    assert Progress.for_terminal(piped) is None  # not a terminal: no progress at all
+
+
+def test_no_progress_in_piped_output(distlint_exe, project):
+    for n in range(30):
+        (project / f"copy{n}.py").write_text(BAD)
+    proc = run(distlint_exe, "check", "--no-cache", ".", cwd=project)
+    assert "\r" not in proc.stderr and "distlint:" not in proc.stderr

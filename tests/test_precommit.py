@@ -172,3 +172,12 @@ def test_commit_without_python_files_passes(pre_commit, tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "(no files to check)Skipped" in out
+
+
+def test_the_hook_repository_holds_the_tracked_files_only(hook_repo):
+    """A virtualenv or any other untracked folder inside the clone (`v/`, `venv/`) is not
+    copied into the snapshot the hooks are built from (it took minutes, issue #30)."""
+    tracked = {rel for rel in git("ls-files", "-z", cwd=ROOT).split("\0") if rel}
+    present = {rel for rel in tracked if (ROOT / rel).is_file()}
+    in_snapshot = {rel for rel in git("ls-files", "-z", cwd=hook_repo).split("\0") if rel}
+    assert in_snapshot == (present if hook_repo != ROOT else tracked)

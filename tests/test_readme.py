@@ -297,3 +297,19 @@ def test_every_folder_of_modules_is_a_listed_package():
     assert not any(
         f.endswith(".py") for data in setuptools.get("package-data", {}).values() for f in data
     )
+
+
+def test_editors_page_says_how_emacs_saves():
+    """Emacs runs `before-save-hook` only for a modified buffer: the page says so and how to
+    save anyway; its elisp forms are balanced."""
+    doc = (ROOT / "docs" / "editors.md").read_text()
+    emacs = doc[doc.index("### Emacs") : doc.index("### Editors without LSP")]
+    assert "only a modified buffer" in emacs and "C-u M-~" in emacs
+    for lang, body in fenced_blocks(emacs):
+        assert lang == "elisp"
+        depth = 0
+        for ch in re.sub(r'"(?:\\.|[^"\\])*"', "", body):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            assert depth >= 0, body
+        assert depth == 0, body
+    assert "(set-buffer-modified-p t)" in emacs
