@@ -313,3 +313,19 @@ def test_editors_page_says_how_emacs_saves():
             assert depth >= 0, body
         assert depth == 0, body
     assert "(set-buffer-modified-p t)" in emacs
+
+
+def test_the_slow_marker_is_registered_for_the_inner_loop(pytestconfig, request):
+    """`pytest -m "not slow"` (CONTRIBUTING) is the inner loop: the marker is registered (an
+    unknown one would only warn) and end-to-end tests carry it."""
+    assert any(line.startswith("slow:") for line in pytestconfig.getini("markers"))
+    from conftest import _is_slow
+
+    assert not _is_slow(request.node)
+
+    class EndToEnd:
+        fixturenames = ("distlint_exe", "tmp_path")
+        path = ROOT / "tests" / "test_cli.py"
+        name = originalname = "test_exit_codes"
+
+    assert _is_slow(EndToEnd())
