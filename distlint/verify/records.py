@@ -59,6 +59,7 @@ class RankRecord:
     exception: dict[str, Any] | None = None
     stopped: bool = False
     stop_reason: str | None = None
+    stop_children: list[int] = field(default_factory=list)  # alive when verify stopped the rank
     exited: bool = False
     notes: list[str] = field(default_factory=list)
     patches: dict[str, Any] | None = None
@@ -243,6 +244,7 @@ def read_rank(path: str) -> RankRecord | None:
         elif kind == "stop":
             rank.stopped = True
             rank.stop_reason = r.get("reason")
+            rank.stop_children = [int(p) for p in r.get("children") or []]
         elif kind == "exit":
             rank.exited = True
         elif kind == "exception":

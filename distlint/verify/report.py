@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import textwrap
 from typing import Any, TextIO
 
 from distlint.verify.checks import loss_window, window_losses
-from distlint.verify.compare import RunSummary, rule_name
+from distlint.verify.compare import TAIL_LINES, RunSummary, rule_name
 from distlint.verify.core import VerifyResult
 
 STATUS = {"pass": "PASS", "info": "INFO", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
@@ -46,11 +47,12 @@ def _run_rows(
         "launcher": run.launcher,
         "device / backend": device
         + (f" ({dtype})" if dtype and dtype not in ("NO", "None") else ""),
-        "ranks in the group": f"{len(ranks)} of {run.nprocs}",
+        # A refused or failed run formed no group to speak of, and has no global batch.
+        "ranks in the group": f"{len(ranks)} of {run.nprocs}" if run.ok else "-",
         "mixed precision": _fmt(run.config("mixed_precision")),
         "forwards / update": _known(run.accumulation),
         "per-device batch": _known(run.per_device_batch) + exact_note,
-        "global batch / update": _known(run.global_batch),
+        "global batch / update": _known(run.global_batch) if run.ok else "-",
         "LR (first update)": _fmt(run.curve[0].lrs if run.curve else None),
         "updates": _fmt(len(run.curve)),
         "samples seen": _known(run.samples_seen, run.samples_known),
@@ -117,6 +119,35 @@ def _header(result: VerifyResult) -> str:
     return text + "."
 
 
+def _first_failed(result: VerifyResult) -> RunSummary | None:
+    """The run whose failure is the script's own error, shown first (runs in the order made)."""
+    for run in (result.many, result.one):
+        if run is not None and not run.ok and run.failures and not run.outcome.timed_out:
+            return run
+    return None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _script_failure(result: VerifyResult) -> list[str]:
+    """The script's own error first: the first failed rank's exception or output tail."""
+    run = _first_failed(result)
+    if run is None:
+        return []
+    first = run.failures[0]
+    who = f"rank {first.rank}" if first.rank is not None else "its process"
+    out = [f"The script failed in the {run.label} run ({who} first):", _wrap(first.reason, 2)]
+    lines = first.detail.strip("\n").splitlines()[-TAIL_LINES:]
+    out.extend("      | " + line for line in lines)
+    out.append("")
+    return out
+
+
 def _wrap(text: str, indent: int, width: int = 100) -> str:
     return textwrap.fill(
         text, width=width, initial_indent=" " * indent, subsequent_indent=" " * indent
@@ -130,6 +161,7 @@ def render_text(result: VerifyResult) -> str:
     out.append(f"distlint verify: {rel} {' '.join(result.script_args)}".rstrip())
     out.append(_header(result))
     out.append("")
+    out.extend(_script_failure(result))
     if result.runs:
         scaled = result.exact and result.one is not None and _batch_scaled(result.one)
         window = (
@@ -154,16 +186,26 @@ def render_text(result: VerifyResult) -> str:
     for run in result.runs:
         if run.ok:
             continue
-        out.append(f"The {run.label} run could not be made:")
+        out.append(f"The {run.label} run could not be made (the launcher's view):")
         for problem in run.problems:
             out.append(_wrap(problem, 2))
-        for failure in run.failures:
+        shown_first = run is _first_failed(result)
+        for failure in run.failures[1:] if shown_first else run.failures:
             who = f"rank {failure.rank}" if failure.rank is not None else "process"
-            out.append(f"  {who}: {failure.reason}")
+            out.append(_wrap(f"{who}: {failure.reason}", 2))
             detail = failure.detail.strip("\n")
             if detail:
                 lines = detail.splitlines()[-12:]
                 out.extend("      | " + line for line in lines)
+        code = run.outcome.returncode
+        if run.outcome.launcher_stopped:
+            pass  # every rank had exited; verify ended the launcher's own teardown
+        elif code is not None and code < 0:
+            name = _signal_name(-code)
+            sender = "verify, at the timeout" if run.outcome.timed_out else "outside verify"
+            out.append(_wrap(f"the launcher ended by {name} (sent by {sender})", 2))
+        elif code:
+            out.append(f"  the launcher exited with status {code}")
         out.append(f"  command: {' '.join(run.command)}")
         out.append("")
     if result.checks:

@@ -54,6 +54,8 @@ CASES: dict[str, tuple[str, list[str], dict]] = {
     "faults_fork": ("faults.py", ["--fault", "fork"], {}),
     "faults_helper": ("faults.py", ["--fault", "helper"], {}),
     "faults_sigterm": ("faults.py", ["--fault", "sigterm"], {"timeout": 40}),
+    "import_error": ("import_error.py", [], {}),
+    "argparse_error": ("faults.py", ["--fault", "no-such-fault"], {}),
 }
 MAX_STEPS = 10
 

@@ -234,7 +234,8 @@ def test_hang_ignoring_sigterm_is_named_and_killed():
     r = load_case("faults_sigterm")
     assert r.exit_code == 2 and r.many.outcome.timed_out
     assert [f.rank for f in r.many.failures if f.reason.startswith("hung")] == [1]
-    assert any("ignored SIGTERM" in n for n in r.many.notes)
+    assert any("ignored verify's SIGTERM; verify killed it with SIGKILL" in n for n in r.many.notes)
+    assert "verify sent SIGTERM" in r.many.problems[-1]
 
 
 def test_nlp_example_style_script():
@@ -355,3 +356,85 @@ def test_the_table_and_the_loss_check_use_the_same_window(case):
     assert float(row.group(1)) == pytest.approx(loss.data["end_loss_1"], rel=1e-3)
     assert float(row.group(2)) == pytest.approx(loss.data["end_loss_n"], rel=1e-3)
     assert f"mean loss over samples {lo}-{hi}:" in loss.detail
+
+
+# -- the script's own failure first ------------------------------------------------------------
+
+
+def _lines(text):
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_a_script_failing_at_import_shows_its_own_error_first_and_no_group_verdict():
+    r = load_case("import_error")
+    assert r.exit_code == 2
+    text = render_text(r)
+    lines = _lines(text)
+    assert lines[2] == "The script failed in the 2 processes run (rank 0 first):"
+    assert lines[3].strip() == (
+        "ModuleNotFoundError: No module named 'a_module_this_environment_lacks'"
+    )
+    assert 'import_error.py", line 6' in lines[5]
+    assert "never formed a group" not in text and "trained alone" not in text
+    assert "SIGTERM" not in text  # the launcher's teardown is not a failure of rank 0
+    assert "ranks in the group     -   -" in text  # no group row for a failed run
+
+
+def test_an_argparse_error_shows_the_scripts_usage_message_before_the_launchers_view():
+    r = load_case("argparse_error")
+    text = render_text(r)
+    head = text.split("The 2 processes run could not be made")[0]
+    assert "(rank 1 first)" in head and "exited with status 2 before training" in head
+    assert "faults.py: error: argument --fault: invalid choice: 'no-such-fault'" in head
+    assert "error_file" not in head  # torchrun's summary is not the headline
+    launcher_view = text.split("(the launcher's view):")[1]
+    assert "the launcher exited with status 1" in launcher_view
+
+
+def test_a_crash_is_first_and_the_other_rank_is_not_reported_as_terminated():
+    r = load_case("faults_crash")
+    head = render_text(r).split("could not be made")[0]
+    assert "(rank 1 first)" in head and "RuntimeError: injected crash on rank 1" in head
+    assert [f.rank for f in r.many.failures] == [1, 0]
+    assert "Connection closed by peer" in r.many.failures[1].reason  # its own error, second
+
+
+def test_workers_of_ranks_that_verify_stopped_are_not_blamed_on_the_script():
+    from verify_helpers import load_case as load
+
+    r = load("correct")
+    rank0 = r.many.records.ranks[0]
+    rank0.stop_children = [4242]
+    r.many.outcome.leftovers = {4242: {"cmdline": "python correct.py", "found_by": "process tree"}}
+    from distlint.verify import compare
+
+    again = compare.summarize_run(r.many.outcome, r.many.records, 2, 10)
+    assert not any("left behind by the script" in n for n in again.notes)
+    assert any("verify ended 1 worker process(es)" in n for n in again.notes)
+
+
+def test_command_lines_are_shortened_on_word_boundaries():
+    from distlint.verify.launch import short_command
+
+    argv = [b"python", b"train.py"] + [b"--option-%d=value" % i for i in range(40)]
+    text = short_command(argv, limit=80)
+    assert len(text) <= 80 and text.endswith(" ...")
+    assert all(w in {a.decode() for a in argv} for w in text[: -len(" ...")].split())
+
+
+def test_a_rank_output_without_newlines_is_read_within_a_bound(tmp_path):
+    import tracemalloc
+
+    from distlint.verify.launch import TAIL_BYTES, tail_text
+
+    log = tmp_path / "stderr.log"
+    with open(log, "wb") as f:
+        for _ in range(16):
+            f.write(b"x" * (1 << 20))  # MiB, no newline
+        f.write(b"\nlast line\n")
+    tracemalloc.start()
+    tail = tail_text(str(log), 20)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert tail.endswith("last line\n") and len(tail) < 3000
+    assert peak < 4 * TAIL_BYTES

@@ -40,6 +40,27 @@ def user_frame(depth=2):
     return None
 
 
+def children_of(pid=None):
+    """Pids of the live children of `pid` (this process by default), from /proc."""
+    pid = os.getpid() if pid is None else pid
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+            if int(data[data.rindex(b")") + 2 :].split()[1]) == pid:
+                found.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
 def record_stem(pid=None):
     """The name of this process's record files: `<pid>`, or `node<G>-<pid>` on torchrun node
     G > 0 (ranks of different machines may share a pid, in containers often do, and several
@@ -411,7 +432,11 @@ class Recorder:
         """Leave at the same point on every rank, without the script's teardown."""
         self.stopping = True
         self.rng("end")
-        self.emit("stop", become_rank=True, updates=self.updates, reason=reason)
+        # The rank leaves with os._exit: its children (DataLoader workers) are left to verify,
+        # which ends them; named here so that the report does not blame the script for them.
+        self.emit(
+            "stop", become_rank=True, updates=self.updates, reason=reason, children=children_of()
+        )
         torch = sys.modules.get("torch")
         try:
             dist = torch.distributed
