@@ -517,8 +517,8 @@ def test_signals_stop_verify_with_128_plus_signal_and_remove_the_temp_folder(
     assert raised in result.verdict or raised in " ".join(result.problems)
 
 
-def test_scratch_folder_links_inputs_and_keeps_outputs_apart(tmp_path):
-    from distlint.verify.core import _rewritten, mirror_cwd
+def test_scratch_folder_copies_inputs_and_keeps_outputs_apart(tmp_path):
+    from distlint.verify.scratch import changes, mirror_tree, snapshot
 
     src = tmp_path / "project"
     (src / "data" / "shards").mkdir(parents=True)
@@ -527,16 +527,17 @@ def test_scratch_folder_links_inputs_and_keeps_outputs_apart(tmp_path):
     (src / "cfg.yaml").write_text("lr: 1\n")
     keep = src / "verify-out"
     keep.mkdir()
+    before = snapshot(str(src), skip=[str(keep)])
     dst = tmp_path / "scratch"
-    linked = mirror_cwd(str(src), str(dst), skip=os.path.realpath(keep))
+    mirror_tree(str(src), str(dst), skip=[str(keep)])
     assert (dst / "data" / "train.bin").read_bytes() == b"tokens"  # inputs reachable
-    assert (dst / "data" / "shards" / "0.bin").is_symlink()
+    assert not (dst / "data" / "shards" / "0.bin").is_symlink()  # copied, every level
     assert not (dst / "verify-out").exists()  # verify's own folder is not mirrored
     (dst / "ckpt.pt").write_bytes(b"new")  # a new output stays in the scratch folder
-    assert not (src / "ckpt.pt").exists()
-    assert _rewritten(linked) == []
-    (dst / "cfg.yaml").write_text("lr: 2\n")  # rewriting a linked original is reported
-    assert _rewritten(linked) == [str(src / "cfg.yaml")]
+    (dst / "cfg.yaml").write_text("lr: 2\n")
+    assert not (src / "ckpt.pt").exists() and (src / "cfg.yaml").read_text() == "lr: 1\n"
+    (keep / "records.jsonl").write_text("{}")  # verify's own writes are not changes
+    assert changes(before, snapshot(str(src), skip=[str(keep)])) == []
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux-only")
@@ -580,7 +581,7 @@ def test_sigkill_to_verify_leaves_no_launcher_or_rank_running(tmp_path):
 def test_writes_in_the_scratch_folder_never_reach_the_users_files(tmp_path):
     """The probe's copy on write: rewriting, appending to or (through pathlib) replacing a file
     linked into the scratch folder changes the scratch copy only; new files and reads work."""
-    from distlint.verify.core import _rewritten, mirror_cwd
+    from distlint.verify.scratch import changes, mirror_tree, snapshot
 
     user = tmp_path / "user"
     user.mkdir()
@@ -590,7 +591,8 @@ def test_writes_in_the_scratch_folder_never_reach_the_users_files(tmp_path):
     (user / "data.bin").write_text("tokens")
     (user / "model.pt").write_text("the user's weights")
     scratch = tmp_path / "scratch"
-    linked = mirror_cwd(str(user), str(scratch))
+    before = snapshot(str(user))
+    mirror_tree(str(user), str(scratch), file_limit=0)  # every file a link: the probe's part
     script = (
         "import pathlib\n"
         "open('ckpt.pt', 'wb').write(b'overwritten by the run')\n"
@@ -623,7 +625,7 @@ def test_writes_in_the_scratch_folder_never_reach_the_users_files(tmp_path):
     assert (scratch / "log.txt").read_text() == "old log\nnew line\n"  # appended to a copy
     assert (scratch / "cfg.yaml").read_text() == "lr: 2\n"
     assert (scratch / "data.bin").is_symlink()  # only written files stop being links
-    assert _rewritten(linked) == []
+    assert changes(before, snapshot(str(user))) == []
 
 
 def test_the_launchers_start_with_an_isolated_import_path(tmp_path):
