@@ -132,6 +132,50 @@ class RunSummary:
         return int(value) if value else None
 
     @property
+    def precision(self) -> dict[str, Any]:
+        """The precision that really ran (rank 0, over its updates): autocast dtypes, parameter
+        and gradient dtypes, GradScaler use; `kind` is fp32, bf16 or fp16 (the lowest that ran)."""
+        ups = [u.precision for u in (self.rank0.updates if self.rank0 else []) if u.precision]
+        casts: dict[str, int] = {}
+        for p in ups:
+            for dtype in p.get("autocast") or []:
+                if dtype != "off":
+                    casts[dtype] = casts.get(dtype, 0) + 1
+        params = sorted({str(p.get("param")) for p in ups if p.get("param")})
+        grads = sorted({str(p.get("grad")) for p in ups if p.get("grad")})
+        scaled = sum(1 for p in ups if p.get("scaler"))
+        dtypes = set(casts) | set(params) | set(grads)
+        kind = "fp16" if "float16" in dtypes else "bf16" if "bfloat16" in dtypes else "fp32"
+        if not ups:
+            setting = str(self.config("mixed_precision") or "no")
+            kind = {"fp16": "fp16", "bf16": "bf16"}.get(setting, "fp32")
+        return {
+            "kind": kind,
+            "observed": bool(ups),
+            "updates": len(ups),
+            "autocast": casts,
+            "params": params,
+            "grads": grads,
+            "scaler_updates": scaled,
+            "accelerate_setting": self.config("mixed_precision"),
+        }
+
+    def precision_text(self) -> str:
+        p = self.precision
+        if not p["observed"]:
+            setting = p["accelerate_setting"]
+            return f"{setting} (Accelerator setting; not observed)" if setting else "-"
+        parts = []
+        for dtype, count in sorted(p["autocast"].items()):
+            parts.append(f"{dtype} autocast in {count}/{p['updates']} updates")
+        if not parts:
+            parts.append("no autocast")
+        parts.append(f"params {'/'.join(p['params']) or '?'}, grads {'/'.join(p['grads']) or '?'}")
+        if p["scaler_updates"]:
+            parts.append(f"GradScaler in {p['scaler_updates']}/{p['updates']} updates")
+        return "; ".join(parts)
+
+    @property
     def global_batch(self) -> int | None:
         return self.curve[0].batch if self.curve else None
 
@@ -154,6 +198,7 @@ class RunSummary:
             "distributed_type": self.config("distributed_type"),
             "backend": self.config("backend"),
             "mixed_precision": self.config("mixed_precision"),
+            "precision": self.precision,
             "gradient_accumulation_steps": self.config("gradient_accumulation_steps"),
             "forwards_per_update": self.accumulation,
             "split_batches": self.config("split_batches"),

@@ -263,10 +263,12 @@ def verify(
         if one_env is not None:
             result.one = run(one_plan, "one", one_env)
         if result.one and result.many and result.one.ok and result.many.ok:
-            one, many = result.one, result.many
-            result.checks = checks_mod.run_all(one, many, exact, loss_rtol)
-            checks_mod.join_static(result.checks, result.static_findings)
-            result.table = checks_mod.equivalence_table(many, one)
+            compare_runs(result, loss_rtol)
+            for run_summary in result.runs:
+                if run_summary.device.startswith("cuda"):
+                    result.notes.append(
+                        f"the {run_summary.label} run ran on the GPU ({run_summary.device})"
+                    )
         if changed:
             result.checks.append(files_check(changed, user_cwd))
             for run_summary in result.runs:
@@ -295,6 +297,21 @@ def verify(
         if keep_dir is None:
             shutil.rmtree(work, ignore_errors=True)
     return result
+
+
+def compare_runs(result: VerifyResult, loss_rtol: float | None = None) -> None:
+    """Both runs were made: the checks, the static findings they bear on, the table."""
+    one, many = result.one, result.many
+    assert one is not None and many is not None
+    result.checks = checks_mod.run_all(one, many, result.exact, loss_rtol)
+    checks_mod.join_static(result.checks, result.static_findings)
+    if checks_mod.duplicated(result.checks):
+        result.notes.append(
+            "no equivalence table: every rank trained on the same inputs, so the "
+            f"{many.label} run has no global batch of distinct samples to size"
+        )
+    else:
+        result.table = checks_mod.equivalence_table(many, one)
 
 
 def files_check(changed: Sequence[str], user_cwd: str) -> Check:
@@ -353,4 +370,8 @@ def _prepared_lrs(run: RunSummary | None) -> list[list[float]] | None:
         return None
     opts = sorted(run.rank0.optimizers, key=lambda o: o.get("index", 0))
     lrs = [list(o["native_lrs"]) for o in opts if o.get("native_lrs")]
+    bases = next((u.base_lrs for u in run.rank0.updates if u.base_lrs), None)
+    if lrs and bases and not all(lrs[0]) and all(b for b in bases):
+        # A warmup from 0 (LR 0 at prepare): the scheduler's base LRs are what to transfer.
+        lrs[0] = [float(b) for b in bases]  # type: ignore[arg-type]
     return lrs or None

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from typing import Any, TextIO
 
+from distlint.verify import checks as checks_mod
 from distlint.verify.checks import loss_window, window_losses
 from distlint.verify.compare import TAIL_LINES, RunSummary, rule_name
 from distlint.verify.core import VerifyResult
@@ -31,7 +32,10 @@ def _known(value: Any, known: bool = True) -> str:
 
 
 def _run_rows(
-    run: RunSummary | None, exact_note: str = "", window: tuple[int, int] | None = None
+    run: RunSummary | None,
+    exact_note: str = "",
+    window: tuple[int, int] | None = None,
+    duplicated: bool = False,
 ) -> dict[str, str]:
     if run is None:
         return {}
@@ -49,16 +53,20 @@ def _run_rows(
         + (f" ({dtype})" if dtype and dtype not in ("NO", "None") else ""),
         # A refused or failed run formed no group to speak of, and has no global batch.
         "ranks in the group": f"{len(ranks)} of {run.nprocs}" if run.ok else "-",
-        "mixed precision": _fmt(run.config("mixed_precision")),
+        "precision (observed)": run.precision_text(),
         "forwards / update": _known(run.accumulation),
         "per-device batch": _known(run.per_device_batch) + exact_note,
-        "global batch / update": _known(run.global_batch) if run.ok else "-",
+        "global batch / update": "-"
+        if not run.ok
+        else "- (every rank the same inputs)"
+        if duplicated
+        else _known(run.global_batch),
         "LR (first update)": _fmt(run.curve[0].lrs if run.curve else None),
         "updates": _fmt(len(run.curve)),
         "samples seen": _known(run.samples_seen, run.samples_known),
     }
     if window is not None:
-        rows[f"loss, samples {window[0]}-{window[1]}"] = _fmt(end)
+        rows[f"mean loss, samples {window[0]}-{window[1]}"] = _fmt(end)
     rows["time"] = f"{run.outcome.wall_s:.1f} s"
     return rows
 
@@ -110,10 +118,15 @@ def _header(result: VerifyResult) -> str:
             text += "; the samples seen are unknown"
         elif result.exact:
             text += _exact_header(result, one, s1, sn)
+        elif checks_mod.duplicated(result.checks):
+            text += (
+                f"; {sn} samples counted on {many.nprocs} ranks, but every rank trained the same "
+                f"inputs ({(sn or 0) // many.nprocs} distinct), and {s1} on 1 process"
+            )
         elif s1 == sn:
             text += f"; both trained on {s1} samples"
-        else:
-            text += f"; they trained on {s1} and {sn} samples"
+        else:  # in the order the runs were made (and named above)
+            text += f"; they trained on {sn} and {s1} samples"
     elif many is not None and not many.ok:
         text += "; the 1-process run was not made" if one is None else ""
     return text + "."
@@ -169,9 +182,12 @@ def render_text(result: VerifyResult) -> str:
             if result.one and result.many and result.one.curve and result.many.curve
             else None
         )
+        dup = checks_mod.duplicated(result.checks)
+        if dup:
+            window = None  # no loss at equal samples from a run that repeated one rank's inputs
         cols = [
             _run_rows(result.one, " (x N, --exact)" if scaled else "", window),
-            _run_rows(result.many, "", window),
+            _run_rows(result.many, "", window, duplicated=dup),
         ]
         labels = [r.label if r else "-" for r in (result.one, result.many)]
         keys = list(next(c for c in cols if c).keys())

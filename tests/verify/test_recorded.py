@@ -67,7 +67,7 @@ def test_unscaled_lr_confirms_the_static_dl201():
     assert r.exit_code == 1
     lr = by_id(r)["lr"]
     assert lr.status == "fail" and lr.static == "confirmed"
-    assert lr.detail.startswith("global batch ×2, LR unchanged (0.05)")
+    assert lr.detail.startswith("global batch ×2, peak LR unchanged (0.05)")
     assert by_id(r)["loss"].status == "fail"  # the 2-process curve lags at equal samples
     text = render_text(r)
     assert "Static findings cited" in text and "x.py:30: DL201" in text
@@ -172,7 +172,8 @@ def test_scheduler_counted_per_process_fails_dl202():
     r = load_case("scheduler_per_process", static_findings=[finding("DL202")])
     schedule = by_id(r)["schedule"]
     assert r.exit_code == 1 and schedule.status == "fail" and schedule.static == "confirmed"
-    assert "runs ahead" in schedule.detail
+    assert "the decay runs ×2 as fast per sample" in schedule.detail
+    assert "len(train_dataloader) before prepare" in schedule.detail  # a prepared scheduler
     assert schedule.data["speed_ratio"] == pytest.approx(2, rel=0.15)
 
 
@@ -318,7 +319,10 @@ def test_imagenet_example_style_divides_the_batch_by_the_world_size():
     assert c["batch"].status == "pass" and c["lr"].status == "pass"
     assert c["lr"].data["batch_ratio"] == 1 and c["sharding"].status == "pass"
     assert {f for u in r.many.rank0.updates for f in u.factors} == {128.0}  # the loss scale
-    assert c["loss"].status == "pass" and 1.0 < c["loss"].data["end_loss_n"] < 2.5
+    # Unseeded: the runs start from different weights, and the 2-process curve is below in
+    # every window (a few %): said as a WARN that names the seeding as a possible cause.
+    assert c["loss"].status == "warn" and 1.0 < c["loss"].data["end_loss_n"] < 2.5
+    assert "see seeding" in c["loss"].detail
     assert c["seeding"].status == "fail" and c["seeding"].data["unseeded_used"] == ["torch"]
     assert c["data"].status == "warn" and "DistributedSampler" in c["data"].detail
     assert "Accelerator(" not in c["data"].detail  # plain DDP: no Accelerator to configure
@@ -351,7 +355,7 @@ def test_the_table_and_the_loss_check_use_the_same_window(case):
     loss = by_id(r)["loss"]
     lo, hi = loss.data["window"]
     text = render_text(r)
-    row = re.search(rf"^  loss, samples {lo}-{hi} +(\S+) +(\S+)$", text, re.M)
+    row = re.search(rf"^  mean loss, samples {lo}-{hi} +(\S+) +(\S+)$", text, re.M)
     assert row, text
     assert float(row.group(1)) == pytest.approx(loss.data["end_loss_1"], rel=1e-3)
     assert float(row.group(2)) == pytest.approx(loss.data["end_loss_n"], rel=1e-3)
@@ -438,3 +442,41 @@ def test_a_rank_output_without_newlines_is_read_within_a_bound(tmp_path):
     tracemalloc.stop()
     assert tail.endswith("last line\n") and len(tail) < 3000
     assert peak < 4 * TAIL_BYTES
+
+
+def test_identical_ranks_are_their_own_verdict_and_nothing_is_computed_from_them():
+    r = load_case("unsharded_loader")
+    assert r.exit_code == 1 and r.checks[0].id == "sharding" and r.checks[0].status == "fail"
+    assert "unsharded_loader.py:19 (the one that fed the model)" in r.checks[0].detail
+    assert "accelerator.prepare" in r.checks[0].detail
+    statuses = {c.id: c.status for c in r.checks}
+    assert [statuses[k] for k in ("batch", "lr", "schedule", "data", "loss")] == ["skip"] * 5
+    assert r.table is None
+    text = render_text(r)
+    assert "- (every rank the same inputs)" in text and "global batch / update  8" in text
+    assert "80 distinct" in text.splitlines()[1]
+    assert "scale the LR" not in text and "Equivalent setups" not in text
+    assert "mean loss, samples" not in text
+
+
+def test_a_refused_run_has_no_group_row_no_global_batch_and_no_plot(
+    tmp_path, monkeypatch, capsys
+):
+    from distlint.verify import cli, core
+
+    r = load_case("lone_processes")
+    assert r.exit_code == 2
+    monkeypatch.setattr(core, "verify", lambda *a, **k: r)
+    plot = tmp_path / "loss.png"
+    code = cli.run_verify_command("x.py", [], "text", None, plot_path=str(plot))
+    text = capsys.readouterr().out
+    assert code == 2 and not plot.exists() and "no plot: the runs could not be compared" in text
+    assert "ranks in the group     -" in text and "global batch / update  -" in text
+
+
+def test_header_numbers_follow_the_order_of_the_runs():
+    r = load_case("batch_logged_as_total")
+    head = render_text(r).splitlines()[1]
+    if r.one.samples_seen != r.many.samples_seen:
+        assert f"trained on {r.many.samples_seen} and {r.one.samples_seen}" in head
+    assert head.index("2 processes") < head.index("1 process")

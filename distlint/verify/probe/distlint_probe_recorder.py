@@ -40,6 +40,22 @@ def user_frame(depth=2):
     return None
 
 
+def autocast_dtype(torch, device_type):
+    """The autocast dtype in force for `device_type` ("bfloat16"), or None when autocast is off."""
+    try:
+        if not torch.is_autocast_enabled(device_type):
+            return None
+        return str(torch.get_autocast_dtype(device_type)).replace("torch.", "")
+    except TypeError:  # torch < 2.4: per-device functions
+        if device_type == "cpu":
+            on, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
+        else:
+            on, dtype = torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
+        return str(dtype).replace("torch.", "") if on else None
+    except Exception:
+        return None
+
+
 def children_of(pid=None):
     """Pids of the live children of `pid` (this process by default), from /proc."""
     pid = os.getpid() if pid is None else pid
@@ -88,6 +104,8 @@ class Recorder:
         self.step_counts = {}  # id(optimizer) -> updates
         self.optimizer_index = {}  # id(optimizer) -> order of first appearance
         self.pending_lrs = {}
+        self.pending_base = {}
+        self.scaled_since_step = 0  # GradScaler.scale calls since the last update
         self.seed_depth = 0
         self.backward_depth = 0
         self.loader_depth = 0
@@ -325,6 +343,8 @@ class Recorder:
         self.before_first_batch()
         size, numel, checksum = self.summarize((args, kwargs))
         entry = {"size": size, "numel": numel, "checksum": checksum, "trained": False}
+        entry["autocast"] = autocast_dtype(torch, outs[0].device.type)
+        entry["out_dtype"] = str(outs[0].dtype).replace("torch.", "")
         self.forwards.append(entry)
         if len(self.forwards) > 4096:
             self.forwards = self.forwards[-4096:]
@@ -333,6 +353,24 @@ class Recorder:
             entry["trained"] = True  # a backward pass went through this forward's output
 
         outs[0].register_hook(reached)
+
+    def precision_of(self, optimizer, trained):
+        """What precision this update really ran in: autocast over its trained forwards, the
+        dtype of the parameters and gradients stepped, and whether a GradScaler scaled it."""
+        casts = sorted({f.get("autocast") or "off" for f in trained})
+        outs = sorted({f.get("out_dtype") or "?" for f in trained})
+        param = grad = None
+        for group in optimizer.param_groups:
+            for prm in group.get("params", []):
+                param = str(prm.dtype).replace("torch.", "")
+                if prm.grad is not None:
+                    grad = str(prm.grad.dtype).replace("torch.", "")
+                    break
+            if grad is not None:
+                break
+        scaled = self.scaled_since_step
+        self.scaled_since_step = 0
+        return {"autocast": casts, "outputs": outs, "param": param, "grad": grad, "scaler": scaled}
 
     # -- losses ----------------------------------------------------------------------------
 
@@ -384,7 +422,12 @@ class Recorder:
             self.optimizer_index[key] = len(self.optimizer_index)
         if self.updates == 0 and not self.step_counts:
             self.rng("first_step", become_rank=True)
-        self.pending_lrs[key] = [float(g.get("lr", float("nan"))) for g in optimizer.param_groups]
+        groups = optimizer.param_groups
+        self.pending_lrs[key] = [float(g.get("lr", float("nan"))) for g in groups]
+        # A scheduler's base LR: `initial_lr` (LambdaLR, warmup schedules: the peak), `max_lr`
+        # (OneCycleLR): the peak of a schedule that has not reached it within the run.
+        bases = [g.get("max_lr", g.get("initial_lr")) for g in groups]
+        self.pending_base[key] = [float(b) if isinstance(b, (int, float)) else None for b in bases]
 
     def after_step(self, optimizer):
         if not self.enabled:
@@ -404,6 +447,7 @@ class Recorder:
                 sums = [f["checksum"] for f in trained]
                 if all(isinstance(s, list) and len(s) == 2 for s in sums):
                     data["checksum"] = [sum(s[0] for s in sums), sum(s[1] for s in sums)]
+            data["precision"] = self.precision_of(optimizer, trained)
             self.forwards = []
             data["loaders"] = self.loaders_since_step
             self.loaders_since_step = []
@@ -419,6 +463,7 @@ class Recorder:
             n=self.step_counts[key],
             opt=index,
             lrs=self.pending_lrs.pop(key, None),
+            base_lrs=self.pending_base.pop(key, None),
             **data,
         )
         if self.stopping:
