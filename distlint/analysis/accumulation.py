@@ -107,3 +107,34 @@ class Accumulation:
             if not (b.op in ("=", "unpack") and value is not None and facts.is_prepare_call(value)):
                 return False
         return True
+
+    def unscaled_before(self, call: cst.CSTNode) -> bool:
+        """In ``call``'s function, gradients are unscaled by hand before it
+        (`accelerator.unscale_gradients()`, `scaler.unscale_(optimizer)`): clipping by hand
+        after that sees the true gradients."""
+        index = self.index
+        function = index.enclosing_function(call)
+        where = index.order(call)
+        return any(
+            isinstance(c.func, cst.Attribute)
+            and c.func.attr.value in K.UNSCALE_METHODS
+            and index.enclosing_function(c) is function
+            and index.order(c) < where
+            for c in index.calls
+        )
+
+    def uses_prepared(self, node: cst.CSTNode) -> bool:
+        """The function around ``node`` prepares something, or uses a name bound to what a
+        prepare call returned (`self.model` prepared in `__init__`)."""
+        function = self.index.enclosing_function(node) or self.index.module
+        for n in body_nodes(function):
+            if isinstance(n, cst.Call) and self.facts.is_prepare_call(n):
+                return True
+            if isinstance(n, (cst.Name, cst.Attribute)) and self._is_load(n):
+                if self.is_prepared_name(n):
+                    return True
+        return False
+
+    def _is_load(self, n: cst.Name | cst.Attribute) -> bool:
+        parent = self.index.parent(n)
+        return not (isinstance(parent, cst.Attribute) and parent.attr is n)
