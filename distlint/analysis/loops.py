@@ -101,9 +101,23 @@ class Loops:
             for loop in self.index.loops
             if isinstance(loop, (cst.For, cst.While)) and self.trains(loop.body)
         ]
+        index = self.index
         inner = []
         for loop in trains:
-            if not any(other is not loop and self.index.is_inside(other, loop) for other in trains):
+            # the epoch loop around `train_one_epoch(...)`, whose loop trains, is not one
+            called = {
+                index.local_function(n.func)
+                for n in body_nodes(loop.body)
+                if isinstance(n, cst.Call)
+            }
+            called.discard(None)
+            if not any(
+                other is not loop
+                and (
+                    index.is_inside(other, loop) or any(index.is_inside(other, fn) for fn in called)
+                )
+                for other in trains
+            ):
                 inner.append(loop)
         return inner
 
