@@ -165,6 +165,15 @@ class Summary:
         self.method: Callable[[str], Summary | None] | None = None
 
 
+class ProcessCount(NamedTuple):
+    """How to spell the process count at a node: an ``expression`` of names bound there
+    (``accelerator.num_processes``), or the qualified name of a ``function`` to call
+    (``torch.distributed.get_world_size``), which a fix imports or reuses."""
+
+    expression: str | None = None
+    function: str | None = None
+
+
 class FactoryLR(NamedTuple):
     """Where the LR of an optimizer a factory returns comes from: its parameter ``param``
     (name, position, attribute path read from it such as ".lr" for `args.lr`), or set inside
@@ -1037,24 +1046,20 @@ class Facts:
             and self.is_accelerator(node)
         )
 
-    def process_count_expr(self, at: cst.CSTNode) -> tuple[str, Any] | None:
-        """For fixes: (expression for the number of processes at ``at`` in this mode, the
-        import it needs or None); None when there is no right one."""
-        from distlint.fixes import import_name
-
+    def process_count_at(self, at: cst.CSTNode) -> ProcessCount | None:
+        """For fixes: how to spell the number of processes at ``at`` in this mode; None when
+        there is no right spelling."""
         mode = self.mode
         if mode is Mode.ACCELERATE:
             acc = self.accelerator_expr(at)
-            return (f"{acc}.num_processes", None) if acc else None
+            return ProcessCount(expression=f"{acc}.num_processes") if acc else None
         if mode is Mode.DDP:
-            name, spec = import_name(self.index, "torch.distributed.get_world_size", at)
-            return f"{name}()", spec
+            return ProcessCount(function="torch.distributed.get_world_size")
         if mode is Mode.XLA_MULTIPROCESS:
-            name, spec = import_name(self.index, "torch_xla.runtime.world_size", at)
-            return f"{name}()", spec
+            return ProcessCount(function="torch_xla.runtime.world_size")
         if mode is Mode.FABRIC:
             fabric = self.fabric_expr(at)
-            return (f"{fabric}.world_size", None) if fabric else None
+            return ProcessCount(expression=f"{fabric}.world_size") if fabric else None
         return None
 
     def fabric_expr(self, at: cst.CSTNode) -> str | None:
