@@ -38,6 +38,7 @@ from distlint.analysis.index import (
 if TYPE_CHECKING:
     from distlint.analysis.accumulation import Accumulation
     from distlint.analysis.loops import Loops
+    from distlint.analysis.metrics import Metrics
 
 
 class Mode(enum.Enum):
@@ -1434,6 +1435,13 @@ class Facts:
 
         return Accumulation(self)
 
+    @cached_property
+    def metrics(self) -> Metrics:
+        """Evaluation metrics and cross-process collectives (analysis/metrics.py)."""
+        from distlint.analysis.metrics import Metrics
+
+        return Metrics(self)
+
     # ============================================================== summaries
     def summary(self, fn: cst.CSTNode) -> Summary:
         """What a function of this module returns and does (a class: what its instances are)."""
@@ -1651,7 +1659,7 @@ class Facts:
 
 def _release(facts: Facts) -> None:
     """See :meth:`Facts.release`."""
-    for provider in ("seeding", "loops", "accumulation"):
+    for provider in ("seeding", "loops", "accumulation", "metrics"):
         held = facts.__dict__.get(provider)
         if held is not None:
             held.__dict__.clear()

@@ -392,8 +392,21 @@ GATHER_FUNCTIONS = frozenset(
     }
 )
 # Accelerator gather that keeps the padding duplicates of the last batch, and its replacement.
-GATHER_WITH_DUPLICATES = "gather"
+GATHER_WITH_DUPLICATES = frozenset(
+    {"accelerate.utils.gather", "accelerate.utils.operations.gather"}
+)
+GATHER_METHOD = "gather"
 GATHER_FOR_METRICS = "gather_for_metrics"
+# Same policy as PROCESS_COUNT_NAMES: ONLY for a callee the analysis cannot follow (a helper of
+# another package, `utils.reduce_tensor(acc)`, `metric_logger.synchronize_between_processes()`),
+# words in its name that say it combines values across processes.
+GATHER_NAME_WORDS = ("gather", "reduce", "synchron", "sync_", "all_")
+# Metric sinks: objects that accumulate predictions and references, and metric functions.
+METRIC_LOADERS = frozenset({"evaluate.load", "datasets.load_metric", "evaluate.combine"})
+METRIC_ADD_METHODS = frozenset({"add_batch", "add"})
+METRIC_FUNCTION_PREFIXES = ("sklearn.metrics.",)
+# Accelerate options that stop the padding of the last batch (no duplicates to drop).
+EVEN_BATCHES = "even_batches"
 
 # ------------------------------------------------------------------ seeding
 # Calls that seed torch's CPU generator and/or device generators by hand.
