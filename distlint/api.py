@@ -43,6 +43,7 @@ def _lint_source(
     return result._replace(
         errors=result.errors + tuple(broken),
         dependencies=tuple(sorted(deps.items())),
+        reached=project.reached,
     )
 
 
@@ -514,10 +515,12 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
             hit = _cached_result(item, options) if options.cache else None
             slots.append(hit if hit is not None else item)
     todo = [slot for slot in slots if isinstance(slot, str)]
-    if todo:
-        from distlint.analysis.project import lint_run
+    from distlint.analysis.project import lint_run
 
-        lint_run(todo)  # a module linted in this run reports its own errors, not its importers
+    # a module linted in this run reports its own errors, not its importers; each file is
+    # checked against the disk once in a run
+    lint_run(todo)
+    if todo:
         # Load LibCST and the rules here, once: forked pool workers inherit them instead of
         # each importing them again.
         from distlint.registry import all_rules
@@ -532,7 +535,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
     followed: dict[str, None] = {}
     for slot in slots:
         result = next(linted) if isinstance(slot, str) else slot
-        for dep, _digest in result.dependencies:
+        for dep in result.reached:  # modules a fact of the file flowed through
             if dep.endswith(".py") and dep not in given:
                 followed[dep] = None
         yield result
@@ -540,9 +543,11 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
 
 
 def _followed_results(paths: Mapping[str, None], options: LintOptions) -> Iterator[FileResult]:
-    """The findings of project modules the run's files import that are not in the run
+    """The findings of project modules the run's files reach that are not in the run
     themselves, when such a module sets up distributed training on its own (a Trainer class
-    creating the Accelerator): the hazards there belong to the script that imports it.
+    creating the Accelerator): the hazards there belong to the script that uses it. Reached:
+    a fact of the linted file flowed through the module (it calls or reads a name from it,
+    directly or through others), not merely imported somewhere in the import closure.
     Check only (never fixed from here: fix that file to apply its fixes); their errors are
     already reported by their importers."""
     check_only = options._replace(fix=False, add_noqa=False, keep_source=False)

@@ -19,7 +19,7 @@ import enum
 import os
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import libcst as cst
 
@@ -34,6 +34,11 @@ from distlint.analysis.index import (
     string_value,
     target_key,
 )
+
+if TYPE_CHECKING:
+    from distlint.analysis.accumulation import Accumulation
+    from distlint.analysis.loops import Loops
+    from distlint.analysis.metrics import Metrics
 
 
 class Mode(enum.Enum):
@@ -1415,6 +1420,28 @@ class Facts:
     def seeding(self) -> SeedingFacts:
         return SeedingFacts(self)
 
+    # ============================================================== providers (one module each)
+    @cached_property
+    def loops(self) -> Loops:
+        """Training / evaluation / epoch loops (analysis/loops.py)."""
+        from distlint.analysis.loops import Loops
+
+        return Loops(self)
+
+    @cached_property
+    def accumulation(self) -> Accumulation:
+        """Gradient accumulation as the loops do it (analysis/accumulation.py)."""
+        from distlint.analysis.accumulation import Accumulation
+
+        return Accumulation(self)
+
+    @cached_property
+    def metrics(self) -> Metrics:
+        """Evaluation metrics and cross-process collectives (analysis/metrics.py)."""
+        from distlint.analysis.metrics import Metrics
+
+        return Metrics(self)
+
     # ============================================================== summaries
     def summary(self, fn: cst.CSTNode) -> Summary:
         """What a function of this module returns and does (a class: what its instances are)."""
@@ -1632,9 +1659,10 @@ class Facts:
 
 def _release(facts: Facts) -> None:
     """See :meth:`Facts.release`."""
-    seeding = facts.__dict__.get("seeding")
-    if seeding is not None:
-        seeding.__dict__.clear()
+    for provider in ("seeding", "loops", "accumulation", "metrics"):
+        held = facts.__dict__.get(provider)
+        if held is not None:
+            held.__dict__.clear()
     facts.__dict__.clear()
 
 
