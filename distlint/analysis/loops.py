@@ -8,6 +8,7 @@ around a call of that function in this module.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ import libcst as cst
 
 from distlint.analysis import knowledge as K
 from distlint.analysis.index import walk
+from distlint.analysis.records import Origin
 
 if TYPE_CHECKING:
     from distlint.analysis.facts import Facts
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
-def body_nodes(node: cst.CSTNode):
+def body_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """The nodes ``node`` runs itself (nested functions and classes left out)."""
     stack = [node]
     while stack:
@@ -115,7 +117,8 @@ class Loops:
             if not any(
                 other is not loop
                 and (
-                    index.is_inside(other, loop) or any(index.is_inside(other, fn) for fn in called)
+                    index.is_inside(other, loop)
+                    or any(fn is not None and index.is_inside(other, fn) for fn in called)
                 )
                 for other in trains
             ):
@@ -180,16 +183,12 @@ class Loops:
 
     def is_loader(self, expr: cst.BaseExpression) -> bool:
         """A DataLoader (made, prepared, or set up) flows into ``expr``."""
-        from distlint.analysis.facts import Origin
-
         origins = self.facts.loader_origins(expr, 6)
         return any(o is not Origin.UNKNOWN for o in origins)
 
     def is_sharded_loader(self, expr: cst.BaseExpression) -> bool:
         """Every loader flowing into ``expr`` is split across processes (prepared, set up, or
         given a distributed sampler)."""
-        from distlint.analysis.facts import Origin
-
         origins = self.facts.loader_origins(expr, 6)
         return bool(origins) and all(o is Origin.SHARDED for o in origins)
 
