@@ -32,12 +32,18 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lsprotocol import types as lsp
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 
 from distlint import __version__, api
 from distlint.edits import merged
-from distlint.lsp_start import DEBOUNCE_SECONDS, options_from, split_lines
-from distlint.lsp_worker import CONFIG_FILE_NAMES, Worker, WorkerError
+from distlint.lsp_start import DEBOUNCE_SECONDS, options_from, split_lines, workspace_root
+from distlint.lsp_worker import CONFIG_FILE_NAMES, Worker, WorkerError, WorkerStartError
 from distlint.model import Applicability, Edit, FileResult, Finding, Severity
 
 SOURCE = "distlint"
@@ -74,10 +80,39 @@ class _Lint:
         self.fixed: dict[Any, str] = {}  # fix key -> fixed text, for this text
 
 
+class DistlintProtocol(LanguageServerProtocol):
+    """pygls's protocol with the specification's answers to requests out of turn: before
+    ``initialize``, error -32002 (ServerNotInitialized; notifications other than ``exit`` are
+    dropped); after ``shutdown``, error -32600 (InvalidRequest). pygls runs the first and
+    leaves the second unanswered, so a client waits for ever."""
+
+    initialize_seen = False
+
+    def handle_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        msg_id = getattr(message, "id", None)
+        if method is not None and method != lsp.EXIT:  # a request or notification
+            error: Exception | None = None
+            if method == lsp.INITIALIZE:
+                self.initialize_seen = True
+            elif not self.initialize_seen:
+                error = JsonRpcServerNotInitialized(f"{method} before initialize")
+            if self._shutdown:
+                error = JsonRpcInvalidRequest(f"{method} after shutdown")
+            if error is not None:
+                if msg_id is not None and isinstance(error, JsonRpcException):
+                    self._send_response(msg_id, None, error.to_response_error())
+                return
+        super().handle_message(message)
+
+
 class DistlintServer(LanguageServer):
     def __init__(self, worker: Worker | None = None) -> None:
         super().__init__(
-            "distlint", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental
+            "distlint",
+            __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            protocol_cls=DistlintProtocol,
         )
         self.options = api.LintOptions()
         self.lints: dict[str, _Lint] = {}
@@ -94,6 +129,8 @@ class DistlintServer(LanguageServer):
         self.published: dict[str, tuple] = {}  # uri -> (version, diagnostics) last sent
         self.rule_info: dict[str, tuple[str, str | None]] | None = None
         self.exit_code: int | None = None
+        self.worker_problem: str | None = None  # why the worker could not start, last said
+        self.retry: asyncio.TimerHandle | None = None  # the next start attempt's lints
 
     # ------------------------------------------------------------------ helpers
     def log(self, message: str, kind: lsp.MessageType = lsp.MessageType.Info) -> None:
@@ -171,6 +208,9 @@ class DistlintServer(LanguageServer):
             status, value, config, changed = self.worker.call(
                 "lint", text, path, self.options, buffers, timeout=self.lint_timeout
             )
+        except WorkerStartError as exc:  # not this text's fault: no document is marked failed
+            self.worker_unavailable(exc)
+            return None
         except WorkerError as exc:
             self.failed[uri] = (text, str(exc))
             message = f"{os.path.basename(path)} not linted: {exc}"
@@ -196,6 +236,29 @@ class DistlintServer(LanguageServer):
         entry = _Lint(text, path, config, result)
         self.lints[uri] = entry
         return entry
+
+    def worker_unavailable(self, exc: WorkerStartError) -> None:
+        """The lint worker could not start: the user is told (the first time and when it is
+        given up on; each attempt in the log), and open documents are linted again when the
+        next attempt is due. Requests go on being answered, without findings."""
+        message = str(exc)
+        if message != self.worker_problem:
+            first = self.worker_problem is None
+            self.worker_problem = message
+            self.log(message, lsp.MessageType.Error)
+            if first or exc.final:
+                self.show(message)
+        if exc.retry_in is not None:
+            self.on_loop(self._retry_later, exc.retry_in)
+
+    def _retry_later(self, delay: float) -> None:
+        if self.retry is None:
+            loop = asyncio.get_running_loop()
+            self.retry = loop.call_later(delay + 0.05, self._retry_now)
+
+    def _retry_now(self) -> None:
+        self.retry = None
+        self.relint_all()
 
     def relint_all(self, except_uri: str | None = None) -> None:
         """On the loop: forget every lint and lint each open document again."""
@@ -347,7 +410,10 @@ class DistlintServer(LanguageServer):
         """Each rule's documentation and URL, asked once from the worker (the server process
         never imports the rules, nor LibCST)."""
         if self.rule_info is None:
-            self.rule_info = self.worker.call("rules", timeout=self.lint_timeout)
+            try:
+                self.rule_info = self.worker.call("rules", timeout=self.lint_timeout)
+            except WorkerError:
+                return {}  # no worker (reported by the lints): no docs yet, asked again later
         return self.rule_info
 
     def fixed_text(self, entry: _Lint) -> str:
@@ -473,6 +539,14 @@ def create_server(worker: Worker | None = None) -> DistlintServer:
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: DistlintServer, params: lsp.InitializeParams) -> None:
         ls.options = _options_from(params.initialization_options)
+        # The worker works in the workspace: relative paths and a file without configuration
+        # read as on the command line there (it never imports from it).
+        folders = [{"uri": f.uri} for f in params.workspace_folders or ()]
+        root = workspace_root(
+            {"rootUri": params.root_uri, "rootPath": params.root_path, "workspaceFolders": folders}
+        )
+        if root is not None:
+            ls.worker.root = root
         init = params.initialization_options
         if isinstance(init, dict) and isinstance(init.get("lintTimeout"), (int, float)):
             ls.lint_timeout = max(0.1, float(init["lintTimeout"]))
@@ -605,6 +679,8 @@ def serve(worker: Worker | None = None, stdin=None, stdout=None, published=None)
     """Run the server over stdio (``stdin`` / ``stdout``: see :mod:`distlint.lsp_start`)."""
     server = create_server(worker)
     server.published.update(published or {})
+    if hasattr(stdin, "on_error"):  # a malformed message ends the session: tell the user why
+        stdin.on_error = server.show
     try:
         server.start_io(stdin, stdout)
     finally:

@@ -499,9 +499,11 @@ async def test_a_document_that_crashes_libcst_does_not_take_the_server_down(tmp_
 
 
 def test_worker_crash_and_timeout_become_errors_and_the_worker_restarts():
-    from distlint.lsp_worker import Worker, WorkerError
+    from lsp_hooks import hooked_worker
 
-    worker = Worker()
+    from distlint.lsp_worker import WorkerError
+
+    worker = hooked_worker()
     try:
         with pytest.raises(WorkerError, match="SIGSEGV"):
             worker.call("crash", timeout=30)

@@ -1,0 +1,59 @@
+"""Test-only requests for the language server's lint worker (never shipped in distlint).
+
+Run as a worker's command (``python -I tests/lsp_hooks.py``): the worker of
+:mod:`distlint.lsp_worker`, with an engine that also answers ``crash`` (what a native crash in
+LibCST does), ``sleep`` (a lint that takes too long) and ``passes`` (the lint passes made, from
+:data:`distlint.runner.PASSES`). :func:`hooked_worker` gives the server's handle on one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+HERE = os.path.abspath(__file__)
+
+
+def hooked_worker(root: str | None = None):
+    """A :class:`distlint.lsp_worker.Worker` running this module (isolated, like the real one:
+    ``-I``, the test process's import path less its working directory)."""
+    from distlint.lsp_worker import Worker, worker_command
+
+    command, _ = worker_command(os.getcwd())
+    # [python, flags..., "-c", start code, user site, path...]: run this file instead of the
+    # start code's import of distlint.lsp_worker, with the same import path
+    at = command.index("-c")
+    start = command[at + 1].replace(
+        "from distlint.lsp_worker import main\nmain()\n",
+        f"import runpy\nrunpy.run_path({HERE!r}, run_name='__main__')\n",
+    )
+    return Worker(command=[*command[:at], "-c", start, *command[at + 2 :]], root=root)
+
+
+def _engine_class():
+    from distlint.lsp_worker import _Engine
+
+    class HookedEngine(_Engine):
+        def crash(self) -> None:
+            os.kill(os.getpid(), signal.SIGSEGV)
+
+        def sleep(self, seconds: float) -> None:
+            time.sleep(seconds)
+
+        def passes(self, clear: bool = False) -> dict[str, int]:
+            from distlint import runner
+
+            counts = dict(runner.PASSES)
+            if clear:
+                runner.PASSES.clear()
+            return counts
+
+    return HookedEngine
+
+
+if __name__ == "__main__":
+    from distlint.lsp_worker import main
+
+    sys.exit(main(_engine_class()))
