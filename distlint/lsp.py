@@ -105,6 +105,21 @@ class DistlintProtocol(LanguageServerProtocol):
                 return
         super().handle_message(message)
 
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):
+        """pygls 2 keeps the future of every notification whose built-in handler is a
+        generator (didOpen, didChange, didSave, didClose, ...) in ``_request_futures`` under a
+        fresh id, and only a request's answer ever removes an entry: some 2 KB per keystroke for
+        the server's whole life (pygls/protocol/json_rpc.py, ``JsonRPCProtocol._execute_handler``).
+        Here each future is forgotten once it is done (a request's too: it has been answered)."""
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda done: self._forget(msg_id, done))
+
+    def _forget(self, msg_id: Any, future: Any) -> None:
+        if self._request_futures.get(msg_id) is future:
+            del self._request_futures[msg_id]
+
 
 class DistlintServer(LanguageServer):
     def __init__(self, worker: Worker | None = None) -> None:
@@ -242,7 +257,7 @@ class DistlintServer(LanguageServer):
         given up on; each attempt in the log), and open documents are linted again when the
         next attempt is due. Requests go on being answered, without findings."""
         message = str(exc)
-        if message != self.worker_problem:
+        if message != self.worker_problem:  # (the start-up code may have told the first)
             first = self.worker_problem is None
             self.worker_problem = message
             self.log(message, lsp.MessageType.Error)
@@ -675,10 +690,14 @@ def create_server(worker: Worker | None = None) -> DistlintServer:
     return server
 
 
-def serve(worker: Worker | None = None, stdin=None, stdout=None, published=None) -> None:
-    """Run the server over stdio (``stdin`` / ``stdout``: see :mod:`distlint.lsp_start`)."""
+def serve(
+    worker: Worker | None = None, stdin=None, stdout=None, published=None, worker_problem=None
+) -> None:
+    """Run the server over stdio (``stdin`` / ``stdout``, what was ``published`` and the
+    ``worker_problem`` told already: see :mod:`distlint.lsp_start`)."""
     server = create_server(worker)
     server.published.update(published or {})
+    server.worker_problem = worker_problem
     if hasattr(stdin, "on_error"):  # a malformed message ends the session: tell the user why
         stdin.on_error = server.show
     try:

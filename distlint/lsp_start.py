@@ -377,6 +377,7 @@ class _Start:
         self.urls: dict[str, str | None] | None = None
         self.docs: dict[str, dict] = {}  # uri -> the textDocument item, kept current
         self.due: dict[str, float] = {}  # uri -> when its debounced lint is due (monotonic)
+        self.worker_problem: str | None = None  # why the worker could not start, as told
 
     def handle(self, message: dict) -> bool:
         """Handle one message; False when it is one for the pygls server."""
@@ -439,7 +440,7 @@ class _Start:
         return max(0.0, min(min(self.due.values()) - time.monotonic(), idle))
 
     def lint_and_publish(self, doc: dict) -> None:
-        from distlint.lsp_worker import WorkerError
+        from distlint.lsp_worker import WorkerError, WorkerStartError
 
         uri, text, version = doc.get("uri"), doc.get("text"), doc.get("version")
         if not isinstance(uri, str) or not isinstance(text, str) or not uri.startswith("file:"):
@@ -452,6 +453,9 @@ class _Start:
         try:
             status, result, _, _ = self.worker.call("lint", text, path, self.options, timeout=20)
             urls = self.rule_urls()
+        except WorkerStartError as exc:  # told at once; the server tries again when it is due
+            self.worker_unavailable(str(exc), exc.final)
+            return
         except WorkerError:
             return  # the server lints it again and reports why
         if status != "ok":
@@ -479,6 +483,18 @@ class _Start:
             {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params},
         )
         self.published[uri] = (version, text, result.findings)
+
+    def worker_unavailable(self, message: str, final: bool) -> None:
+        """As :meth:`distlint.lsp.DistlintServer.worker_unavailable` says it (which takes over
+        from here, knowing what was said)."""
+        if message == self.worker_problem:
+            return
+        first = self.worker_problem is None
+        self.worker_problem = message
+        log = {"type": 1, "message": f"distlint: {message}"}
+        _write(self.stdout, {"jsonrpc": "2.0", "method": "window/logMessage", "params": log})
+        if first or final:
+            _write(self.stdout, _show_message(message))
 
     def rule_urls(self) -> dict[str, str | None]:
         if self.urls is None:
@@ -547,4 +563,5 @@ def serve(worker) -> None:
         stdin=QueueReader(b"".join(replay), frames, eof),
         stdout=DropResponses(stdout, start.answered),
         published=start.published,
+        worker_problem=start.worker_problem,
     )

@@ -1,9 +1,10 @@
 """Test-only requests for the language server's lint worker (never shipped in distlint).
 
-Run as a worker's command (``python -I tests/lsp_hooks.py``): the worker of
+Run as a worker's command (through :func:`hooked_worker`): the worker of
 :mod:`distlint.lsp_worker`, with an engine that also answers ``crash`` (what a native crash in
 LibCST does), ``sleep`` (a lint that takes too long) and ``passes`` (the lint passes made, from
 :data:`distlint.runner.PASSES`). :func:`hooked_worker` gives the server's handle on one.
+``python -I tests/lsp_hooks.py serve-with-broken-worker``: a server whose worker cannot start.
 """
 
 from __future__ import annotations
@@ -53,7 +54,23 @@ def _engine_class():
     return HookedEngine
 
 
-if __name__ == "__main__":
-    from distlint.lsp_worker import main
+# A worker whose start fails as a broken install's does: an import error.
+BROKEN_WORKER = [sys.executable, "-I", "-c", "import distlint_is_not_installed_here"]
 
-    sys.exit(main(_engine_class()))
+
+def serve_with_broken_worker() -> None:
+    """``distlint lsp`` whose lint worker cannot start (run: ``python -I lsp_hooks.py
+    serve-with-broken-worker``)."""
+    from distlint.lsp_start import serve
+    from distlint.lsp_worker import Worker
+
+    serve(Worker(command=BROKEN_WORKER))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["serve-with-broken-worker"]:
+        serve_with_broken_worker()
+    else:
+        from distlint.lsp_worker import main
+
+        sys.exit(main(_engine_class()))
