@@ -41,7 +41,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from distlint import __version__, api
-from distlint.edits import merged
+from distlint.api import merged
 from distlint.lsp_start import DEBOUNCE_SECONDS, options_from, split_lines, workspace_root
 from distlint.lsp_worker import CONFIG_FILE_NAMES, Worker, WorkerError, WorkerStartError
 from distlint.model import Applicability, Edit, FileResult, Finding, Severity

@@ -61,10 +61,12 @@ BROKEN_WORKER = [sys.executable, "-I", "-c", "import distlint_is_not_installed_h
 def serve_with_broken_worker() -> None:
     """``distlint lsp`` whose lint worker cannot start (run: ``python -I lsp_hooks.py
     serve-with-broken-worker``)."""
+    import importlib
+
     from distlint.lsp_start import serve
     from distlint.lsp_worker import Worker
 
-    serve(Worker(command=BROKEN_WORKER))
+    serve(Worker(command=BROKEN_WORKER), lambda: importlib.import_module("distlint.lsp"))
 
 
 if __name__ == "__main__":

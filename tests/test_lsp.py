@@ -797,7 +797,7 @@ def test_a_worker_that_finds_no_rules_says_so():
     )
     worker = Worker(command=[sys.executable, "-I", "-c", no_rules])
     try:
-        with pytest.raises(WorkerStartError, match="no rules found in .*distlint.rules"):
+        with pytest.raises(WorkerStartError, match="no rules found in distlint.rules"):
             worker.call("rules", timeout=60)
     finally:
         worker.close()
