@@ -650,9 +650,11 @@ def create_server(worker: Worker | None = None) -> DistlintServer:
     async def hover(ls: DistlintServer, params: lsp.HoverParams) -> lsp.Hover | None:
         ls.loop = asyncio.get_running_loop()
         try:
+            uri = params.text_document.uri
+            if not ls.is_open(uri):
+                return None  # nothing to say (and no reason to wait for the worker)
             if ls.rule_info is None:  # the docs are fetched once, off the loop
                 await ls.loop.run_in_executor(ls.executor, ls.rules)
-            uri = params.text_document.uri
             if uri not in ls.lints and ls.is_python(uri):
                 # The first diagnostics may come from the fast start before this server's own
                 # lint lands: the user hovers what they see, so that lint is awaited (off the
