@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -43,12 +44,19 @@ from pygls.protocol import LanguageServerProtocol
 from distlint import __version__, api
 from distlint.api import merged
 from distlint.lsp_start import DEBOUNCE_SECONDS, options_from, split_lines, workspace_root
-from distlint.lsp_worker import CONFIG_FILE_NAMES, Worker, WorkerError, WorkerStartError
+from distlint.lsp_worker import (
+    CONFIG_FILE_NAMES,
+    Worker,
+    WorkerBusy,
+    WorkerError,
+    WorkerStartError,
+)
 from distlint.model import Applicability, Edit, FileResult, Finding, Severity
 
 SOURCE = "distlint"
 FIX_ALL_KIND = "source.fixAll.distlint"
 LINT_TIMEOUT = 20.0  # seconds one lint (or fix) may take before the worker is stopped
+BUSY_SECONDS = 1.0  # a lint busy this long is slow: other documents go to a second worker
 IMPORTED_MODULES_COMMAND = "distlint.importedModules"
 # modules and config files a lint can reach: a change on disk re-lints the open dependents
 DEPENDENCY_GLOBS = ("*.py", "*.yaml", "*.yml", "*.json")
@@ -137,6 +145,8 @@ class DistlintServer(LanguageServer):
         # Lints and fixes run in the worker process, called from these threads: the event
         # loop only reads messages, schedules work and publishes results.
         self.worker = worker or Worker()
+        self.spare: Worker | None = None  # started when a slow lint holds the first one
+        self.spare_lock = threading.Lock()
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="distlint-lint")
         self.lint_timeout = LINT_TIMEOUT
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -220,9 +230,7 @@ class DistlintServer(LanguageServer):
             if u != uri and self.is_python(u)
         }
         try:
-            status, value, config, changed = self.worker.call(
-                "lint", text, path, self.options, buffers, timeout=self.lint_timeout
-            )
+            status, value, config, changed = self.call("lint", text, path, self.options, buffers)
         except WorkerStartError as exc:  # not this text's fault: no document is marked failed
             self.worker_unavailable(exc)
             return None
@@ -251,6 +259,27 @@ class DistlintServer(LanguageServer):
         entry = _Lint(text, path, config, result)
         self.lints[uri] = entry
         return entry
+
+    def call(self, method: str, *args: Any) -> Any:
+        """``method(*args)`` in the lint worker (blocking: from the executor's threads). While
+        one lint holds it longer than BUSY_SECONDS (a slow document), other documents go to a
+        second worker, started then, rather than wait for it."""
+        try:
+            return self.worker.call(method, *args, timeout=self.lint_timeout, wait=BUSY_SECONDS)
+        except WorkerBusy:
+            pass
+        with self.spare_lock:
+            if self.spare is None:
+                self.spare = self.worker.spare()
+            spare = self.spare
+        return spare.call(method, *args, timeout=self.lint_timeout)
+
+    def workers(self) -> list[Worker]:
+        return [self.worker] + ([self.spare] if self.spare is not None else [])
+
+    def close_workers(self) -> None:
+        for worker in self.workers():
+            worker.close()
 
     def worker_unavailable(self, exc: WorkerStartError) -> None:
         """The lint worker could not start: the user is told (the first time and when it is
@@ -426,7 +455,7 @@ class DistlintServer(LanguageServer):
         never imports the rules, nor LibCST)."""
         if self.rule_info is None:
             try:
-                self.rule_info = self.worker.call("rules", timeout=self.lint_timeout)
+                self.rule_info = self.call("rules")
             except WorkerError:
                 return {}  # no worker (reported by the lints): no docs yet, asked again later
         return self.rule_info
@@ -435,8 +464,8 @@ class DistlintServer(LanguageServer):
         """Fix-all: the lint's edits applied, verified by one lint of the result (more rounds
         only when that lint finds fixes the first round uncovered), in the worker."""
         if "all" not in entry.fixed:
-            entry.fixed["all"] = self.worker.call(
-                "fix", entry.text, entry.path, entry.config, entry.result, timeout=self.lint_timeout
+            entry.fixed["all"] = self.call(
+                "fix", entry.text, entry.path, entry.config, entry.result
             )
         return entry.fixed["all"]
 
@@ -525,10 +554,11 @@ class DistlintServer(LanguageServer):
         self.executor.submit(self._reset_and_relint)
 
     def _reset_and_relint(self) -> None:
-        try:
-            self.worker.call("reset_config", timeout=self.lint_timeout)
-        except WorkerError:
-            pass  # a restarted worker starts with fresh caches anyway
+        for worker in self.workers():
+            try:
+                worker.call("reset_config", timeout=self.lint_timeout)
+            except WorkerError:
+                pass  # a restarted worker starts with fresh caches anyway
         self.on_loop(self.relint_all)
 
 
@@ -561,7 +591,8 @@ def create_server(worker: Worker | None = None) -> DistlintServer:
             {"rootUri": params.root_uri, "rootPath": params.root_path, "workspaceFolders": folders}
         )
         if root is not None:
-            ls.worker.root = root
+            for worker in ls.workers():
+                worker.root = root
         init = params.initialization_options
         if isinstance(init, dict) and isinstance(init.get("lintTimeout"), (int, float)):
             ls.lint_timeout = max(0.1, float(init["lintTimeout"]))
@@ -670,7 +701,7 @@ def create_server(worker: Worker | None = None) -> DistlintServer:
 
     @server.feature(lsp.SHUTDOWN)
     def shutdown(ls: DistlintServer, params: Any) -> None:
-        ls.worker.close()
+        ls.close_workers()
 
     @server.feature(lsp.EXIT)
     def exit_(ls: DistlintServer, params: Any) -> None:
@@ -705,7 +736,7 @@ def serve(
     try:
         server.start_io(stdin, stdout)
     finally:
-        server.worker.close()
+        server.close_workers()
         server.executor.shutdown(wait=False, cancel_futures=True)
     # pygls returns on `exit` and on end of input alike: exit 1 unless `shutdown` came first.
     code = server.exit_code

@@ -5,6 +5,8 @@ work to this process, so that
 
 - the server always answers: a lint that takes seconds blocks nobody but the thread waiting for
   it, and one that takes longer than the budget is stopped (the worker is killed and restarted);
+  other documents do not wait for a slow one (the server starts a second worker for them:
+  :meth:`Worker.spare`);
 - the server survives what kills a lint: LibCST's native parser can crash the whole process
   (SIGSEGV on deeply nested code, an abort when Rust runs out of memory). That takes the worker,
   not the server: the document gets a message, the next lint starts a fresh worker;
@@ -77,6 +79,10 @@ class WorkerError(Exception):
     """The worker could not answer: it crashed, took too long, or failed (message says which)."""
 
 
+class WorkerBusy(WorkerError):
+    """The worker was still busy with another call when the caller stopped waiting."""
+
+
 class WorkerStartError(WorkerError):
     """The worker could not start. ``retry_in``: seconds until the next attempt (None once it
     was given up on: ``final``)."""
@@ -144,6 +150,7 @@ class Worker:
         self._ready = False  # the running process said it is ready
         self._started_at = 0.0
         self._next_id = 0
+        self._busy_since: float | None = None  # when the call in progress was sent
         self._home: str | None = None  # the worker's own working directory
         self._closed = False
         self.command = list(command) if command else None
@@ -275,30 +282,56 @@ class Worker:
         status = _describe_status(code)
         return f"{lines[-1]} ({status})" if lines else status
 
-    def call(self, method: str, *args: Any, timeout: float | None = None) -> Any:
-        with self._lock:
-            proc = self._ensure()
-            assert proc.stdin is not None and proc.stdout is not None  # both are pipes
-            if not self._ready:
-                self._await_ready(proc)
-            self._next_id += 1
-            request = (self._next_id, method, args, self.root)
-            body = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
-            try:
-                proc.stdin.write(_HEADER.pack(len(body)) + body)
-                proc.stdin.flush()
-                deadline = None if timeout is None else time.monotonic() + timeout
-                header = self._read(proc, _HEADER.size, deadline)
-                reply = self._read(proc, _HEADER.unpack(header)[0], deadline)
-            except _Timeout:
-                self._kill(proc)
-                raise WorkerError(f"took longer than {timeout:g} s; stopped") from None
-            except (BrokenPipeError, EOFError, OSError):
-                raise WorkerError(self._death(proc)) from None
-            _, ok, value = pickle.loads(reply)
-            if not ok:
-                raise WorkerError(value)
-            return value
+    def call(
+        self, method: str, *args: Any, timeout: float | None = None, wait: float | None = None
+    ) -> Any:
+        """``method(*args)`` in the worker, within ``timeout`` seconds once it is sent.
+        ``wait``: raise :class:`WorkerBusy` rather than wait for a call that has been running
+        longer than this (a worker still starting up is waited for)."""
+        if wait is None:
+            self._lock.acquire()
+        else:
+            while not self._lock.acquire(timeout=0.05):
+                since = self._busy_since
+                if since is not None and time.monotonic() - since > wait:
+                    raise WorkerBusy(f"busy with one call for more than {wait:g} s")
+        try:
+            return self._call(method, args, timeout)
+        finally:
+            self._busy_since = None
+            self._lock.release()
+
+    def spare(self) -> Worker:
+        """Another worker like this one (same command and workspace), for other documents
+        while this one is busy with a slow lint."""
+        spare = Worker(self.command, self.root)
+        spare.start()
+        return spare
+
+    def _call(self, method: str, args: tuple, timeout: float | None) -> Any:
+        proc = self._ensure()
+        assert proc.stdin is not None and proc.stdout is not None  # both are pipes
+        if not self._ready:
+            self._await_ready(proc)
+        self._next_id += 1
+        self._busy_since = time.monotonic()
+        request = (self._next_id, method, args, self.root)
+        body = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            proc.stdin.write(_HEADER.pack(len(body)) + body)
+            proc.stdin.flush()
+            deadline = None if timeout is None else time.monotonic() + timeout
+            header = self._read(proc, _HEADER.size, deadline)
+            reply = self._read(proc, _HEADER.unpack(header)[0], deadline)
+        except _Timeout:
+            self._kill(proc)
+            raise WorkerError(f"took longer than {timeout:g} s; stopped") from None
+        except (BrokenPipeError, EOFError, OSError):
+            raise WorkerError(self._death(proc)) from None
+        _, ok, value = pickle.loads(reply)
+        if not ok:
+            raise WorkerError(value)
+        return value
 
     @staticmethod
     def _read(proc: subprocess.Popen, n: int, deadline: float | None) -> bytes:

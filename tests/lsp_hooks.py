@@ -4,12 +4,15 @@ Run as a worker's command (through :func:`hooked_worker`): the worker of
 :mod:`distlint.lsp_worker`, with an engine that also answers ``crash`` (what a native crash in
 LibCST does), ``sleep`` (a lint that takes too long) and ``passes`` (the lint passes made, from
 :data:`distlint.runner.PASSES`). :func:`hooked_worker` gives the server's handle on one.
-``python -I tests/lsp_hooks.py serve-with-broken-worker``: a server whose worker cannot start.
+``python -I tests/lsp_hooks.py serve-with-broken-worker``: a server whose worker cannot start;
+``serve-with-hooked-worker``: one whose workers lint a document holding ``# test: lint takes
+N s`` that slowly.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -43,6 +46,13 @@ def _engine_class():
         def sleep(self, seconds: float) -> None:
             time.sleep(seconds)
 
+        def lint(self, text: str, *args, **kwargs):
+            """A document holding ``# test: lint takes N s`` is a slow one."""
+            found = re.search(r"# test: lint takes ([0-9.]+) s", text)
+            if found:
+                time.sleep(float(found.group(1)))
+            return super().lint(text, *args, **kwargs)
+
         def passes(self, clear: bool = False) -> dict[str, int]:
             from distlint import runner
 
@@ -69,9 +79,21 @@ def serve_with_broken_worker() -> None:
     serve(Worker(command=BROKEN_WORKER), lambda: importlib.import_module("distlint.lsp"))
 
 
+def serve_with_hooked_worker() -> None:
+    """``distlint lsp`` whose lint workers have the test requests (run: ``python -I
+    lsp_hooks.py serve-with-hooked-worker``)."""
+    import importlib
+
+    from distlint.lsp_start import serve
+
+    serve(hooked_worker(), lambda: importlib.import_module("distlint.lsp"))
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["serve-with-broken-worker"]:
         serve_with_broken_worker()
+    elif sys.argv[1:] == ["serve-with-hooked-worker"]:
+        serve_with_hooked_worker()
     else:
         from distlint.lsp_worker import main
 

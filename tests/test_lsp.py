@@ -803,6 +803,31 @@ def test_a_worker_that_finds_no_rules_says_so():
         worker.close()
 
 
+@pytest.mark.asyncio
+async def test_a_slow_document_does_not_hold_up_the_others(tmp_path):
+    """One document's lint takes 8 s: an edit of another is linted meanwhile (by a second
+    worker, started once the first has been busy for a second), and the slow one gets its
+    diagnostics in the end."""
+    import time
+
+    hooks = str(Path(__file__).with_name("lsp_hooks.py"))
+    server = [sys.executable, "-I", hooks, "serve-with-hooked-worker"]
+    (tmp_path / "train.py").write_text(SAFE_SCRIPT)
+    slow_text = SAFE_SCRIPT + "# test: lint takes 8 s\n"
+    async with session(tmp_path, server=server) as s:
+        uri = await s.open(tmp_path / "train.py")
+        await s.diagnostics(uri)
+        await s.code_actions(uri, whole(SAFE_SCRIPT))  # the full server has taken over
+        slow = await s.open(tmp_path / "slow.py", slow_text)
+        await asyncio.sleep(0.5)  # its lint has started
+        started = time.monotonic()
+        await s.change(uri, SAFE_SCRIPT + "\n")
+        assert "DL101" in [d.code for d in await s.diagnostics(uri)]
+        waited = time.monotonic() - started
+        assert waited < 6, f"the edit waited {waited:.1f} s for the slow document"
+        assert "DL101" in [d.code for d in await s.diagnostics(slow)]
+
+
 # --------------------------------------------------------------------------------------------
 # The protocol under abuse (issue #27 item 5).
 
