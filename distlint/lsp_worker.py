@@ -272,10 +272,8 @@ class Worker:
 
     def _exit_reason(self, proc: subprocess.Popen) -> str:
         """Why a worker that had not answered yet ended: its last error line, or its status."""
-        try:
-            code = proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._kill(proc)
+        code = self._exit_status(proc)
+        if code is None:
             return "it stopped answering"
         time.sleep(0.05)  # let the stderr thread take the last lines
         lines = [line for line in self.stderr_tail if not line.startswith((" ", "Traceback"))]
@@ -357,11 +355,17 @@ class Worker:
         self._proc = None
         self.restarts += 1
 
-    def _death(self, proc: subprocess.Popen) -> str:
+    def _exit_status(self, proc: subprocess.Popen) -> int | None:
+        """The exit status of a worker whose pipe closed; None (killed) if it does not end."""
         try:
-            code = proc.wait(timeout=5)
+            return proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self._kill(proc)
+            return None
+
+    def _death(self, proc: subprocess.Popen) -> str:
+        code = self._exit_status(proc)
+        if code is None:
             return "the lint worker stopped answering; restarted"
         if code < 0:
             return (
