@@ -76,6 +76,9 @@ def lint_notebook_source(
         notebook = json.loads(text)
     except ValueError as exc:
         return FileResult(path, errors=(FileError(path, f"invalid notebook JSON: {exc}"),))
+    except RecursionError:  # (json's own nesting limit: the interpreter's recursion limit)
+        message = "notebook JSON is nested too deeply to read: not a notebook"
+        return FileResult(path, errors=(FileError(path, message),))
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         return FileResult(
             path, errors=(FileError(path, 'not a Jupyter notebook (nbformat 4): no "cells" list'),)

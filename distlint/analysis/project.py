@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from distlint.files import read_regular
 from distlint.model import FileError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -248,8 +249,7 @@ class Project:
                 if size > limit:
                     self._error(full, f"{size} bytes, over the {limit}-byte limit: not analysed")
                 else:
-                    with open(full, "rb") as handle:
-                        data = handle.read()
+                    data = read_regular(full, limit)  # never a FIFO, a device: one line
             except OSError as exc:
                 self._error(full, f"cannot read: {exc.strerror or exc}")
         if data is not None and len(data) > limit:
