@@ -356,9 +356,8 @@ def _lint_data(
 
         problem = None
         try:
-            with open(path, "rb") as handle:
-                if handle.read() != data:
-                    raise FileChanged(path)
+            if read_source(path, None) != data:  # (replaced by a FIFO: changed, no hang)
+                raise FileChanged(path)
             write_atomic(path, result.fixed_bytes, expected=state)
         except FileChanged:
             problem = "file changed on disk while it was being fixed; not written"

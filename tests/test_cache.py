@@ -53,7 +53,7 @@ def run(paths=("src",), **kwargs):
 
 
 def entries(root: Path):
-    return sorted((root / cache.CACHE_DIR / "entries").glob("*.json"))
+    return sorted((root / cache.CACHE_DIR / "entries").glob("*/*.json"))
 
 
 def test_same_results_with_and_without_cache(project, monkeypatch):
@@ -205,7 +205,7 @@ def test_concurrent_runs_are_safe(project):
     assert all(err == "" for _, err in outputs)
     assert len({out for out, _ in outputs}) == 1
     assert not [
-        p for p in (project / cache.CACHE_DIR / "entries").iterdir() if p.name.startswith(".tmp-")
+        p for p in (project / cache.CACHE_DIR / "entries").rglob("*") if p.name.startswith(".tmp-")
     ]
     warm = _cli("check", "--format", "json", "src", cwd=project)
     assert warm.stdout == outputs[0][0]
