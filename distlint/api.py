@@ -327,7 +327,9 @@ def _write_noqa(path: str, data: bytes, state: os.stat_result, result: FileResul
         return result._replace(noqa_added=count)
     except FileChanged:
         message = "file changed on disk while noqa comments were added; not written"
-    except (OSError, SyntaxError, UnicodeError) as exc:
+    except OSError as exc:
+        message = f"cannot add noqa comments: {exc.strerror or exc}"
+    except (SyntaxError, UnicodeError) as exc:
         message = f"cannot add noqa comments: {exc}"
     return result._replace(errors=result.errors + (FileError(path, message),))
 
@@ -352,7 +354,7 @@ def _lint_data(
         project=None if path.endswith(".ipynb") else project_for(path, config),
     )
     if options.fix and options.write and result.fixed_bytes is not None:
-        from distlint.fixes import FileChanged, write_atomic
+        from distlint.fixes import FileChanged, NotWritten, write_atomic
 
         problem = None
         try:
@@ -361,6 +363,8 @@ def _lint_data(
             write_atomic(path, result.fixed_bytes, expected=state)
         except FileChanged:
             problem = "file changed on disk while it was being fixed; not written"
+        except NotWritten as exc:
+            problem = f"{exc.strerror}: fixes not written (make it writable to fix it)"
         except FileNotFoundError:
             problem = "file vanished before the fix was written"
         except PermissionError:

@@ -30,7 +30,7 @@ from distlint.config import ConfigError, config_file_problem
 from distlint.discovery import SOURCE_SUFFIXES
 from distlint.files import read_stream
 from distlint.model import FileError, FileResult, Finding
-from distlint.reporting import FORMATS, ReportContext, renderer
+from distlint.reporting import FORMATS, ReportContext, printable, renderer
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -283,7 +283,7 @@ def _run(
     diffs: list[str] = []
     for result in lint_paths(list(paths) or ["."], options):
         for error in result.errors:
-            click.echo(str(error), err=True)
+            click.echo(printable(str(error)), err=True)
         if diff and result.fixed_source is not None:
             diffs.append(_unified_diff(result, result.source_text or ""))
         # keep findings, not the text of every fixed file, across a large tree
@@ -344,7 +344,7 @@ def _run_stdin(
         return EXIT_ERROR
     result = lint_text(data, path, config, options)
     for error in result.errors:
-        click.echo(str(error), err=True)
+        click.echo(printable(str(error)), err=True)
     context = ReportContext(
         fix_mode=options.fix,
         unsafe_fixes=config.unsafe_fixes,
@@ -468,7 +468,7 @@ def _run_add_noqa(paths: tuple[str, ...], options: LintOptions) -> int:
     failed = False
     for result in lint_paths(list(paths) or ["."], options._replace(add_noqa=True)):
         for error in result.errors:
-            click.echo(str(error), err=True)
+            click.echo(printable(str(error)), err=True)
             failed = True
         if result.findings and result.path.endswith(".ipynb"):
             # comments go into the cells (distlint.notebook)
@@ -483,7 +483,9 @@ def _run_add_noqa(paths: tuple[str, ...], options: LintOptions) -> int:
                     write_atomic(result.path, new_data)
                     added += count
             except (OSError, SyntaxError, UnicodeError, ValueError) as exc:
-                click.echo(f"{result.path}: error: cannot add noqa comments: {exc}", err=True)
+                click.echo(
+                    printable(f"{result.path}: error: cannot add noqa comments: {exc}"), err=True
+                )
                 failed = True
             continue
         added += result.noqa_added
@@ -496,14 +498,15 @@ def _unified_diff(result: FileResult, before: str) -> str:
     import difflib  # only diffs need it
 
     after = result.fixed_source or ""
-    return "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=f"a/{result.path}",
-            tofile=f"b/{result.path}",
-        )
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=printable(f"a/{result.path}"),
+        tofile=printable(f"b/{result.path}"),
     )
+    # a line that ends in a lone CR (old Mac line endings) would be drawn over by the next
+    # one on a terminal: shown ending in a newline, like every other line of the diff
+    return "".join(line[:-1] + "\n" if line.endswith("\r") else line for line in lines)
 
 
 def _emit(
@@ -570,7 +573,7 @@ def _run_verify(paths: tuple[str, ...], options: LintOptions, fmt: str, verify_k
     ):
         static.extend(result.findings)
         for error in result.errors:
-            click.echo(str(error), err=True)
+            click.echo(printable(str(error)), err=True)
     return run_verify_command(script, script_args, fmt, static, **verify_kwargs)
 
 
