@@ -28,7 +28,7 @@ from distlint import __version__, collector
 from distlint.api import LintOptions, config_for, lint_paths, lint_text
 from distlint.config import ConfigError, config_file_problem
 from distlint.discovery import SOURCE_SUFFIXES
-from distlint.files import read_stream
+from distlint.files import read_regular, read_stream
 from distlint.model import FileError, FileResult, Finding
 from distlint.reporting import FORMATS, ReportContext, printable, renderer
 
@@ -476,15 +476,15 @@ def _run_add_noqa(paths: tuple[str, ...], options: LintOptions) -> int:
             from distlint.fixes import write_atomic
 
             try:
-                with open(result.path, "rb") as handle:
-                    data = handle.read()
+                data = read_regular(result.path)  # (a FIFO by now: refused, no hang)
                 new_data, count = notebook.add_noqa(data, result.findings)
                 if count:
                     write_atomic(result.path, new_data)
                     added += count
             except (OSError, SyntaxError, UnicodeError, ValueError) as exc:
+                reason = getattr(exc, "strerror", None) or exc
                 click.echo(
-                    printable(f"{result.path}: error: cannot add noqa comments: {exc}"), err=True
+                    printable(f"{result.path}: error: cannot add noqa comments: {reason}"), err=True
                 )
                 failed = True
             continue

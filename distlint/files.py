@@ -111,6 +111,15 @@ def _read_once(
         os.close(fd)
 
 
+def file_like(path: str) -> bool:
+    """``path`` names something that is not a directory (a regular file, or a FIFO or a device
+    that :func:`read_source` refuses with a reason): what an import or a load would open."""
+    try:
+        return not stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def not_regular(path: str, mode: int) -> FileError:
     if stat.S_ISDIR(mode):
         return FileError(path, "is a directory, not a Python file")

@@ -26,7 +26,7 @@ YAML_SUFFIXES = (".yaml", ".yml")
 # Bounds on what one file may cost, whatever its size: values nested deeper than MAX_DEPTH
 # (no configuration is), and YAML aliases that repeat more than MAX_ALIAS_VALUES values in all
 # (a 600-byte "billion laughs" file expands to hundreds of millions of them).
-MAX_DEPTH = 500
+MAX_DEPTH = 100
 MAX_ALIAS_VALUES = 100_000
 
 

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from distlint.files import read_regular
+from distlint.files import file_like, read_regular
 from distlint.model import FileError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -211,7 +211,7 @@ class Project:
             elif self._memory is not None:
                 found = path in self._memory
             else:
-                found = os.path.isfile(path)
+                found = file_like(path)  # a FIFO too: refused with its reason when read
             self._isfile[path] = found
         return found
 
