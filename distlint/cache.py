@@ -34,7 +34,7 @@ from distlint.files import read_source
 from distlint.model import Applicability, Edit, FileError, FileResult, Finding, Fix, Range, Severity
 
 CACHE_DIR = ".distlint_cache"
-_FORMAT = 4  # bump when the entry layout changes (2: edits; 3: dependency digests; 4: per file)
+_FORMAT = 5  # bump when the entry layout changes (2: edits; 3: deps; 4: reached; 5: per file)
 # One entry is kept per file and settings (the latest); all of them together stay under this.
 MAX_CACHE_BYTES = 128 << 20
 MAX_ENTRY_BYTES = 16 << 20
@@ -231,6 +231,7 @@ def _encode(result: FileResult) -> dict[str, Any]:
         "suppressed": [_finding_out(f) for f in result.suppressed],
         "errors": [[e.message, e.line, e.column] for e in result.errors],
         "deps": [list(d) for d in result.dependencies],
+        "reached": list(result.reached),
     }
 
 
@@ -296,6 +297,7 @@ def _decode(data: dict[str, Any], path: str) -> FileResult:
         errors=tuple(_error_in(item, path) for item in data["errors"]),
         suppressed=tuple(_finding_in(item, path) for item in data["suppressed"]),
         dependencies=tuple((str(p), str(d)) for p, d in data.get("deps", ())),
+        reached=tuple(str(p) for p in data.get("reached", ())),
     )
 
 
