@@ -196,3 +196,16 @@ def test_deeply_nested_notebook_json_on_stdin_is_one_error_line(tmp_path):
     assert proc.stderr.splitlines() == [
         "nb.ipynb: error: notebook JSON is nested too deeply to read: not a notebook"
     ]
+
+
+def test_notebook_of_millions_of_tiny_values_is_refused_before_it_is_parsed(tmp_path):
+    from bounded import bounded
+
+    # 5 million `[]` (10 MB): parsed, 1.5 GB for 20 million; refused from a count first
+    data = b'{"cells": [' + b",".join([b"[]"] * 5_000_000) + b"]}"
+    proc = bounded(["check", "--stdin-filename", "nb.ipynb", "-"], cwd=tmp_path, input=data)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "nb.ipynb: error: notebook JSON holds up to 10,000,001 values, over the 4,000,000 "
+        "that are read: not linted"
+    ]
