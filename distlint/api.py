@@ -242,18 +242,22 @@ def lint_text(
 ) -> FileResult:
     """Lint (with ``options.fix``: fix, never writing) the bytes ``data`` read from standard
     input as the file ``path``. Never raises, as :func:`lint_file`."""
-    return _guarded(
+    return _guarded(path, options, lambda: _lint_as_asked(data, path, config, options))
+
+
+def _lint_as_asked(
+    data: bytes, path: str, config: Config, options: LintOptions, **more: Any
+) -> FileResult:
+    """:func:`lint_source` with the choices of ``options`` (and ``more`` keywords)."""
+    return lint_source(
+        data,
         path,
-        options,
-        lambda: lint_source(
-            data,
-            path,
-            config,
-            fix=options.fix,
-            unsafe_fixes=options.unsafe_fixes,
-            ignore_noqa=options.ignore_noqa,
-            debug=options.debug,
-        ),
+        config,
+        fix=options.fix,
+        unsafe_fixes=options.unsafe_fixes,
+        ignore_noqa=options.ignore_noqa,
+        debug=options.debug,
+        **more,
     )
 
 
@@ -378,14 +382,11 @@ def _lint_data(
     prior: FileResult | None = None,
     state: os.stat_result | None = None,
 ) -> FileResult:
-    result = lint_source(
+    result = _lint_as_asked(
         data,
         path,
         config,
-        fix=options.fix,
-        unsafe_fixes=options.unsafe_fixes,
-        ignore_noqa=options.ignore_noqa,
-        debug=options.debug,
+        options,
         prior=prior,
         project=None if path.endswith(".ipynb") else project_for(path, config),
     )

@@ -191,7 +191,9 @@ def _warn_once(error: FileError) -> None:
     key = (error.path, error.message)
     if key not in _WARNED:
         _WARNED.add(key)
-        print(f"{error.path}: warning: {error.message}", file=sys.stderr)
+        from distlint.reporting import printable
+
+        print(printable(f"{error.path}: warning: {error.message}"), file=sys.stderr)
 
 
 def _git_root(start: str) -> str | None:
