@@ -341,10 +341,13 @@ def summarize_run(
             run.failures.append(Failure(None, _exception_text(exc), detail or tail_for(None)))
         else:
             rank, code = first_failed_rank(outcome, tails)
-            status = f"exited with status {code}" if code else "failed"
-            run.failures.append(
-                Failure(rank, f"{status} before training (its own output below)", tail_for(rank))
-            )
+            if code:
+                status = f"exited with status {code} before training"
+            elif outcome.returncode == 0:
+                status = "exited (status 0) without training"
+            else:
+                status = "failed before training"
+            run.failures.append(Failure(rank, f"{status} (its own output below)", tail_for(rank)))
         run.curve = []
         return run
 

@@ -166,8 +166,8 @@ def _script_failure(result: VerifyResult) -> list[str]:
     if run is None:
         return []
     first = run.failures[0]
-    who = f"rank {first.rank}" if first.rank is not None else "its process"
-    out = [f"The script failed in the {run.label} run ({who} first):", _wrap(first.reason, 2)]
+    who = f" (rank {first.rank} first)" if first.rank is not None else ""
+    out = [f"The script failed in the {run.label} run{who}:", _wrap(first.reason, 2)]
     lines = first.detail.strip("\n").splitlines()[-TAIL_LINES:]
     out.extend("      | " + line for line in lines)
     out.append("")
