@@ -381,10 +381,10 @@ def check_lr(one: RunSummary, many: RunSummary, exact: bool, identical: bool = F
     p1, pn = Profile(one), Profile(many)
     if exact:
         # --exact gave the 1-process run the N-process LRs: judge the script's own LRs.
-        native1 = one.rank0.native_lrs() if one.rank0 else None
-        nativen = many.rank0.native_lrs() if many.rank0 else None
-        if native1 and nativen and native1[0] and nativen[0]:
-            lr1, lrn, how = native1[0], nativen[0], "the script's own LR at prepare"
+        own1 = one.rank0.native_lrs() if one.rank0 else None
+        ownn = many.rank0.native_lrs() if many.rank0 else None
+        if own1 and ownn and own1[0] and ownn[0]:
+            lr1, lrn, how = own1[0], ownn[0], "the script's own LR at prepare"
         else:
             lr1, lrn, how = p1.peak, pn.peak, "peak"
     else:
