@@ -85,6 +85,7 @@ def write_rank(
                 "forwards": u.get("forwards", 1),
                 "untrained": u.get("untrained", 0),
                 "loaders": u.get("loaders", []),
+                **({"precision": u["precision"]} if "precision" in u else {}),
             }
         )
     if finished:

@@ -463,3 +463,43 @@ def test_files_copied_on_write_are_listed_once_per_run(tmp_path):
     run = summarize(folder, 2)
     [line] = [n for n in run.notes if "copy on write" in n]
     assert "wrote to 1 file(s)" in line and line.endswith("untouched: out/ckpt.pt")
+
+
+def test_the_sharding_fail_lists_only_the_loader_that_fed_the_model(tmp_path):
+    """Five loaders built, one yields before every update (training), one now and then (eval)."""
+    built = [
+        {"kind": "loader", "t": 1, "loader": i, "where": f"train.py:{10 + i}", "batch_size": 8,
+         "sampler": "SequentialSampler"}
+        for i in range(1, 6)
+    ]  # fmt: skip
+    same = [[1.0, 1.0], [2.0, 4.0], [3.0, 9.0]]
+    updates = ups([1.0, 0.9, 0.8], checksums=same, loaders=[2])
+    updates[1]["loaders"] = [2, 4]  # an evaluation loader drawn from once
+    many = make_run(
+        tmp_path, "many", 2, [updates, updates], rank_kw={r: {"extra": built} for r in range(2)}
+    )
+    check = checks.check_sharding(many)
+    assert check.status == "fail" and check.data["loaders"] == ["train.py:12"]
+    assert "train.py:14" not in check.detail
+
+
+def test_precision_is_the_one_that_ran_and_the_accelerator_that_trained(tmp_path):
+    """A later Accelerator(mixed_precision="fp16") made after training began is not the run's;
+    the precision per update (autocast, dtypes, GradScaler) is what the report shows."""
+    later = {"kind": "config", "t": 2000.0, "source": "accelerate", "num_processes": 1,
+             "process_index": 0, "mixed_precision": "fp16"}  # fmt: skip
+    ran = {"autocast": ["float16"], "outputs": ["float16"], "param": "float32",
+           "grad": "float32", "scaler": 1}  # fmt: skip
+    folder = tmp_path / "one"
+    folder.mkdir()
+    write_rank(folder, 100, 0, 1, ups([1.0, 0.9], precision=ran))
+    with open(folder / "100.jsonl", "a", encoding="utf-8") as f:
+        import json
+
+        f.write(json.dumps(later) + "\n")
+    run = summarize(folder, 1)
+    assert run.config("mixed_precision") == "no"  # the Accelerator that trained
+    assert run.rank0.later_configs and run.precision["kind"] == "fp16"
+    assert run.precision_text() == (
+        "float16 autocast in 2/2 updates; params float32, grads float32; GradScaler in 2/2 updates"
+    )

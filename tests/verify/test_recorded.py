@@ -528,3 +528,11 @@ def test_exact_with_a_warmup_transfers_the_peak_and_steps_the_scheduler_as_on_n(
     assert [p.lrs for p in r.one.curve] == [p.lrs for p in r.many.curve]
     assert "the per-update LRs were equal over 10 updates" in render_text(r).splitlines()[1]
     assert by_id(r)["lr"].data["scaling"] == "linear"  # the script's own peaks, 0.05 and 0.1
+
+
+def test_a_launcher_killed_from_outside_is_named_with_its_signal():
+    r = load_case("faults_crash")
+    r.many.outcome.returncode = -9
+    r.many.outcome.launcher_stopped = False
+    text = render_text(r)
+    assert "the launcher ended by SIGKILL (sent by outside verify)" in text
