@@ -11,8 +11,8 @@ from typing import Callable
 import click
 
 # The scratch copy each run works in (distlint.verify.scratch reads these; the help says them).
-COPY_BUDGET = 256 * 1024 * 1024  # bytes copied per run, in all
-FILE_COPY_LIMIT = 64 * 1024 * 1024  # a larger file is linked (copy on write), not copied
+COPY_BUDGET = 64 * 1024 * 1024  # bytes copied per run, in all
+FILE_COPY_LIMIT = 1024 * 1024  # a larger file (data, weights) is linked (copy on write)
 SCRATCH_HELP = (
     "Each run works in a copy of the working directory: every folder level re-created, files "
     f"copied up to {COPY_BUDGET >> 20} MiB per run (a file over {FILE_COPY_LIMIT >> 20} MiB, or "
