@@ -8,16 +8,19 @@
 from __future__ import annotations
 
 import os
-import stat
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeVar
 
 from distlint import collector
-from distlint.config import Config, ConfigError, resolve_config
-from distlint.discovery import iter_source_files
-from distlint.model import Applicability, FileError, FileResult, Finding
+from distlint.config import Config, ConfigError, config_file_problem, resolve_config
+from distlint.discovery import SOURCE_SUFFIXES, iter_source_files
+from distlint.edits import decode, merged
+from distlint.files import READ_LIMIT, read_source, read_stable, read_stream
+from distlint.model import Applicability, FileError, FileResult, Finding, RuleInfo
+
+if TYPE_CHECKING:  # pragma: no cover
+    from distlint.rule import Rule
 
 K = TypeVar("K")
 
@@ -39,6 +42,7 @@ def _lint_source(
     return result._replace(
         errors=result.errors + tuple(broken),
         dependencies=tuple(sorted(deps.items())),
+        reached=project.reached,
     )
 
 
@@ -82,10 +86,26 @@ __all__ = [
     "config_for",
     "lint_file",
     "lint_paths",
+    "lint_text",
+    "read_source",
+    "read_stable",
+    "READ_LIMIT",
+    "read_stream",
+    "SOURCE_SUFFIXES",
     "Finding",
     "FileResult",
     "Config",
     "ConfigError",
+    "config_file_problem",
+    "decode",
+    "merged",
+    "all_rules",
+    "lookup_rule",
+    "rule_selector",
+    "rule_suggestion",
+    "rule_metadata",
+    "clean_cache",
+    "forget_config_files",
 ]
 
 
@@ -208,102 +228,6 @@ def apply_fix(source: str, finding: Finding) -> str:
     return apply_fixes(source, [finding.fix])[0]
 
 
-# A regular file bigger than this is not read at all (a file without trigger words is read and
-# skipped whatever its size up to here; one that is parsed must also fit `max-file-size`).
-READ_LIMIT = 64 << 20
-
-_KINDS = (
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def read_source(path: str, limit: int | None = READ_LIMIT) -> bytes | FileError:
-    data = read_stable(path, limit)
-    return data if isinstance(data, FileError) else data[0]
-
-
-def read_stable(
-    path: str, limit: int | None = READ_LIMIT, tries: int = 3
-) -> tuple[bytes, os.stat_result] | FileError:
-    """The bytes of the regular file ``path`` (at most ``limit``) and the file's state when they
-    were read, or the error to report.
-
-    Never blocks and never reads without end: anything but a regular file (a FIFO, a device
-    such as a link to /dev/zero, a socket) is refused from its ``stat`` before it is opened,
-    the open is non-blocking, and a file over ``limit`` bytes is refused unread. The bytes are
-    taken only while the file's size and mtime hold still (a writer pausing mid-write would
-    otherwise be fixed from half a file).
-    """
-    for attempt in range(tries):
-        read = _read_once(path, limit)
-        if isinstance(read, FileError):
-            return read
-        data, before, after = read
-        if before.st_size == after.st_size == len(data) and before.st_mtime_ns == after.st_mtime_ns:
-            return data, after
-        time.sleep(0.05 * (attempt + 1))
-    return FileError(path, "the file kept changing while it was read; not linted")
-
-
-def _read_once(
-    path: str, limit: int | None
-) -> tuple[bytes, os.stat_result, os.stat_result] | FileError:
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):
-            return _not_regular(path, st.st_mode)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
-    except IsADirectoryError:
-        return FileError(path, "is a directory, not a Python file")
-    except FileNotFoundError:
-        if os.path.islink(path):
-            return FileError(path, "broken symbolic link")
-        return FileError(path, "no such file")
-    except PermissionError:
-        return FileError(path, "permission denied")
-    except OSError as exc:
-        return FileError(path, f"cannot read: {exc.strerror or exc}")
-    try:
-        st = os.fstat(fd)  # what was opened, which may differ from what was stat'ed
-        if not stat.S_ISREG(st.st_mode):
-            return _not_regular(path, st.st_mode)
-        if limit and st.st_size > limit:
-            return _too_big(path, st.st_size, limit)
-        chunks = []
-        size = 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            size += len(chunk)
-            if limit and size > limit:  # it grew while being read
-                return _too_big(path, None, limit)
-            chunks.append(chunk)
-        return b"".join(chunks), st, os.fstat(fd)
-    except OSError as exc:
-        return FileError(path, f"cannot read: {exc.strerror or exc}")
-    finally:
-        os.close(fd)
-
-
-def _not_regular(path: str, mode: int) -> FileError:
-    if stat.S_ISDIR(mode):
-        return FileError(path, "is a directory, not a Python file")
-    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-    link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
-    return FileError(path, f"is {kind}{link}, not a regular file: not read")
-
-
-def _too_big(path: str, size: int | None, limit: int) -> FileError:
-    from distlint.guard import human_size  # the guard's tokenizer loads only to lint
-
-    what = human_size(size) if size is not None else "growing"
-    return FileError(path, f"file is {what}, over the {human_size(limit)} read limit: not read")
-
-
 def lint_file(
     path: str, config: Config | None = None, options: LintOptions = LintOptions()
 ) -> FileResult:
@@ -312,8 +236,38 @@ def lint_file(
     Never raises: an unexpected problem becomes one error line naming the file (the traceback
     with ``--debug``), and the other files go on.
     """
+    return _guarded(path, options, lambda: _lint_file(path, config, options, cache=options.cache))
+
+
+def lint_text(
+    data: bytes, path: str, config: Config, options: LintOptions = LintOptions()
+) -> FileResult:
+    """Lint (with ``options.fix``: fix, never writing) the bytes ``data`` read from standard
+    input as the file ``path``. Never raises, as :func:`lint_file`."""
+    return _guarded(path, options, lambda: _lint_as_asked(data, path, config, options))
+
+
+def _lint_as_asked(
+    data: bytes, path: str, config: Config, options: LintOptions, **more: Any
+) -> FileResult:
+    """:func:`lint_source` with the choices of ``options`` (and ``more`` keywords)."""
+    return lint_source(
+        data,
+        path,
+        config,
+        fix=options.fix,
+        unsafe_fixes=options.unsafe_fixes,
+        ignore_noqa=options.ignore_noqa,
+        debug=options.debug,
+        **more,
+    )
+
+
+def _guarded(path: str, options: LintOptions, lint: Callable[[], FileResult]) -> FileResult:
+    """``lint()``, an unexpected problem turned into one error line naming the file (the
+    traceback with ``--debug``), so the other files go on."""
     try:
-        return _lint_file(path, config, options, cache=options.cache)
+        return lint()
     except RecursionError:
         return FileResult(path, errors=(FileError(path, "source is too deeply nested to analyse"),))
     except Exception as exc:
@@ -370,19 +324,40 @@ def _finish(
     --diff), and `# noqa` comments written (--add-noqa)."""
     needs_text = options.keep_source or options.add_noqa
     if needs_text and result.source_text is None:
-        from distlint.edits import decode
-
         try:
             result = result._replace(source_text=decode(data)[0])
         except (SyntaxError, UnicodeError, LookupError):
             pass
-    if options.add_noqa and result.findings and not path.endswith(".ipynb"):
-        result = _write_noqa(path, data, state, result)
+    if options.add_noqa and result.findings:
+        if path.endswith(".ipynb"):
+            result = _write_notebook_noqa(path, data, state, result)
+        else:
+            result = _write_noqa(path, data, state, result)
     return result
 
 
+def _write_notebook_noqa(
+    path: str, data: bytes, state: os.stat_result, result: FileResult
+) -> FileResult:
+    """`# noqa` comments go into the notebook's code cells (:mod:`distlint.notebook`)."""
+    from distlint import notebook
+    from distlint.fixes import FileChanged, write_atomic
+
+    try:
+        new_data, count = notebook.add_noqa(data, result.findings)
+        if count:
+            write_atomic(path, new_data, expected=state)
+        return result._replace(noqa_added=count)
+    except FileChanged:
+        message = "file changed on disk while noqa comments were added; not written"
+    except OSError as exc:
+        message = f"cannot add noqa comments: {exc.strerror or exc}"
+    except (SyntaxError, UnicodeError, ValueError) as exc:
+        message = f"cannot add noqa comments: {exc}"
+    return result._replace(errors=result.errors + (FileError(path, message),))
+
+
 def _write_noqa(path: str, data: bytes, state: os.stat_result, result: FileResult) -> FileResult:
-    from distlint.edits import decode
     from distlint.fixes import FileChanged, write_atomic
     from distlint.noqa import add_noqa
 
@@ -394,7 +369,9 @@ def _write_noqa(path: str, data: bytes, state: os.stat_result, result: FileResul
         return result._replace(noqa_added=count)
     except FileChanged:
         message = "file changed on disk while noqa comments were added; not written"
-    except (OSError, SyntaxError, UnicodeError) as exc:
+    except OSError as exc:
+        message = f"cannot add noqa comments: {exc.strerror or exc}"
+    except (SyntaxError, UnicodeError) as exc:
         message = f"cannot add noqa comments: {exc}"
     return result._replace(errors=result.errors + (FileError(path, message),))
 
@@ -407,28 +384,26 @@ def _lint_data(
     prior: FileResult | None = None,
     state: os.stat_result | None = None,
 ) -> FileResult:
-    result = lint_source(
+    result = _lint_as_asked(
         data,
         path,
         config,
-        fix=options.fix,
-        unsafe_fixes=options.unsafe_fixes,
-        ignore_noqa=options.ignore_noqa,
-        debug=options.debug,
+        options,
         prior=prior,
         project=None if path.endswith(".ipynb") else project_for(path, config),
     )
     if options.fix and options.write and result.fixed_bytes is not None:
-        from distlint.fixes import FileChanged, write_atomic
+        from distlint.fixes import FileChanged, NotWritten, write_atomic
 
         problem = None
         try:
-            with open(path, "rb") as handle:
-                if handle.read() != data:
-                    raise FileChanged(path)
+            if read_source(path, None) != data:  # (replaced by a FIFO: changed, no hang)
+                raise FileChanged(path)
             write_atomic(path, result.fixed_bytes, expected=state)
         except FileChanged:
             problem = "file changed on disk while it was being fixed; not written"
+        except NotWritten as exc:
+            problem = f"{exc.strerror}: fixes not written (make it writable to fix it)"
         except FileNotFoundError:
             problem = "file vanished before the fix was written"
         except PermissionError:
@@ -490,10 +465,12 @@ def lint_paths(
     if on_total is not None:
         on_total(len(slots))
     todo = [slot for slot in slots if isinstance(slot, str)]
-    if todo:
-        from distlint.analysis.project import lint_run
+    from distlint.analysis.project import lint_run
 
-        lint_run(todo)  # a module linted in this run reports its own errors, not its importers
+    # a module linted in this run reports its own errors, not its importers; each file is
+    # checked against the disk once in a run
+    lint_run(todo)
+    if todo:
         # Load LibCST and the rules here, once: forked pool workers inherit them instead of
         # each importing them again.
         from distlint.registry import all_rules
@@ -508,7 +485,7 @@ def lint_paths(
     followed: dict[str, None] = {}
     for slot in slots:
         result = next(linted) if isinstance(slot, str) else slot
-        for dep, _digest in result.dependencies:
+        for dep in result.reached:  # modules a fact of the file flowed through
             if dep.endswith(".py") and dep not in given:
                 followed[dep] = None
         yield result
@@ -516,9 +493,11 @@ def lint_paths(
 
 
 def _followed_results(paths: Mapping[str, None], options: LintOptions) -> Iterator[FileResult]:
-    """The findings of project modules the run's files import that are not in the run
+    """The findings of project modules the run's files reach that are not in the run
     themselves, when such a module sets up distributed training on its own (a Trainer class
-    creating the Accelerator): the hazards there belong to the script that imports it.
+    creating the Accelerator): the hazards there belong to the script that uses it. Reached:
+    a fact of the linted file flowed through the module (it calls or reads a name from it,
+    directly or through others), not merely imported somewhere in the import closure.
     Check only (never fixed from here: fix that file to apply its fixes); their errors are
     already reported by their importers."""
     check_only = options._replace(fix=False, add_noqa=False, keep_source=False)
@@ -539,25 +518,15 @@ def _followed_results(paths: Mapping[str, None], options: LintOptions) -> Iterat
             yield result._replace(findings=findings, errors=(), followed=True)
 
 
-_TRAINS_WORDS = (
-    b"Accelerator",
-    b"Fabric",
-    b"DistributedDataParallel",
-    b"FullyShardedDataParallel",
-    b"fully_shard",
-    b"deepspeed",
-    b"torch_xla",
-)
-
-
 def _sets_up_training(path: str, config: Config) -> bool:
     from distlint.analysis.facts import facts_for
+    from distlint.analysis.knowledge import TRAINING_SETUP_WORDS
     from distlint.analysis.project import project_for as shared
 
     project = shared(path, config)
     data = project.read_bytes(path)
     # what such a module must spell out, checked before parsing it
-    if data is None or not any(word in data for word in _TRAINS_WORDS):
+    if data is None or not any(word in data for word in TRAINING_SETUP_WORDS):
         return False
     info = project.module(path)
     return info is not None and facts_for(info.index, info.path, project).trains_data_parallel
@@ -601,3 +570,60 @@ def _cached_result(path: str, options: LintOptions) -> FileResult | None:
     if options.add_noqa and result.findings:
         return None  # written by the worker
     return _finish(path, data, state, result, config, options)
+
+
+# ------------------------------------------------------------------------------------------
+# For the command line and the language server (they talk to this module only)
+# ------------------------------------------------------------------------------------------
+
+
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every rule class, in code order (see :mod:`distlint.registry`)."""
+    from distlint.registry import all_rules as found
+
+    return found()
+
+
+def lookup_rule(code_or_name: str) -> type[Rule]:
+    """The rule class with this code or name; KeyError when there is none."""
+    from distlint.registry import lookup
+
+    return lookup(code_or_name)
+
+
+def rule_selector(text: str) -> str:
+    """The code or prefix a selector names (a rule's name becomes its code); ValueError with a
+    one-line reason and the closest code or name for an empty, blank or unknown one."""
+    from distlint.registry import normalise_selector
+
+    return normalise_selector(text)
+
+
+def rule_suggestion(text: str) -> str:
+    """`` (did you mean X?)`` for the code or name closest to ``text``, or ``""``."""
+    from distlint.registry import suggestion
+
+    return suggestion(text)
+
+
+def rule_metadata() -> tuple[RuleInfo, ...]:
+    """What reports say about every rule (``ReportContext.rules`` of the formats that list
+    them); loads the rules."""
+    return tuple(rule.info() for rule in all_rules())
+
+
+def clean_cache(root: str) -> Any:
+    """Remove the result cache of the project at ``root``; what was removed, if anything."""
+    from distlint.cache import clean
+
+    return clean(root)
+
+
+def forget_config_files() -> None:
+    """Read configuration files again on the next lint (an editor saw one change)."""
+    from distlint import config as config_mod
+
+    for name in ("_find_from_dir", "load_config_file"):
+        cached = getattr(config_mod, name, None)
+        if cached is not None and hasattr(cached, "cache_clear"):
+            cached.cache_clear()

@@ -3,7 +3,8 @@
 distlint never imports or parses accelerate, transformers, timm, bitsandbytes, apex, DeepSpeed,
 schedulefree, torchtune, Lightning Fabric, torch_xla or torch itself: what it knows about them is
 written down here, as canonical qualified names (see :func:`distlint.analysis.index.canonical`).
-Only :mod:`distlint.analysis.facts` reads this module; rules ask the facts.
+The analysis reads this module; rules ask the analysis (a rule may take the choices of one of
+its options from here, never a list of its own).
 """
 
 from __future__ import annotations
@@ -68,6 +69,19 @@ MODEL_PARALLEL_CALLS = frozenset(
 )
 MODEL_PARALLEL_PREFIXES = ("torch.distributed.tensor.parallel.",)
 MODEL_PARALLEL_KEYWORDS = frozenset({"parallelism_config", "torch_tp_plugin", "megatron_lm_plugin"})
+
+# Words a module that sets up data-parallel training on its own spells out (an Accelerator, a
+# Fabric, a DDP/FSDP wrapper, DeepSpeed, torch_xla): a followed module without any of them is
+# not parsed to ask (see distlint.api: the findings of imported trainer modules).
+TRAINING_SETUP_WORDS = (
+    b"Accelerator",
+    b"Fabric",
+    b"DistributedDataParallel",
+    b"FullyShardedDataParallel",
+    b"fully_shard",
+    b"deepspeed",
+    b"torch_xla",
+)
 
 # ------------------------------------------------------------------ the number of processes
 # Values (qualified names, calls end in `()`) that ARE the number of data-parallel processes.
@@ -158,7 +172,6 @@ PROCESS_COUNT_NAMES = frozenset(
         "num_workers_dp",
     }
 )
-# Same policy for the gradient accumulation steps (a helper's untraced `grad_accum` parameter).
 # Top-level packages this knowledge base describes: a call into them is judged by the tables
 # above, never by its name.
 KNOWN_LIBRARIES = frozenset(
@@ -168,6 +181,8 @@ KNOWN_LIBRARIES = frozenset(
         "torch_xla", "torchtune", "transformers",
     }
 )  # fmt: skip
+# Same policy as PROCESS_COUNT_NAMES for the gradient accumulation steps (a helper's untraced
+# `grad_accum` parameter).
 ACCUMULATION_WORD = "accum"
 RANK_NAMES = frozenset({"rank", "global_rank", "local_rank", "process_index", "ordinal"})
 ITERABLE_DATASETS = frozenset(
@@ -344,6 +359,70 @@ DATASET_SHARDERS = frozenset(
 SHARD_METHODS = frozenset({"shard", "split_by_node", "shard_by_node"})
 BATCH_SIZE_KEYWORDS = frozenset({"batch_size", "gradient_accumulation_steps", "num_steps"})
 
+# ------------------------------------------------------------------ loops, accumulation, metrics
+# (read by analysis/loops.py, analysis/accumulation.py, analysis/metrics.py)
+# Methods whose call runs a backward pass: a loop calling one trains.
+BACKWARD_METHODS = frozenset({"backward", "optimizer_step"})
+STEP_METHODS = frozenset({"step", "optimizer_step"})
+# Context managers that gate gradient synchronisation (accumulation entered, or done by hand).
+ACCUMULATION_CONTEXTS = frozenset({"accumulate", "no_sync"})
+# Attributes that say whether this micro-batch synchronises (accumulation by hand).
+SYNC_FLAGS = frozenset({"sync_gradients", "require_backward_grad_sync", "gradient_state"})
+# Gradient clipping by hand, and the framework call that replaces it: torch name -> method.
+CLIP_FUNCTIONS = {
+    "torch.nn.utils.clip_grad_norm_": "clip_grad_norm_",
+    "torch.nn.utils.clip_grad.clip_grad_norm_": "clip_grad_norm_",
+    "torch.nn.utils.clip_grad_value_": "clip_grad_value_",
+    "torch.nn.utils.clip_grad.clip_grad_value_": "clip_grad_value_",
+}
+# Keywords of torch's clipping that the framework methods do not take.
+CLIP_TORCH_ONLY_KEYWORDS = frozenset({"error_if_nonfinite", "foreach"})
+# Calls that unscale gradients first: clipping by hand after them sees true gradients.
+UNSCALE_METHODS = frozenset({"unscale_gradients", "unscale_"})
+# Distributed samplers that shuffle with a seed plus the epoch: sampler -> position of `shuffle`.
+EPOCH_SEEDED_SAMPLERS = {
+    "torch.utils.data.DistributedSampler": 3,
+    "torch.utils.data.distributed.DistributedSampler": 3,
+    "timm.data.distributed_sampler.RepeatAugSampler": 3,
+    "timm.data.RepeatAugSampler": 3,
+}
+SET_EPOCH = "set_epoch"
+# Cross-process collectives: a value passed through one is every process's.
+GATHER_METHODS = frozenset({"gather", "gather_for_metrics", "reduce", "all_gather", "all_reduce"})
+GATHER_FUNCTIONS = frozenset(
+    {
+        "torch.distributed.all_reduce",
+        "torch.distributed.all_gather",
+        "torch.distributed.all_gather_into_tensor",
+        "torch.distributed.all_gather_object",
+        "torch.distributed.reduce",
+        "torch.distributed.gather",
+        "torch.distributed.gather_object",
+        "accelerate.utils.gather",
+        "accelerate.utils.gather_object",
+        "accelerate.utils.reduce",
+        "torch_xla.core.xla_model.all_reduce",
+        "torch_xla.core.xla_model.mesh_reduce",
+        "torch_xla.core.xla_model.all_gather",
+    }
+)
+# Accelerator gather that keeps the padding duplicates of the last batch, and its replacement.
+GATHER_WITH_DUPLICATES = frozenset(
+    {"accelerate.utils.gather", "accelerate.utils.operations.gather"}
+)
+GATHER_METHOD = "gather"
+GATHER_FOR_METRICS = "gather_for_metrics"
+# Same policy as PROCESS_COUNT_NAMES: ONLY for a callee the analysis cannot follow (a helper of
+# another package, `utils.reduce_tensor(acc)`, `metric_logger.synchronize_between_processes()`),
+# words in its name that say it combines values across processes.
+GATHER_NAME_WORDS = ("gather", "reduce", "synchron", "sync_", "all_")
+# Metric sinks: objects that accumulate predictions and references, and metric functions.
+METRIC_LOADERS = frozenset({"evaluate.load", "datasets.load_metric", "evaluate.combine"})
+METRIC_ADD_METHODS = frozenset({"add_batch", "add"})
+METRIC_FUNCTION_PREFIXES = ("sklearn.metrics.",)
+# Accelerate options that stop the padding of the last batch (no duplicates to drop).
+EVEN_BATCHES = "even_batches"
+
 # ------------------------------------------------------------------ seeding
 # Calls that seed torch's CPU generator and/or device generators by hand.
 TORCH_SEEDERS = frozenset(
@@ -455,3 +534,36 @@ def is_optimizer_class(qualname: str | None) -> bool:
             name = rest[-1]
             return name[:1].isupper() and name not in NOT_OPTIMIZERS and "Scheduler" not in name
     return False
+
+
+# ------------------------------------------------------------------ batch sizes in names and messages
+# Words of an identifier (split at `_` and case changes) or a logged message that say which batch
+# it is: the global one (every process together), a per-device one, or a count of samples.
+BATCH_GLOBAL_WORDS = frozenset({"total", "global", "effective", "observed", "overall"})
+BATCH_WORDS = frozenset({"batch", "bs", "bsz", "batchsize"})
+BATCH_SAMPLE_WORDS = frozenset(
+    {
+        "sample", "samples", "example", "examples", "image", "images", "img", "imgs", "token",
+        "tokens", "tok", "toks", "sequence", "sequences", "seq", "seqs", "throughput",
+    }
+)  # fmt: skip
+BATCH_LOCAL_WORDS = frozenset(
+    {
+        "local", "micro", "rank", "device", "gpu", "replica", "core", "proc", "process",
+        "worker", "instantaneous",
+    }
+)  # fmt: skip
+# Calls that keep a number's value as a count (`int(bs * 2)`, `math.ceil(n / world)`).
+NUMERIC_WRAPPERS = frozenset({"int", "float", "round"})
+ROUNDING_FUNCTIONS = frozenset({"math.ceil", "math.floor"})
+
+# ------------------------------------------------------------------ seeding
+# What DL101's fix may call to seed everything (the `seed-function` option), the default first.
+SEED_FUNCTION_CHOICES = (
+    "accelerate.utils.set_seed",
+    "transformers.set_seed",
+    "lightning.seed_everything",
+)
+# Words of a test that guards device-specific seeding (`if torch.cuda.is_available():`,
+# `if args.use_gpu:`): seeding under it is replaced together with its guard.
+DEVICE_GUARD_WORDS = ("cuda", "gpu", "mps", "xpu", "npu", "mlu", "device")

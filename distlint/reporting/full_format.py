@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from distlint.model import Applicability, FileResult, Finding, Fix
-from distlint.reporting import ReportContext
+from distlint.reporting import ReportContext, printable
 from distlint.reporting.text_format import Painter, finding_line, summary
 
 CONTEXT = 2  # lines shown before and after the reported range, and around each change
@@ -59,12 +59,13 @@ def snippet(text: str, finding: Finding, paint: Painter) -> str:
     out = [gutter]
     for number in range(first, last + 1):
         line = lines[number - 1]
-        out.append(paint(f"{number:>{width}} |", "gutter") + (" " + line if line else ""))
+        shown = _visible(line)
+        out.append(paint(f"{number:>{width}} |", "gutter") + (" " + shown if line else ""))
         if rng.line <= number <= last_marked:
             start = rng.column - 1 if number == rng.line else len(line) - len(line.lstrip())
             end = rng.end_column - 1 if number == rng.end_line else len(line)
             end = max(end, start + 1)
-            pad = "".join(c if c == "\t" else " " for c in line[:start])
+            pad = "".join(c if c == "\t" else " " * len(_visible(c)) for c in line[:start])
             label = f" {finding.code}" if number == last_marked else ""
             out.append(gutter + " " + pad + paint("^" * (end - start) + label, "caret"))
     if rng.end_line > last_marked:
@@ -113,11 +114,16 @@ def _diff(text: str, fix: Fix, paint: Painter) -> list[str]:
                     )
                 continue
             for k in range(i1, i2):
-                out.append(paint(f"{'':>{width}} - {old_lines[k]}".rstrip(), "removed"))
+                out.append(paint(f"{'':>{width}} - {_visible(old_lines[k])}".rstrip(), "removed"))
             for k in range(j1, j2):
-                out.append(paint(f"{k + 1:>{width}} + {new_lines[k]}".rstrip(), "added"))
+                out.append(paint(f"{k + 1:>{width}} + {_visible(new_lines[k])}".rstrip(), "added"))
     out.append(gutter)
     return out
+
+
+def _visible(text: str) -> str:
+    """A source line as the terminal may show it: tabs kept, control characters escaped."""
+    return printable(text)
 
 
 def _code_cells(text: str | None) -> list[str]:

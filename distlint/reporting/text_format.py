@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from distlint.model import Applicability, FileResult, Finding
-from distlint.reporting import ReportContext
+from distlint.reporting import ReportContext, printable
 
 
 def location(finding: Finding) -> str:
@@ -48,7 +48,9 @@ def _fixable(f: Finding, context: ReportContext) -> bool:
 
 def finding_line(f: Finding, context: ReportContext, paint: Painter) -> str:
     marker = paint("[*]", "fixable") + " " if _fixable(f, context) else ""
-    return f"{paint(location(f), 'path')}: {paint(f.code, 'code')} {marker}{f.message}"
+    # file names and messages never reach the terminal raw (control characters escaped)
+    where, message = printable(location(f)), printable(f.message)
+    return f"{paint(where, 'path')}: {paint(f.code, 'code')} {marker}{message}"
 
 
 def render(results: Sequence[FileResult], stream: TextIO, context: ReportContext) -> None:
@@ -91,7 +93,7 @@ def summary(
     if followed:
         n = sum(len(r.findings) for r in results if r.followed)
         stream.write(
-            f"{n} in {', '.join(followed)}, imported by the files checked and training "
+            f"{n} in {printable(', '.join(followed))}, imported by the files checked and training "
             "data-parallel itself: run `distlint fix` on it to fix them "
             '(`follow-imports = "silent"` hides them).\n'
         )
