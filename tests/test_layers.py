@@ -110,10 +110,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "`distlint lsp` starts the lint worker before click and the rest of the command line "
         "are imported: the worker loads LibCST while the server loads pygls (first diagnostics)"
     ),
-    ("distlint.lsp_worker", "distlint.runner"): (
-        "the worker's `passes` test hook reads runner.PASSES; it leaves with the test hooks "
-        "(issue 31: test hooks out of shipped code)"
-    ),
 }
 
 # Where the lint path starts: none of these may reach distlint.verify, directly or not.
