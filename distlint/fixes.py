@@ -26,7 +26,7 @@ from distlint.model import Applicability, Edit
 
 if TYPE_CHECKING:  # pragma: no cover
     from distlint.analysis import Index
-    from distlint.positions import Span
+    from distlint.positions import SourceMap, Span
 
 Replacement = Union[cst.CSTNode, cst.RemovalSentinel, "cst.FlattenSentinel[cst.CSTNode]"]
 
@@ -123,9 +123,16 @@ class _ApplyTransformer(cst.CSTTransformer):
 class _Layout:
     """What :func:`plan_edits` needs from the module: the statements each plan touches."""
 
-    def __init__(self, module: cst.Module, index: Index, plans: Sequence[FixPlan]) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        index: Index,
+        plans: Sequence[FixPlan],
+        source: SourceMap | None = None,
+    ) -> None:
         self.module = module
         self.index = index
+        self.source = source
         self.plans = list(plans)
         self.tops: list[tuple[list[cst.CSTNode], list[cst.CSTNode]] | None] = []
         # per plan, per top statement: the replaced nodes whose own span is rewritten (None:
@@ -235,8 +242,34 @@ def _context_free(node: cst.CSTNode) -> bool:
     return known
 
 
-def prepare(module: cst.Module, index: Index, plans: Sequence[FixPlan]) -> _Layout:
-    return _Layout(module, index, plans)
+def prepare(
+    module: cst.Module, index: Index, plans: Sequence[FixPlan], source: SourceMap | None = None
+) -> _Layout:
+    return _Layout(module, index, plans, source)
+
+
+class TargetMismatch(Exception):
+    """An edit's span of the text does not hold the code of the node the plan meant to change
+    there: the fix is dropped (and reported), never applied. ``line``: where the span starts."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+def _check_target(layout: _Layout, lines: LineIndex, span: Span, node: cst.CSTNode) -> None:
+    """Raise :class:`TargetMismatch` unless ``span`` of the text holds the code of ``node``
+    (what LibCST read there: the text less the odd indentation it does not keep)."""
+    start = lines.offset(span[0], span[1])
+    end = lines.offset(span[2], span[3])
+    source = layout.source
+    seen = source.parsed_slice(start, end) if source is not None else lines.text[start:end]
+    code = _code(layout.module, node, span[4])
+    if seen == code:
+        return
+    if end == len(lines.text) and code.startswith(seen) and code[len(seen) :] in ("\n", "\r\n", "\r"):
+        return  # the last statement of a file without a final newline
+    raise TargetMismatch(span[0])
 
 
 def plan_edits(
@@ -263,15 +296,18 @@ def plan_edits(
                 piece_span = spans.get(node)
                 if piece_span is None:
                     return None
+                _check_target(layout, lines, piece_span, node)
                 new_code = _code(module, the_plan.replace[node], piece_span[4])
                 edits.append(_statement_edit(module, lines, piece_span, new_code))
             continue
+        _check_target(layout, lines, span, stmt)
         new = stmt.visit(transformer)
         edits.append(_statement_edit(module, lines, span, _code(module, new, span[4])))
     for anchor in anchors:
         span = spans.get(anchor)
         if span is None:
             return None
+        _check_target(layout, lines, span, anchor)
         content = "".join(_code(module, s, span[4]) for s in the_plan.insert_before[anchor])
         at = lines.offset(span[0], span[1])
         edits.append(lines.edit(at, at, content))
@@ -425,6 +461,7 @@ def _import_edits(
                 span = spans.get(stmt)
                 if span is None:
                     return None
+                _check_target(layout, lines, span, stmt)
                 return [_statement_edit(module, lines, span, _code(module, new, span[4]))]
         text = f"from {spec.module} import {spec.name}"
     else:
@@ -454,6 +491,7 @@ def _import_edits(
         span = spans.get(before)
         if span is None:
             return None
+        _check_target(layout, lines, span, before)
         at = lines.offset(span[0], span[1])
         if not block:
             follower = before
@@ -461,6 +499,7 @@ def _import_edits(
         span = spans.get(after)
         if span is None:
             return None
+        _check_target(layout, lines, span, after)
         at = lines.offset(span[2], span[3])
         position = next(i for i, s in enumerate(body) if s is after)
         if position + 1 == end and end < len(body):

@@ -154,6 +154,7 @@ def check_source(
     path: str = "<stdin>",
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
     tops: list[int] | None = None,
+    irregular: list[tuple[int, int]] | None = None,
 ) -> FileError | None:
     """``None`` when ``text`` is safe to give LibCST, else the error to report for ``path``.
 
@@ -162,6 +163,8 @@ def check_source(
     the first token of every line that starts a statement at column 0 (a top-level statement,
     a decorator, or an ``else:`` / ``except:`` clause of one): where the top-level statements
     are, known without asking Python's parser (:func:`distlint.positions.offsets_from_tops`).
+    ``irregular``: a list to receive the spans to take out of the text for LibCST to read it as
+    Python does (see :func:`indentation_cuts`); ``tops`` then hold offsets in that shorter text.
     """
     if max_file_size and len(text) > max_file_size // 4:  # cheap: a character is <= 4 bytes
         size = len(text.encode("utf-8", "surrogatepass"))
@@ -169,7 +172,7 @@ def check_source(
         if error is not None:
             return error
     try:
-        return _scan(text, path, tops)
+        return _scan(text, path, tops, irregular)
     except RecursionError:  # pragma: no cover - the scan does not recurse
         return FileError(path, "source is too deeply nested to analyse", 1)
 
@@ -179,7 +182,45 @@ def _line(text: str, pos: int) -> int:
     return text.count(newline, 0, pos) + 1
 
 
-def _scan(text: str, path: str, tops: list[int] | None = None) -> FileError | None:
+def indentation_cuts(text: str, begin: int, token: int) -> list[tuple[int, int]]:
+    """The spans of ``text[begin:token]`` (the blanks, form feeds and backslash continuations
+    from the start of a logical line to its first token) to take out so that what is left is
+    plain blanks of the indentation CPython gives the line, which LibCST then reads the same.
+
+    CPython's tokenizer (3.10+) counts the columns of blanks across continuation lines, starts
+    again from 0 at a form feed, and takes the column at the first backslash that follows some
+    blanks as the line's indentation. LibCST's tokenizer does neither: it drops a leading form
+    feed or a backslash-only line from the code it gives back (positions after it are then a
+    line or some columns off) or refuses valid code (``if x:\n   \\\n return 1``: "expected
+    INDENT"; a form feed in a block: "no matching outer block for dedent")."""
+    run = begin  # where the blanks counted since the last reset of the column start
+    blanks = False
+    decided: tuple[int, int] | None = None  # the blanks before the deciding backslash
+    i = begin
+    while i < token:
+        c = text[i]
+        if c == "\\":
+            if decided is None and blanks:
+                decided = (run, i)
+            i += 3 if text.startswith("\r\n", i + 1) else 2
+            if decided is None:
+                run = i
+        elif c == "\x0c":
+            i += 1
+            run, blanks = i, False
+        else:
+            i += 1
+            blanks = True
+    keep = decided or (run, token)
+    return [(a, b) for a, b in ((begin, keep[0]), (keep[1], token)) if a < b]
+
+
+def _scan(
+    text: str,
+    path: str,
+    tops: list[int] | None = None,
+    irregular: list[tuple[int, int]] | None = None,
+) -> FileError | None:
     # The current frame (a bracket level, or a lambda's parameters) lives in locals; the
     # enclosing ones are saved on `outer`. depth: levels the current element adds above
     # `base`; links: of the current left-recursive chain, which started at token `start`.
@@ -196,6 +237,8 @@ def _scan(text: str, path: str, tops: list[int] | None = None) -> FileError | No
     operand = False  # the previous token ends an operand: a trailer or binary operator may follow
     was_string = False
     tokens = 0
+    odd = irregular is not None and ("\x0c" in text or "\\\n" in text or "\\\r" in text)
+    cut = 0  # characters of the text cut before the current line (see `irregular`)
 
     for m in _TOKEN.finditer(text):
         kind = m.lastindex or 0
@@ -218,8 +261,17 @@ def _scan(text: str, path: str, tops: list[int] | None = None) -> FileError | No
             at_line_start = False
             statement_pos = m.start(kind)
             column = statement_pos - line_start
+            if odd and column:
+                prefix = text[line_start:statement_pos]
+                if "\x0c" in prefix or "\\" in prefix:
+                    cuts = indentation_cuts(text, line_start, statement_pos)
+                    if cuts:
+                        assert irregular is not None
+                        irregular += cuts
+                        column -= sum(b - a for a, b in cuts)
+                        cut += sum(b - a for a, b in cuts)
             if column == 0 and tops is not None:
-                tops.append(statement_pos)
+                tops.append(statement_pos - cut)
             while column < indents[-1]:
                 indents.pop()
             if column > indents[-1]:

@@ -25,7 +25,7 @@ from distlint.edits import decode as decode_text
 from distlint.incremental import Document
 from distlint.model import Applicability, FileError, FileResult, Finding, Fix, Range
 from distlint.noqa import Directives, Placement, directive_edit, unused_noqa
-from distlint.positions import DEEP_RECURSION_LIMIT, TooDeep, deep_call, layout
+from distlint.positions import DEEP_RECURSION_LIMIT, SourceMap, TooDeep, deep_call, layout
 from distlint.registry import all_rules
 from distlint.rule import Rule, RuleContext
 
@@ -154,8 +154,9 @@ def lint_source(
         index: Index | None = None,
         offsets: list[int] | None = None,
         tops: list[int] | None = None,
+        source: SourceMap | None = None,
     ) -> _Round:
-        return _lint_guarded(module, text, job, index, offsets, tops)
+        return _lint_guarded(module, text, job, index, offsets, tops, source)
 
     if prior is not None and fix:
         current = _Round(list(prior.findings), list(prior.suppressed), list(prior.errors))
@@ -165,21 +166,24 @@ def lint_source(
         index: Index | None = None
         offsets: list[int] | None = None
         tops: list[int] | None = None
+        where: SourceMap | None = None
         reused = _reuse(document, text, path, config.max_file_size)
         known = project.parsed(path, source) if project is not None and not reused else None
         if reused is not None:
             module, offsets = reused
         elif known is not None:
             module, index = known
+            where = index.source_map
         else:
             tops = []
             parsed = _parse(text, path, config.max_file_size, tops)
             if isinstance(parsed, FileError):
                 return FileResult(path, errors=(parsed,), source_text=kept)
-            module = parsed
+            module, where = parsed
         if document is not None and reused is None:
-            document.reset(text, module)
-        current = lint(module, text, index, offsets, tops)
+            # the document's offsets are of LibCST's code: of no use where it is not the text
+            document.reset(text, module if where is None or not where.cuts else None)
+        current = lint(module, text, index, offsets, tops, where)
     errors = list(current.errors)
     if not fix:
         return FileResult(
@@ -216,7 +220,7 @@ def lint_source(
             break
         applied += len(good)
         text = new_text
-        current = lint(fixed_module, text)
+        current = lint(fixed_module[0], text, source=fixed_module[1])
         errors += current.errors
     changed = text != original
     fixed_bytes = None
@@ -246,23 +250,31 @@ def _parse(
     path: str,
     max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE,
     tops: list[int] | None = None,
-) -> cst.Module | FileError:
-    """``text`` parsed, or the error to report. ``tops``: receives where statements start at
-    column 0, from the guard's scan (see :func:`distlint.guard.check_source`)."""
-    refused = guard.check_source(text, path, max_file_size, tops)  # before LibCST sees it
+) -> tuple[cst.Module, SourceMap] | FileError:
+    """``text`` parsed, with where LibCST's code stands in it, or the error to report.
+    ``tops``: receives where statements start at column 0 in LibCST's code, from the guard's
+    scan (see :func:`distlint.guard.check_source`).
+
+    LibCST reads odd indentation (a backslash-only line or a form feed before a statement)
+    otherwise than Python: it drops it from its code, or refuses valid code. The guard's scan
+    finds those spans; LibCST parses the text without them (Python reads both the same), and
+    the :class:`~distlint.positions.SourceMap` places every position back in ``text``."""
+    cuts: list[tuple[int, int]] = []
+    refused = guard.check_source(text, path, max_file_size, tops, cuts)  # before LibCST sees it
     if refused is not None:
         return refused
+    source = SourceMap(text, cuts)
     guard.ensure_recursion_headroom()
     PASSES["parse"] += 1
     try:
         with collector_paused():  # the tree holds no cycles: collecting while it grows is waste
-            return cst.parse_module(text)
+            return cst.parse_module(source.parsed), source
     except cst.ParserSyntaxError as exc:
-        return _syntax_error(path, text, exc)
+        return _syntax_error(path, text, exc, source)
     except RecursionError:
         return FileError(path, "source is too deeply nested to parse")
     except Exception as exc:  # libcst raises a few other types on odd input
-        return FileError(path, f"cannot parse: {exc}")
+        return _syntax_error(path, text, exc, source)
 
 
 def _reuse(
@@ -290,9 +302,10 @@ def _reuse(
 
 def _gate(
     text: str, fixes: Sequence[Fix], path: str
-) -> tuple[str, cst.Module | None, list[Fix], list[Fix]]:
-    """Apply ``fixes`` to ``text`` and parse the result: (new text, its module, fixes applied,
-    fixes dropped because the code would not parse). A fix is never applied unparsed."""
+) -> tuple[str, tuple[cst.Module, SourceMap] | None, list[Fix], list[Fix]]:
+    """Apply ``fixes`` to ``text`` and parse the result: (new text, its module and source map,
+    fixes applied, fixes dropped because the code would not parse). A fix is never applied
+    unparsed."""
     new, _ = apply_fixes(text, fixes)
     module = _parse(new, path)
     if not isinstance(module, FileError):
@@ -300,7 +313,7 @@ def _gate(
     # Find the culprit(s): add the fixes one by one and keep those that still parse.
     good: list[Fix] = []
     dropped: list[Fix] = []
-    best: tuple[str, cst.Module] | None = None
+    best: tuple[str, tuple[cst.Module, SourceMap]] | None = None
     for fix in fixes:
         candidate, _ = apply_fixes(text, [*good, fix])
         parsed = _parse(candidate, path)
@@ -314,9 +327,12 @@ def _gate(
     return best[0], best[1], good, dropped
 
 
-def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
+def _syntax_error(
+    path: str, text: str, exc: Exception, source: SourceMap | None = None
+) -> FileError:
     """Locate a syntax error the way Python reports it (LibCST's native parser positions are
-    approximate); fall back to LibCST's own message when CPython accepts the code."""
+    approximate). Code that Python accepts is LibCST's limit, said as such, at the line LibCST
+    names (in ``text``, through ``source``)."""
     try:
         compile(text, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
     except SyntaxError as err:
@@ -324,7 +340,16 @@ def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError
         return FileError(path, f"syntax error: {err.msg}{hint}", err.lineno, err.offset)
     except (ValueError, RecursionError, MemoryError):
         pass
-    return FileError(path, f"cannot parse: {exc.message}", exc.editor_line, exc.editor_column)
+    message = getattr(exc, "message", None) or str(exc).strip().splitlines()[-1:] or [""]
+    if isinstance(message, list):
+        message = message[0]
+    line = getattr(exc, "editor_line", None) or 1
+    if source is not None and source.cuts:
+        at = min(source.parsed_starts[min(line, len(source.parsed_starts)) - 1], len(source.parsed))
+        line = source.position(at)[0]
+    return FileError(
+        path, f"LibCST cannot parse this file (line {line}): {message}; Python accepts it", line
+    )
 
 
 class _Job(NamedTuple):
@@ -346,6 +371,7 @@ def _lint_guarded(
     index: Index | None = None,
     offsets: list[int] | None = None,
     tops: list[int] | None = None,
+    source: SourceMap | None = None,
 ) -> _Round:
     """:func:`_lint_module`, retried with a large stack when the code nests deeply; code nested
     beyond even that is one error line, never a traceback.
@@ -357,7 +383,9 @@ def _lint_guarded(
     done (:meth:`~distlint.analysis.index.Index.release`)."""
     try:
         with collector_paused():
-            return deep_call(lambda: _lint_module(module, text, job, index, offsets, tops))
+            return deep_call(
+                lambda: _lint_module(module, text, job, index, offsets, tops, source)
+            )
     except (TooDeep, RecursionError):
         message = f"source is nested too deeply to analyse (over {DEEP_RECURSION_LIMIT:,} frames)"
         return _Round([], [], [FileError(job.path, message)])
@@ -370,18 +398,19 @@ def _lint_module(
     index: Index | None = None,
     offsets: list[int] | None = None,
     tops: list[int] | None = None,
+    source: SourceMap | None = None,
 ) -> _Round:
     PASSES["rules"] += 1
     path, project = job.path, job.project
     if index is not None:  # the project's parse of this file: kept, with its facts
         facts = facts_for(index, path, project)
-        return _lint_indexed(module, text, job, index, facts, offsets, tops)
+        return _lint_indexed(module, text, job, index, facts, offsets, tops, source)
     # the linted text's own parse: its facts are not memoised in the project (importers that
     # reach this file use the project's parse of it), and nothing is kept once it is linted
-    index = Index(module, text)
+    index = Index(module, text, source)
     facts = Facts(index, path, project) if project is not None else facts_for(index, path)
     try:
-        return _lint_indexed(module, text, job, index, facts, offsets, tops)
+        return _lint_indexed(module, text, job, index, facts, offsets, tops, source)
     finally:
         facts.release()
         index.release()
@@ -395,6 +424,7 @@ def _lint_indexed(
     facts: Facts,
     offsets: list[int] | None,
     tops: list[int] | None,
+    source: SourceMap | None = None,
 ) -> _Round:
     path, active, config, ignore_noqa, debug, enabled, project = job
     errors: list[FileError] = []
@@ -423,22 +453,27 @@ def _lint_indexed(
     if not ctx.reports and not run_unused:
         return _Round([], [], errors)
     reports = ctx.reports
+    lines = LineIndex(text)
+    if source is None or not source.cuts:
+        source = SourceMap(text, (), lines.starts)
+    else:
+        offsets = None  # of the text, not of LibCST's code
     plans = [r.fix for r in reports if r.fix is not None]
-    plan_layout = fixes_mod.prepare(module, index, plans)
+    plan_layout = fixes_mod.prepare(module, index, plans, source)
     wanted = [r.node for r in reports]
     statements = {r.node: index.statement(r.node) for r in reports}
     wanted += [s for s in statements.values() if s is not None]
-    lines = LineIndex(text)
     positions, spans = layout(
         module,
         wanted,
         plan_layout.spans_wanted,
         _top_statements(module, index),
         offsets,
-        lines.starts,
-        text,
+        source.parsed_starts,
+        source.parsed,
         index.ancestors,
         tops,
+        source,
     )
     placement = _Placements(lines)
     findings: list[Finding] = []
@@ -467,7 +502,18 @@ def _lint_indexed(
             continue
         fix = None
         if report.fix is not None:
-            fix = _fix_of(report.fix, rule, config, plan_layout, spans, lines, plan_number, debug)
+            try:
+                if pos is not None:
+                    _check_reported(module, source, lines, report.node, rng)
+                fix = _fix_of(
+                    report.fix, rule, config, plan_layout, spans, lines, plan_number, debug
+                )
+            except fixes_mod.TargetMismatch as exc:
+                message = (
+                    f"{rule.CODE}: the fix's edits do not match the code it was meant to change "
+                    f"(line {exc.line}); fix dropped"
+                )
+                errors.append(FileError(path, message, exc.line))
         target = placement.target(rng.line, stmt_range)
         suppression = directive_edit(lines, target, [rule.CODE]) if target is not None else None
         findings.append(
@@ -542,6 +588,19 @@ def _may_block(code: str) -> bool:
     return '"""' in code or "'''" in code or "\\\n" in code or "\\\r" in code or code.endswith("\\")
 
 
+def _check_reported(
+    module: cst.Module, source: SourceMap, lines: LineIndex, node: cst.CSTNode, rng: Range
+) -> None:
+    """Raise :class:`~distlint.fixes.TargetMismatch` unless the text at the reported range is
+    code of the reported ``node`` (its range leaves out the parentheses, indentation and
+    comments around it): a fix is offered only for a finding that points at its node."""
+    start = lines.offset(rng.line, rng.column - 1)
+    end = lines.offset(rng.end_line, rng.end_column - 1)
+    seen = source.parsed_slice(start, end)
+    if not seen or seen not in module.code_for_node(node):
+        raise fixes_mod.TargetMismatch(rng.line)
+
+
 def _fix_of(plan, rule, config, plan_layout, spans, lines, plan_number, debug) -> Fix | None:
     applicability = plan.applicability or rule.FIX_SAFETY or Applicability.UNSAFE
     override = config.applicability_override(rule.CODE)
@@ -549,7 +608,7 @@ def _fix_of(plan, rule, config, plan_layout, spans, lines, plan_number, debug) -
         applicability = Applicability(override)
     try:
         edits = fixes_mod.plan_edits(plan_layout, spans, lines, plan_number)
-    except RecursionError:
+    except (RecursionError, fixes_mod.TargetMismatch):
         raise
     except Exception:  # a plan LibCST cannot generate: no fix offered
         if debug:

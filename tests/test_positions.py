@@ -196,7 +196,7 @@ def _lines_layout(text: str, every: int = 1, spans_too: bool = True, in_lines: b
         module, nodes, spans, top_of, None, starts, text, index.ancestors
     )
     expected = all_positions(module)
-    _, expected_spans = positions._whole_pass(module, nodes, spans, text)
+    _, expected_spans = positions._whole_pass(module, nodes, spans, positions.SourceMap(text))
     wrong = [n for n in nodes if got.get(n) != expected[n]]
     wrong_spans = [n for n in spans if got_spans.get(n) != expected_spans[n]]
     return wrong, wrong_spans

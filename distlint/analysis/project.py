@@ -371,23 +371,26 @@ class Project:
         from distlint import guard
         from distlint.analysis.index import Index
         from distlint.collector import paused as collector_paused
+        from distlint.positions import SourceMap
         from distlint.runner import _syntax_error
 
         if "\x00" in text:
             self._error(full, "source contains a null byte")
             return None
-        refused = guard.check_source(text, full, guard.DEFAULT_MAX_FILE_SIZE)
+        cuts: list[tuple[int, int]] = []  # odd indentation LibCST reads otherwise (runner._parse)
+        refused = guard.check_source(text, full, guard.DEFAULT_MAX_FILE_SIZE, None, cuts)
         if refused is not None:
             self._error(full, refused.message, refused.line)
             return None
+        source = SourceMap(text, cuts) if cuts else None
         guard.ensure_recursion_headroom()
         try:
             with collector_paused():  # as the runner's parse: no cycles in the tree
-                module = cst.parse_module(data)
+                module = cst.parse_module(data if source is None else source.parsed)
             self.parse_count += 1
-            return module, Index(module, text)
+            return module, Index(module, text, source)
         except cst.ParserSyntaxError as exc:
-            err = _syntax_error(full, text, exc)
+            err = _syntax_error(full, text, exc, source)
             self._error(full, err.message, err.line, err.column)
         except RecursionError:
             self._error(full, "source is too deeply nested to parse")
