@@ -267,7 +267,11 @@ def _check_target(layout: _Layout, lines: LineIndex, span: Span, node: cst.CSTNo
     code = _code(layout.module, node, span[4])
     if seen == code:
         return
-    if end == len(lines.text) and code.startswith(seen) and code[len(seen) :] in ("\n", "\r\n", "\r"):
+    if (
+        end == len(lines.text)
+        and code.startswith(seen)
+        and code[len(seen) :] in ("\n", "\r\n", "\r")
+    ):
         return  # the last statement of a file without a final newline
     raise TargetMismatch(span[0])
 

@@ -383,9 +383,7 @@ def _lint_guarded(
     done (:meth:`~distlint.analysis.index.Index.release`)."""
     try:
         with collector_paused():
-            return deep_call(
-                lambda: _lint_module(module, text, job, index, offsets, tops, source)
-            )
+            return deep_call(lambda: _lint_module(module, text, job, index, offsets, tops, source))
     except (TooDeep, RecursionError):
         message = f"source is nested too deeply to analyse (over {DEEP_RECURSION_LIMIT:,} frames)"
         return _Round([], [], [FileError(job.path, message)])

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 if TYPE_CHECKING:
-    from distlint.positions import SourceMap
     from distlint.analysis.flow import Flow
+    from distlint.positions import SourceMap
 
 import libcst as cst
 
