@@ -1,0 +1,123 @@
+"""Text to tree: the one way source becomes a LibCST module.
+
+Bytes are decoded as the interpreter would (PEP 263 cookie, BOM; the decoding itself is pure
+text and lives in :mod:`distlint.edits`, for callers that must not load LibCST), the text is
+refused before LibCST sees it when it would crash, stall or exhaust the linter
+(:mod:`distlint.guard`), and a syntax error is located the way Python reports it. The runner (the linted file, the fixer's
+re-parse gate) and the project reader (the modules a linted file imports) both go through here,
+so a file gets the same verdict and the same message whichever of them reads it first.
+
+Nothing is executed or imported: the text is only parsed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import libcst as cst
+
+from distlint import guard
+from distlint.collector import paused as collector_paused
+from distlint.edits import decode  # pure text: the cache and the CLI decode without LibCST
+from distlint.model import FileError
+from distlint.positions import SourceMap
+
+
+def decode_source(data: bytes, path: str) -> tuple[str, str] | FileError:
+    """(text, codec) of ``data`` (see :func:`distlint.edits.decode`), or the error to report
+    for the file ``path``."""
+    try:
+        return decode(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        return FileError(path, f"cannot decode source: {exc}")
+
+
+def null_byte(text: str, path: str) -> FileError | None:
+    """The error for a text holding a null byte (neither Python nor LibCST accepts one)."""
+    if "\x00" not in text:
+        return None
+    line = text.count("\n", 0, text.index("\x00")) + 1
+    return FileError(path, "source contains a null byte", line)
+
+
+def parse(
+    text: str,
+    path: str,
+    *,
+    source: str | bytes | None = None,
+    max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE,
+    tops: list[int] | None = None,
+    passes: Counter[str] | None = None,
+) -> cst.Module | FileError:
+    """``text`` (the file ``path``) parsed, or the error to report: :func:`parse_mapped`'s
+    module, for callers that never place a node in the text."""
+    parsed = parse_mapped(
+        text, path, source=source, max_file_size=max_file_size, tops=tops, passes=passes
+    )
+    return parsed if isinstance(parsed, FileError) else parsed[0]
+
+
+def parse_mapped(
+    text: str,
+    path: str,
+    *,
+    source: str | bytes | None = None,
+    max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE,
+    tops: list[int] | None = None,
+    passes: Counter[str] | None = None,
+) -> tuple[cst.Module, SourceMap] | FileError:
+    """``text`` (the file ``path``) parsed, with where LibCST's code stands in the text, or the
+    error to report.
+
+    LibCST reads odd indentation (a backslash-only line or a form feed before a statement)
+    otherwise than Python: it drops it from its code (every position after it is then off) or
+    refuses valid code. The guard's scan finds those spans; LibCST parses the text without them
+    (Python reads both the same), and the :class:`~distlint.positions.SourceMap` places every
+    position back in ``text``.
+
+    ``source``: what LibCST parses when not ``text`` itself and nothing is cut (the undecoded
+    bytes: the module then knows its encoding). ``tops``: receives where statements start at
+    column 0 in LibCST's code, from the guard's scan (see :func:`distlint.guard.check_source`).
+    ``passes``: counts ``"parse"`` for every text that reaches LibCST."""
+    cuts: list[tuple[int, int]] = []
+    refused = null_byte(text, path) or guard.check_source(text, path, max_file_size, tops, cuts)
+    if refused is not None:  # before LibCST sees it
+        return refused
+    mapped = SourceMap(text, cuts)
+    if cuts:
+        source = mapped.parsed
+    guard.ensure_recursion_headroom()
+    if passes is not None:
+        passes["parse"] += 1
+    try:
+        with collector_paused():  # the tree holds no cycles: collecting while it grows is waste
+            return cst.parse_module(text if source is None else source), mapped
+    except RecursionError:
+        return FileError(path, "source is too deeply nested to parse")
+    except Exception as exc:  # a ParserSyntaxError, or one of a few other types on odd input
+        return syntax_error(path, text, exc, mapped)
+
+
+def syntax_error(
+    path: str, text: str, exc: Exception, mapped: SourceMap | None = None
+) -> FileError:
+    """Locate a syntax error the way Python reports it (LibCST's native parser positions are
+    approximate). Code Python accepts is LibCST's limit, said as such, at the line LibCST names
+    (placed in ``text`` through ``mapped``)."""
+    try:
+        compile(text, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+    except SyntaxError as err:
+        hint = " (Python 2 code?)" if "Missing parentheses in call to" in (err.msg or "") else ""
+        return FileError(path, f"syntax error: {err.msg}{hint}", err.lineno, err.offset)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    message = getattr(exc, "message", None)
+    if not isinstance(message, str):
+        message = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+    line = getattr(exc, "editor_line", None) or 1
+    if mapped is not None and mapped.cuts:
+        starts = mapped.parsed_starts
+        line = mapped.position(starts[min(line, len(starts)) - 1])[0]
+    return FileError(
+        path, f"LibCST cannot parse this file (line {line}): {message}; Python accepts it", line
+    )
