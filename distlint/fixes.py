@@ -264,7 +264,14 @@ def _check_target(layout: _Layout, lines: LineIndex, span: Span, node: cst.CSTNo
     end = lines.offset(span[2], span[3])
     source = layout.source
     seen = source.parsed_slice(start, end) if source is not None else lines.text[start:end]
-    code = _code(layout.module, node, span[4])
+    module = layout.module
+    state = CodegenState(
+        default_indent=module.default_indent,
+        default_newline=module.default_newline,
+        indent_tokens=list(span[4]),
+    )
+    node._codegen(state)
+    code = "".join(state.tokens)
     if seen == code:
         return
     if (

@@ -451,3 +451,32 @@ def test_source_map_places_offsets_of_the_parsed_text_in_the_file():
     assert source.position(c) == (5, 5)
     assert source.to_text(source.parsed.index("    c"), after=False) == text.index("\x0c")
     assert source.parsed_slice(text.index("    \\"), text.index("\x0c")) == "    b = 2\n"
+
+
+@pytest.mark.parametrize("shift", ["spans", "ranges"])
+def test_a_fix_whose_edits_miss_their_code_is_dropped_and_reported(monkeypatch, shift):
+    # positions one line off (what a backslash-only line caused): the edits' spans, or the
+    # reported node's range, do not hold the code the rule meant to change
+    from libcst.metadata import CodePosition, CodeRange
+
+    from distlint import runner
+
+    real = runner.layout
+
+    def off_by_one(*args, **kwargs):
+        ranges, spans = real(*args, **kwargs)
+        if shift == "spans":
+            return ranges, {n: (s[0] + 1, s[1], s[2] + 1, s[3], s[4]) for n, s in spans.items()}
+        moved = {
+            n: CodeRange(CodePosition(r.start.line + 1, r.start.column), r.end)
+            for n, r in ranges.items()
+        }
+        return moved, spans
+
+    monkeypatch.setattr(runner, "layout", off_by_one)
+    text = REPRO.replace("    \\\n        model", "    model")
+    result = _fix(text)
+    assert result.fixed_source is None and result.fixes_applied == 0
+    (error,) = [e for e in result.errors if "do not match the code" in e.message]
+    assert error.message.startswith("DL101: the fix's edits do not match the code")
+    assert error.message.endswith("fix dropped") and error.line is not None
