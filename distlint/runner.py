@@ -20,7 +20,7 @@ from distlint.analysis.facts import Facts, facts_for
 from distlint.analysis.project import Project
 from distlint.collector import paused as collector_paused
 from distlint.config import Config
-from distlint.edits import LineIndex, OutsideEdits, apply_fixes, choose, fixes_to_apply
+from distlint.edits import LineIndex
 from distlint.incremental import Document
 from distlint.model import Applicability, FileError, FileResult, Finding, Fix, Range
 from distlint.noqa import Directives, Placement, directive_edit, unused_noqa
@@ -29,7 +29,7 @@ from distlint.positions import DEEP_RECURSION_LIMIT, SourceMap, TooDeep, deep_ca
 from distlint.registry import all_rules
 from distlint.rule import Rule, RuleContext
 
-MAX_FIX_ROUNDS = 6
+MAX_FIX_ROUNDS = fixes_mod.MAX_FIX_ROUNDS
 
 # Lint passes of this process: "parse" (LibCST parses) and "rules" (rule runs over a module).
 # tests/test_lint_passes.py asserts how many each command costs.
@@ -98,10 +98,9 @@ def lint_source(
     ``document``: the :class:`~distlint.incremental.Document` of an editor buffer: an edit of
     its last text re-parses only the statements it touched (the language server's worker).
 
-    Fixing applies the findings' edits to the text (sorted; overlapping fixes and second fixes
-    of one isolation group wait for the next round), parses the result (a fix whose result does
-    not parse is dropped and reported), lints it again, and repeats to a fixed point, at most
-    :data:`MAX_FIX_ROUNDS` times. ``prior``: the result of linting this same text with the same
+    Fixing is :func:`distlint.fixes.fixed_point`: the findings' edits applied to the text,
+    the result re-parsed (a fix whose result does not parse is dropped and reported) and linted
+    again, to a fixed point, at most :data:`MAX_FIX_ROUNDS` times. ``prior``: the result of linting this same text with the same
     settings (the cache's), so that fixing starts from its edits without parsing anything.
 
     ``fixed_source`` of the result is the fixed text (None when nothing changed); when
@@ -189,34 +188,17 @@ def lint_source(
             source_text=kept,
         )
 
-    original, first = text, current
-    applied = 0
-    codes = {}
-    for _ in range(MAX_FIX_ROUNDS):
-        wanted = fixes_to_apply(current.findings, unsafe_fixes)
-        if not wanted:
-            break
-        codes = {id(f.fix): f.code for f in current.findings if f.fix is not None}
-        chosen, _deferred = choose(wanted)
-        try:
-            new_text, fixed_module, good, dropped = _gate(text, chosen, path)
-        except OutsideEdits as exc:
-            errors.append(FileError(path, f"fixes not applied: {exc}"))
-            text, applied, current = original, 0, first
-            break
-        for bad in dropped:
-            errors.append(
-                FileError(
-                    path,
-                    f"{codes.get(id(bad), 'fix')}: the fixed code would not parse; fix dropped",
-                )
-            )
-        if not good or fixed_module is None:
-            break
-        applied += len(good)
-        text = new_text
-        current = lint(fixed_module[0], text, source=fixed_module[1])
-        errors += current.errors
+    original = text
+    done = fixes_mod.fixed_point(
+        text,
+        current,
+        path,
+        unsafe_fixes,
+        _parse,
+        lambda parsed, new: lint(parsed[0], new, source=parsed[1]),
+    )
+    text, current, applied = done.text, done.last, done.applied
+    errors += done.errors
     changed = text != original
     fixed_bytes = None
     if changed and encoding is not None:
@@ -272,33 +254,6 @@ def _reuse(
     if found is not None:
         PASSES["parse"] += 1
     return found
-
-
-def _gate(
-    text: str, fixes: Sequence[Fix], path: str
-) -> tuple[str, tuple[cst.Module, SourceMap] | None, list[Fix], list[Fix]]:
-    """Apply ``fixes`` to ``text`` and parse the result: (new text, its module and source map,
-    fixes applied, fixes dropped because the code would not parse). A fix is never applied
-    unparsed."""
-    new, _ = apply_fixes(text, fixes)
-    module = _parse(new, path)
-    if not isinstance(module, FileError):
-        return new, module, list(fixes), []
-    # Find the culprit(s): add the fixes one by one and keep those that still parse.
-    good: list[Fix] = []
-    dropped: list[Fix] = []
-    best: tuple[str, tuple[cst.Module, SourceMap]] | None = None
-    for fix in fixes:
-        candidate, _ = apply_fixes(text, [*good, fix])
-        parsed = _parse(candidate, path)
-        if isinstance(parsed, FileError):
-            dropped.append(fix)
-        else:
-            good.append(fix)
-            best = (candidate, parsed)
-    if best is None:
-        return text, None, [], dropped
-    return best[0], best[1], good, dropped
 
 
 class _Job(NamedTuple):
@@ -426,10 +381,7 @@ def _lint_indexed(
     findings: list[Finding] = []
     suppressed: list[Finding] = []
     seen: set[tuple[str, int, int]] = set()
-    plan_number = -1
     for report in reports:
-        if report.fix is not None:
-            plan_number += 1
         rule = report.rule
         pos = positions.get(report.node)
         if pos is None:  # a node the rule built itself: report at the module start
@@ -452,9 +404,7 @@ def _lint_indexed(
             try:
                 if pos is not None:
                     _check_reported(module, source, lines, report.node, rng)
-                fix = _fix_of(
-                    report.fix, rule, config, plan_layout, spans, lines, plan_number, debug
-                )
+                fix = _fix_of(report.fix, rule, config, plan_layout, spans, lines, debug)
             except fixes_mod.TargetMismatch as exc:
                 message = (
                     f"{rule.CODE}: the fix's edits do not match the code it was meant to change "
@@ -548,13 +498,13 @@ def _check_reported(
         raise fixes_mod.TargetMismatch(rng.line)
 
 
-def _fix_of(plan, rule, config, plan_layout, spans, lines, plan_number, debug) -> Fix | None:
+def _fix_of(plan, rule, config, plan_layout, spans, lines, debug) -> Fix | None:
     applicability = plan.applicability or rule.FIX_SAFETY or Applicability.UNSAFE
     override = config.applicability_override(rule.CODE)
     if override is not None:
         applicability = Applicability(override)
     try:
-        edits = fixes_mod.plan_edits(plan_layout, spans, lines, plan_number)
+        edits = fixes_mod.plan_edits(plan_layout, spans, lines, plan)
     except (RecursionError, fixes_mod.TargetMismatch):
         raise
     except Exception:  # a plan LibCST cannot generate: no fix offered
