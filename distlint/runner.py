@@ -23,7 +23,7 @@ from distlint.config import Config
 from distlint.edits import LineIndex
 from distlint.incremental import Document
 from distlint.model import Applicability, FileError, FileResult, Finding, Fix, Range
-from distlint.noqa import Directives, Placement, directive_edit, unused_noqa
+from distlint.noqa import UNUSED_CODE, Directives, Placement, directive_edit, unused_noqa
 from distlint.parse import decode_source, null_byte, parse_mapped
 from distlint.positions import DEEP_RECURSION_LIMIT, SourceMap, TooDeep, deep_call, layout
 from distlint.registry import all_rules
@@ -351,7 +351,7 @@ def _lint_indexed(
                 )
             )
     directives = Directives.scan(text)
-    run_unused = not ignore_noqa and any(r.CODE == "DL001" for r in active)
+    run_unused = not ignore_noqa and any(r.CODE == UNUSED_CODE for r in active)
     if not ctx.reports and not run_unused:
         return _Round([], [], errors)
     reports = ctx.reports
@@ -418,7 +418,7 @@ def _lint_indexed(
         )
     if run_unused:
         # after suppression: only now is it known which noqa codes suppressed nothing
-        override = config.applicability_override("DL001")
+        override = config.applicability_override(UNUSED_CODE)
         known = {r.CODE for r in all_rules()}
         findings += unused_noqa(
             path,
