@@ -18,6 +18,9 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
+from distlint.files import not_regular, read_stable
+from distlint.model import FileError
+
 
 class ConfigError(Exception):
     """A configuration problem: reported with the file and key, exit status 2."""
@@ -203,14 +206,6 @@ def find_config_file(start: str) -> Path | None:
 # A configuration file is small; more than this is not a configuration (and is not read).
 MAX_CONFIG_SIZE = 16 << 20
 
-_FILE_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
 
 def config_file_problem(path: str) -> str | None:
     """Why ``path`` cannot be a configuration file (missing, a directory, a FIFO...), or None."""
@@ -222,31 +217,17 @@ def config_file_problem(path: str) -> str | None:
         return f"configuration file {path}: {exc.strerror or exc}"
     if stat.S_ISREG(mode):
         return None
-    kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
-    return f"configuration file {path} is {kind}, not a file"
+    if stat.S_ISDIR(mode):
+        return f"configuration file {path} is a directory, not a file"
+    return f"configuration file {path} {not_regular(path, mode).message}"
 
 
 def _read_config(path: Path) -> bytes:
     """The bytes of a configuration file; raises ConfigError. Never blocks on a FIFO."""
-    problem = config_file_problem(str(path))
-    if problem is not None:
-        raise ConfigError(problem.replace(f"configuration file {path} ", "", 1), str(path))
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise ConfigError(f"cannot read configuration: {exc.strerror or exc}", str(path)) from None
-    try:
-        data = b""
-        while len(data) <= MAX_CONFIG_SIZE:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return data
-            data += chunk
-        raise ConfigError(f"over {MAX_CONFIG_SIZE >> 20} MiB: not a configuration file", str(path))
-    except OSError as exc:
-        raise ConfigError(f"cannot read configuration: {exc.strerror or exc}", str(path)) from None
-    finally:
-        os.close(fd)
+    read = read_stable(str(path), MAX_CONFIG_SIZE)
+    if isinstance(read, FileError):
+        raise ConfigError(read.message, str(path))
+    return read[0]
 
 
 def _parse_toml(raw: bytes, path: Path) -> dict[str, Any]:
@@ -310,10 +291,13 @@ def load_config_file(path: str) -> Config:
     """Parse and validate one configuration file. Raises ConfigError."""
     p = Path(path)
     data = _parse_toml(_read_config(p), p)
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):  # `tool = 1`: no [tool.distlint] table can be in it
+        raise ConfigError(f"`tool` must be a table, got {_show(tool)}", str(p))
     if p.name == "pyproject.toml":
-        table = data.get("tool", {}).get("distlint", {})
+        table = tool.get("distlint", {})
     else:
-        table = data.get("tool", {}).get("distlint", data)
+        table = tool.get("distlint", data)
     if not isinstance(table, dict):
         raise ConfigError("expected a table", str(p), "tool.distlint")
     return config_from_table(table, str(p), str(p.resolve().parent))

@@ -17,6 +17,7 @@ on-disk state re-checked just before the rename, lives here too.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -659,6 +660,10 @@ def same_file_state(a: os.stat_result, b: os.stat_result) -> bool:
     )
 
 
+class NotWritten(OSError):
+    """A file distlint will not write (read-only); ``strerror`` says why, in one line."""
+
+
 def write_atomic(path: str, data: bytes, expected: os.stat_result | None = None) -> None:
     """Write ``data`` to ``path`` without ever leaving it half-written.
 
@@ -667,12 +672,24 @@ def write_atomic(path: str, data: bytes, expected: os.stat_result | None = None)
     is rewritten and the link stays a link. With ``expected`` (the state of the file when it was
     read), the file's inode, size and modification time are checked again just before the
     rename: :class:`FileChanged` when another writer touched it meanwhile (nothing is written).
+
+    As ruff: a read-only file (no write permission for us, or no write bit at all, which
+    root's permissions would otherwise override) is not written: :class:`NotWritten`. A file
+    with hard links is written in place, after the same checks, so every link sees the fix (a
+    rename would leave the other names on the old text); its new size is reserved first, so a
+    full disk fails before a byte of it changes.
     """
     real = os.path.realpath(path)
     directory = os.path.dirname(real) or "."
     st = os.stat(real)
     if expected is not None and not same_file_state(st, expected):
         raise FileChanged(path)
+    if not st.st_mode & 0o222 or not os.access(real, os.W_OK):
+        mode = stat.S_IMODE(st.st_mode)
+        raise NotWritten(errno.EACCES, f"file is read-only (mode {mode:04o})", path)
+    if st.st_nlink > 1:
+        _write_in_place(path, real, data, expected)
+        return
     fd, tmp = tempfile.mkstemp(prefix=".distlint-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -693,3 +710,27 @@ def write_atomic(path: str, data: bytes, expected: os.stat_result | None = None)
         except OSError:
             pass
         raise
+
+
+def _write_in_place(path: str, real: str, data: bytes, expected: os.stat_result | None) -> None:
+    fd = os.open(real, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (
+            expected is not None and not same_file_state(st, expected)
+        ):
+            raise FileChanged(path)
+        if len(data) > st.st_size and hasattr(os, "posix_fallocate"):
+            try:
+                os.posix_fallocate(fd, 0, len(data))
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    raise  # no room: nothing written yet
+        view = memoryview(data)
+        written = 0
+        while written < len(data):
+            written += os.pwrite(fd, view[written:], written)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)

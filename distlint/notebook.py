@@ -36,6 +36,7 @@ PLACEHOLDER = "import __distlint_magic_{}__"
 _ASSIGN_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
+MAX_JSON_VALUES = 4_000_000  # ~300 MB of parsed JSON at most (outputs of plots included)
 _COMPILE_FLAGS = ast.PyCF_ONLY_AST | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
 
 
@@ -72,10 +73,22 @@ def lint_notebook_source(
             return FileResult(path, errors=(FileError(path, f"notebook is not UTF-8: {exc}"),))
     else:
         text = source
+    # json builds every value at once: ~75 bytes each, so a notebook of tiny values (57 MB of
+    # `[],` took 1.5 GB) is refused from a count of its separators (an upper bound) first
+    values = text.count(",") + text.count("[") + text.count("{")
+    if values > MAX_JSON_VALUES:
+        message = (
+            f"notebook JSON holds up to {values:,} values, over the {MAX_JSON_VALUES:,} "
+            "that are read: not linted"
+        )
+        return FileResult(path, errors=(FileError(path, message),))
     try:
         notebook = json.loads(text)
     except ValueError as exc:
         return FileResult(path, errors=(FileError(path, f"invalid notebook JSON: {exc}"),))
+    except RecursionError:  # (json's own nesting limit: the interpreter's recursion limit)
+        message = "notebook JSON is nested too deeply to read: not a notebook"
+        return FileResult(path, errors=(FileError(path, message),))
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         return FileResult(
             path, errors=(FileError(path, 'not a Jupyter notebook (nbformat 4): no "cells" list'),)

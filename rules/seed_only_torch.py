@@ -5,12 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.analysis import Index
+from distlint.analysis import knowledge as K
 from distlint.analysis.facts import Facts, Seeds
 from distlint.fixes import Fix, import_name
 from distlint.model import Applicability
 from distlint.rule import Invalid, Option, Rule, RuleContext, Valid, factor_expression
 
-SEED_FUNCTIONS = ("accelerate.utils.set_seed", "transformers.set_seed", "lightning.seed_everything")
+SEED_FUNCTIONS = K.SEED_FUNCTION_CHOICES
 KINDS = {Seeds.TORCH: "torch", Seeds.PYTHON: "python", Seeds.NUMPY: "numpy", Seeds.XLA: "xla"}
 
 
@@ -232,9 +233,6 @@ class SeedOnlyTorch(Rule):
         return fix
 
 
-_DEVICE_WORDS = ("cuda", "gpu", "mps", "xpu", "npu", "mlu", "device")
-
-
 def _device_guard(index: Index, stmt: cst.CSTNode) -> cst.If | None:
     """The `if torch.cuda.is_available():` (or `args.use_gpu`, ...) statement whose branch holds ``stmt``."""
     block = index.parent(stmt)
@@ -243,7 +241,7 @@ def _device_guard(index: Index, stmt: cst.CSTNode) -> cst.If | None:
         owner = index.parent(owner)
     if isinstance(owner, cst.If) and isinstance(block, cst.IndentedBlock):
         test = index.module.code_for_node(owner.test).lower()
-        if any(word in test for word in _DEVICE_WORDS):
+        if any(word in test for word in K.DEVICE_GUARD_WORDS):
             return owner
     return None
 

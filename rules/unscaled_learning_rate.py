@@ -6,6 +6,7 @@ import libcst as cst
 
 from distlint.analysis import Index, string_value
 from distlint.analysis.facts import Facts, Mode, Optimizer
+from distlint.analysis.prepared import parameters_prepared
 from distlint.fixes import Fix, import_name
 from distlint.model import Applicability
 from distlint.rule import (
@@ -211,7 +212,7 @@ class UnscaledLearningRate(Rule):
             if (
                 mode is Mode.ACCELERATE
                 and facts.prepare_calls
-                and not _trained_data_parallel(facts, opt)
+                and not parameters_prepared(facts, opt)
             ):
                 continue
             if opt.lr_inside:
@@ -376,18 +377,3 @@ def _param_groups_scaled(facts: Facts, opt: Optimizer) -> bool:
         )
 
     return facts.flow.reaches(opt.params, scaled_group_lr, key="scaled-group-lr", depth=4)
-
-
-def _trained_data_parallel(facts: Facts, opt: Optimizer) -> bool:
-    """Does the optimizer (or the model whose parameters it holds) go through `accelerator.prepare`?
-    An optimizer of a side model that each process trains on its own (never prepared, so never
-    synchronised) does not see a batch that grows with the processes."""
-    if opt.params is None or facts.is_prepared(opt.call):
-        return True
-    texts = facts.prepared_texts
-
-    def is_prepared(node: cst.CSTNode, _q: str | None) -> bool:
-        return isinstance(node, (cst.Name, cst.Attribute)) and facts.text_of(node) in texts
-
-    # `params = list(model.parameters())`: follow the parameters back to the model they belong to
-    return facts.flow.reaches(opt.params, is_prepared, key="prepared-model", depth=3)

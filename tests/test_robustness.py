@@ -774,3 +774,188 @@ def test_ordinary_code_is_far_below_the_parse_cost_bound():
     assert len(files) > 100
     worst = max(guard.estimated_parse_cost(p.read_text(encoding="utf-8")) for p in files)
     assert 0 < worst < guard.MAX_PARSE_COST // 16
+
+
+# --------------------------------------------------------------------------------------------
+# Issue #27: every file read is a regular file we meant, bounded; one-line errors; output safety
+# --------------------------------------------------------------------------------------------
+
+TRAIN = (
+    "import numpy as np\nfrom accelerate import Accelerator\nfrom helper import seed\n"
+    "accelerator = Accelerator()\nseed()\nnp.random.rand(3)\n"
+)
+HELPER = "import torch\n\n\ndef seed():\n    torch.manual_seed(0)\n"
+ACCEL_SEEDED = "from accelerate import Accelerator\naccelerator = Accelerator()\n" + SEEDED
+
+
+def _special(path, kind):
+    """Make ``path`` a FIFO, or a symbolic link to /dev/zero (a device read without end)."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        os.symlink("/dev/zero", path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_followed_module_that_became_special_is_one_error_no_hang(tmp_path, kind):
+    from bounded import bounded
+
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "helper.py").write_text(HELPER)
+    first = bounded(["check", "train.py"], cwd=tmp_path)  # cached, the helper a dependency
+    assert first.returncode == 1 and "DL101" in first.stdout, first.stderr
+    (tmp_path / "helper.py").unlink()
+    _special(tmp_path / "helper.py", kind)
+    proc = bounded(["check", "train.py"], cwd=tmp_path)
+    what = "a FIFO (named pipe)" if kind == "fifo" else "a character device (a link to /dev/zero)"
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"{tmp_path / 'helper.py'}: error: cannot read: is {what}, not a regular file: not read"
+    ]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_special_gitignore_is_a_warning_and_the_walk_goes_on(tmp_path, kind):
+    from bounded import bounded
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(ACCEL_SEEDED)
+    _special(tmp_path / ".gitignore", kind)
+    proc = bounded(["check", "--no-cache", "."], cwd=tmp_path)
+    assert proc.returncode == 1 and "train.py:5:1: DL101" in proc.stdout
+    assert len(proc.stderr.splitlines()) == 1
+    assert proc.stderr.startswith(f"{tmp_path / '.gitignore'}: warning: is a ")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_special_cache_entry_is_a_miss_and_is_replaced(tmp_path, kind):
+    from bounded import bounded
+
+    (tmp_path / "distlint.toml").write_text("")
+    (tmp_path / "train.py").write_text(ACCEL_SEEDED)
+    first = bounded(["check", "train.py"], cwd=tmp_path)
+    (entry,) = (tmp_path / ".distlint_cache" / "entries").glob("*/*.json")
+    entry.unlink()
+    _special(entry, kind)
+    second = bounded(["check", "train.py"], cwd=tmp_path)
+    assert (second.returncode, second.stdout, second.stderr) == (1, first.stdout, "")
+    assert entry.is_file() and not entry.is_symlink()  # rewritten as a plain entry
+
+
+def test_distlint_toml_whose_tool_is_not_a_table(tmp_path):
+    from bounded import bounded
+
+    (tmp_path / "distlint.toml").write_text("tool = 1\n")
+    (tmp_path / "train.py").write_text(ACCEL_SEEDED)
+    proc = bounded(["check", "--no-cache", "train.py"], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"train.py: error: {tmp_path / 'distlint.toml'}: `tool` must be a table, got 1"
+    ]
+
+
+def test_output_file_full_device_is_one_error_line(tmp_path):
+    from bounded import bounded
+
+    (tmp_path / "train.py").write_text(ACCEL_SEEDED)
+    proc = bounded(["check", "--no-cache", "-o", "/dev/full", "train.py"], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "error: cannot write --output-file /dev/full: No space left on device"
+    ]
+
+
+def test_output_fifo_without_reader_is_refused_not_waited_for(tmp_path):
+    from bounded import bounded
+
+    (tmp_path / "train.py").write_text(ACCEL_SEEDED)
+    os.mkfifo(tmp_path / "report")
+    proc = bounded(["fix", "--no-cache", "-o", "report", "train.py"], cwd=tmp_path, timeout=20)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "error: cannot open --output-file report: a FIFO with no reader"
+    ]
+    assert (tmp_path / "train.py").read_text() == ACCEL_SEEDED  # refused before any fix
+
+
+def test_output_fifo_with_a_reader_gets_the_report(tmp_path):
+    (tmp_path / "train.py").write_text(ACCEL_SEEDED)
+    fifo = tmp_path / "report"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    try:
+        proc = run_cli("check", "--no-cache", "-o", "report", "train.py", cwd=tmp_path, timeout=30)
+        out, _ = reader.communicate(timeout=30)
+    finally:
+        reader.kill()
+    assert proc.returncode == 1
+    assert out.startswith("train.py:5:1: DL101")
+
+
+@pytest.mark.parametrize("named", ["u.py", "."])
+def test_output_file_naming_an_input_is_a_usage_error(tmp_path, named):
+    from bounded import bounded
+
+    (tmp_path / "u.py").write_text(ACCEL_SEEDED)
+    proc = bounded(["fix", "--no-cache", "-o", "u.py", named], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == (
+        "Error: --output-file u.py is a file this run lints: the report would replace it"
+    )
+    assert (tmp_path / "u.py").read_text() == ACCEL_SEEDED
+
+
+def test_read_only_file_is_not_fixed_and_says_so(tmp_path):
+    path = tmp_path / "ro.py"
+    path.write_text(ACCEL_SEEDED)
+    path.chmod(0o444)
+    proc = run_cli("fix", "--no-cache", "--unsafe-fixes", "ro.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "ro.py: error: file is read-only (mode 0444): fixes not written (make it writable to fix it)"
+    ]
+    assert path.read_text() == ACCEL_SEEDED and (path.stat().st_mode & 0o777) == 0o444
+    assert "DL101" in proc.stdout  # the findings of what is on disk
+
+
+def test_hard_linked_file_is_fixed_in_place_for_every_link(tmp_path):
+    path = tmp_path / "t.py"
+    path.write_text(ACCEL_SEEDED)
+    os.link(path, tmp_path / "other_name.py")
+    inode = path.stat().st_ino
+    result = lint_file(str(path), Config(), FIX)
+    assert result.fixes_applied == 1 and not result.errors
+    assert path.stat().st_ino == inode and path.stat().st_nlink == 2
+    assert (tmp_path / "other_name.py").read_text() == path.read_text()
+    assert path.read_text().endswith(FIXED_TAIL)
+
+
+@pytest.mark.parametrize("fmt", ["text", "github", "junit"])
+def test_control_characters_in_file_names_never_reach_the_output(tmp_path, fmt):
+    import xml.etree.ElementTree as ET
+
+    name = "\x1b[31mred\x01.py"
+    (tmp_path / name).write_text(ACCEL_SEEDED)
+    proc = run_cli("check", "--no-cache", "--format", fmt, name, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "\x1b" not in proc.stdout and "\x01" not in proc.stdout
+    assert "\\x1b[31mred\\x01.py" in proc.stdout
+    if fmt == "junit":
+        ET.fromstring(proc.stdout)  # valid XML
+
+
+def test_control_characters_in_error_lines_are_escaped(tmp_path):
+    name = "bad\x1b[2J.py"
+    (tmp_path / name).write_bytes(b"import torch\ntorch.manual_seed(0\n")
+    proc = run_cli("check", "--no-cache", name, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("bad\\x1b[2J.py:2:") and "\x1b" not in proc.stderr
+
+
+def test_diff_of_a_cr_only_file_shows_one_line_per_line(tmp_path):
+    (tmp_path / "cr.py").write_bytes(ACCEL_SEEDED.replace("\n", "\r").encode())
+    proc = run_cli("check", "--no-cache", "--diff", "--unsafe-fixes", "cr.py", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "\r" not in proc.stdout
+    assert "-torch.manual_seed(0)\n" in proc.stdout and "+set_seed(0)\n" in proc.stdout
+    assert (tmp_path / "cr.py").read_bytes() == ACCEL_SEEDED.replace("\n", "\r").encode()

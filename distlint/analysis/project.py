@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from distlint.files import file_like, read_regular
 from distlint.model import FileError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -218,7 +219,7 @@ class Project:
             elif self._memory is not None:
                 found = path in self._memory
             else:
-                found = os.path.isfile(path)
+                found = file_like(path)  # a FIFO too: refused with its reason when read
             self._isfile[path] = found
         return found
 
@@ -256,8 +257,7 @@ class Project:
                 if size > limit:
                     self._error(full, f"{size} bytes, over the {limit}-byte limit: not analysed")
                 else:
-                    with open(full, "rb") as handle:
-                        data = handle.read()
+                    data = read_regular(full, limit)  # never a FIFO, a device: one line
             except OSError as exc:
                 self._error(full, f"cannot read: {exc.strerror or exc}")
         if data is not None and len(data) > limit:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from distlint.model import Applicability, FileResult, Finding
-from distlint.reporting import ReportContext
+from distlint.reporting import ReportContext, printable
 
 
 def location(finding: Finding) -> str:
@@ -24,7 +24,7 @@ def render(results: Sequence[FileResult], stream: TextIO, context: ReportContext
             f.fix.applicability is Applicability.SAFE or context.unsafe_fixes
         ):
             marker = "[*] "
-        stream.write(f"{location(f)}: {f.code} {marker}{f.message}\n")
+        stream.write(printable(f"{location(f)}: {f.code} {marker}{f.message}") + "\n")
     fixed = sum(r.fixes_applied for r in results)
     if context.show_statistics and findings:
         stream.write("\n")
@@ -56,7 +56,7 @@ def render(results: Sequence[FileResult], stream: TextIO, context: ReportContext
     if followed:
         n = sum(len(r.findings) for r in results if r.followed)
         stream.write(
-            f"{n} in {', '.join(followed)}, imported by the files checked and training "
+            f"{n} in {printable(', '.join(followed))}, imported by the files checked and training "
             "data-parallel itself: run `distlint fix` on it to fix them "
             '(`follow-imports = "silent"` hides them).\n'
         )
