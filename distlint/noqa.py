@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from distlint.edits import LineIndex
 from distlint.model import Applicability, Edit, Finding, Fix, Range
@@ -37,28 +37,30 @@ def split_codes(text: str) -> list[str]:
     return [c for c in re.split(r"[\s,]+", text) if c]
 
 
-def code_of(token: str) -> str:
-    """The code a directive's token means: a rule's name is its code; a code is upper-cased
-    (another tool's code, ``E501``, stays what it is)."""
-    from distlint.registry import codes_by_name
-
-    return codes_by_name().get(token.lower(), token.upper())
+def code_of(token: str, names: Mapping[str, str] = {}) -> str:
+    """The code a directive's token means: a rule's name (``names``: lower-case name -> code,
+    given by the engine, which knows the rules) is its code; a code is upper-cased (another
+    tool's code, ``E501``, stays what it is)."""
+    return names.get(token.lower(), token.upper())
 
 
 class Directives:
     """The suppression comments of one file, and which of their codes suppressed something."""
 
-    __slots__ = ("lines", "file_codes", "file_blanket", "used")
+    __slots__ = ("lines", "file_codes", "file_blanket", "used", "names")
 
-    def __init__(self) -> None:
+    def __init__(self, names: Mapping[str, str] = {}) -> None:
         self.lines: dict[int, frozenset[str] | None] = {}  # None = blanket
         self.file_codes: frozenset[str] | None = None  # set by `# distlint: noqa: CODES`
         self.file_blanket = False
         self.used: dict[int, set[str]] = {}
+        self.names = names  # rule name (lower case) -> code: names are read as their codes
 
     @classmethod
-    def scan(cls, text: str) -> Directives:
-        result = cls()
+    def scan(cls, text: str, names: Mapping[str, str] = {}) -> Directives:
+        """The directives of ``text``; ``names`` maps each rule's name (lower case) to its
+        code, so that `# noqa: seed-only-torch` means DL101 (the engine knows the rules)."""
+        result = cls(names)
         if "noqa" not in text and "NOQA" not in text and "Noqa" not in text:
             return result
         for lineno, line in enumerate(_lines(text), start=1):
@@ -67,7 +69,7 @@ class Directives:
             m = FILE_NOQA_RE.search(line)
             if m:
                 if m.group("codes"):
-                    codes = frozenset(code_of(c) for c in split_codes(m.group("codes")))
+                    codes = frozenset(code_of(c, names) for c in split_codes(m.group("codes")))
                     result.file_codes = (result.file_codes or frozenset()) | codes
                 else:
                     result.file_blanket = True
@@ -76,7 +78,9 @@ class Directives:
             if m:
                 codes_text = m.group("codes")
                 result.lines[lineno] = (
-                    frozenset(code_of(c) for c in split_codes(codes_text)) if codes_text else None
+                    frozenset(code_of(c, names) for c in split_codes(codes_text))
+                    if codes_text
+                    else None
                 )
         return result
 
@@ -239,7 +243,8 @@ def unused_noqa(
             parts.append("unknown: " + ", ".join(f"`{c}`" for c in unknown))
         start = lines.offset(line, col)
         end = start + len(comment)
-        edit = _without_codes(lines, line, start, end, comment, set(unused) | set(unknown))
+        drop = set(unused) | set(unknown)
+        edit = _without_codes(lines, line, start, end, comment, drop, directives.names)
         fix = Fix(UNUSED_FIX_TITLE, applicability, (edit,)) if edit is not None else None
         rng = Range(line, col + 1, line, col + 1 + len(comment))
         message = f"{UNUSED_MESSAGE} ({'; '.join(parts)})"
@@ -264,12 +269,18 @@ def _comments(text: str, wanted: set[int]) -> list[tuple[int, int, str]]:
 
 
 def _without_codes(
-    lines: LineIndex, line: int, start: int, end: int, comment: str, drop: set[str]
+    lines: LineIndex,
+    line: int,
+    start: int,
+    end: int,
+    comment: str,
+    drop: set[str],
+    names: Mapping[str, str],
 ) -> Edit | None:
     m = _CODED_NOQA_RE.search(comment)
     if m is None:
         return None
-    kept = [c for c in split_codes(m.group("codes")) if code_of(c) not in drop]
+    kept = [c for c in split_codes(m.group("codes")) if code_of(c, names) not in drop]
     if kept:
         new_text = comment[: m.start()] + "# noqa: " + ", ".join(kept) + comment[m.end() :]
     else:

@@ -26,7 +26,7 @@ from distlint.model import Applicability, FileError, FileResult, Finding, Fix, R
 from distlint.noqa import UNUSED_CODE, Directives, Placement, directive_edit, unused_noqa
 from distlint.parse import decode_source, null_byte, parse_mapped
 from distlint.positions import DEEP_RECURSION_LIMIT, SourceMap, TooDeep, deep_call, layout
-from distlint.registry import all_rules
+from distlint.registry import all_rules, codes_by_name
 from distlint.rule import Rule, RuleContext
 
 MAX_FIX_ROUNDS = fixes_mod.MAX_FIX_ROUNDS
@@ -350,7 +350,7 @@ def _lint_indexed(
                     f"internal error in {rule.CODE}: {detail} (please report; --debug shows the traceback)",
                 )
             )
-    directives = Directives.scan(text)
+    directives = Directives.scan(text, codes_by_name())  # a rule name in a directive too
     run_unused = not ignore_noqa and any(r.CODE == UNUSED_CODE for r in active)
     if not ctx.reports and not run_unused:
         return _Round([], [], errors)

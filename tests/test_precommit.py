@@ -13,8 +13,8 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import pre_commit_command
 from helpers import FIXTURES, ROOT
+from suite import pre_commit_command
 
 pytestmark = pytest.mark.skipif(
     shutil.which("git") is None, reason="git is needed to run pre-commit"

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import pre_commit_command
 from helpers import ROOT
+from suite import pre_commit_command
 
 import distlint
 
@@ -319,13 +319,13 @@ def test_the_slow_marker_is_registered_for_the_inner_loop(pytestconfig, request)
     """`pytest -m "not slow"` (CONTRIBUTING) is the inner loop: the marker is registered (an
     unknown one would only warn) and end-to-end tests carry it."""
     assert any(line.startswith("slow:") for line in pytestconfig.getini("markers"))
-    from conftest import _is_slow
+    from suite import is_slow
 
-    assert not _is_slow(request.node)
+    assert not is_slow(request.node)
 
     class EndToEnd:
         fixturenames = ("distlint_exe", "tmp_path")
         path = ROOT / "tests" / "test_cli.py"
         name = originalname = "test_exit_codes"
 
-    assert _is_slow(EndToEnd())
+    assert is_slow(EndToEnd())
