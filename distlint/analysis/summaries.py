@@ -14,6 +14,7 @@ import libcst as cst
 
 from distlint.analysis.common import (
     _IN_PROGRESS,
+    Provider,
     _node_in,
     _param_reached,
 )
@@ -31,16 +32,12 @@ if TYPE_CHECKING:
     from distlint.analysis.facts import Facts
 
 
-class Summaries:
+class Summaries(Provider):
     """What each function and class of the module returns and does, for its callers in this
     and other modules: how the facts compose across the project's modules."""
 
     def __init__(self, facts: Facts) -> None:
-        self.facts = facts
-        self.index = facts.index
-        self.flow = facts.flow
-        self.path = facts.path
-        self.project = facts.project
+        super().__init__(facts)
         self._summaries: dict[cst.CSTNode, Summary | object] = {}
 
     def summary(self, fn: cst.CSTNode) -> Summary:
@@ -174,7 +171,7 @@ class Summaries:
         shown = os.path.relpath(self.path)
         if shown.startswith(os.pardir):
             shown = self.path
-        found = positions_of(self.index.module, [node]).get(node)
+        found = positions_of(self.index.module, [node], self.index.source_map).get(node)
         return f"{shown}:{found.start.line}" if found is not None else shown
 
     # ------------------------------------------------------------------ across modules
