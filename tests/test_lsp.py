@@ -531,7 +531,7 @@ async def test_hover_on_a_never_opened_fifo_does_not_block(tmp_path):
                     position=lsp.Position(line=0, character=0),
                 )
             ),
-            5,
+            15,  # a read of the FIFO would never end; the first request also loads pygls
         )
         assert hover is None
         actions = await s.code_actions(_uri(fifo), whole(""))
