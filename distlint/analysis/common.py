@@ -4,7 +4,7 @@ small questions about parameters, dictionary entries and names visible at a node
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import libcst as cst
 
@@ -21,7 +21,22 @@ from distlint.analysis.records import (
     Optimizer,
 )
 
+if TYPE_CHECKING:
+    from distlint.analysis.facts import Facts
+
 _IN_PROGRESS = object()
+
+
+class Provider:
+    """One part of the facts of a module (``facts.<provider>``), computed once per module. It
+    asks the other parts through ``facts``, never by importing them."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        self.index = facts.index
+        self.flow = facts.flow
+        self.path = facts.path
+        self.project = facts.project
 
 
 class _Spellings(NamedTuple):

@@ -14,6 +14,7 @@ import libcst as cst
 
 from distlint.analysis import knowledge as K
 from distlint.analysis.common import (
+    Provider,
     _distributed_sampler,
     _last_name,
     _whole_dataset_sampler,
@@ -24,19 +25,12 @@ from distlint.analysis.records import (
 )
 
 if TYPE_CHECKING:
-    from distlint.analysis.facts import Facts
+    pass
 
 
-class Loaders:
+class Loaders(Provider):
     """DataLoaders: where each iterated loader was made and whether it is sharded across
     processes (prepared, a ``DistributedSampler``, a dataset split by rank)."""
-
-    def __init__(self, facts: Facts) -> None:
-        self.facts = facts
-        self.index = facts.index
-        self.flow = facts.flow
-        self.path = facts.path
-        self.project = facts.project
 
     @cached_property
     def loaders(self) -> list[cst.Call]:

@@ -14,6 +14,7 @@ import libcst as cst
 
 from distlint.analysis import knowledge as K
 from distlint.analysis.common import (
+    Provider,
     _int_value,
     _is_model_base,
     _last_name,
@@ -23,19 +24,12 @@ from distlint.analysis.index import (
 )
 
 if TYPE_CHECKING:
-    from distlint.analysis.facts import Facts
+    pass
 
 
-class Models:
+class Models(Provider):
     """Models built with fresh random weights, random splits, and what runs on one process
     only."""
-
-    def __init__(self, facts: Facts) -> None:
-        self.facts = facts
-        self.index = facts.index
-        self.flow = facts.flow
-        self.path = facts.path
-        self.project = facts.project
 
     @cached_property
     def trains(self) -> bool:

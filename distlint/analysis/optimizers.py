@@ -13,6 +13,7 @@ import libcst as cst
 
 from distlint.analysis import knowledge as K
 from distlint.analysis.common import (
+    Provider,
     _is_call,
 )
 from distlint.analysis.index import (
@@ -30,19 +31,12 @@ from distlint.analysis.records import (
 )
 
 if TYPE_CHECKING:
-    from distlint.analysis.facts import Facts
+    pass
 
 
-class Optimizers:
+class Optimizers(Provider):
     """Optimizers and where their learning rates come from (a literal, a parameter, a
     factory of another module, a config file), and the LR schedulers."""
-
-    def __init__(self, facts: Facts) -> None:
-        self.facts = facts
-        self.index = facts.index
-        self.flow = facts.flow
-        self.path = facts.path
-        self.project = facts.project
 
     @cached_property
     def optimizers(self) -> list[Optimizer]:

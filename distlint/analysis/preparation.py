@@ -14,6 +14,7 @@ import libcst as cst
 
 from distlint.analysis import knowledge as K
 from distlint.analysis.common import (
+    Provider,
     _visible_names,
 )
 from distlint.analysis.flow import Nodes
@@ -27,19 +28,12 @@ from distlint.analysis.records import (
 )
 
 if TYPE_CHECKING:
-    from distlint.analysis.facts import Facts
+    pass
 
 
-class Preparation:
+class Preparation(Provider):
     """What goes through ``accelerator.prepare`` (or Fabric's setup), which names hold an
     Accelerator or a Fabric, and values read from configuration files."""
-
-    def __init__(self, facts: Facts) -> None:
-        self.facts = facts
-        self.index = facts.index
-        self.flow = facts.flow
-        self.path = facts.path
-        self.project = facts.project
 
     def is_prepare_call(self, node: cst.CSTNode) -> bool:
         """`accelerator.prepare(...)` (and `prepare_data_loader`, `prepare_scheduler`) on an

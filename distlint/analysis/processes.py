@@ -16,6 +16,7 @@ import libcst as cst
 from distlint.analysis import knowledge as K
 from distlint.analysis.common import (
     _DISTRIBUTED,
+    Provider,
     _dict_entry,
     _last_name,
     _names_batch_or_accumulation,
@@ -33,20 +34,13 @@ from distlint.analysis.records import (
 )
 
 if TYPE_CHECKING:
-    from distlint.analysis.facts import Facts
+    pass
 
 
-class Processes:
+class Processes(Provider):
     """How the script trains data-parallel (the mode: Accelerate, Fabric, DDP, torch_xla)
     and what counts its processes (``get_world_size()``, ``num_processes``, launch arguments),
     however it is wrapped; the global batch held constant across process counts."""
-
-    def __init__(self, facts: Facts) -> None:
-        self.facts = facts
-        self.index = facts.index
-        self.flow = facts.flow
-        self.path = facts.path
-        self.project = facts.project
 
     def is_dataloader_configuration(self, node: cst.CSTNode | None) -> bool:
         return isinstance(node, cst.Call) and self.index.qualname(node.func) == (

@@ -14,6 +14,7 @@ import libcst as cst
 
 from distlint.analysis.common import (
     _IN_PROGRESS,
+    Provider,
     _node_in,
     _param_reached,
 )
@@ -31,16 +32,12 @@ if TYPE_CHECKING:
     from distlint.analysis.facts import Facts
 
 
-class Summaries:
+class Summaries(Provider):
     """What each function and class of the module returns and does, for its callers in this
     and other modules: how the facts compose across the project's modules."""
 
     def __init__(self, facts: Facts) -> None:
-        self.facts = facts
-        self.index = facts.index
-        self.flow = facts.flow
-        self.path = facts.path
-        self.project = facts.project
+        super().__init__(facts)
         self._summaries: dict[cst.CSTNode, Summary | object] = {}
 
     def summary(self, fn: cst.CSTNode) -> Summary:
