@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 GROUPS: dict[str, tuple[str, ...]] = {
     # plain records and process-level helpers that know nothing of distlint's other parts
     "foundation": (
-        "distlint",  # the package itself: __version__
+        "distlint",  # the package itself (__version__): this name alone, not its submodules
         "distlint.model",
+        "distlint.files",  # reading files and streams within bounds
         "distlint.collector",
         "distlint.incremental",
         "distlint.parallel",
@@ -110,6 +111,10 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "`distlint lsp` starts the lint worker before click and the rest of the command line "
         "are imported: the worker loads LibCST while the server loads pygls (first diagnostics)"
     ),
+    ("distlint.discovery", "distlint.reporting"): (
+        "a warning about a file that cannot be read is escaped with reporting.printable before "
+        "it is printed; printable is a text helper that belongs with the text layer (a lazy import)"
+    ),
 }
 
 # Where the lint path starts: none of these may reach distlint.verify, directly or not.
@@ -186,7 +191,7 @@ def group_of(module: str) -> str | None:
     best = None
     for group, prefixes in GROUPS.items():
         for prefix in prefixes:
-            if module == prefix or module.startswith(prefix + "."):
+            if module == prefix or (prefix != "distlint" and module.startswith(prefix + ".")):
                 if best is None or len(prefix) > len(best[1]):
                     best = (group, prefix)
     return best[0] if best else None
