@@ -101,6 +101,8 @@ __all__ = [
     "merged",
     "all_rules",
     "lookup_rule",
+    "rule_selector",
+    "rule_suggestion",
     "rule_metadata",
     "clean_cache",
     "forget_config_files",
@@ -440,11 +442,16 @@ def _read_limit(config: Config) -> int | None:
     return max(READ_LIMIT, config.max_file_size) if config.max_file_size else None
 
 
-def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> Iterator[FileResult]:
+def lint_paths(
+    paths: Sequence[str],
+    options: LintOptions = LintOptions(),
+    on_total: Callable[[int], None] | None = None,
+) -> Iterator[FileResult]:
     """Lint every Python file under ``paths``, one result per file, in a stable order.
 
     With ``options.cache``, files whose results are cached are answered from the cache; the
     others are linted on a process pool when there are many of them (``options.jobs``).
+    ``on_total`` is told how many files were found, before the first result (for progress).
     """
     from distlint.parallel import ordered_map
 
@@ -455,6 +462,8 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
         else:
             hit = _cached_result(item, options) if options.cache else None
             slots.append(hit if hit is not None else item)
+    if on_total is not None:
+        on_total(len(slots))
     todo = [slot for slot in slots if isinstance(slot, str)]
     from distlint.analysis.project import lint_run
 
@@ -580,6 +589,21 @@ def lookup_rule(code_or_name: str) -> type[Rule]:
     from distlint.registry import lookup
 
     return lookup(code_or_name)
+
+
+def rule_selector(text: str) -> str:
+    """The code or prefix a selector names (a rule's name becomes its code); ValueError with a
+    one-line reason and the closest code or name for an empty, blank or unknown one."""
+    from distlint.registry import normalise_selector
+
+    return normalise_selector(text)
+
+
+def rule_suggestion(text: str) -> str:
+    """`` (did you mean X?)`` for the code or name closest to ``text``, or ``""``."""
+    from distlint.registry import suggestion
+
+    return suggestion(text)
 
 
 def rule_metadata() -> tuple[RuleInfo, ...]:

@@ -35,30 +35,42 @@ from distlint.api import (
     lint_text,
     read_stream,
 )
+from distlint.escape import printable
 from distlint.model import FileError, FileResult, Finding
-from distlint.reporting import FORMATS, FORMATS_WITH_RULES, ReportContext, printable, renderer
+from distlint.reporting import FORMATS, FORMATS_WITH_RULES, ReportContext, renderer
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+TEXT_FORMATS = ("text", "concise", "full")
 
 
-def _split_codes(values: Sequence[str]) -> tuple[str, ...] | None:
+def _color(output_file: str | None, stream: TextIO) -> bool:
+    """ANSI colours: only for a report written to a terminal, never with NO_COLOR set (to
+    anything but the empty string, https://no-color.org); FORCE_COLOR asks for them anyway."""
+    if output_file is not None or os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _split_codes(values: Sequence[str], option: str) -> tuple[str, ...] | None:
+    """The codes or prefixes an option's comma-separated values name (a rule's name becomes
+    its code); an empty, blank or unknown one is a usage error naming the option."""
     if not values:
         return None
+    from distlint.api import rule_selector
+
     out: list[str] = []
     for value in values:
-        out += [v.strip().upper() for v in value.split(",") if v.strip()]
+        for part in value.split(","):
+            try:
+                out.append(rule_selector(part))
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint=option) from None
     return tuple(out)
-
-
-def _validate_selectors(codes: tuple[str, ...] | None, option: str) -> None:
-    if not codes:
-        return
-    from distlint.api import all_rules
-
-    known = [r.CODE for r in all_rules()]
-    for code in codes:
-        if code != "ALL" and not any(k.startswith(code) for k in known):
-            raise click.BadParameter(f"unknown rule code or prefix {code!r}", param_hint=option)
 
 
 def _common_options(f):
@@ -70,16 +82,20 @@ def _common_options(f):
             "--select",
             multiple=True,
             metavar="CODES",
-            help="Only these rule codes or prefixes (DL1, DL101, ALL); comma-separated or repeated.",
+            help="Only these rule codes, prefixes or names (DL1, DL101, seed-only-torch, ALL); "
+            "comma-separated or repeated.",
         ),
         click.option(
-            "--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes."
+            "--ignore",
+            multiple=True,
+            metavar="CODES",
+            help="Skip these rule codes, prefixes or names.",
         ),
         click.option(
             "--extend-select",
             multiple=True,
             metavar="CODES",
-            help="Add these codes to the selection.",
+            help="Add these codes, prefixes or names to the selection.",
         ),
         click.option(
             "--unsafe-fixes/--no-unsafe-fixes",
@@ -90,14 +106,20 @@ def _common_options(f):
             "--diff", is_flag=True, help="Print the diff of the fixes instead of writing them."
         ),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain."),
-        click.option("--statistics", is_flag=True, help="Print the number of findings per rule."),
+        click.option(
+            "--statistics",
+            is_flag=True,
+            help="Print the number of findings per rule instead of the findings.",
+        ),
         click.option(
             "--format",
+            "--output-format",
             "fmt",
             type=click.Choice(FORMATS),
             default="text",
             show_default=True,
-            help="Output format.",
+            help="Output format: `text` (or `concise`) one line per finding; `full` also the "
+            "source lines, a caret under the range and the fix as a diff.",
         ),
         click.option(
             "--output-file",
@@ -224,14 +246,9 @@ def _run(
     quiet: bool = False,
     **verify_kwargs,
 ) -> int:
-    select_t, ignore_t, extend_t = (
-        _split_codes(select),
-        _split_codes(ignore),
-        _split_codes(extend_select),
-    )
-    _validate_selectors(select_t, "--select")
-    _validate_selectors(ignore_t, "--ignore")
-    _validate_selectors(extend_t, "--extend-select")
+    select_t = _split_codes(select, "--select")
+    ignore_t = _split_codes(ignore, "--ignore")
+    extend_t = _split_codes(extend_select, "--extend-select")
     problem = config_file_problem(config_path) if config_path is not None else None
     if problem is not None:  # missing, a directory, a FIFO...
         click.echo(f"error: {problem}", err=True)
@@ -249,7 +266,7 @@ def _run(
         debug=debug,
         cache=not no_cache,
         jobs=jobs,
-        keep_source=diff,
+        keep_source=diff or fmt == "full",
     )
     if verify:
         return _run_verify(paths, options, fmt, verify_kwargs)
@@ -287,17 +304,31 @@ def _run(
 
     results: list[FileResult] = []
     diffs: list[str] = []
-    for result in lint_paths(list(paths) or ["."], options):
+    from distlint.progress import Progress
+
+    progress = Progress.for_terminal(sys.stderr)
+    on_total = progress.set_total if progress is not None else None
+    for result in lint_paths(list(paths) or ["."], options, on_total):
+        if progress is not None and result.errors:
+            progress.clear()  # an error line never shares the progress line
         for error in result.errors:
             click.echo(printable(str(error)), err=True)
+        if progress is not None:
+            progress.advance()
         if diff and result.fixed_source is not None:
             diffs.append(_unified_diff(result, result.source_text or ""))
-        # keep findings, not the text of every fixed file, across a large tree
+        # keep findings, not the text of every fixed file, across a large tree (`full` keeps
+        # the text the remaining findings point into: the fixed text after a fix)
+        shown = None
+        if fmt == "full" and result.findings:
+            shown = result.fixed_source if result.fixed_source is not None else result.source_text
         results.append(
-            result._replace(fixed_source=None, fixed_bytes=None, source_text=None)
+            result._replace(fixed_source=None, fixed_bytes=None, source_text=shown)
             if result.fixed_source is not None or result.source_text is not None
             else result
         )
+    if progress is not None:
+        progress.clear()
     if not results:
         click.echo("warning: No Python files found", err=True)
     context = ReportContext(
@@ -305,6 +336,7 @@ def _run(
         unsafe_fixes=_unsafe_fixes(unsafe_fixes, paths, options),
         show_statistics=statistics,
         diff=diff,
+        color=_color(output_file, sys.stderr if diff and fmt in TEXT_FORMATS else sys.stdout),
     )
     written = True
     if diff:
@@ -312,8 +344,8 @@ def _run(
         sys.stdout.write(out)
         if quiet:
             pass
-        elif fmt == "text":
-            written = _emit(results, "text", output_file, context, stream=sys.stderr)
+        elif fmt in TEXT_FORMATS:
+            written = _emit(results, fmt, output_file, context, stream=sys.stderr)
         else:
             written = _emit(results, fmt, output_file, context)
     elif quiet:
@@ -356,6 +388,7 @@ def _run_stdin(
         unsafe_fixes=config.unsafe_fixes,
         show_statistics=statistics,
         diff=diff,
+        color=_color(output_file, sys.stdout),
     )
     if options.fix and not diff:
         # `distlint fix -`: the fixed source on stdout and nothing else (editors pipe through it)
@@ -373,6 +406,13 @@ def _run_stdin(
 
             sys.stdout.write(_unified_diff(result, decode(data)[0]))
         return _exit_code([result], exit_zero, diff_changed=result.fixed_source is not None)
+    if fmt == "full" and result.findings and result.source_text is None:
+        from distlint.api import decode
+
+        try:
+            result = result._replace(source_text=decode(data)[0])
+        except (SyntaxError, UnicodeError, LookupError):
+            pass
     if not _emit([result], fmt, output_file, context):
         return EXIT_ERROR
     return _exit_code([result], exit_zero)
@@ -627,8 +667,10 @@ def rule_cmd(code: str) -> None:
     try:
         rule = lookup_rule(code)
     except KeyError:
+        from distlint.api import rule_suggestion
+
         raise click.BadParameter(
-            f"no rule {code!r} (see `distlint rules`)", param_hint="CODE"
+            f"no rule {code!r}{rule_suggestion(code)} (see `distlint rules`)", param_hint="CODE"
         ) from None
     click.echo(rule.docs(), nl=False)
 
@@ -658,9 +700,11 @@ def lsp() -> None:
 
     missing = [m for m in ("pygls", "lsprotocol") if importlib.util.find_spec(m) is None]
     if missing:
+        from distlint.install_hint import extra_install_command
+
         click.echo(
-            "error: the language server needs the lsp extra: pip install 'distlint[lsp]' "
-            f"(missing: {', '.join(missing)})",
+            "error: the language server needs the lsp extra: "
+            f"{extra_install_command('lsp')} (missing: {', '.join(missing)})",
             err=True,
         )
         sys.exit(EXIT_ERROR)

@@ -309,7 +309,6 @@ def config_from_table(
     from distlint.registry import all_rules
 
     rules = all_rules()
-    codes = {r.CODE for r in rules}
     by_key = {}
     for r in rules:
         by_key[r.CODE] = r
@@ -327,8 +326,7 @@ def config_from_table(
                 "extend-safe-fixes",
                 "extend-unsafe-fixes",
             ):
-                for v in value:
-                    _check_selector(v, codes, source, key)
+                value = [_check_selector(v, source, key) for v in value]
             if key == "src" and any(not v.strip() or "\0" in v for v in value):
                 raise ConfigError(f"expected folder paths, got {value!r}", source, key)
             values[key.replace("-", "_")] = tuple(value)
@@ -355,9 +353,8 @@ def config_from_table(
                     raise ConfigError(
                         f"expected a list of codes for {pattern!r}, got {_show(sel)}", source, key
                     )
-                for v in sel:
-                    _check_selector(v, codes, source, f"{key}.{pattern!r}")
-                items.append((pattern, tuple(sel)))
+                where = f"{key}.{pattern!r}"
+                items.append((pattern, tuple(_check_selector(v, source, where) for v in sel)))
             values["per_file_ignores"] = tuple(items)
         elif key in by_key:
             rule = by_key[key]
@@ -402,12 +399,15 @@ def _show(value: Any) -> str:
     return reprlib.repr(value)
 
 
-def _check_selector(sel: str, codes: Iterable[str], source: str | None, key: str) -> None:
-    s = sel.strip().upper()
-    if s == "ALL":
-        return
-    if not any(c.startswith(s) for c in codes):
-        raise ConfigError(f"unknown rule code or prefix {sel!r}", source, key)
+def _check_selector(sel: str, source: str | None, key: str) -> str:
+    """The code or prefix ``sel`` names (a rule's name becomes its code); an empty, blank or
+    unknown one is an error naming the file and the key."""
+    from distlint.registry import normalise_selector
+
+    try:
+        return normalise_selector(sel)
+    except ValueError as exc:
+        raise ConfigError(str(exc), source, key) from None
 
 
 def resolve_config(path: str, explicit: str | None = None, isolated: bool = False) -> Config:

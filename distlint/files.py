@@ -128,17 +128,17 @@ def not_regular(path: str, mode: int) -> FileError:
     return FileError(path, f"is {kind}{link}, not a regular file: not read")
 
 
+def too_big(path: str, size: int | None, limit: int) -> FileError:
+    what = human_size(size) if size is not None else "growing"
+    return FileError(path, f"file is {what}, over the {human_size(limit)} read limit: not read")
+
+
 def human_size(n: int) -> str:
     if n >= 1 << 20:
         return f"{n / (1 << 20):.1f} MiB"
     if n >= 1 << 10:
         return f"{n / (1 << 10):.0f} KiB"
     return f"{n} bytes"
-
-
-def too_big(path: str, size: int | None, limit: int) -> FileError:
-    what = human_size(size) if size is not None else "growing"
-    return FileError(path, f"file is {what}, over the {human_size(limit)} read limit: not read")
 
 
 def read_stream(stream: BinaryIO | None, name: str, limit: int = READ_LIMIT) -> bytes | FileError:

@@ -200,15 +200,13 @@ class DataloaderNotSharded(Rule):
             code = index.module.code_for_node(loader)
             if accelerate:
                 message = (
-                    f"`{code}` is iterated in the training loop but never went through `accelerator.prepare`: "
-                    "every process trains on the whole dataset (N processes do N times the work on duplicate "
-                    "batches); prepare it"
+                    f"`{code}` is iterated in the training loop but never prepared: every process "
+                    "trains on the whole dataset"
                 )
             else:
                 message = (
-                    f"`{code}` is iterated in the training loop without a `DistributedSampler`: every rank "
-                    "trains on the whole dataset (N ranks do N times the work on duplicate batches); pass "
-                    "`sampler=DistributedSampler(dataset)` and call `sampler.set_epoch(epoch)`"
+                    f"`{code}` is iterated in the training loop without a `DistributedSampler`: "
+                    "every rank trains on the whole dataset"
                 )
             ctx.report(loader, message, _fix(facts, loop, loader) if accelerate else None)
             reported.add((id(index.enclosing_function(loop)), code))
@@ -239,22 +237,18 @@ class DataloaderNotSharded(Rule):
                     continue
                 if not accelerate:
                     message = (
-                        f"the training loop draws batches from `iter({code})` without a `DistributedSampler`: "
-                        "every rank trains on the whole dataset (N ranks do N times the work on duplicate "
-                        "batches); pass `sampler=DistributedSampler(dataset)` and call `sampler.set_epoch(epoch)`"
+                        f"the training loop draws from `iter({code})` without a `DistributedSampler`: "
+                        "every rank trains on the whole dataset"
                     )
                 elif rebound_by_prepare_after(facts, loader, site):
                     message = (
-                        f"`iter({code})` is taken before `{code}` goes through `accelerator.prepare`: the "
-                        "training loop draws from the unprepared loader, so every process trains on the whole "
-                        "dataset (N processes do N times the work on duplicate batches); take the iterator "
-                        "after preparing"
+                        f"`iter({code})` is taken before `{code}` is prepared: every process trains "
+                        "on the whole dataset"
                     )
                 else:
                     message = (
-                        f"the training loop draws batches from `iter({code})` but `{code}` never went through "
-                        "`accelerator.prepare`: every process trains on the whole dataset (N processes do N "
-                        "times the work on duplicate batches); prepare it"
+                        f"the training loop draws from `iter({code})` but `{code}` is never "
+                        "prepared: every process trains on the whole dataset"
                     )
                 ctx.report(loader, message, None)
 

@@ -51,7 +51,7 @@ class SchedulerLengthPerProcess(Rule):
 
     CODE = "DL202"
     NAME = "scheduler-length-per-process"
-    MESSAGE = "scheduler length counted from the prepared (per-process) DataLoader: multiply by `accelerator.num_processes`"
+    MESSAGE = "scheduler length counts per-process steps: multiply by `accelerator.num_processes`"
     FIX_TITLE = "Count the schedule in single-device steps (multiply by the number of processes)"
     FIX_SAFETY = Applicability.UNSAFE
     TRIGGERS = ("prepare",)
@@ -192,9 +192,8 @@ class SchedulerLengthPerProcess(Rule):
             text = ctx.index.module.code_for_node(report_at).strip()
             subject = f"`{text}`" if len(text) <= 40 else "the schedule length"
             message = (
-                f"{subject} counts the steps of the prepared (per-process) DataLoader, but the prepared "
-                "scheduler is stepped once per process on every optimizer step: the schedule ends "
-                "num_processes times too early; multiply by `accelerator.num_processes`"
+                f"{subject} counts per-process steps, but the scheduler steps on every "
+                "process: multiply by `accelerator.num_processes`"
             )
             ctx.report(report_at, message, _fix(facts, sched.call, per_process))
 

@@ -104,8 +104,7 @@ class SeedAfterModelInit(Rule):
             )
             ctx.report(
                 seed.origin,
-                f"seeding runs after {what} (`{built}`): initial weights and splits are not "
-                "reproducible; seed before building anything random",
+                f"seeding runs after {what} (`{built}`): seed before building anything random",
             )
 
 

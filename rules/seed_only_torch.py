@@ -159,10 +159,7 @@ class SeedOnlyTorch(Rule):
         )
         verb = "is" if len(missing) == 1 else "are"
         short = seed_fn.rsplit(".", 1)[1]
-        message = (
-            f"torch is seeded by hand but {what} {verb} not: "
-            f"use `{seed_fn}(seed)`, which seeds random, numpy, torch, every device and XLA"
-        )
+        message = f"torch is seeded by hand but {what} {verb} not: use `{seed_fn}(seed)`"
         ctx.report(first, message, self._fix(facts, first, by_kind, seed_fn, short))
 
     def _fix(

@@ -87,7 +87,7 @@ class UnscaledLearningRate(Rule):
 
     CODE = "DL201"
     NAME = "unscaled-learning-rate"
-    MESSAGE = "learning rate does not depend on the number of processes: scale it by `accelerator.num_processes`"
+    MESSAGE = "learning rate is not scaled by the number of processes: multiply it by `accelerator.num_processes`"
     FIX_TITLE = "Scale the learning rate by the number of processes"
     FIX_SAFETY = Applicability.UNSAFE
     TRIGGERS = ("optim", "AdamW")
@@ -227,7 +227,7 @@ class UnscaledLearningRate(Rule):
             if opt.lr_config is not None:
                 # the lr is written in a config file: scaled in code before the call?
                 if opt.lr_key is None or not facts.key_reads_process_count(opt.lr_key):
-                    what = f"the learning rate (the value comes from {opt.lr_config})"
+                    what = f"the learning rate ({opt.lr_config})"
                     ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
                 continue
             if opt.lr is None:
@@ -260,7 +260,7 @@ class UnscaledLearningRate(Rule):
         message = self._message(text, what, facts.mode, facts.model_parallel)
         origin = facts.config_origin(value)
         if origin is not None:
-            message += f" (the value comes from {origin})"
+            message += f" (from {origin})"
         ctx.report(value, message, fix)
 
     @staticmethod
@@ -271,17 +271,11 @@ class UnscaledLearningRate(Rule):
             subject = what
         else:  # a long expression is shown by its place, not copied
             subject = f"{what} `{text}`" if len(text) <= 40 else f"the {what} given here"
-        verb, it = ("do", "them") if plural else ("does", "it")
-        head = (
-            f"{subject} {verb} not depend on the number of processes, but the batch of every "
-            "optimizer step grows with them"
-        )
+        verb, it = ("are", "them") if plural else ("is", "it")
+        head = f"{subject} {verb} not scaled by the number of processes"
         if model_parallel:
-            return (
-                f"{head}: this script uses tensor/context parallelism, so scale {it} by the "
-                "data-parallel size (processes / (tp * cp)), not by the process count"
-            )
-        return f"{head}: scale {it} by {FACTOR_TEXT[mode]}"
+            return f"{head}: multiply {it} by the data-parallel size (processes / (tp * cp))"
+        return f"{head}: multiply {it} by {FACTOR_TEXT[mode]}"
 
     def _report_reads(self, ctx: RuleContext, call: cst.Call, opts: list[Optimizer]) -> None:
         """A factory reads one or more LRs from its arguments (`args.lr`): one finding at the

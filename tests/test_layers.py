@@ -30,6 +30,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "distlint",  # the package itself (__version__): this name alone, not its submodules
         "distlint.model",
         "distlint.files",  # reading files and streams within bounds
+        "distlint.escape",  # outside text made safe to print
         "distlint.collector",
         "distlint.incremental",
         "distlint.parallel",
@@ -56,7 +57,13 @@ GROUPS: dict[str, tuple[str, ...]] = {
     # the language server: talks to the api
     "server": ("distlint.lsp", "distlint.lsp_start", "distlint.lsp_worker"),
     # the command line and the plugins of other tools
-    "fronts": ("distlint.cli", "distlint.__main__", "distlint.flake8_plugin"),
+    "fronts": (
+        "distlint.cli",
+        "distlint.__main__",
+        "distlint.flake8_plugin",
+        "distlint.progress",  # the command line's progress line on a terminal
+        "distlint.install_hint",  # how to install an extra, said by the command line
+    ),
     # runs the user's code: never imported on the lint path
     "verify": ("distlint.verify", "distlint.verify_options"),
 }
@@ -111,9 +118,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "`distlint lsp` starts the lint worker before click and the rest of the command line "
         "are imported: the worker loads LibCST while the server loads pygls (first diagnostics)"
     ),
-    ("distlint.discovery", "distlint.reporting"): (
-        "a warning about a file that cannot be read is escaped with reporting.printable before "
-        "it is printed; printable is a text helper that belongs with the text layer (a lazy import)"
+    ("distlint.noqa", "distlint.registry"): (
+        "a `# noqa:` directive may name a rule by its name (`seed-only-torch`): its codes come "
+        "from the rule set (a lazy import, when a directive is read)"
     ),
 }
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -356,6 +357,11 @@ def generated(kind: str, n: int) -> str:
         ),
         "fat_sum": lambda: "x = (\n" + " +\n".join(["f(a, b, c, d, e, g, h, i, j, k)"] * n) + ")\n",
         "dicts": lambda: "x = " + "{1:\n" * n + "1" + "\n}" * n + "\n",
+        # issue #27: within every bound above, but LibCST's parse costs memory and time
+        # quadratic in the nesting of each statement, summed over the file
+        "conditional_lines": lambda: ("x = " + "1 if a else " * n + "2\n") * 36,  # 9.2 GB, 87 s
+        "lambda_lines": lambda: ("f = " + "lambda: " * n + "0\n") * 36,  # ~275 MB a line
+        "call_nest_lines": lambda: ("x = " + "f(" * n + "a" + ")" * n + "\n") * 20,
     }[kind]()
     return HEADER + body
 
@@ -387,6 +393,14 @@ GUARD_CASES = [
     ("power", 6000, "too deeply nested: more than 1200 levels", 5),  # LibCST: 4 GB
     ("elif", 1100, None, None),
     ("elif", 10000, "too deeply nested: more than 1200 levels", 2402),  # LibCST: segfault
+    ("conditionals", 1100, None, None),  # one is fine (LibCST: 215 MB, 1.3 s)
+    ("conditional_lines", 1100, "nested expressions too costly", 7),  # the third
+    ("conditional_lines", 300, "nested expressions too costly", 34),  # 36 x 19 MB, 5 s
+    ("conditional_lines", 200, None, None),
+    ("lambda_lines", 1100, "nested expressions too costly", 6),  # the second
+    ("lambda_lines", 200, None, None),
+    ("call_nest_lines", 150, "nested expressions too costly", 15),  # 20 x 52 MB
+    ("call_nest_lines", 60, None, None),
 ]
 
 
@@ -673,6 +687,95 @@ def test_raised_budget_lints_a_larger_file(tmp_path):
     assert not result.errors and [f.code for f in result.findings] == ["DL101"]
 
 
+def test_parse_cost_is_bounded_under_a_memory_limit(tmp_path):
+    """Issue #27 item 3: 36 lines of nested conditional expressions (464 KiB, inside every
+    other bound) took LibCST 87 s and 9.2 GB; repeated `lambda:` lines ~275 MB a line. Under a
+    3 GB address-space limit and a timeout, each is refused in one line naming the file and the
+    line; a file with one such expression (215 MB to parse) is linted."""
+    cases = {
+        "conditionals.py": (generated("conditional_lines", 1100), 7),
+        "lambdas.py": (generated("lambda_lines", 1100), 6),
+    }
+    for name, (text, _) in cases.items():
+        (tmp_path / name).write_text(text)
+    one = tmp_path / "one.py"
+    one.write_text(generated("conditionals", 1100))
+    code = textwrap.dedent(
+        """
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+        from distlint.__main__ import main
+        sys.argv = ["distlint", *sys.argv[1:]]
+        main()
+        """
+    )
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "check", "--isolated", "--no-cache", "-j", "1", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert time.monotonic() - started < 120
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr
+    errors = sorted(proc.stderr.splitlines())
+    assert len(errors) == len(cases), proc.stderr
+    for line, (name, (_, lineno)) in zip(errors, sorted(cases.items())):
+        assert line.startswith(f"{tmp_path / name}:{lineno}: error: nested expressions too"), line
+        assert line.endswith("not linted"), line
+    assert f"{one}:3:1: DL101" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "kind, n",
+    [("conditionals", 400), ("lambdas", 300), ("unary", 800), ("nested_calls", 100)],
+)
+def test_parse_cost_estimate_tracks_libcsts_memory(kind, n):
+    """The guard's estimate of LibCST's parse cost is within 0.6-2x of the memory LibCST's
+    parse of the construct really takes (measured in a fresh process)."""
+    from distlint import guard
+
+    text = (
+        "x = " + "f(" * n + "a" + ")" * n + "\n" if kind == "nested_calls" else generated(kind, n)
+    )
+    code = textwrap.dedent(
+        """
+        import sys
+        import libcst
+        def peak():  # this process's own high-water mark (ru_maxrss keeps the parent's)
+            with open("/proc/self/status") as status:
+                line = next(x for x in status if x.startswith("VmHWM:"))
+            return int(line.split()[1]) * 1024
+        text = sys.stdin.read()
+        before = peak()
+        libcst.parse_module(text)
+        print(peak() - before)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], input=text, capture_output=True, text=True, timeout=60
+    )
+    measured = int(proc.stdout)
+    estimate = guard.estimated_parse_cost(text)
+    assert measured > 10 << 20  # quadratic: tens of MB for a line of a few KB
+    assert 0.6 * measured < estimate < 2 * measured, (estimate, measured)
+
+
+def test_ordinary_code_is_far_below_the_parse_cost_bound():
+    from distlint import guard
+
+    root = Path(__file__).resolve().parent.parent
+    files = [
+        *root.glob("distlint/**/*.py"),
+        *root.glob("tests/*.py"),
+        *root.glob("fixtures/**/*.py"),
+    ]
+    assert len(files) > 100
+    worst = max(guard.estimated_parse_cost(p.read_text(encoding="utf-8")) for p in files)
+    assert 0 < worst < guard.MAX_PARSE_COST // 16
+
+
 # --------------------------------------------------------------------------------------------
 # Issue #27: every file read is a regular file we meant, bounded; one-line errors; output safety
 # --------------------------------------------------------------------------------------------
@@ -694,6 +797,7 @@ def _special(path, kind):
 
 
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
+@pytest.mark.slow
 def test_a_followed_module_that_became_special_is_one_error_no_hang(tmp_path, kind):
     from bounded import bounded
 
@@ -712,6 +816,7 @@ def test_a_followed_module_that_became_special_is_one_error_no_hang(tmp_path, ki
 
 
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
+@pytest.mark.slow
 def test_a_special_gitignore_is_a_warning_and_the_walk_goes_on(tmp_path, kind):
     from bounded import bounded
 
@@ -725,6 +830,7 @@ def test_a_special_gitignore_is_a_warning_and_the_walk_goes_on(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
+@pytest.mark.slow
 def test_a_special_cache_entry_is_a_miss_and_is_replaced(tmp_path, kind):
     from bounded import bounded
 
@@ -739,6 +845,7 @@ def test_a_special_cache_entry_is_a_miss_and_is_replaced(tmp_path, kind):
     assert entry.is_file() and not entry.is_symlink()  # rewritten as a plain entry
 
 
+@pytest.mark.slow
 def test_distlint_toml_whose_tool_is_not_a_table(tmp_path):
     from bounded import bounded
 
@@ -751,6 +858,7 @@ def test_distlint_toml_whose_tool_is_not_a_table(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_output_file_full_device_is_one_error_line(tmp_path):
     from bounded import bounded
 
@@ -762,6 +870,7 @@ def test_output_file_full_device_is_one_error_line(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_output_fifo_without_reader_is_refused_not_waited_for(tmp_path):
     from bounded import bounded
 
@@ -775,6 +884,7 @@ def test_output_fifo_without_reader_is_refused_not_waited_for(tmp_path):
     assert (tmp_path / "train.py").read_text() == ACCEL_SEEDED  # refused before any fix
 
 
+@pytest.mark.slow
 def test_output_fifo_with_a_reader_gets_the_report(tmp_path):
     (tmp_path / "train.py").write_text(ACCEL_SEEDED)
     fifo = tmp_path / "report"
@@ -790,6 +900,7 @@ def test_output_fifo_with_a_reader_gets_the_report(tmp_path):
 
 
 @pytest.mark.parametrize("named", ["u.py", "."])
+@pytest.mark.slow
 def test_output_file_naming_an_input_is_a_usage_error(tmp_path, named):
     from bounded import bounded
 
@@ -802,6 +913,7 @@ def test_output_file_naming_an_input_is_a_usage_error(tmp_path, named):
     assert (tmp_path / "u.py").read_text() == ACCEL_SEEDED
 
 
+@pytest.mark.slow
 def test_read_only_file_is_not_fixed_and_says_so(tmp_path):
     path = tmp_path / "ro.py"
     path.write_text(ACCEL_SEEDED)
@@ -828,6 +940,7 @@ def test_hard_linked_file_is_fixed_in_place_for_every_link(tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["text", "github", "junit"])
+@pytest.mark.slow
 def test_control_characters_in_file_names_never_reach_the_output(tmp_path, fmt):
     import xml.etree.ElementTree as ET
 
@@ -841,6 +954,7 @@ def test_control_characters_in_file_names_never_reach_the_output(tmp_path, fmt):
         ET.fromstring(proc.stdout)  # valid XML
 
 
+@pytest.mark.slow
 def test_control_characters_in_error_lines_are_escaped(tmp_path):
     name = "bad\x1b[2J.py"
     (tmp_path / name).write_bytes(b"import torch\ntorch.manual_seed(0\n")
@@ -849,6 +963,7 @@ def test_control_characters_in_error_lines_are_escaped(tmp_path):
     assert proc.stderr.startswith("bad\\x1b[2J.py:2:") and "\x1b" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_diff_of_a_cr_only_file_shows_one_line_per_line(tmp_path):
     (tmp_path / "cr.py").write_bytes(ACCEL_SEEDED.replace("\n", "\r").encode())
     proc = run_cli("check", "--no-cache", "--diff", "--unsafe-fixes", "cr.py", cwd=tmp_path)

@@ -381,15 +381,16 @@ class Project:
 
     def _parse(self, full: str, data: bytes, text: str) -> tuple[Any, Any] | None:
         from distlint.analysis.index import Index
-        from distlint.parse import parse
+        from distlint.parse import parse_mapped
 
-        module = parse(text, full, source=data)
-        if isinstance(module, FileError):
-            self._error(full, module.message, module.line, module.column)
+        parsed = parse_mapped(text, full, source=data)
+        if isinstance(parsed, FileError):
+            self._error(full, parsed.message, parsed.line, parsed.column)
             return None
         self.parse_count += 1
+        module, source = parsed
         try:  # a module the analysis cannot take is reported like one LibCST cannot parse
-            return module, Index(module, text)
+            return module, Index(module, text, source if source.cuts else None)
         except RecursionError:
             self._error(full, "source is too deeply nested to parse")
         except Exception as exc:

@@ -171,7 +171,7 @@ class Summaries(Provider):
         shown = os.path.relpath(self.path)
         if shown.startswith(os.pardir):
             shown = self.path
-        found = positions_of(self.index.module, [node]).get(node)
+        found = positions_of(self.index.module, [node], self.index.source_map).get(node)
         return f"{shown}:{found.start.line}" if found is not None else shown
 
     # ------------------------------------------------------------------ across modules
