@@ -304,7 +304,7 @@ class Facts:
         reached = getattr(self.project, "words_reached", None)
         if reached is None or self.path is None:
             return self.project is not None
-        return callables.written_in(reached(self.path, callables.words))
+        return callables.written_in(reached(self.path, callables.words, callables.written_in))
 
     @cached_property
     def uses_xla(self) -> bool:
