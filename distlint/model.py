@@ -174,3 +174,17 @@ class FileResult(NamedTuple):
     reached: tuple[str, ...] = ()
     # A project module reported because a linted file imports it (not given on the command line)
     followed: bool = False
+
+
+class RuleInfo(NamedTuple):
+    """What a report says about a rule (SARIF's rule descriptors): handed to the renderers,
+    which never import the rules themselves."""
+
+    code: str
+    name: str
+    summary: str
+    message: str
+    docs: str
+    default_enabled: bool
+    fix_safety: Applicability | None = None
+    url: str | None = None

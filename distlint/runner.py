@@ -11,7 +11,7 @@ from functools import lru_cache, wraps
 from typing import Any, Callable, NamedTuple, TypeVar, cast
 
 import libcst as cst
-from libcst._position import CodeRange
+from libcst.metadata import CodeRange
 
 from distlint import fixes as fixes_mod
 from distlint import guard
@@ -21,10 +21,10 @@ from distlint.analysis.project import Project
 from distlint.collector import paused as collector_paused
 from distlint.config import Config
 from distlint.edits import LineIndex, OutsideEdits, apply_fixes, choose, fixes_to_apply
-from distlint.edits import decode as decode_text
 from distlint.incremental import Document
 from distlint.model import Applicability, FileError, FileResult, Finding, Fix, Range
 from distlint.noqa import Directives, Placement, directive_edit, unused_noqa
+from distlint.parse import decode_source, null_byte, parse
 from distlint.positions import DEEP_RECURSION_LIMIT, TooDeep, deep_call, layout
 from distlint.registry import all_rules
 from distlint.rule import Rule, RuleContext
@@ -49,11 +49,6 @@ def enabled_rules(
     if select is not None:
         codes = codes & select
     return _rule_instances(config, codes)
-
-
-def decode(data: bytes) -> str:
-    """Decode Python source bytes as the interpreter would (PEP 263 cookie, BOM)."""
-    return decode_text(data)[0]
 
 
 class _Round(NamedTuple):
@@ -120,17 +115,17 @@ def lint_source(
     enabled = frozenset(r.CODE for r in active)  # before the trigger filter: for DL001 unused-noqa
 
     encoding = None
-    try:
-        if isinstance(source, bytes):
-            text, encoding = decode_text(source)
-        else:
-            text = source
-    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
-        return FileResult(path, errors=(FileError(path, f"cannot decode source: {exc}"),))
+    if isinstance(source, bytes):
+        decoded = decode_source(source, path)
+        if isinstance(decoded, FileError):
+            return FileResult(path, errors=(decoded,))
+        text, encoding = decoded
+    else:
+        text = source
     kept = text if keep_source else None
-    if "\x00" in text:
-        line = text.count("\n", 0, text.index("\x00")) + 1
-        return FileResult(path, errors=(FileError(path, "source contains a null byte", line),))
+    refused = null_byte(text, path)
+    if refused is not None:
+        return FileResult(path, errors=(refused,))
 
     # Cheap pre-filter: a rule that needs e.g. "manual_seed" cannot match a file without it.
     candidates = active
@@ -247,22 +242,9 @@ def _parse(
     max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE,
     tops: list[int] | None = None,
 ) -> cst.Module | FileError:
-    """``text`` parsed, or the error to report. ``tops``: receives where statements start at
-    column 0, from the guard's scan (see :func:`distlint.guard.check_source`)."""
-    refused = guard.check_source(text, path, max_file_size, tops)  # before LibCST sees it
-    if refused is not None:
-        return refused
-    guard.ensure_recursion_headroom()
-    PASSES["parse"] += 1
-    try:
-        with collector_paused():  # the tree holds no cycles: collecting while it grows is waste
-            return cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:
-        return _syntax_error(path, text, exc)
-    except RecursionError:
-        return FileError(path, "source is too deeply nested to parse")
-    except Exception as exc:  # libcst raises a few other types on odd input
-        return FileError(path, f"cannot parse: {exc}")
+    """``text`` parsed (counted in :data:`PASSES`), or the error to report; see
+    :func:`distlint.parse.parse`."""
+    return parse(text, path, max_file_size=max_file_size, tops=tops, passes=PASSES)
 
 
 def _reuse(
@@ -312,19 +294,6 @@ def _gate(
     if best is None:
         return text, None, [], dropped
     return best[0], best[1], good, dropped
-
-
-def _syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
-    """Locate a syntax error the way Python reports it (LibCST's native parser positions are
-    approximate); fall back to LibCST's own message when CPython accepts the code."""
-    try:
-        compile(text, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
-    except SyntaxError as err:
-        hint = " (Python 2 code?)" if "Missing parentheses in call to" in (err.msg or "") else ""
-        return FileError(path, f"syntax error: {err.msg}{hint}", err.lineno, err.offset)
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    return FileError(path, f"cannot parse: {exc.message}", exc.editor_line, exc.editor_column)
 
 
 class _Job(NamedTuple):

@@ -6,7 +6,7 @@ import libcst as cst
 
 from distlint.analysis import Index, string_value
 from distlint.analysis.facts import Facts, Mode, Optimizer
-from distlint.fixes import Fix
+from distlint.fixes import Fix, import_name
 from distlint.model import Applicability
 from distlint.rule import (
     Invalid,
@@ -311,15 +311,20 @@ class UnscaledLearningRate(Rule):
     def _scaling(self, facts: Facts, call: cst.Call) -> tuple[Fix, str] | None:
         """A fix holding the import the factor needs, and the factor (the process count at
         ``call``, or its square root with ``lr-scaling = "sqrt"``); None when there is none."""
-        found = facts.process_count_expr(call)
+        found = facts.process_count_at(call)
         if found is None:
             return None
-        factor, spec = found
+        fix = Fix()
+        if found.function is not None:
+            name, spec = import_name(facts.index, found.function, call)
+            factor = f"{name}()"
+            if spec is not None:
+                fix.imports.append(spec)
+        else:
+            assert found.expression is not None
+            factor = found.expression
         if self.options["lr-scaling"] == "sqrt":
             factor = f"{factor} ** 0.5"
-        fix = Fix()
-        if spec is not None:
-            fix.imports.append(spec)
         return fix, factor
 
     def _fix(self, facts: Facts, call: cst.Call, value: cst.BaseExpression) -> Fix | None:

@@ -19,7 +19,7 @@ import enum
 import os
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import libcst as cst
 
@@ -34,6 +34,11 @@ from distlint.analysis.index import (
     string_value,
     target_key,
 )
+
+if TYPE_CHECKING:
+    from distlint.analysis.accumulation import Accumulation
+    from distlint.analysis.loops import Loops
+    from distlint.analysis.metrics import Metrics
 
 
 class Mode(enum.Enum):
@@ -159,6 +164,15 @@ class Summary:
         self.trains: Mode | None = None
         # for a class: the summary of one of its methods, by name (computed when asked)
         self.method: Callable[[str], Summary | None] | None = None
+
+
+class ProcessCount(NamedTuple):
+    """How to spell the process count at a node: an ``expression`` of names bound there
+    (``accelerator.num_processes``), or the qualified name of a ``function`` to call
+    (``torch.distributed.get_world_size``), which a fix imports or reuses."""
+
+    expression: str | None = None
+    function: str | None = None
 
 
 class FactoryLR(NamedTuple):
@@ -1033,24 +1047,20 @@ class Facts:
             and self.is_accelerator(node)
         )
 
-    def process_count_expr(self, at: cst.CSTNode) -> tuple[str, Any] | None:
-        """For fixes: (expression for the number of processes at ``at`` in this mode, the
-        import it needs or None); None when there is no right one."""
-        from distlint.fixes import import_name
-
+    def process_count_at(self, at: cst.CSTNode) -> ProcessCount | None:
+        """For fixes: how to spell the number of processes at ``at`` in this mode; None when
+        there is no right spelling."""
         mode = self.mode
         if mode is Mode.ACCELERATE:
             acc = self.accelerator_expr(at)
-            return (f"{acc}.num_processes", None) if acc else None
+            return ProcessCount(expression=f"{acc}.num_processes") if acc else None
         if mode is Mode.DDP:
-            name, spec = import_name(self.index, "torch.distributed.get_world_size", at)
-            return f"{name}()", spec
+            return ProcessCount(function="torch.distributed.get_world_size")
         if mode is Mode.XLA_MULTIPROCESS:
-            name, spec = import_name(self.index, "torch_xla.runtime.world_size", at)
-            return f"{name}()", spec
+            return ProcessCount(function="torch_xla.runtime.world_size")
         if mode is Mode.FABRIC:
             fabric = self.fabric_expr(at)
-            return (f"{fabric}.world_size", None) if fabric else None
+            return ProcessCount(expression=f"{fabric}.world_size") if fabric else None
         return None
 
     def fabric_expr(self, at: cst.CSTNode) -> str | None:
@@ -1410,6 +1420,28 @@ class Facts:
     def seeding(self) -> SeedingFacts:
         return SeedingFacts(self)
 
+    # ============================================================== providers (one module each)
+    @cached_property
+    def loops(self) -> Loops:
+        """Training / evaluation / epoch loops (analysis/loops.py)."""
+        from distlint.analysis.loops import Loops
+
+        return Loops(self)
+
+    @cached_property
+    def accumulation(self) -> Accumulation:
+        """Gradient accumulation as the loops do it (analysis/accumulation.py)."""
+        from distlint.analysis.accumulation import Accumulation
+
+        return Accumulation(self)
+
+    @cached_property
+    def metrics(self) -> Metrics:
+        """Evaluation metrics and cross-process collectives (analysis/metrics.py)."""
+        from distlint.analysis.metrics import Metrics
+
+        return Metrics(self)
+
     # ============================================================== summaries
     def summary(self, fn: cst.CSTNode) -> Summary:
         """What a function of this module returns and does (a class: what its instances are)."""
@@ -1627,9 +1659,10 @@ class Facts:
 
 def _release(facts: Facts) -> None:
     """See :meth:`Facts.release`."""
-    seeding = facts.__dict__.get("seeding")
-    if seeding is not None:
-        seeding.__dict__.clear()
+    for provider in ("seeding", "loops", "accumulation", "metrics"):
+        held = facts.__dict__.get(provider)
+        if held is not None:
+            held.__dict__.clear()
     facts.__dict__.clear()
 
 

@@ -69,6 +69,19 @@ MODEL_PARALLEL_CALLS = frozenset(
 MODEL_PARALLEL_PREFIXES = ("torch.distributed.tensor.parallel.",)
 MODEL_PARALLEL_KEYWORDS = frozenset({"parallelism_config", "torch_tp_plugin", "megatron_lm_plugin"})
 
+# Words a module that sets up data-parallel training on its own spells out (an Accelerator, a
+# Fabric, a DDP/FSDP wrapper, DeepSpeed, torch_xla): a followed module without any of them is
+# not parsed to ask (see distlint.api: the findings of imported trainer modules).
+TRAINING_SETUP_WORDS = (
+    b"Accelerator",
+    b"Fabric",
+    b"DistributedDataParallel",
+    b"FullyShardedDataParallel",
+    b"fully_shard",
+    b"deepspeed",
+    b"torch_xla",
+)
+
 # ------------------------------------------------------------------ the number of processes
 # Values (qualified names, calls end in `()`) that ARE the number of data-parallel processes.
 PROCESS_COUNT = frozenset(
@@ -158,7 +171,6 @@ PROCESS_COUNT_NAMES = frozenset(
         "num_workers_dp",
     }
 )
-# Same policy for the gradient accumulation steps (a helper's untraced `grad_accum` parameter).
 # Top-level packages this knowledge base describes: a call into them is judged by the tables
 # above, never by its name.
 KNOWN_LIBRARIES = frozenset(
@@ -168,6 +180,8 @@ KNOWN_LIBRARIES = frozenset(
         "torch_xla", "torchtune", "transformers",
     }
 )  # fmt: skip
+# Same policy as PROCESS_COUNT_NAMES for the gradient accumulation steps (a helper's untraced
+# `grad_accum` parameter).
 ACCUMULATION_WORD = "accum"
 RANK_NAMES = frozenset({"rank", "global_rank", "local_rank", "process_index", "ordinal"})
 ITERABLE_DATASETS = frozenset(
@@ -343,6 +357,70 @@ DATASET_SHARDERS = frozenset(
 # Methods that shard a dataset when given a process count / rank (`ds.shard(num_shards, index)`).
 SHARD_METHODS = frozenset({"shard", "split_by_node", "shard_by_node"})
 BATCH_SIZE_KEYWORDS = frozenset({"batch_size", "gradient_accumulation_steps", "num_steps"})
+
+# ------------------------------------------------------------------ loops, accumulation, metrics
+# (read by analysis/loops.py, analysis/accumulation.py, analysis/metrics.py)
+# Methods whose call runs a backward pass: a loop calling one trains.
+BACKWARD_METHODS = frozenset({"backward", "optimizer_step"})
+STEP_METHODS = frozenset({"step", "optimizer_step"})
+# Context managers that gate gradient synchronisation (accumulation entered, or done by hand).
+ACCUMULATION_CONTEXTS = frozenset({"accumulate", "no_sync"})
+# Attributes that say whether this micro-batch synchronises (accumulation by hand).
+SYNC_FLAGS = frozenset({"sync_gradients", "require_backward_grad_sync", "gradient_state"})
+# Gradient clipping by hand, and the framework call that replaces it: torch name -> method.
+CLIP_FUNCTIONS = {
+    "torch.nn.utils.clip_grad_norm_": "clip_grad_norm_",
+    "torch.nn.utils.clip_grad.clip_grad_norm_": "clip_grad_norm_",
+    "torch.nn.utils.clip_grad_value_": "clip_grad_value_",
+    "torch.nn.utils.clip_grad.clip_grad_value_": "clip_grad_value_",
+}
+# Keywords of torch's clipping that the framework methods do not take.
+CLIP_TORCH_ONLY_KEYWORDS = frozenset({"error_if_nonfinite", "foreach"})
+# Calls that unscale gradients first: clipping by hand after them sees true gradients.
+UNSCALE_METHODS = frozenset({"unscale_gradients", "unscale_"})
+# Distributed samplers that shuffle with a seed plus the epoch: sampler -> position of `shuffle`.
+EPOCH_SEEDED_SAMPLERS = {
+    "torch.utils.data.DistributedSampler": 3,
+    "torch.utils.data.distributed.DistributedSampler": 3,
+    "timm.data.distributed_sampler.RepeatAugSampler": 3,
+    "timm.data.RepeatAugSampler": 3,
+}
+SET_EPOCH = "set_epoch"
+# Cross-process collectives: a value passed through one is every process's.
+GATHER_METHODS = frozenset({"gather", "gather_for_metrics", "reduce", "all_gather", "all_reduce"})
+GATHER_FUNCTIONS = frozenset(
+    {
+        "torch.distributed.all_reduce",
+        "torch.distributed.all_gather",
+        "torch.distributed.all_gather_into_tensor",
+        "torch.distributed.all_gather_object",
+        "torch.distributed.reduce",
+        "torch.distributed.gather",
+        "torch.distributed.gather_object",
+        "accelerate.utils.gather",
+        "accelerate.utils.gather_object",
+        "accelerate.utils.reduce",
+        "torch_xla.core.xla_model.all_reduce",
+        "torch_xla.core.xla_model.mesh_reduce",
+        "torch_xla.core.xla_model.all_gather",
+    }
+)
+# Accelerator gather that keeps the padding duplicates of the last batch, and its replacement.
+GATHER_WITH_DUPLICATES = frozenset(
+    {"accelerate.utils.gather", "accelerate.utils.operations.gather"}
+)
+GATHER_METHOD = "gather"
+GATHER_FOR_METRICS = "gather_for_metrics"
+# Same policy as PROCESS_COUNT_NAMES: ONLY for a callee the analysis cannot follow (a helper of
+# another package, `utils.reduce_tensor(acc)`, `metric_logger.synchronize_between_processes()`),
+# words in its name that say it combines values across processes.
+GATHER_NAME_WORDS = ("gather", "reduce", "synchron", "sync_", "all_")
+# Metric sinks: objects that accumulate predictions and references, and metric functions.
+METRIC_LOADERS = frozenset({"evaluate.load", "datasets.load_metric", "evaluate.combine"})
+METRIC_ADD_METHODS = frozenset({"add_batch", "add"})
+METRIC_FUNCTION_PREFIXES = ("sklearn.metrics.",)
+# Accelerate options that stop the padding of the last batch (no duplicates to drop).
+EVEN_BATCHES = "even_batches"
 
 # ------------------------------------------------------------------ seeding
 # Calls that seed torch's CPU generator and/or device generators by hand.

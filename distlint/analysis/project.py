@@ -372,13 +372,13 @@ class Project:
         digest = self._digest_of(full)
         assert digest is not None  # the bytes were read
         parsed = self._parsed.get(digest)
-        from distlint.runner import decode
+        from distlint.parse import decode_source
 
-        try:
-            text = decode(data)
-        except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
-            self._error(full, f"cannot decode source: {exc}")
+        decoded = decode_source(data, full)
+        if isinstance(decoded, FileError):
+            self._error(full, decoded.message)
             return None
+        text = decoded[0]
         if parsed is None:
             parsed = self._parse(full, data, text)
             if parsed is None:
@@ -388,32 +388,19 @@ class Project:
         return ModuleInfo(full, text, module, index, digest)
 
     def _parse(self, full: str, data: bytes, text: str) -> tuple[Any, Any] | None:
-        import libcst as cst
-
-        from distlint import guard
         from distlint.analysis.index import Index
-        from distlint.collector import paused as collector_paused
-        from distlint.runner import _syntax_error
+        from distlint.parse import parse
 
-        if "\x00" in text:
-            self._error(full, "source contains a null byte")
+        module = parse(text, full, source=data)
+        if isinstance(module, FileError):
+            self._error(full, module.message, module.line, module.column)
             return None
-        refused = guard.check_source(text, full, guard.DEFAULT_MAX_FILE_SIZE)
-        if refused is not None:
-            self._error(full, refused.message, refused.line)
-            return None
-        guard.ensure_recursion_headroom()
-        try:
-            with collector_paused():  # as the runner's parse: no cycles in the tree
-                module = cst.parse_module(data)
-            self.parse_count += 1
+        self.parse_count += 1
+        try:  # a module the analysis cannot take is reported like one LibCST cannot parse
             return module, Index(module, text)
-        except cst.ParserSyntaxError as exc:
-            err = _syntax_error(full, text, exc)
-            self._error(full, err.message, err.line, err.column)
         except RecursionError:
             self._error(full, "source is too deeply nested to parse")
-        except Exception as exc:  # LibCST raises a few other types on odd input
+        except Exception as exc:
             self._error(full, f"cannot parse: {exc}")
         return None
 

@@ -1,0 +1,193 @@
+"""Training and evaluation loops of a module (``Facts.loops``).
+
+A training loop is a ``for`` / ``while`` whose body runs a backward pass, directly or through a
+function of this module it calls; an evaluation loop iterates a DataLoader and runs none. The
+epoch loop of a loop is the loop that repeats it: the enclosing loop of its function, or a loop
+around a call of that function in this module.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from distlint.analysis import knowledge as K
+
+if TYPE_CHECKING:
+    from distlint.analysis.facts import Facts
+
+_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def body_nodes(node: cst.CSTNode):
+    """The nodes ``node`` runs itself (nested functions and classes left out)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(c for c in reversed(current.children) if not isinstance(c, _NESTED))
+
+
+class Loops:
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        self.index = facts.index
+
+    # ------------------------------------------------------------------ training
+    @cached_property
+    def backward_calls(self) -> list[cst.Call]:
+        """Every `<x>.backward(...)` / `<x>.optimizer_step(...)` call of the module."""
+        return [
+            c
+            for c in self.index.calls
+            if isinstance(c.func, cst.Attribute) and c.func.attr.value in K.BACKWARD_METHODS
+        ]
+
+    def _functions_calling(self, methods: frozenset[str]) -> set[cst.CSTNode]:
+        """Functions of this module that call `<x>.<one of methods>(...)`, or call one that does."""
+        memo: dict[frozenset[str], set[cst.CSTNode]] = self.__dict__.setdefault("_calling", {})
+        if methods in memo:
+            return memo[methods]
+        index = self.index
+        found = {
+            index.enclosing_function(c)
+            for c in index.calls
+            if isinstance(c.func, cst.Attribute) and c.func.attr.value in methods
+        } - {None}
+        changed = True
+        while changed:  # callers of such functions call them too (a step helper)
+            changed = False
+            for fn in list(found):
+                assert isinstance(fn, cst.FunctionDef)
+                for call in index.callers(fn):
+                    caller = index.enclosing_function(call)
+                    if caller is not None and caller not in found:
+                        found.add(caller)
+                        changed = True
+        memo[methods] = found  # type: ignore[assignment]
+        return memo[methods]
+
+    def calls_method(self, node: cst.CSTNode, methods: frozenset[str]) -> bool:
+        """``node`` (a loop body, a block) calls `<x>.<one of methods>(...)`, itself or through
+        a function of this module it calls."""
+        functions = self._functions_calling(methods)
+        index = self.index
+        for n in body_nodes(node):
+            if isinstance(n, cst.Call):
+                if isinstance(n.func, cst.Attribute) and n.func.attr.value in methods:
+                    return True
+                fn = index.local_function(n.func)
+                if fn is not None and fn in functions:
+                    return True
+        return False
+
+    def trains(self, node: cst.CSTNode) -> bool:
+        """``node`` (a loop body, a block) runs a backward pass, itself or through a function of
+        this module it calls."""
+        return bool(self.backward_calls) and self.calls_method(node, K.BACKWARD_METHODS)
+
+    def steps(self, node: cst.CSTNode) -> bool:
+        """``node`` takes an optimizer step (`optimizer.step()`), itself or through a helper."""
+        return self.calls_method(node, K.STEP_METHODS)
+
+    @cached_property
+    def training_loops(self) -> list[cst.For | cst.While]:
+        """Loops that train, innermost first excluded: only those with no training loop inside
+        (the micro-batch loop, not the epoch loop around it)."""
+        trains = [
+            loop
+            for loop in self.index.loops
+            if isinstance(loop, (cst.For, cst.While)) and self.trains(loop.body)
+        ]
+        index = self.index
+        inner = []
+        for loop in trains:
+            # the epoch loop around `train_one_epoch(...)`, whose loop trains, is not one
+            called = {
+                index.local_function(n.func)
+                for n in body_nodes(loop.body)
+                if isinstance(n, cst.Call)
+            }
+            called.discard(None)
+            if not any(
+                other is not loop
+                and (
+                    index.is_inside(other, loop) or any(index.is_inside(other, fn) for fn in called)
+                )
+                for other in trains
+            ):
+                inner.append(loop)
+        return inner
+
+    # ------------------------------------------------------------------ epochs
+    def epoch_loop(self, loop: cst.CSTNode) -> cst.For | cst.While | None:
+        """The loop that repeats ``loop``: the nearest enclosing loop of its function, else a loop
+        of this module around a call of its function (`for epoch ...: train_one_epoch(...)`)."""
+        index = self.index
+        function = index.enclosing_function(loop)
+        for ancestor in index.ancestors(loop):
+            if ancestor is function:
+                break
+            if isinstance(ancestor, (cst.For, cst.While)):
+                return ancestor
+        if function is None:
+            return None
+        for call in index.callers(function):
+            outer = self.epoch_loop_of_call(call)
+            if outer is not None:
+                return outer
+        return None
+
+    def epoch_loop_of_call(self, call: cst.CSTNode) -> cst.For | cst.While | None:
+        index = self.index
+        function = index.enclosing_function(call)
+        for ancestor in index.ancestors(call):
+            if ancestor is function:
+                break
+            if isinstance(ancestor, (cst.For, cst.While)):
+                return ancestor
+        return None
+
+    # ------------------------------------------------------------------ what a loop iterates
+    def iterated(self, loop: cst.For) -> cst.BaseExpression:
+        """The iterable of a `for`, through `enumerate` / `tqdm` / device loaders."""
+        facts = self.facts
+        expr = loop.iter
+        while isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None:
+            if not facts.passes_batches_through(expr.func) and not facts.is_device_loader(
+                self.index.qualname(expr.func)
+            ):
+                break
+            expr = expr.args[0].value
+        return expr
+
+    @cached_property
+    def evaluation_loops(self) -> list[cst.For]:
+        """`for` loops over a DataLoader that run no backward pass."""
+        out = []
+        for loop in self.index.loops:
+            if not isinstance(loop, cst.For) or self.trains(loop.body):
+                continue
+            loader = self.iterated(loop)
+            if not isinstance(loader, (cst.Name, cst.Attribute)):
+                continue
+            if self.is_loader(loader):
+                out.append(loop)
+        return out
+
+    def is_loader(self, expr: cst.BaseExpression) -> bool:
+        """A DataLoader (made, prepared, or set up) flows into ``expr``."""
+        from distlint.analysis.facts import Origin
+
+        origins = self.facts.loader_origins(expr, 6)
+        return any(o is not Origin.UNKNOWN for o in origins)
+
+    def is_sharded_loader(self, expr: cst.BaseExpression) -> bool:
+        """Every loader flowing into ``expr`` is split across processes (prepared, set up, or
+        given a distributed sampler)."""
+        from distlint.analysis.facts import Origin
+
+        origins = self.facts.loader_origins(expr, 6)
+        return bool(origins) and all(o is Origin.SHARDED for o in origins)

@@ -1,0 +1,164 @@
+"""Evaluation metrics and the collectives that combine them across processes (``Facts.metrics``).
+
+An evaluation loop over a sharded loader sees one process's shard: a metric computed from it is
+that shard's until its values go through a collective (`accelerator.gather_for_metrics`,
+`gather`, `reduce`, `torch.distributed.all_reduce`, ...). A prepared loader also pads the last
+batch so every process gets one (``even_batches``): `accelerator.gather` keeps those duplicates,
+`gather_for_metrics` drops them.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from distlint.analysis import knowledge as K
+from distlint.analysis.index import call_keyword, dotted_name
+from distlint.analysis.loops import body_nodes
+
+if TYPE_CHECKING:
+    from distlint.analysis.facts import Facts
+
+
+class Metrics:
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        self.index = facts.index
+
+    @cached_property
+    def sharded_evaluation_loops(self) -> list[cst.For]:
+        """Evaluation loops whose loader is split across processes."""
+        loops = self.facts.loops
+        return [
+            loop for loop in loops.evaluation_loops if loops.is_sharded_loader(loops.iterated(loop))
+        ]
+
+    # ------------------------------------------------------------------ collectives
+    @cached_property
+    def combines_across_processes(self) -> bool:
+        """Somewhere in the module values are gathered or reduced across processes (any
+        collective: a tensor's `.gather(dim, index)` is counted too, which can only silence)."""
+        index = self.index
+        for call in index.calls:
+            q = index.qualname(call.func)
+            if q in K.GATHER_FUNCTIONS or q in K.GATHER_WITH_DUPLICATES:
+                return True
+            func = call.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else None
+            if name in K.GATHER_METHODS:
+                return True
+            if (
+                index.local_function(func) is None
+                and q is not None
+                and q.split(".")[0] in (K.KNOWN_LIBRARIES)
+            ):
+                continue  # a known library's call is judged by the tables above
+            last = (dotted_name(func) or "").rsplit(".", 1)[-1].lower()
+            if index.local_function(func) is None and any(w in last for w in K.GATHER_NAME_WORDS):
+                return True
+        return False
+
+    def duplicate_keeping_gathers(self, loop: cst.CSTNode) -> list[cst.Call]:
+        """`accelerator.gather(x)` (and `accelerate.utils.gather(x)`) calls in ``loop``."""
+        facts, index = self.facts, self.index
+        out = []
+        for n in body_nodes(loop):
+            if not isinstance(n, cst.Call) or not n.args:
+                continue
+            if index.qualname(n.func) in K.GATHER_WITH_DUPLICATES:
+                out.append(n)
+                continue
+            func = n.func
+            if isinstance(func, cst.Attribute) and func.attr.value == K.GATHER_METHOD:
+                receiver = func.value
+                if facts.is_accelerator(receiver) or (
+                    not facts.traceable(receiver)
+                    and "accelerator" in (dotted_name(receiver) or "").lower()
+                ):
+                    out.append(n)
+        return out
+
+    @cached_property
+    def pads_last_batch(self) -> bool:
+        """Accelerate pads the last batch of prepared loaders (unless `even_batches=False`)."""
+        facts, index = self.facts, self.index
+        for acc in facts.accelerators:
+            values = [facts.accelerator_keyword(acc, K.EVEN_BATCHES)]
+            config = facts.accelerator_keyword(acc, "dataloader_config")
+            if config is not None:
+                for value in [config, *index.values_of(config)]:
+                    if facts.is_dataloader_configuration(value):
+                        assert isinstance(value, cst.Call)
+                        values.append(call_keyword(value, K.EVEN_BATCHES))
+            if any(v is not None and index.constant_value(v) is False for v in values):
+                return False
+        return True
+
+    def deduplicated_by_hand(self, node: cst.CSTNode) -> bool:
+        """The function around ``node`` cuts gathered values to the dataset's length
+        (`preds[: len(eval_dataset) - samples_seen]`, `torch.cat(losses)[: len(dataset)]`)."""
+        function = self.index.enclosing_function(node) or self.index.module
+        for n in body_nodes(function):
+            if isinstance(n, cst.Slice):
+                for bound in (n.lower, n.upper):
+                    if bound is not None and _reads_length(bound):
+                        return True
+        return False
+
+    # ------------------------------------------------------------------ metric sinks
+    def sinks(self, loop: cst.For) -> list[cst.CSTNode]:
+        """Where values of ``loop`` reach a metric, in the loop or after it in its function:
+        `metric.add_batch(...)` on an `evaluate` metric, an `sklearn.metrics` function, a count
+        of matches (`correct += (pred == y).sum()`)."""
+        index = self.index
+        function = index.enclosing_function(loop) or index.module
+        out: list[cst.CSTNode] = []
+        for n in body_nodes(function):
+            if isinstance(n, cst.Call):
+                q = index.qualname(n.func) or ""
+                if q.startswith(K.METRIC_FUNCTION_PREFIXES) and index.order(n) > index.order(loop):
+                    out.append(n)
+                elif (
+                    isinstance(n.func, cst.Attribute)
+                    and n.func.attr.value in K.METRIC_ADD_METHODS
+                    and index.is_inside(n, loop)
+                    and self._is_metric(n.func.value)
+                ):
+                    out.append(n)
+            elif isinstance(n, cst.AugAssign) and isinstance(n.operator, cst.AddAssign):
+                if index.is_inside(n, loop) and _counts_matches(n.value):
+                    out.append(n)
+        return out
+
+    def _is_metric(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` holds an `evaluate.load(...)` metric."""
+        return self.facts.flow.reaches(
+            expr, lambda _n, q: q is not None and q.rstrip("()") in K.METRIC_LOADERS, key="metric"
+        )
+
+
+def _reads_length(node: cst.CSTNode) -> bool:
+    for n in body_nodes(node):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "len":
+            return True
+        if isinstance(n, cst.Name) and ("seen" in n.value or "num_samples" in n.value):
+            return True
+    return False
+
+
+def _counts_matches(value: cst.CSTNode) -> bool:
+    """`(pred == y).sum()`, `pred.eq(y).sum().item()`: a count of correct predictions."""
+    for n in body_nodes(value):
+        if isinstance(n, cst.Comparison) and any(
+            isinstance(c.operator, cst.Equal) for c in n.comparisons
+        ):
+            return True
+        if (
+            isinstance(n, cst.Call)
+            and isinstance(n.func, cst.Attribute)
+            and n.func.attr.value == "eq"
+        ):
+            return True
+    return False

@@ -1,0 +1,84 @@
+"""Text to tree: the one way source becomes a LibCST module.
+
+Bytes are decoded as the interpreter would (PEP 263 cookie, BOM; the decoding itself is pure
+text and lives in :mod:`distlint.edits`, for callers that must not load LibCST), the text is
+refused before LibCST sees it when it would crash, stall or exhaust the linter
+(:mod:`distlint.guard`), and a syntax error is located the way Python reports it. The runner (the linted file, the fixer's
+re-parse gate) and the project reader (the modules a linted file imports) both go through here,
+so a file gets the same verdict and the same message whichever of them reads it first.
+
+Nothing is executed or imported: the text is only parsed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import libcst as cst
+
+from distlint import guard
+from distlint.collector import paused as collector_paused
+from distlint.edits import decode  # pure text: the cache and the CLI decode without LibCST
+from distlint.model import FileError
+
+
+def decode_source(data: bytes, path: str) -> tuple[str, str] | FileError:
+    """(text, codec) of ``data`` (see :func:`distlint.edits.decode`), or the error to report
+    for the file ``path``."""
+    try:
+        return decode(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        return FileError(path, f"cannot decode source: {exc}")
+
+
+def null_byte(text: str, path: str) -> FileError | None:
+    """The error for a text holding a null byte (neither Python nor LibCST accepts one)."""
+    if "\x00" not in text:
+        return None
+    line = text.count("\n", 0, text.index("\x00")) + 1
+    return FileError(path, "source contains a null byte", line)
+
+
+def parse(
+    text: str,
+    path: str,
+    *,
+    source: str | bytes | None = None,
+    max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE,
+    tops: list[int] | None = None,
+    passes: Counter[str] | None = None,
+) -> cst.Module | FileError:
+    """``text`` (the file ``path``) parsed, or the error to report.
+
+    ``source``: what LibCST parses when not ``text`` itself (the undecoded bytes: the module
+    then knows its encoding). ``tops``: receives where statements start at column 0, from the
+    guard's scan (see :func:`distlint.guard.check_source`). ``passes``: counts ``"parse"``
+    for every text that reaches LibCST."""
+    refused = null_byte(text, path) or guard.check_source(text, path, max_file_size, tops)
+    if refused is not None:  # before LibCST sees it
+        return refused
+    guard.ensure_recursion_headroom()
+    if passes is not None:
+        passes["parse"] += 1
+    try:
+        with collector_paused():  # the tree holds no cycles: collecting while it grows is waste
+            return cst.parse_module(text if source is None else source)
+    except cst.ParserSyntaxError as exc:
+        return syntax_error(path, text, exc)
+    except RecursionError:
+        return FileError(path, "source is too deeply nested to parse")
+    except Exception as exc:  # LibCST raises a few other types on odd input
+        return FileError(path, f"cannot parse: {exc}")
+
+
+def syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
+    """Locate a syntax error the way Python reports it (LibCST's native parser positions are
+    approximate); fall back to LibCST's own message when CPython accepts the code."""
+    try:
+        compile(text, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+    except SyntaxError as err:
+        hint = " (Python 2 code?)" if "Missing parentheses in call to" in (err.msg or "") else ""
+        return FileError(path, f"syntax error: {err.msg}{hint}", err.lineno, err.offset)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return FileError(path, f"cannot parse: {exc.message}", exc.editor_line, exc.editor_column)
