@@ -16,11 +16,13 @@ pickle: a cache directory checked into a repository must not be able to run code
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -30,6 +32,7 @@ from distlint.config import Config
 from distlint.model import Applicability, Edit, FileError, FileResult, Finding, Fix, Range, Severity
 
 CACHE_DIR = ".distlint_cache"
+_DIGESTS_FILE = "digests.json"
 _FORMAT = 4  # bump when the entry layout changes (2: edits; 3: dependency digests; 4: reached)
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# distlint cache; see https://bford.info/cachedir/\n"
 
@@ -89,6 +92,10 @@ class Cache:
         self.directory = os.path.join(root, CACHE_DIR)
         self.entries = os.path.join(self.directory, "entries")
         self._ready = False
+        # path -> [mtime_ns, size, sha256] of the files entries depend on (digests.json), so a
+        # warm run stats the modules a result reached instead of reading and hashing them
+        self._digests: dict[str, list[Any]] | None = None
+        self._digests_changed = False
 
     def get(self, key: str, path: str) -> FileResult | None:
         """The cached result for ``key`` shown under ``path``, or None (missing or corrupt)."""
@@ -102,7 +109,7 @@ class Cache:
         except Exception:  # corrupt, truncated or foreign entry: lint the file again
             return None
         # The modules and config files it reached are part of the key: any changed, a miss.
-        if any(_digest_now(dep) != digest for dep, digest in result.dependencies):
+        if any(self.digest_now(dep) != digest for dep, digest in result.dependencies):
             return None
         return result
 
@@ -110,19 +117,81 @@ class Cache:
         try:
             self._prepare()
             payload = json.dumps(_encode(result), separators=(",", ":")).encode("utf-8")
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.entries)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(payload)
-                os.replace(tmp, os.path.join(self.entries, key + ".json"))
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            _write_atomic(self.entries, key + ".json", payload)
         except OSError:
             pass  # read-only or full disk: run without caching rather than fail the lint
+
+    def get_flag(self, key: str) -> bool | None:
+        """A yes/no answer about one module (does it set up training?) stored by ``put_flag``,
+        while the files it depended on are unchanged; None when unknown."""
+        try:
+            with open(os.path.join(self.directory, "flags", key + ".json"), "rb") as handle:
+                data = json.loads(handle.read())
+            flag, deps = data["flag"], data["deps"]
+            if not isinstance(flag, bool) or any(self.digest_now(p) != d for p, d in deps):
+                return None
+            return flag
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+
+    def put_flag(self, key: str, flag: bool, deps: Iterable[tuple[str, str]]) -> None:
+        try:
+            self._prepare()
+            payload = json.dumps({"flag": flag, "deps": [list(d) for d in deps]}).encode("utf-8")
+            folder = os.path.join(self.directory, "flags")
+            os.makedirs(folder, exist_ok=True)
+            _write_atomic(folder, key + ".json", payload)
+        except OSError:
+            pass
+
+    def digest_now(self, path: str) -> str:
+        """sha256 of a file's bytes now (``missing`` when unreadable): from digests.json when
+        the file's mtime and size are those recorded with it, else read and hashed."""
+        memo = self._load_digests()
+        try:
+            st = os.stat(path)
+        except OSError:
+            return "missing"
+        known = memo.get(path)
+        if known is not None and known[0] == st.st_mtime_ns and known[1] == st.st_size:
+            return str(known[2])
+        digest = _digest_now(path)
+        # a file modified less than 2 s ago may change again within the same mtime tick on a
+        # coarse clock: not recorded (git's "racily clean" rule)
+        if digest != "missing" and st.st_mtime_ns < time.time_ns() - 2_000_000_000:
+            memo[path] = [st.st_mtime_ns, st.st_size, digest]
+            if not self._digests_changed:
+                self._digests_changed = True
+                atexit.register(self.save_digests)
+        return digest
+
+    def _load_digests(self) -> dict[str, list[Any]]:
+        if self._digests is None:
+            self._digests = {}
+            try:
+                with open(os.path.join(self.directory, _DIGESTS_FILE), "rb") as handle:
+                    data = json.loads(handle.read())
+                if data.get("format") == _FORMAT:
+                    for path, item in data["digests"].items():
+                        m, size, digest = item
+                        if isinstance(digest, str) and isinstance(m, int) and isinstance(size, int):
+                            self._digests[str(path)] = [m, size, digest]
+            except (OSError, ValueError, TypeError, AttributeError, KeyError):
+                pass  # missing or corrupt: hash the files, as without it
+        return self._digests
+
+    def save_digests(self) -> None:
+        """Write digests.json (atomically; best effort, like every entry)."""
+        if not self._digests_changed or self._digests is None:
+            return
+        self._digests_changed = False
+        if not os.path.isdir(self.entries):
+            return  # nothing cached (or the cache was cleaned meanwhile): nothing to speed up
+        try:
+            payload = json.dumps({"format": _FORMAT, "digests": self._digests}).encode("utf-8")
+            _write_atomic(self.directory, _DIGESTS_FILE, payload)
+        except OSError:
+            pass
 
     def _prepare(self) -> None:
         if self._ready:
@@ -173,6 +242,22 @@ def _encode(result: FileResult) -> dict[str, Any]:
         "deps": [list(d) for d in result.dependencies],
         "reached": list(result.reached),
     }
+
+
+def _write_atomic(folder: str, name: str, payload: bytes) -> None:
+    """``payload`` into ``folder/name`` by a temporary file renamed into place: a concurrent
+    run never reads half of it."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        os.replace(tmp, os.path.join(folder, name))
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _digest_now(path: str) -> str:

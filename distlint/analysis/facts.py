@@ -312,13 +312,15 @@ class Facts:
         does, no call into them can, and `mode` needs none of their summaries."""
         return self.imports_may_reach(_DISTRIBUTED)
 
-    def imports_may_reach(self, callables: _Spellings) -> bool:
-        """A call into the project modules this module reaches by imports may end in one of
-        ``callables``: a text among them (or this module's) writes one of their names."""
+    def imports_may_reach(self, callables: _Spellings, path: str | None = None) -> bool:
+        """A call into the project modules this module (or the module ``path``) reaches by
+        imports may end in one of ``callables``: a text among them (or its own) writes one of
+        their names."""
+        path = path if path is not None else self.path
         reached = getattr(self.project, "words_reached", None)
-        if reached is None or self.path is None:
+        if reached is None or path is None:
             return self.project is not None
-        return callables.written_in(reached(self.path, callables.words, callables.written_in))
+        return callables.written_in(reached(path, callables.words, callables.written_in))
 
     @cached_property
     def uses_xla(self) -> bool:
@@ -1589,12 +1591,15 @@ class Facts:
         summary = self._external_summary(call)
         return summary.makes if summary is not None else set()
 
-    def _external_summary(self, call: cst.Call) -> Summary | None:
+    def _external_summary(self, call: cst.Call, needs: _Spellings | None = None) -> Summary | None:
+        """The summary of the project function or class ``call`` calls. ``needs``: only what
+        a call of one of these callables decides is asked, so a module whose imports reach none
+        of their names is not parsed (its summary could not hold them)."""
         if self.project is None or self.path is None:
             return None
         func = call.func
         if isinstance(func, cst.Name):
-            return self._imported_summary(func)
+            return self._imported_summary(func, needs)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             # `utils.get_world_size()` with `import utils` / `from pkg import utils`
             for b in self.index.bindings_of(func.value):
@@ -1607,6 +1612,8 @@ class Facts:
                             self.path, record.module, record.name, record.level
                         )
                     if path is not None:
+                        if needs is not None and not self.imports_may_reach(needs, path):
+                            return None
                         other = self._facts_of(path)
                         return other.summary_of(func.attr.value) if other else None
             # `env.size()` on `env = DistEnv()`, a class of another module
@@ -1617,26 +1624,30 @@ class Facts:
             try:
                 for value in self.index.values_of(func.value):
                     if isinstance(value, cst.Call) and value is not call:
-                        owner = self._external_summary(value)
+                        owner = self._external_summary(value, needs)
                         if owner is not None and owner.method is not None:
                             return owner.method(func.attr.value)
             finally:
                 busy.discard(call)
         return None
 
-    def _imported_summary(self, name: cst.Name) -> Summary | None:
+    def _imported_summary(self, name: cst.Name, needs: _Spellings | None = None) -> Summary | None:
         if self.project is None or self.path is None:
             return None
         for b in self.index.bindings_of(name):
             if b.op == "import" and b.record is not None and b.record.name is not None:
-                return self._summary_through(b.record, self.path)
+                return self._summary_through(b.record, self.path, needs)
         return None
 
-    def _summary_through(self, record: Any, importer: str | None) -> Summary | None:
+    def _summary_through(
+        self, record: Any, importer: str | None, needs: _Spellings | None = None
+    ) -> Summary | None:
         if self.project is None or importer is None or record.name is None:
             return None
         path = self.project.resolve_import(importer, record.module, record.level)
         if path is None:
+            return None
+        if needs is not None and not self.imports_may_reach(needs, path):
             return None
         key = ("summary", path, record.name)
         memo = self.project.memo
@@ -1711,7 +1722,7 @@ class SeedingFacts:
             return Seeds.XLA
         if not self.helpers_may_seed:
             return Seeds.NONE
-        external = self.facts._external_summary(call)
+        external = self.facts._external_summary(call, _SEEDERS)
         if external is not None:
             return external.seeds  # what a helper of another module seeds (ALL, some, none)
         return Seeds.NONE
