@@ -181,13 +181,27 @@ class Loops:
         """A DataLoader (made, prepared, or set up) flows into ``expr``."""
         from distlint.analysis.facts import Origin
 
-        origins = self.facts.loader_origins(expr, 6)
-        return any(o is not Origin.UNKNOWN for o in origins)
+        return any(o is not Origin.UNKNOWN for o in self.loader_origins(expr))
 
     def is_sharded_loader(self, expr: cst.BaseExpression) -> bool:
         """Every loader flowing into ``expr`` is split across processes (prepared, set up, or
         given a distributed sampler)."""
         from distlint.analysis.facts import Origin
 
-        origins = self.facts.loader_origins(expr, 6)
+        origins = self.loader_origins(expr)
         return bool(origins) and all(o is Origin.SHARDED for o in origins)
+
+    def loader_origins(self, expr: cst.BaseExpression) -> list:
+        """``Facts.loader_origins``, also through a parameter: what the calls of this module
+        pass for it (`evaluate(model, eval_loader)`)."""
+        index = self.index
+        if isinstance(expr, cst.Name):
+            bindings = index.bindings_of(expr)
+            if bindings and all(b.op == "param" for b in bindings):
+                passed = [
+                    v
+                    for v in index.values_of(expr)
+                    if isinstance(v, (cst.Name, cst.Attribute, cst.Call))
+                ]
+                return [o for v in passed for o in self.facts.loader_origins(v, 6)]
+        return self.facts.loader_origins(expr, 6)
