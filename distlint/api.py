@@ -12,12 +12,16 @@ import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from distlint import collector
-from distlint.config import Config, ConfigError, resolve_config
+from distlint.config import Config, ConfigError, config_file_problem, resolve_config
 from distlint.discovery import iter_source_files
-from distlint.model import Applicability, FileError, FileResult, Finding
+from distlint.edits import decode, merged
+from distlint.model import Applicability, FileError, FileResult, Finding, RuleInfo
+
+if TYPE_CHECKING:  # pragma: no cover
+    from distlint.rule import Rule
 
 K = TypeVar("K")
 
@@ -39,6 +43,7 @@ def _lint_source(
     return result._replace(
         errors=result.errors + tuple(broken),
         dependencies=tuple(sorted(deps.items())),
+        reached=project.reached,
     )
 
 
@@ -86,6 +91,14 @@ __all__ = [
     "FileResult",
     "Config",
     "ConfigError",
+    "config_file_problem",
+    "decode",
+    "merged",
+    "all_rules",
+    "lookup_rule",
+    "rule_metadata",
+    "clean_cache",
+    "forget_config_files",
 ]
 
 
@@ -370,19 +383,38 @@ def _finish(
     --diff), and `# noqa` comments written (--add-noqa)."""
     needs_text = options.keep_source or options.add_noqa
     if needs_text and result.source_text is None:
-        from distlint.edits import decode
-
         try:
             result = result._replace(source_text=decode(data)[0])
         except (SyntaxError, UnicodeError, LookupError):
             pass
-    if options.add_noqa and result.findings and not path.endswith(".ipynb"):
-        result = _write_noqa(path, data, state, result)
+    if options.add_noqa and result.findings:
+        if path.endswith(".ipynb"):
+            result = _write_notebook_noqa(path, data, state, result)
+        else:
+            result = _write_noqa(path, data, state, result)
     return result
 
 
+def _write_notebook_noqa(
+    path: str, data: bytes, state: os.stat_result, result: FileResult
+) -> FileResult:
+    """`# noqa` comments go into the notebook's code cells (:mod:`distlint.notebook`)."""
+    from distlint import notebook
+    from distlint.fixes import FileChanged, write_atomic
+
+    try:
+        new_data, count = notebook.add_noqa(data, result.findings)
+        if count:
+            write_atomic(path, new_data, expected=state)
+        return result._replace(noqa_added=count)
+    except FileChanged:
+        message = "file changed on disk while noqa comments were added; not written"
+    except (OSError, SyntaxError, UnicodeError, ValueError) as exc:
+        message = f"cannot add noqa comments: {exc}"
+    return result._replace(errors=result.errors + (FileError(path, message),))
+
+
 def _write_noqa(path: str, data: bytes, state: os.stat_result, result: FileResult) -> FileResult:
-    from distlint.edits import decode
     from distlint.fixes import FileChanged, write_atomic
     from distlint.noqa import add_noqa
 
@@ -483,10 +515,12 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
             hit = _cached_result(item, options) if options.cache else None
             slots.append(hit if hit is not None else item)
     todo = [slot for slot in slots if isinstance(slot, str)]
-    if todo:
-        from distlint.analysis.project import lint_run
+    from distlint.analysis.project import lint_run
 
-        lint_run(todo)  # a module linted in this run reports its own errors, not its importers
+    # a module linted in this run reports its own errors, not its importers; each file is
+    # checked against the disk once in a run
+    lint_run(todo)
+    if todo:
         # Load LibCST and the rules here, once: forked pool workers inherit them instead of
         # each importing them again.
         from distlint.registry import all_rules
@@ -501,7 +535,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
     followed: dict[str, None] = {}
     for slot in slots:
         result = next(linted) if isinstance(slot, str) else slot
-        for dep, _digest in result.dependencies:
+        for dep in result.reached:  # modules a fact of the file flowed through
             if dep.endswith(".py") and dep not in given:
                 followed[dep] = None
         yield result
@@ -509,9 +543,11 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
 
 
 def _followed_results(paths: Mapping[str, None], options: LintOptions) -> Iterator[FileResult]:
-    """The findings of project modules the run's files import that are not in the run
+    """The findings of project modules the run's files reach that are not in the run
     themselves, when such a module sets up distributed training on its own (a Trainer class
-    creating the Accelerator): the hazards there belong to the script that imports it.
+    creating the Accelerator): the hazards there belong to the script that uses it. Reached:
+    a fact of the linted file flowed through the module (it calls or reads a name from it,
+    directly or through others), not merely imported somewhere in the import closure.
     Check only (never fixed from here: fix that file to apply its fixes); their errors are
     already reported by their importers."""
     check_only = options._replace(fix=False, add_noqa=False, keep_source=False)
@@ -532,25 +568,15 @@ def _followed_results(paths: Mapping[str, None], options: LintOptions) -> Iterat
             yield result._replace(findings=findings, errors=(), followed=True)
 
 
-_TRAINS_WORDS = (
-    b"Accelerator",
-    b"Fabric",
-    b"DistributedDataParallel",
-    b"FullyShardedDataParallel",
-    b"fully_shard",
-    b"deepspeed",
-    b"torch_xla",
-)
-
-
 def _sets_up_training(path: str, config: Config) -> bool:
     from distlint.analysis.facts import facts_for
+    from distlint.analysis.knowledge import TRAINING_SETUP_WORDS
     from distlint.analysis.project import project_for as shared
 
     project = shared(path, config)
     data = project.read_bytes(path)
     # what such a module must spell out, checked before parsing it
-    if data is None or not any(word in data for word in _TRAINS_WORDS):
+    if data is None or not any(word in data for word in TRAINING_SETUP_WORDS):
         return False
     info = project.module(path)
     return info is not None and facts_for(info.index, info.path, project).trains_data_parallel
@@ -594,3 +620,45 @@ def _cached_result(path: str, options: LintOptions) -> FileResult | None:
     if options.add_noqa and result.findings:
         return None  # written by the worker
     return _finish(path, data, state, result, config, options)
+
+
+# ------------------------------------------------------------------------------------------
+# For the command line and the language server (they talk to this module only)
+# ------------------------------------------------------------------------------------------
+
+
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every rule class, in code order (see :mod:`distlint.registry`)."""
+    from distlint.registry import all_rules as found
+
+    return found()
+
+
+def lookup_rule(code_or_name: str) -> type[Rule]:
+    """The rule class with this code or name; KeyError when there is none."""
+    from distlint.registry import lookup
+
+    return lookup(code_or_name)
+
+
+def rule_metadata() -> tuple[RuleInfo, ...]:
+    """What reports say about every rule (``ReportContext.rules`` of the formats that list
+    them); loads the rules."""
+    return tuple(rule.info() for rule in all_rules())
+
+
+def clean_cache(root: str) -> Any:
+    """Remove the result cache of the project at ``root``; what was removed, if anything."""
+    from distlint.cache import clean
+
+    return clean(root)
+
+
+def forget_config_files() -> None:
+    """Read configuration files again on the next lint (an editor saw one change)."""
+    from distlint import config as config_mod
+
+    for name in ("_find_from_dir", "load_config_file"):
+        cached = getattr(config_mod, name, None)
+        if cached is not None and hasattr(cached, "cache_clear"):
+            cached.cache_clear()

@@ -30,7 +30,7 @@ from distlint.config import Config
 from distlint.model import Applicability, Edit, FileError, FileResult, Finding, Fix, Range, Severity
 
 CACHE_DIR = ".distlint_cache"
-_FORMAT = 3  # bump when the entry layout changes (2: edits; 3: dependency digests)
+_FORMAT = 4  # bump when the entry layout changes (2: edits; 3: dependency digests; 4: reached)
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# distlint cache; see https://bford.info/cachedir/\n"
 
 
@@ -171,6 +171,7 @@ def _encode(result: FileResult) -> dict[str, Any]:
         "suppressed": [_finding_out(f) for f in result.suppressed],
         "errors": [[e.message, e.line, e.column] for e in result.errors],
         "deps": [list(d) for d in result.dependencies],
+        "reached": list(result.reached),
     }
 
 
@@ -234,6 +235,7 @@ def _decode(data: dict[str, Any], path: str) -> FileResult:
         errors=tuple(_error_in(item, path) for item in data["errors"]),
         suppressed=tuple(_finding_in(item, path) for item in data["suppressed"]),
         dependencies=tuple((str(p), str(d)) for p, d in data.get("deps", ())),
+        reached=tuple(str(p) for p in data.get("reached", ())),
     )
 
 

@@ -22,10 +22,16 @@ from typing import TextIO
 import click
 
 from distlint import __version__, collector
-from distlint.api import LintOptions, config_for, lint_paths, lint_source
-from distlint.config import ConfigError, config_file_problem
+from distlint.api import (
+    ConfigError,
+    LintOptions,
+    config_file_problem,
+    config_for,
+    lint_paths,
+    lint_source,
+)
 from distlint.model import FileResult, Finding
-from distlint.reporting import FORMATS, ReportContext, renderer
+from distlint.reporting import FORMATS, FORMATS_WITH_RULES, ReportContext, renderer
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -42,7 +48,7 @@ def _split_codes(values: Sequence[str]) -> tuple[str, ...] | None:
 def _validate_selectors(codes: tuple[str, ...] | None, option: str) -> None:
     if not codes:
         return
-    from distlint.registry import all_rules
+    from distlint.api import all_rules
 
     known = [r.CODE for r in all_rules()]
     for code in codes:
@@ -354,7 +360,7 @@ def _run_stdin(
         return EXIT_CLEAN if exit_zero or not result.findings else EXIT_FINDINGS
     if diff:
         if result.fixed_source is not None:
-            from distlint.edits import decode
+            from distlint.api import decode
 
             sys.stdout.write(_unified_diff(result, decode(data)[0]))
         return _exit_code([result], exit_zero, diff_changed=result.fixed_source is not None)
@@ -410,22 +416,6 @@ def _run_add_noqa(paths: tuple[str, ...], options: LintOptions) -> int:
         for error in result.errors:
             click.echo(str(error), err=True)
             failed = True
-        if result.findings and result.path.endswith(".ipynb"):
-            # comments go into the cells (distlint.notebook)
-            from distlint import notebook
-            from distlint.fixes import write_atomic
-
-            try:
-                with open(result.path, "rb") as handle:
-                    data = handle.read()
-                new_data, count = notebook.add_noqa(data, result.findings)
-                if count:
-                    write_atomic(result.path, new_data)
-                    added += count
-            except (OSError, SyntaxError, UnicodeError, ValueError) as exc:
-                click.echo(f"{result.path}: error: cannot add noqa comments: {exc}", err=True)
-                failed = True
-            continue
         added += result.noqa_added
     click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
     return EXIT_ERROR if failed else EXIT_CLEAN
@@ -454,6 +444,10 @@ def _emit(
     stream: TextIO | None = None,
 ) -> None:
     render = renderer(fmt)
+    if fmt in FORMATS_WITH_RULES:
+        from distlint.api import rule_metadata  # loads the rules: only the formats that list them
+
+        context = context._replace(rules=rule_metadata())
     if output_file:
         with open(output_file, "w", encoding="utf-8", newline="\n") as handle:
             render(results, handle, context)
@@ -528,7 +522,7 @@ def verify(
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def rules_cmd(fmt: str) -> None:
     """List all rules."""
-    from distlint.registry import all_rules
+    from distlint.api import all_rules
 
     rules = all_rules()
     if fmt == "json":
@@ -560,10 +554,10 @@ def rules_cmd(fmt: str) -> None:
 @click.argument("code")
 def rule_cmd(code: str) -> None:
     """Print the documentation of rule CODE (or its name)."""
-    from distlint.registry import lookup
+    from distlint.api import lookup_rule
 
     try:
-        rule = lookup(code)
+        rule = lookup_rule(code)
     except KeyError:
         raise click.BadParameter(
             f"no rule {code!r} (see `distlint rules`)", param_hint="CODE"
@@ -575,7 +569,7 @@ def rule_cmd(code: str) -> None:
 @click.argument("paths", nargs=-1, type=click.Path())
 def clean(paths: tuple[str, ...]) -> None:
     """Remove the result cache (.distlint_cache) of the project of PATHS (default: here)."""
-    from distlint.cache import clean as remove_cache
+    from distlint.api import clean_cache as remove_cache
 
     roots = []
     for path in paths or (".",):
@@ -608,7 +602,14 @@ def lsp() -> None:
     collector.startup_over()  # pygls is loaded: the server's long life starts here
     worker = _EARLY_WORKER or Worker()
     worker.start()  # it imports LibCST and the rules while this process imports pygls
-    serve(worker)
+    serve(worker, _load_server)
+
+
+def _load_server():
+    """The pygls server, imported while the first diagnostics go out (distlint.lsp_start)."""
+    from distlint import lsp
+
+    return lsp
 
 
 if __name__ == "__main__":  # pragma: no cover

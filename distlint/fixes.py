@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Union, cast
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
 
+from distlint._libcst_compat import CodegenState
 from distlint.edits import LineIndex
 from distlint.model import Applicability, Edit
 

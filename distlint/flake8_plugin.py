@@ -25,8 +25,7 @@ class Flake8Plugin:
         self.lines = lines
 
     def run(self) -> Iterator[tuple[int, int, str, type[Flake8Plugin]]]:
-        from distlint.api import config_for, lint_source
-        from distlint.config import ConfigError
+        from distlint.api import ConfigError, config_for, lint_source
 
         path = self.filename if self.filename not in ("stdin", "-", None) else "stdin.py"
         if path.endswith(".ipynb"):

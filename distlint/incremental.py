@@ -19,7 +19,8 @@ from bisect import bisect_right
 from collections.abc import Callable
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
+
+from distlint._libcst_compat import CodegenState
 
 # how many statements beyond those the edit touched are re-parsed, on each side
 MARGIN = 1

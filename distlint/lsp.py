@@ -35,7 +35,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
 from distlint import __version__, api
-from distlint.edits import merged
+from distlint.api import merged
 from distlint.lsp_start import DEBOUNCE_SECONDS, options_from, split_lines
 from distlint.lsp_worker import CONFIG_FILE_NAMES, Worker, WorkerError
 from distlint.model import Applicability, Edit, FileResult, Finding, Severity

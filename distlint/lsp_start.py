@@ -30,7 +30,7 @@ import re
 import sys
 import threading
 import time
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 SOURCE = "distlint"
 FIX_ALL_KIND = "source.fixAll.distlint"
@@ -413,17 +413,17 @@ class _Start:
         return self.urls
 
 
-def serve(worker) -> None:
-    """Answer the first messages, load pygls meanwhile, then hand over to the pygls server."""
+def serve(worker, load_server: Callable[[], Any]) -> None:
+    """Answer the first messages, load pygls meanwhile, then hand over to the pygls server.
+    ``load_server``: imports and returns :mod:`distlint.lsp` (given by the command, so that this
+    module, which the server reuses, does not import the server back)."""
     from distlint import __version__
 
     loaded: dict[str, Any] = {}
 
     def load() -> None:
         try:
-            from distlint import lsp
-
-            loaded["lsp"] = lsp
+            loaded["lsp"] = load_server()
         except BaseException as exc:  # reported by the main thread
             loaded["error"] = exc
 

@@ -153,13 +153,10 @@ class _Engine:
 
     def __init__(self) -> None:
         from distlint import api
-        from distlint.registry import all_rules
 
         self.api = api
-        all_rules()
-        from distlint.config import Config
-
-        api.lint_source("import torch\ntorch.manual_seed(0)\n", "warm_up.py", Config())
+        api.all_rules()
+        api.lint_source("import torch\ntorch.manual_seed(0)\n", "warm_up.py", api.Config())
         self.stamps: dict[str, tuple | None] = {}
         self.last: tuple | None = None  # ((text, path, config), reply) of the last lint
         # per path: the last parse of the buffer (an edit re-parses only what it touched)
@@ -196,12 +193,7 @@ class _Engine:
         return stamps
 
     def _clear_config_caches(self) -> None:
-        from distlint import config as config_mod
-
-        for name in ("_find_from_dir", "load_config_file"):
-            cached = getattr(config_mod, name, None)
-            if cached is not None and hasattr(cached, "cache_clear"):
-                cached.cache_clear()
+        self.api.forget_config_files()
 
     def config(self, path: str, options: Any) -> tuple[Any, bool]:
         """(the configuration of ``path``, whether any configuration file changed)."""
@@ -215,7 +207,7 @@ class _Engine:
     def lint(self, text: str, path: str, options: Any, buffers: dict | None = None):
         """Lint ``text`` as ``path``; ``buffers`` (path -> text of the other open documents)
         stand in for their files when the analysis reaches them."""
-        from distlint.config import ConfigError
+        from distlint.api import ConfigError
 
         try:
             config, changed = self.config(path, options)
@@ -259,9 +251,7 @@ class _Engine:
         )
 
     def rules(self) -> dict[str, tuple[str, str | None]]:
-        from distlint.registry import all_rules
-
-        return {r.CODE: (r.docs(), getattr(r, "URL", None)) for r in all_rules()}
+        return {r.code: (r.docs, r.url) for r in self.api.rule_metadata()}
 
     def reset_config(self) -> None:
         self._clear_config_caches()

@@ -169,5 +169,22 @@ class FileResult(NamedTuple):
     # (path, sha256) of the other project modules and config files the analysis consulted:
     # part of the cache key, and what the language server re-lints dependents on.
     dependencies: tuple[tuple[str, str], ...] = ()
+    # The project modules (of ``dependencies``) whose analysis a fact of this file flowed
+    # through: what the file reaches, not every module its imports name (see follow-imports).
+    reached: tuple[str, ...] = ()
     # A project module reported because a linted file imports it (not given on the command line)
     followed: bool = False
+
+
+class RuleInfo(NamedTuple):
+    """What a report says about a rule (SARIF's rule descriptors): handed to the renderers,
+    which never import the rules themselves."""
+
+    code: str
+    name: str
+    summary: str
+    message: str
+    docs: str
+    default_enabled: bool
+    fix_safety: Applicability | None = None
+    url: str | None = None

@@ -4,7 +4,7 @@ LibCST's tree work runs in Python under the GIL, so threads do not help; process
 lets the workers start with distlint, LibCST and the rules already imported and the
 configuration already loaded, so a worker costs a few milliseconds, not a fresh interpreter.
 A handful of files is linted in-process: a pool would cost more than it saves. Results are the
-plain frozen dataclasses of :mod:`distlint.model`, which pickle as they are.
+plain NamedTuples of :mod:`distlint.model`, which pickle as they are.
 
 A worker that dies (a segfault in a native parser, the kernel's OOM killer) must not take the
 run with it or hang it: the pool notices the broken worker, every file that was not finished is

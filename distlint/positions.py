@@ -30,8 +30,9 @@ from itertools import accumulate
 from typing import TYPE_CHECKING, Callable, TypeVar
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState  # stable since LibCST 0.3; guarded below
-from libcst._position import CodePosition, CodeRange
+from libcst.metadata import CodePosition, CodeRange
+
+from distlint._libcst_compat import CodegenState  # stable since LibCST 0.3; guarded below
 
 if TYPE_CHECKING:  # pragma: no cover
     import ast

@@ -21,7 +21,7 @@ import libcst as cst
 from distlint.analysis import Index
 from distlint.analysis.facts import Facts, facts_for
 from distlint.fixes import Fix
-from distlint.model import Applicability
+from distlint.model import Applicability, RuleInfo
 
 _NO_OPTIONS: Mapping[str, Any] = MappingProxyType({})
 
@@ -142,9 +142,7 @@ class Rule:
         body = inspect.cleandoc(cls.__doc__ or "")
         sections = _split_sections(body)
         out = [f"# {cls.NAME} ({cls.CODE})", ""]
-        fixable = "always" if cls.FIX_SAFETY else "never"
-        if cls.FIX_SAFETY is not None:
-            fixable = f"yes ({cls.FIX_SAFETY.value})"
+        fixable = f"yes ({cls.FIX_SAFETY.value})" if cls.FIX_SAFETY is not None else "never"
         out.append(
             f"Fix: {fixable}.   Enabled by default: {'yes' if cls.DEFAULT_ENABLED else 'no (opt-in)'}."
         )
@@ -153,7 +151,7 @@ class Rule:
             out += [f"## {title}", sections.get(title, "").strip(), ""]
         if cls.INVALID:
             out += ["## Example", "```python", cls.INVALID[0].code.strip("\n"), "```", ""]
-            replacement = cls.INVALID[0].fixed if cls.INVALID[0].fixed is not None else None
+            replacement = cls.INVALID[0].fixed
             if replacement is None and cls.VALID:
                 replacement = cls.VALID[0].code
             if replacement is not None:
@@ -176,6 +174,20 @@ class Rule:
     @classmethod
     def summary(cls) -> str:
         return cls.MESSAGE.split(":")[0].split(". ")[0]
+
+    @classmethod
+    def info(cls) -> RuleInfo:
+        """The rule's metadata as a plain record (what reports say about it)."""
+        return RuleInfo(
+            cls.CODE,
+            cls.NAME,
+            cls.summary(),
+            cls.MESSAGE,
+            cls.docs(),
+            bool(cls.DEFAULT_ENABLED),
+            cls.FIX_SAFETY,
+            cls.URL,
+        )
 
 
 def _split_sections(text: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ from functools import lru_cache, wraps
 from typing import Any, Callable, NamedTuple, TypeVar, cast
 
 import libcst as cst
-from libcst._position import CodeRange
+from libcst.metadata import CodeRange
 
 from distlint import fixes as fixes_mod
 from distlint import guard

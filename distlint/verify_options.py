@@ -10,10 +10,21 @@ from typing import Callable
 
 import click
 
+# The scratch copy each run works in (distlint.verify.scratch reads these; the help says them).
+COPY_BUDGET = 256 * 1024 * 1024  # bytes copied per run, in all
+FILE_COPY_LIMIT = 64 * 1024 * 1024  # a larger file is linked (copy on write), not copied
+SCRATCH_HELP = (
+    "Each run works in a copy of the working directory: every folder level re-created, files "
+    f"copied up to {COPY_BUDGET >> 20} MiB per run (a file over {FILE_COPY_LIMIT >> 20} MiB, or "
+    "past that, is a link the probe replaces by a copy before the script writes to it); a "
+    "change still seen in your tree afterwards fails the verification, naming the file."
+)
+
+
 VERIFY_HELP = (
     "--verify RUNS the script: once on N processes (torchrun, accelerate launch or fabric run) "
     "stopped after --max-steps updates, then on 1 process until it trained on as many samples, "
-    "and compares what every rank recorded."
+    "and compares what every rank recorded. " + SCRATCH_HELP
 )
 
 
@@ -90,7 +101,8 @@ def verify_options(f: Callable) -> Callable:
             "keep_dir",
             type=click.Path(file_okay=False),
             default=None,
-            help="Keep the records, logs and scratch folders of both runs in this folder.",
+            help="Keep the records, logs and scratch folders of both runs in this folder "
+            "(relative to the working directory).",
         ),
         click.option(
             "--launcher-arg",

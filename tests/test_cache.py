@@ -228,4 +228,4 @@ def test_entries_are_json_never_pickle(project):
     run()
     for entry in entries(project):
         data = json.loads(entry.read_bytes())
-        assert set(data) == {"findings", "suppressed", "errors", "deps"}
+        assert set(data) == {"findings", "suppressed", "errors", "deps", "reached"}

@@ -1,7 +1,7 @@
 """Every rule's VALID / INVALID snippets, each run with that rule alone (helpers.lint_snippet).
 
 The snippets are the rule docs' examples; the exact fixed text lives with the snippet
-(`Snippet.fixed`), so this checks counts and fixes, not snapshots.
+(`Invalid.fixed`), so this checks counts and fixes, not snapshots.
 """
 
 import pytest

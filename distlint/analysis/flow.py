@@ -14,20 +14,28 @@ a set lookup instead of one search per (scheduler, argument) pair.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import libcst as cst
-
-if TYPE_CHECKING:
-    from distlint.analysis.index import Index
 
 Predicate = Callable[[cst.CSTNode, "str | None"], bool]
 _QUALIFIABLE = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
 DEFAULT_DEPTH = 10
 
 
+class Graph(Protocol):
+    """What the dataflow reads of a module: the :class:`~distlint.analysis.index.Index`
+    provides it (and owns its :class:`Flow`; the flow does not depend on the index)."""
+
+    def children(self, node: cst.CSTNode) -> list[cst.CSTNode]: ...
+
+    def qualname(self, node: cst.CSTNode) -> str | None: ...
+
+    def values_of(self, node: cst.CSTNode) -> list[cst.CSTNode | None]: ...
+
+
 class Flow:
-    def __init__(self, index: Index) -> None:
+    def __init__(self, index: Graph) -> None:
         self.index = index
         self._memo: dict[Any, dict[cst.CSTNode, bool]] = {}
         # Extra sources for a node (cross-module values), asked when the index knows none.

@@ -69,6 +69,19 @@ MODEL_PARALLEL_CALLS = frozenset(
 MODEL_PARALLEL_PREFIXES = ("torch.distributed.tensor.parallel.",)
 MODEL_PARALLEL_KEYWORDS = frozenset({"parallelism_config", "torch_tp_plugin", "megatron_lm_plugin"})
 
+# Words a module that sets up data-parallel training on its own spells out (an Accelerator, a
+# Fabric, a DDP/FSDP wrapper, DeepSpeed, torch_xla): a followed module without any of them is
+# not parsed to ask (see distlint.api: the findings of imported trainer modules).
+TRAINING_SETUP_WORDS = (
+    b"Accelerator",
+    b"Fabric",
+    b"DistributedDataParallel",
+    b"FullyShardedDataParallel",
+    b"fully_shard",
+    b"deepspeed",
+    b"torch_xla",
+)
+
 # ------------------------------------------------------------------ the number of processes
 # Values (qualified names, calls end in `()`) that ARE the number of data-parallel processes.
 PROCESS_COUNT = frozenset(
@@ -158,7 +171,6 @@ PROCESS_COUNT_NAMES = frozenset(
         "num_workers_dp",
     }
 )
-# Same policy for the gradient accumulation steps (a helper's untraced `grad_accum` parameter).
 # Top-level packages this knowledge base describes: a call into them is judged by the tables
 # above, never by its name.
 KNOWN_LIBRARIES = frozenset(
@@ -168,6 +180,8 @@ KNOWN_LIBRARIES = frozenset(
         "torch_xla", "torchtune", "transformers",
     }
 )  # fmt: skip
+# Same policy as PROCESS_COUNT_NAMES for the gradient accumulation steps (a helper's untraced
+# `grad_accum` parameter).
 ACCUMULATION_WORD = "accum"
 RANK_NAMES = frozenset({"rank", "global_rank", "local_rank", "process_index", "ordinal"})
 ITERABLE_DATASETS = frozenset(

@@ -153,6 +153,14 @@ class Project:
         self._first: dict[str, int] = {}
         self._hints: dict[str, frozenset[str]] = {}
         self.parse_count = 0  # modules parsed by this project (benchmarks, tests)
+        # paths checked against the disk since the run began (see `_stale`, `begin_run`)
+        self._fresh: set[str] = set()
+        self._depth = 0  # `tracking` blocks open (a lint in progress)
+        self.stat_count = 0  # `_stale` checks that stat'ed a file (benchmarks, tests)
+        # modules whose parse an analysis asked for (`module`): what a lint *reached*, as
+        # opposed to modules only line-scanned for words (see `tracking`, `reached`)
+        self._loaded: set[str] = set()
+        self.reached: tuple[str, ...] = ()  # of the last `tracking` block
         self._reported: set[tuple[str, str]] = set()
 
     # ------------------------------------------------------------------ construction
@@ -261,9 +269,14 @@ class Project:
     def _stale(self, full: str) -> bool:
         """The file changed on disk since it was read (a long-lived process: the language
         server, a test session): forget it, so it is read and parsed again."""
+        if self._depth:  # within a lint: each file checked once per run (see `begin_run`)
+            if full in self._fresh:
+                return False
+            self._fresh.add(full)
         known = self._stats.get(full)
         if known is None:
             return False  # in memory, an open buffer, or unreadable
+        self.stat_count += 1
         try:
             st = os.stat(full)
             now = (st.st_mtime_ns, st.st_size)
@@ -303,6 +316,7 @@ class Project:
         bounds; the error is recorded once in ``errors``. Cycles are the caller's memo's job."""
         full = normalise(path)
         self._touch(full)
+        self._loaded.add(full)
         if full in self._modules and not self._stale(full):
             return self._modules[full]
         info = self._load_module(full)
@@ -625,10 +639,15 @@ class Project:
         a later lint that only finds the memoised result inherits.
         """
         deps: dict[str, str] = {}
+        self_path = normalise(path) if path is not None else None
+        if self_path is None or self_path not in _RUN_FILES:
+            self.begin_run()  # an editor's lint, a test's: what changed on disk since counts
         start = len(self._log)
+        self._depth += 1
         try:
             yield deps
         finally:
+            self._depth -= 1
             end = len(self._log)
             seen = dict.fromkeys(self._log[start:end])
             for p in seen:
@@ -643,12 +662,17 @@ class Project:
                     continue
                 closure.add(p)
                 stack.extend(self._hints.get(p, ()))
-            self_path = normalise(path) if path is not None else None
+            self.reached = tuple(sorted(p for p in closure if p in self._loaded and p != self_path))
             for p in sorted(closure):
                 if p == self_path:
                     continue
                 digest = self._digest_of(p)
                 deps[p] = digest if digest is not None else "missing"
+
+    def begin_run(self) -> None:
+        """Check files against the disk again (each at most once until the next call): a run
+        sees every file as it was when the run first looked at it."""
+        self._fresh.clear()
 
     def report_errors(self, deps: Mapping[str, str], exclude: str | None = None) -> list[FileError]:
         """The recorded errors of files in ``deps`` not reported yet in this run (each is
@@ -726,6 +750,8 @@ def lint_run(paths: Iterable[str]) -> None:
     """Declare the files a run lints: their own errors are theirs to report."""
     _RUN_FILES.clear()
     _RUN_FILES.update(normalise(p) for p in paths)
+    for project in _PROJECTS.values():
+        project.begin_run()
 
 
 def _digest(data: bytes) -> str:

@@ -10,9 +10,12 @@ import importlib
 from collections.abc import Sequence
 from typing import Callable, NamedTuple, TextIO
 
-from distlint.model import FileResult
+from distlint.model import FileResult, RuleInfo
 
 FORMATS = ("text", "json", "github", "sarif", "junit")
+# Formats that describe every rule: the caller passes ReportContext.rules (see api.rule_metadata).
+# The others never need them, so a run answered from the cache does not load the rules.
+FORMATS_WITH_RULES = frozenset({"sarif"})
 
 
 class ReportContext(NamedTuple):
@@ -20,6 +23,7 @@ class ReportContext(NamedTuple):
     unsafe_fixes: bool = False
     show_statistics: bool = False
     diff: bool = False
+    rules: tuple[RuleInfo, ...] = ()  # every rule of the run, for FORMATS_WITH_RULES
 
 
 def renderer(fmt: str) -> Callable[[Sequence[FileResult], TextIO, ReportContext], None]:

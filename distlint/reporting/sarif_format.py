@@ -1,10 +1,10 @@
 """``--format sarif``: SARIF 2.1.0 for GitHub code scanning and other SARIF viewers.
 
-The run lists every distlint rule (id, name, descriptions, the full ``distlint rule`` docs as
-help, the help URI when a rule has one), one result per finding with its 1-based region, and,
-for fixable findings, the finding's own fix: one replacement per edit the finding carries
-(``deletedRegion`` as lines/columns and as a character offset and length, ``insertedContent``),
-so a viewer can apply findings one by one. Nothing is read or linted again here. Files that could
+The run lists every distlint rule it is given (``ReportContext.rules``: id, name, descriptions,
+the full ``distlint rule`` docs as help, the help URI when a rule has one), one result per
+finding with its 1-based region, and, for fixable findings, the finding's own fix: one
+replacement per edit the finding carries (``deletedRegion`` as lines/columns and as a character
+offset and length, ``insertedContent``), so a viewer can apply findings one by one. Nothing is read or linted again here. Files that could
 not be linted are tool notifications.
 """
 
@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from distlint import __version__
 from distlint.edits import merged
-from distlint.model import Applicability, FileResult, Finding
+from distlint.model import Applicability, FileResult, Finding, RuleInfo
 from distlint.reporting import ReportContext
 
 SCHEMA_URI = (
@@ -107,34 +107,31 @@ def _fix(finding: Finding, context: ReportContext) -> dict[str, Any] | None:
     }
 
 
-def _rules() -> tuple[list[dict[str, Any]], dict[str, int]]:
-    from distlint.registry import all_rules
-
+def _rules(rules: Sequence[RuleInfo]) -> tuple[list[dict[str, Any]], dict[str, int]]:
     descriptors = []
     index: dict[str, int] = {}
-    for i, rule in enumerate(all_rules()):
-        docs = rule.docs()
+    for i, rule in enumerate(rules):
         descriptor = {
-            "id": rule.CODE,
-            "name": rule.NAME,
-            "shortDescription": {"text": rule.summary()},
-            "fullDescription": {"text": rule.MESSAGE},
-            "help": {"text": docs, "markdown": docs},
-            "defaultConfiguration": {"level": "error", "enabled": bool(rule.DEFAULT_ENABLED)},
+            "id": rule.code,
+            "name": rule.name,
+            "shortDescription": {"text": rule.summary},
+            "fullDescription": {"text": rule.message},
+            "help": {"text": rule.docs, "markdown": rule.docs},
+            "defaultConfiguration": {"level": "error", "enabled": rule.default_enabled},
             "properties": {
-                "fix": rule.FIX_SAFETY.value if rule.FIX_SAFETY else "none",
+                "fix": rule.fix_safety.value if rule.fix_safety else "none",
                 "tags": ["distributed-training", "reproducibility"],
             },
         }
-        if rule.URL:
-            descriptor["helpUri"] = rule.URL
+        if rule.url:
+            descriptor["helpUri"] = rule.url
         descriptors.append(descriptor)
-        index[rule.CODE] = i
+        index[rule.code] = i
     return descriptors, index
 
 
 def render(results: Sequence[FileResult], stream: TextIO, context: ReportContext) -> None:
-    rules, rule_index = _rules()
+    rules, rule_index = _rules(context.rules)
     sarif_results = []
     notifications = []
     for result in results:

@@ -127,7 +127,9 @@ def run_verify_command(
         sys.stderr.write("distlint verify: interrupted (Ctrl-C)\n")
         return 130
     if plot_path and not result.interrupted:
-        if result.runs and any(r.curve for r in result.runs):
+        if result.exit_code == 2:
+            result.notes.append("no plot: the runs could not be compared (see above)")
+        elif result.runs and any(r.curve for r in result.runs):
             from distlint.verify.plot import write_plot
 
             try:

@@ -132,6 +132,50 @@ class RunSummary:
         return int(value) if value else None
 
     @property
+    def precision(self) -> dict[str, Any]:
+        """The precision that really ran (rank 0, over its updates): autocast dtypes, parameter
+        and gradient dtypes, GradScaler use; `kind` is fp32, bf16 or fp16 (the lowest that ran)."""
+        ups = [u.precision for u in (self.rank0.updates if self.rank0 else []) if u.precision]
+        casts: dict[str, int] = {}
+        for p in ups:
+            for dtype in p.get("autocast") or []:
+                if dtype != "off":
+                    casts[dtype] = casts.get(dtype, 0) + 1
+        params = sorted({str(p.get("param")) for p in ups if p.get("param")})
+        grads = sorted({str(p.get("grad")) for p in ups if p.get("grad")})
+        scaled = sum(1 for p in ups if p.get("scaler"))
+        dtypes = set(casts) | set(params) | set(grads)
+        kind = "fp16" if "float16" in dtypes else "bf16" if "bfloat16" in dtypes else "fp32"
+        if not ups:
+            setting = str(self.config("mixed_precision") or "no")
+            kind = {"fp16": "fp16", "bf16": "bf16"}.get(setting, "fp32")
+        return {
+            "kind": kind,
+            "observed": bool(ups),
+            "updates": len(ups),
+            "autocast": casts,
+            "params": params,
+            "grads": grads,
+            "scaler_updates": scaled,
+            "accelerate_setting": self.config("mixed_precision"),
+        }
+
+    def precision_text(self) -> str:
+        p = self.precision
+        if not p["observed"]:
+            setting = p["accelerate_setting"]
+            return f"{setting} (Accelerator setting; not observed)" if setting else "-"
+        parts = []
+        for dtype, count in sorted(p["autocast"].items()):
+            parts.append(f"{dtype} autocast in {count}/{p['updates']} updates")
+        if not parts:
+            parts.append("no autocast")
+        parts.append(f"params {'/'.join(p['params']) or '?'}, grads {'/'.join(p['grads']) or '?'}")
+        if p["scaler_updates"]:
+            parts.append(f"GradScaler in {p['scaler_updates']}/{p['updates']} updates")
+        return "; ".join(parts)
+
+    @property
     def global_batch(self) -> int | None:
         return self.curve[0].batch if self.curve else None
 
@@ -154,6 +198,7 @@ class RunSummary:
             "distributed_type": self.config("distributed_type"),
             "backend": self.config("backend"),
             "mixed_precision": self.config("mixed_precision"),
+            "precision": self.precision,
             "gradient_accumulation_steps": self.config("gradient_accumulation_steps"),
             "forwards_per_update": self.accumulation,
             "split_batches": self.config("split_batches"),
@@ -202,6 +247,24 @@ def _exception_text(rank: RankRecord) -> str:
 
 
 _EXITCODE = re.compile(r"exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)")
+_ROOT_CAUSE = re.compile(
+    r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", re.DOTALL | re.IGNORECASE
+)
+TAIL_LINES = 20  # lines of a failed rank's own output shown first
+
+
+def first_failed_rank(outcome: RunOutcome, tails: dict[int, str]) -> tuple[int | None, int | None]:
+    """(rank, exit status) of the first rank that failed, as the launcher saw it (torchrun's
+    "Root Cause" block), else the lowest rank that wrote to stderr; (None, status) when the
+    launcher is the script's only process (the 1-process run without a launcher)."""
+    found = _ROOT_CAUSE.search(outcome.output_tail(400))
+    if found:
+        return int(found.group(1)), int(found.group(2))
+    written = sorted(r for r, text in tails.items() if text.strip())
+    if written:
+        return written[0], None
+    code = outcome.returncode
+    return None, code if code and code > 0 else None
 
 
 def signal_deaths(records: RunRecords, output: str) -> dict[int, str]:
@@ -244,7 +307,7 @@ def summarize_run(
     def tail_for(rank: int | None) -> str:
         if rank is not None and rank in tails and tails[rank].strip():
             return tails[rank]
-        return outcome.output_tail(20)
+        return outcome.output_tail(TAIL_LINES)
 
     if not ranks:
         exc = next((o for o in records.others if o.exception), None)
@@ -252,6 +315,11 @@ def summarize_run(
             "no process of the script got as far as creating an Accelerator, a process group "
             "or a training step"
         )
+        if outcome.returncode not in (0, None) or any(t.strip() for t in tails.values()):
+            reason = (
+                "the script failed before it created an Accelerator or a process group (its "
+                "own error is above)"
+            )
         if outcome.timed_out:
             reason = (
                 f"timed out after {outcome.wall_s:.0f} s before any rank started training (slow "
@@ -268,12 +336,15 @@ def summarize_run(
                 "group of its own. verify needs a script that a launcher starts (torchrun, "
                 "accelerate launch, fabric run)."
             )
-        detail = (exc.exception or {}).get("traceback", "") if exc else ""
-        run.failures.append(
-            Failure(
-                None, _exception_text(exc) if exc else reason, detail or outcome.output_tail(25)
+        if exc:
+            detail = (exc.exception or {}).get("traceback", "")
+            run.failures.append(Failure(None, _exception_text(exc), detail or tail_for(None)))
+        else:
+            rank, code = first_failed_rank(outcome, tails)
+            status = f"exited with status {code}" if code else "failed"
+            run.failures.append(
+                Failure(rank, f"{status} before training (its own output below)", tail_for(rank))
             )
-        )
         run.curve = []
         return run
 
@@ -286,7 +357,18 @@ def summarize_run(
             f"the launcher exited with status {outcome.returncode} after every rank had finished "
             "(judged by the records: gloo sometimes aborts a rank during interpreter teardown)"
         )
+    # Children of ranks that verify stopped (DataLoader workers) are verify's to end, not the
+    # script's leftovers.
+    stopped_children = {p for r in ranks for p in r.stop_children}
+    ours = sorted(p for p in outcome.leftovers if p in stopped_children)
+    if ours:
+        run.notes.append(
+            f"verify ended {len(ours)} worker process(es) of the ranks it stopped at the step "
+            f"limit (DataLoader workers; pids {', '.join(map(str, ours))})"
+        )
     for pid, info in outcome.leftovers.items():
+        if pid in stopped_children:
+            continue
         how = info.get("found_by", "environment tag")
         run.notes.append(
             f"killed pid {pid} left behind by the script (found by {how}; rank "
@@ -339,6 +421,9 @@ def _check_group(run: RunSummary, ranks: list[RankRecord], expected: int, argv, 
             )
         return
     lone = [r for r in ranks if r.config is None or r.num_processes == 1]
+    failed_early = [r for r in lone if r.config is None and not r.updates and not r.finished]
+    if failed_early and len(lone) == len(ranks):
+        return  # the script failed before it could form a group: its error says why (below)
     if len(ranks) > 1 and len(lone) == len(ranks) and world > 1:
         no_group = [r for r in ranks if r.config is None]
         if no_group:
@@ -412,31 +497,35 @@ def _check_finished(run, ranks, outcome, max_steps, tail_for) -> None:
                     outcome.output_tail(20),
                 )
             )
-        run.problems.append(f"timed out after {outcome.wall_s:.0f} s: the processes were killed")
+        run.problems.append(
+            f"timed out after {outcome.wall_s:.0f} s: verify sent SIGTERM to every process of "
+            "the run, then SIGKILL to those still alive"
+        )
         for pid, info in outcome.killed_after_timeout.items():
             rank = info.get("RANK", "?")
-            run.notes.append(f"pid {pid} (rank {rank}) ignored SIGTERM and was killed with SIGKILL")
+            run.notes.append(
+                f"pid {pid} (rank {rank}) ignored verify's SIGTERM; verify killed it with SIGKILL"
+            )
         return
     if not unfinished and not any(r.exception for r in ranks):
         return
-    # (order, time, rank, reason, detail): a rank that died of a signal first, then exceptions
-    # and early exits in the order they happened, then ranks that merely stopped.
+    # (order, time, rank, reason, detail): a rank that died of a fatal signal first, then
+    # exceptions and early exits in the order they happened, then ranks that the launcher
+    # terminated (SIGTERM after another rank failed). A rank's own exception is its failure even
+    # when the launcher's SIGTERM reached it afterwards.
     explicit = []
     for r in ranks:
-        if r.pid in deaths and not r.finished:
-            # A fatal signal (a native crash, or SIGKILL: the OOM killer) comes first; SIGTERM
-            # and the like are what a launcher sends the survivors after another rank failed.
-            polite = deaths[r.pid] in ("SIGTERM", "SIGINT", "SIGHUP")
-            explicit.append(
-                (
-                    2 if polite else 0,
-                    r.last_t,
-                    r.rank,
-                    f"{'terminated by' if polite else 'died of'} {deaths[r.pid]} after "
-                    f"{len(r.updates)} updates",
-                    "",
-                )
+        signal_name = deaths.get(r.pid) if not r.finished else None
+        polite = signal_name in ("SIGTERM", "SIGINT", "SIGHUP")
+        if signal_name and not polite:
+            # A fatal signal: a native crash, or SIGKILL from outside (the OOM killer).
+            who = (
+                " (not sent by verify: the OOM killer or a user)"
+                if signal_name == "SIGKILL"
+                else ""
             )
+            reason = f"died of {signal_name}{who} after {len(r.updates)} updates"
+            explicit.append((0, r.last_t, r.rank, reason, ""))
         elif r.exception:
             explicit.append(
                 (1, r.exception["t"], r.rank, _exception_text(r), r.exception.get("traceback", ""))
@@ -452,8 +541,18 @@ def _check_finished(run, ranks, outcome, max_steps, tail_for) -> None:
                     "",
                 )
             )
+        elif polite:
+            explicit.append((2, r.last_t, r.rank, f"{signal_name}|{len(r.updates)}", ""))
     explicit.sort(key=lambda e: (e[0], e[1]))
-    for _, _, rank, reason, tb in explicit:
+    first_rank = explicit[0][2] if explicit and explicit[0][0] < 2 else None
+    for order, _, rank, reason, tb in explicit:
+        if order == 2:  # verify sends no signal to a run that has not timed out
+            name, _, updates = reason.partition("|")
+            after = f", after rank {first_rank} failed" if first_rank is not None else ""
+            reason = (
+                f"terminated by {name} from the launcher{after} (not sent by verify), after "
+                f"{updates} updates"
+            )
         run.failures.append(Failure(rank, reason, tb or tail_for(rank)))
     for r in unfinished:
         if any(f.rank == r.rank for f in run.failures):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from distlint.verify import checks as checks_mod
-from distlint.verify import compare, launch
+from distlint.verify import compare, launch, scratch
 from distlint.verify.compare import Check, RunSummary
 from distlint.verify.records import read_run
 
@@ -118,57 +118,6 @@ def _install_signal_handlers() -> dict[int, Any]:
     return previous
 
 
-def mirror_cwd(
-    src: str, dst: str, budget: int = 3000, depth: int = 2, skip: str | None = None
-) -> dict[str, tuple]:
-    """A scratch working directory: folders re-created, files linked to the originals.
-
-    Inputs stay reachable under their relative paths; new files (checkpoints, logs) land in the
-    scratch folder. Returns the linked files' (size, mtime) so that a run that rewrote an original
-    through its link can be reported.
-    """
-    linked: dict[str, tuple] = {}
-    os.makedirs(dst, exist_ok=True)
-    todo = [(src, dst, 0)]
-    while todo:
-        s_dir, d_dir, level = todo.pop()
-        try:
-            entries = list(os.scandir(s_dir))
-        except OSError:
-            continue
-        for entry in entries:
-            target = os.path.join(d_dir, entry.name)
-            if entry.name.startswith("distlint-verify-"):
-                continue
-            if skip and os.path.realpath(entry.path) == skip:
-                continue  # verify's own folder (--keep inside the working directory)
-            try:
-                if entry.is_dir(follow_symlinks=False) and level < depth and budget > 0:
-                    os.makedirs(target, exist_ok=True)
-                    todo.append((entry.path, target, level + 1))
-                else:
-                    os.symlink(entry.path, target)
-                    if entry.is_file(follow_symlinks=False):
-                        st = entry.stat()
-                        linked[entry.path] = (st.st_size, st.st_mtime_ns)
-            except OSError:
-                continue
-            budget -= 1
-    return linked
-
-
-def _rewritten(linked: dict[str, tuple]) -> list[str]:
-    changed = []
-    for path, (size, mtime) in linked.items():
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
-        if (st.st_size, st.st_mtime_ns) != (size, mtime):
-            changed.append(path)
-    return changed
-
-
 def verify(
     script: str,
     script_args: Sequence[str] = (),
@@ -211,6 +160,8 @@ def verify(
         result.problems.append(f"{script}: no such file")
         return result
     user_cwd = os.path.abspath(cwd or os.getcwd())
+    if keep_dir is not None:
+        keep_dir = os.path.join(user_cwd, os.path.expanduser(keep_dir))  # relative: to the user's
     launcher_args = launch.with_absolute_config_file(launcher_args, user_cwd)
     if launcher == "accelerate" and nprocs is None:
         nprocs = launch.accelerate_config_processes(launcher_args)
@@ -259,7 +210,9 @@ def verify(
             log_dir=os.path.join(work, "one", "logs"),
         )
         base_env = {launch.schema.ENV_SCRIPT: path, **(env or {})}
-        rewritten: list[str] = []
+        own = scratch.own_outputs()
+        watched = scratch.snapshot(user_cwd, skip=[work], ignore=own)
+        changed: list[str] = []
 
         def run(plan: launch.LaunchPlan, name: str, run_env: dict[str, str]) -> RunSummary | None:
             remaining = timeout - (time.monotonic() - started)
@@ -269,8 +222,8 @@ def verify(
                 )
                 return None
             run_dir = os.path.join(work, name)
-            scratch = os.path.join(run_dir, "cwd")
-            linked = mirror_cwd(user_cwd, scratch, skip=os.path.realpath(work))
+            scratch_dir = os.path.join(run_dir, "cwd")
+            scratch.mirror_tree(user_cwd, scratch_dir, skip=[work])
             if progress:
                 progress("start", plan)
             record_dir = os.path.join(run_dir, "records")
@@ -279,11 +232,17 @@ def verify(
                 if progress
                 else None
             )
-            scratch_env = {launch.schema.ENV_SCRATCH: os.path.abspath(scratch)}
+            scratch_env = {launch.schema.ENV_SCRATCH: os.path.abspath(scratch_dir)}
             outcome = launch.run_plan(
-                plan, run_dir, remaining, {**base_env, **run_env, **scratch_env}, poll, cwd=scratch
+                plan,
+                run_dir,
+                remaining,
+                {**base_env, **run_env, **scratch_env},
+                poll,
+                cwd=scratch_dir,
             )
-            rewritten.extend(p for p in _rewritten(linked) if p not in rewritten)
+            now = scratch.snapshot(user_cwd, skip=[work], ignore=own)
+            changed.extend(c for c in scratch.changes(watched, now) if c not in changed)
             records = read_run(outcome.record_dir, single_pid=None)
             follower = bool(nodes and nodes.node_rank) and plan is many_plan
             summary = compare.summarize_run(
@@ -303,17 +262,15 @@ def verify(
         one_env = _plan_single(result, max_steps, n, exact)
         if one_env is not None:
             result.one = run(one_plan, "one", one_env)
-        if rewritten:
-            result.notes.append(
-                "files of your working directory changed while the runs went (each run works in "
-                "a scratch folder, but files that existed are linked, not copied, so a run that "
-                "rewrites one rewrites yours): " + ", ".join(rewritten[:5])
-            )
         if result.one and result.many and result.one.ok and result.many.ok:
-            one, many = result.one, result.many
-            result.checks = checks_mod.run_all(one, many, exact, loss_rtol)
-            checks_mod.join_static(result.checks, result.static_findings)
-            result.table = checks_mod.equivalence_table(many, one)
+            compare_runs(result, loss_rtol)
+            for run_summary in result.runs:
+                if run_summary.device.startswith("cuda"):
+                    result.notes.append(
+                        f"the {run_summary.label} run ran on the GPU ({run_summary.device})"
+                    )
+        if changed:
+            result.checks.append(files_check(changed, user_cwd))
             for run_summary in result.runs:
                 if run_summary.device.startswith("cuda"):
                     result.notes.append(
@@ -340,6 +297,38 @@ def verify(
         if keep_dir is None:
             shutil.rmtree(work, ignore_errors=True)
     return result
+
+
+def compare_runs(result: VerifyResult, loss_rtol: float | None = None) -> None:
+    """Both runs were made: the checks, the static findings they bear on, the table."""
+    one, many = result.one, result.many
+    assert one is not None and many is not None
+    result.checks = checks_mod.run_all(one, many, result.exact, loss_rtol)
+    checks_mod.join_static(result.checks, result.static_findings)
+    if checks_mod.duplicated(result.checks):
+        result.notes.append(
+            "no equivalence table: every rank trained on the same inputs, so the "
+            f"{many.label} run has no global batch of distinct samples to size"
+        )
+    else:
+        result.table = checks_mod.equivalence_table(many, one)
+
+
+def files_check(changed: Sequence[str], user_cwd: str) -> Check:
+    """A run changed the user's own tree (a write that bypassed the scratch copy): a failure."""
+    shown = ", ".join(changed[:10]) + (
+        f" and {len(changed) - 10} more" if len(changed) > 10 else ""
+    )
+    return Check(
+        "files",
+        "your files",
+        "fail",
+        f"the runs changed {len(changed)} path(s) in your working directory ({user_cwd}), "
+        f"outside verify's scratch copy: {shown}. The script wrote there by an absolute path, "
+        "a link, or a write the probe does not see (os.open on a linked file over the copy "
+        "budget); restore these from version control or a backup.",
+        data={"changed": list(changed)},
+    )
 
 
 def _plan_single(result: VerifyResult, max_steps: int, n: int, exact: bool) -> dict | None:
@@ -381,4 +370,8 @@ def _prepared_lrs(run: RunSummary | None) -> list[list[float]] | None:
         return None
     opts = sorted(run.rank0.optimizers, key=lambda o: o.get("index", 0))
     lrs = [list(o["native_lrs"]) for o in opts if o.get("native_lrs")]
+    bases = next((u.base_lrs for u in run.rank0.updates if u.base_lrs), None)
+    if lrs and bases and not all(lrs[0]) and all(b for b in bases):
+        # A warmup from 0 (LR 0 at prepare): the scheduler's base LRs are what to transfer.
+        lrs[0] = [float(b) for b in bases]  # type: ignore[arg-type]
     return lrs or None

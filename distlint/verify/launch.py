@@ -225,8 +225,23 @@ def slurm_master(environ: dict[str, str] | None = None) -> str | None:
     return nodelist.split(",")[0].split("[")[0] or None
 
 
+def python_module(module: str) -> list[str]:
+    """`python -m module` with an isolated import path: the runs start in a copy of the user's
+    folder, and `-m` would put it first on sys.path, so a `torch/` or `uuid.py` planted there
+    would run inside the launcher. `-P` (Python 3.11+) leaves it out; before 3.11 the same is
+    done by hand. PYTHONPATH stays (it carries the probe), and the script itself still runs as
+    `python script.py` does, with its own folder first."""
+    if sys.version_info >= (3, 11):
+        return [sys.executable, "-P", "-m", module]
+    code = (
+        "import sys, runpy; del sys.path[0]; "
+        f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
+    )
+    return [sys.executable, "-c", code]
+
+
 def _torchrun(nprocs: int, launcher_args: Sequence[str], log_dir: str | None, nodes) -> list[str]:
-    argv = [sys.executable, "-m", "torch.distributed.run"]
+    argv = python_module("torch.distributed.run")
     multi_node = nodes is not None or _has_option(
         launcher_args,
         "--nnodes",
@@ -286,7 +301,7 @@ def single_plan(
         argv = _torchrun(1, args, log_dir, None) + [script, *script_args]
         return LaunchPlan("1 process", 1, "torchrun", device, argv, env, log_dir)
     if launcher == "accelerate":
-        argv = [sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch"]
+        argv = [*python_module("accelerate.commands.accelerate_cli"), "launch"]
         argv += ["--num_processes", "1", *args, script, *script_args]
         return LaunchPlan("1 process", 1, "accelerate", device, argv, env)
     if launcher == "fabric":
@@ -300,7 +315,7 @@ def _fabric(nprocs: int, device: str, launcher_args: Sequence[str]) -> list[str]
     """Lightning Fabric's own launcher, `fabric run`, from this Python: `python -m
     lightning.fabric.cli` IS the run command (no `run` word: that would be taken for the
     script), and another `fabric` on PATH may belong to another Python or another tool."""
-    argv = [sys.executable, "-m", "lightning.fabric.cli"]
+    argv = python_module("lightning.fabric.cli")
     if not _has_option(launcher_args, "--accelerator"):
         argv += ["--accelerator", "cpu" if device == "cpu" else "cuda"]
     if not _has_option(launcher_args, "--devices"):
@@ -328,7 +343,7 @@ def multi_plan(
     env = device_env(device)
     if device == "xla":
         # Accelerate's TPU launcher imports the script and xmp.spawn()s its main function.
-        argv = [sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch", "--tpu"]
+        argv = [*python_module("accelerate.commands.accelerate_cli"), "launch", "--tpu"]
         if not _has_option(launcher_args, "--num_processes"):
             argv += ["--num_processes", str(nprocs)]
         if not _has_option(launcher_args, "--main_training_function"):
@@ -354,7 +369,7 @@ def multi_plan(
         argv = _fabric(nprocs, device, launcher_args) + [script, *script_args]
         return LaunchPlan(label, world, "fabric", device, argv, env)
     if launcher == "accelerate":
-        argv = [sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch"]
+        argv = [*python_module("accelerate.commands.accelerate_cli"), "launch"]
         user_configured = _has_option(launcher_args, "--config_file", "--config-file")
         if not _has_option(launcher_args, "--num_processes", "--num-processes"):
             argv += ["--num_processes", str(nprocs)]
@@ -438,8 +453,8 @@ def accelerate_config(launcher_args: Sequence[str]) -> dict[str, str]:
         return {}
     try:
         with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError:
+            text = f.read(1 << 20)  # an accelerate config is a few hundred bytes
+    except (OSError, UnicodeDecodeError):
         return {}
     if path.endswith(".json"):
         import json
@@ -487,6 +502,22 @@ def _proc_state(pid: int) -> str | None:
     return stat[0] if stat else None
 
 
+def short_command(argv: Sequence[bytes], limit: int = 200) -> str:
+    """A command line for the report: whole words only, ` ...` where it was shortened."""
+    words = [a.decode(errors="replace") for a in argv if a]
+    text = " ".join(words)
+    if len(text) <= limit:
+        return text
+    kept: list[str] = []
+    size = 0
+    for word in words:
+        if size + len(word) + 1 > limit - 4 and kept:
+            break
+        kept.append(word if len(word) <= limit - 4 else word[: limit - 7] + "...")
+        size += len(word) + 1
+    return " ".join(kept) + " ..."
+
+
 def _info(pid: int, environ: list[bytes] | None = None) -> dict[str, str]:
     info: dict[str, str] = {}
     if environ is None:
@@ -501,7 +532,7 @@ def _info(pid: int, environ: list[bytes] | None = None) -> dict[str, str]:
             info[key.decode()] = value.decode(errors="replace")
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            info["cmdline"] = f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:200]
+            info["cmdline"] = short_command(f.read().split(b"\0"))
     except OSError:
         pass
     return info
@@ -673,6 +704,32 @@ def _wait_gone(popen: subprocess.Popen, tracker: Tracker, timeout: float) -> Non
         pass
 
 
+TAIL_BYTES = 256 * 1024  # at most this much of the end of a log is read
+LINE_CHARS = 2000  # a longer line (progress bars, output without newlines) is cut
+
+
+def tail_text(path: str, lines: int, max_bytes: int = TAIL_BYTES) -> str:
+    """The last `lines` lines of a log, reading at most `max_bytes` from its end (a rank may
+    write gigabytes, with or without newlines); each line at most LINE_CHARS characters."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - max_bytes))
+            data = f.read(max_bytes)
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    if size > max_bytes:
+        text = text.split("\n", 1)[1] if "\n" in text else text  # the first line is partial
+    kept = text.splitlines(keepends=True)[-lines:]
+    cut = []
+    for line in kept:
+        if len(line) > LINE_CHARS:
+            line = "... " + line[-LINE_CHARS:]
+        cut.append(line)
+    return "".join(cut)
+
+
 @dataclass
 class RunOutcome:
     plan: LaunchPlan
@@ -691,11 +748,7 @@ class RunOutcome:
     at_timeout: list[str] = field(default_factory=list)  # command lines alive when it timed out
 
     def output_tail(self, lines: int = 30) -> str:
-        try:
-            with open(self.output_path, encoding="utf-8", errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return ""
+        return tail_text(self.output_path, lines)
 
     def rank_stderr_tails(self, lines: int = 15) -> dict[int, str]:
         """Per local rank, the tail of stderr the launcher logged (torchrun/accelerate --log-dir)."""
@@ -707,10 +760,9 @@ class RunOutcome:
         for path in glob.glob(os.path.join(self.plan.log_dir, "*", "attempt_*", "*", "stderr.log")):
             try:
                 rank = int(os.path.basename(os.path.dirname(path)))
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    tails[rank] = "".join(f.readlines()[-lines:])
-            except (OSError, ValueError):
+            except ValueError:
                 continue
+            tails[rank] = tail_text(path, lines)
         return tails
 
 

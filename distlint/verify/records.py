@@ -32,6 +32,8 @@ class Update:
     loaders: list[int] = field(default_factory=list)
     raw_losses: list[float] = field(default_factory=list)
     factors: list[float] = field(default_factory=list)
+    base_lrs: list[float | None] = field(default_factory=list)  # scheduler base (peak) LRs
+    precision: dict[str, Any] | None = None  # autocast / param / grad dtypes, GradScaler use
 
     @property
     def loss(self) -> float | None:
@@ -59,6 +61,7 @@ class RankRecord:
     exception: dict[str, Any] | None = None
     stopped: bool = False
     stop_reason: str | None = None
+    stop_children: list[int] = field(default_factory=list)  # alive when verify stopped the rank
     exited: bool = False
     notes: list[str] = field(default_factory=list)
     patches: dict[str, Any] | None = None
@@ -67,6 +70,7 @@ class RankRecord:
     n_batches: int = 0
     n_losses: int = 0
     invalid: list[str] = field(default_factory=list)  # records that broke the schema
+    later_configs: list[dict[str, Any]] = field(default_factory=list)  # made after training began
 
     @property
     def rank(self) -> int | None:
@@ -129,6 +133,12 @@ class RankRecord:
                 return int(dl["native_batch_size"])
         # No prepared DataLoader with a batch_size: nothing was scaled, the batch is the script's.
         return self.per_device_batch
+
+    @property
+    def scheduler_prepared(self) -> bool:
+        """A scheduler went through Accelerator.prepare (it then steps once per process for
+        each update)."""
+        return any(n.startswith("scheduler prepared:") for n in self.notes)
 
     def lrs(self) -> list[float] | None:
         for u in self.updates:
@@ -197,7 +207,13 @@ def read_rank(path: str) -> RankRecord | None:
             continue
         rank.last_t = max(rank.last_t, float(r.get("t", 0.0)))
         if kind == "config":
-            rank.config = r
+            # The Accelerator / process group that trained: the last one made before the first
+            # update; one made after training began (a later Accelerator(mixed_precision=...))
+            # did not train what was recorded.
+            if rank.config is None or not rank.updates:
+                rank.config = r
+            else:
+                rank.later_configs.append(r)
         elif kind == "patches":
             rank.patches = r
         elif kind == "seed":
@@ -237,12 +253,15 @@ def read_rank(path: str) -> RankRecord | None:
                     loaders=list(r.get("loaders") or []),
                     raw_losses=raw,
                     factors=factors,
+                    base_lrs=list(r.get("base_lrs") or []),
+                    precision=r.get("precision") if isinstance(r.get("precision"), dict) else None,
                 )
             )
             batch_samples, losses = 0, []
         elif kind == "stop":
             rank.stopped = True
             rank.stop_reason = r.get("reason")
+            rank.stop_children = [int(p) for p in r.get("children") or []]
         elif kind == "exit":
             rank.exited = True
         elif kind == "exception":

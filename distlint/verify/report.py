@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import textwrap
 from typing import Any, TextIO
 
+from distlint.verify import checks as checks_mod
 from distlint.verify.checks import loss_window, window_losses
-from distlint.verify.compare import RunSummary, rule_name
+from distlint.verify.compare import TAIL_LINES, RunSummary, rule_name
 from distlint.verify.core import VerifyResult
 
 STATUS = {"pass": "PASS", "info": "INFO", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
@@ -30,7 +32,10 @@ def _known(value: Any, known: bool = True) -> str:
 
 
 def _run_rows(
-    run: RunSummary | None, exact_note: str = "", window: tuple[int, int] | None = None
+    run: RunSummary | None,
+    exact_note: str = "",
+    window: tuple[int, int] | None = None,
+    duplicated: bool = False,
 ) -> dict[str, str]:
     if run is None:
         return {}
@@ -46,17 +51,22 @@ def _run_rows(
         "launcher": run.launcher,
         "device / backend": device
         + (f" ({dtype})" if dtype and dtype not in ("NO", "None") else ""),
-        "ranks in the group": f"{len(ranks)} of {run.nprocs}",
-        "mixed precision": _fmt(run.config("mixed_precision")),
+        # A refused or failed run formed no group to speak of, and has no global batch.
+        "ranks in the group": f"{len(ranks)} of {run.nprocs}" if run.ok else "-",
+        "precision (observed)": run.precision_text(),
         "forwards / update": _known(run.accumulation),
         "per-device batch": _known(run.per_device_batch) + exact_note,
-        "global batch / update": _known(run.global_batch),
+        "global batch / update": "-"
+        if not run.ok
+        else "- (every rank the same inputs)"
+        if duplicated
+        else _known(run.global_batch),
         "LR (first update)": _fmt(run.curve[0].lrs if run.curve else None),
         "updates": _fmt(len(run.curve)),
         "samples seen": _known(run.samples_seen, run.samples_known),
     }
     if window is not None:
-        rows[f"loss, samples {window[0]}-{window[1]}"] = _fmt(end)
+        rows[f"mean loss, samples {window[0]}-{window[1]}"] = _fmt(end)
     rows["time"] = f"{run.outcome.wall_s:.1f} s"
     return rows
 
@@ -108,13 +118,47 @@ def _header(result: VerifyResult) -> str:
             text += "; the samples seen are unknown"
         elif result.exact:
             text += _exact_header(result, one, s1, sn)
+        elif checks_mod.duplicated(result.checks):
+            text += (
+                f"; {sn} samples counted on {many.nprocs} ranks, but every rank trained the same "
+                f"inputs ({(sn or 0) // many.nprocs} distinct), and {s1} on 1 process"
+            )
         elif s1 == sn:
             text += f"; both trained on {s1} samples"
-        else:
-            text += f"; they trained on {s1} and {sn} samples"
+        else:  # in the order the runs were made (and named above)
+            text += f"; they trained on {sn} and {s1} samples"
     elif many is not None and not many.ok:
         text += "; the 1-process run was not made" if one is None else ""
     return text + "."
+
+
+def _first_failed(result: VerifyResult) -> RunSummary | None:
+    """The run whose failure is the script's own error, shown first (runs in the order made)."""
+    for run in (result.many, result.one):
+        if run is not None and not run.ok and run.failures and not run.outcome.timed_out:
+            return run
+    return None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _script_failure(result: VerifyResult) -> list[str]:
+    """The script's own error first: the first failed rank's exception or output tail."""
+    run = _first_failed(result)
+    if run is None:
+        return []
+    first = run.failures[0]
+    who = f"rank {first.rank}" if first.rank is not None else "its process"
+    out = [f"The script failed in the {run.label} run ({who} first):", _wrap(first.reason, 2)]
+    lines = first.detail.strip("\n").splitlines()[-TAIL_LINES:]
+    out.extend("      | " + line for line in lines)
+    out.append("")
+    return out
 
 
 def _wrap(text: str, indent: int, width: int = 100) -> str:
@@ -130,6 +174,7 @@ def render_text(result: VerifyResult) -> str:
     out.append(f"distlint verify: {rel} {' '.join(result.script_args)}".rstrip())
     out.append(_header(result))
     out.append("")
+    out.extend(_script_failure(result))
     if result.runs:
         scaled = result.exact and result.one is not None and _batch_scaled(result.one)
         window = (
@@ -137,9 +182,12 @@ def render_text(result: VerifyResult) -> str:
             if result.one and result.many and result.one.curve and result.many.curve
             else None
         )
+        dup = checks_mod.duplicated(result.checks)
+        if dup:
+            window = None  # no loss at equal samples from a run that repeated one rank's inputs
         cols = [
             _run_rows(result.one, " (x N, --exact)" if scaled else "", window),
-            _run_rows(result.many, "", window),
+            _run_rows(result.many, "", window, duplicated=dup),
         ]
         labels = [r.label if r else "-" for r in (result.one, result.many)]
         keys = list(next(c for c in cols if c).keys())
@@ -154,16 +202,26 @@ def render_text(result: VerifyResult) -> str:
     for run in result.runs:
         if run.ok:
             continue
-        out.append(f"The {run.label} run could not be made:")
+        out.append(f"The {run.label} run could not be made (the launcher's view):")
         for problem in run.problems:
             out.append(_wrap(problem, 2))
-        for failure in run.failures:
+        shown_first = run is _first_failed(result)
+        for failure in run.failures[1:] if shown_first else run.failures:
             who = f"rank {failure.rank}" if failure.rank is not None else "process"
-            out.append(f"  {who}: {failure.reason}")
+            out.append(_wrap(f"{who}: {failure.reason}", 2))
             detail = failure.detail.strip("\n")
             if detail:
                 lines = detail.splitlines()[-12:]
                 out.extend("      | " + line for line in lines)
+        code = run.outcome.returncode
+        if run.outcome.launcher_stopped:
+            pass  # every rank had exited; verify ended the launcher's own teardown
+        elif code is not None and code < 0:
+            name = _signal_name(-code)
+            sender = "verify, at the timeout" if run.outcome.timed_out else "outside verify"
+            out.append(_wrap(f"the launcher ended by {name} (sent by {sender})", 2))
+        elif code:
+            out.append(f"  the launcher exited with status {code}")
         out.append(f"  command: {' '.join(run.command)}")
         out.append("")
     if result.checks:

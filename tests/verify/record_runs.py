@@ -54,6 +54,18 @@ CASES: dict[str, tuple[str, list[str], dict]] = {
     "faults_fork": ("faults.py", ["--fault", "fork"], {}),
     "faults_helper": ("faults.py", ["--fault", "helper"], {}),
     "faults_sigterm": ("faults.py", ["--fault", "sigterm"], {"timeout": 40}),
+    "import_error": ("import_error.py", [], {}),
+    "argparse_error": ("faults.py", ["--fault", "no-such-fault"], {}),
+    "warmup_schedule": ("warmup_schedule.py", [], {}),
+    "warmup_times_processes": ("warmup_schedule.py", ["--warmup-times-processes"], {}),
+    "warmup_unscaled_lr": ("warmup_schedule.py", ["--no-lr-scaling"], {}),
+    "autocast_bf16_exact": (
+        "warmup_schedule.py",
+        ["--autocast", "bf16", "--constant-lr"],
+        {"exact": True, "max_steps": 30},
+    ),
+    "fp32_exact": ("warmup_schedule.py", ["--constant-lr"], {"exact": True, "max_steps": 30}),
+    "warmup_exact": ("warmup_schedule.py", [], {"exact": True}),
 }
 MAX_STEPS = 10
 
@@ -82,6 +94,7 @@ def record(case: str) -> None:
 
     script, args, kwargs = CASES[case]
     kwargs = {"device": "cpu", "max_steps": MAX_STEPS, **kwargs}
+    max_steps = kwargs["max_steps"]
     keep = tempfile.mkdtemp(prefix=f"record-{case}-")
     try:
         result = verify(str(FIXTURES / script), args, keep_dir=keep, **kwargs)
@@ -93,7 +106,7 @@ def record(case: str) -> None:
             "script_args": args,
             "kwargs": {k: v for k, v in kwargs.items()},
             "nprocs": result.nprocs,
-            "max_steps": MAX_STEPS,
+            "max_steps": max_steps,
             "exit_code": result.exit_code,
             "runs": {},
         }

@@ -66,27 +66,55 @@ def _noisy(base, n, amp=0.05, trend=0.0):
     return [base - trend * i + (amp if i % 2 else -amp) for i in range(n)]
 
 
-def test_loss_tolerance_comes_from_the_runs_own_noise(tmp_path):
-    one, many = pair(
-        tmp_path,
-        ups(_noisy(1.0, 40), samples=8),
-        [ups(_noisy(1.0, 20, 0.04), samples=8) for _ in range(2)],
-    )
-    check = checks.check_loss(one, many, exact=False)
-    assert check.status == "pass" and check.data["window"] == [240, 320]
-    assert check.data["noise"] > 0 and check.data["tolerance"] < 0.25 * 1.0
+def _curve(updates, batch, lag=0.0, noise=0.02, seed=0):
+    """A falling loss against samples seen, times (1 + lag), with Gaussian noise per update."""
+    import math
+    import random
+
+    rng = random.Random(seed)
+    return [
+        (2.0 * math.exp(-(i + 1) * batch / 300) + 0.5) * (1 + lag) + rng.gauss(0, noise)
+        for i in range(updates)
+    ]
 
 
-def test_a_lagging_curve_fails(tmp_path):
-    """At equal samples the 2-process curve is clearly higher: 0.25 rtol would have passed it."""
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_equal_curves_at_equal_samples_pass(tmp_path, seed):
     one, many = pair(
         tmp_path,
-        ups(_noisy(1.0, 40, 0.01), samples=8),
-        [ups(_noisy(1.15, 20, 0.01), samples=8) for _ in range(2)],
+        ups(_curve(40, 8, seed=seed), samples=8),
+        [ups(_curve(20, 16, seed=seed + 10), samples=8) for _ in range(2)],
     )
     check = checks.check_loss(one, many, exact=False)
-    assert check.status == "fail" and check.data["rel_diff"] < 0.25
-    assert "disagree" in check.detail
+    assert check.status == "pass", check.detail
+    assert check.data["window"] == [0, 320] and len(check.data["windows"]) >= 4
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_constant_two_percent_lag_is_not_a_pass(tmp_path, seed):
+    """minGPT's shape: the 2-process curve sits 2% above over all samples; a tolerance that
+    grows with the loss (0.02 x the loss + 3 noise) passed it."""
+    one, many = pair(
+        tmp_path,
+        ups(_curve(40, 8, seed=seed), samples=8),
+        [ups(_curve(20, 16, lag=0.02, seed=seed + 10), samples=8) for _ in range(2)],
+    )
+    check = checks.check_loss(one, many, exact=False)
+    assert check.status in ("warn", "fail"), check.detail
+    assert check.data["same_sign"] >= 0.75 and check.data["rel_diff"] == pytest.approx(
+        0.02, abs=0.01
+    )
+    assert "learns slower per sample (a lag)" in check.detail
+
+
+def test_a_large_lag_fails(tmp_path):
+    one, many = pair(
+        tmp_path,
+        ups(_curve(40, 8), samples=8),
+        [ups(_curve(20, 16, lag=0.15, seed=5), samples=8) for _ in range(2)],
+    )
+    check = checks.check_loss(one, many, exact=False)
+    assert check.status == "fail" and "a consistent offset, not noise" in check.detail
 
 
 @pytest.mark.parametrize("value", [0.0, 1.0])
@@ -122,7 +150,9 @@ def test_schedule_counted_per_process_runs_ahead(tmp_path):
     one, many = pair(tmp_path, ups([1.0] * 40, lr=lr1), [ups([1.0] * 20, lr=lrn) for _ in range(2)])
     check = checks.check_schedule(one, many)
     assert check.status == "fail" and check.confirms and check.rule == "DL202"
-    assert "runs ahead" in check.detail and check.data["speed_ratio"] == pytest.approx(2, rel=0.1)
+    assert "the decay runs ×2 as fast per sample" in check.detail and check.data[
+        "speed_ratio"
+    ] == pytest.approx(2, rel=0.1)
     good_n = [0.2 * (1 - i / 20) for i in range(20)]
     many_ok = make_run(tmp_path, "ok", 2, [ups([1.0] * 20, lr=good_n) for _ in range(2)])
     assert checks.check_schedule(one, many_ok).status == "pass"

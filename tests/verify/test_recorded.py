@@ -67,7 +67,7 @@ def test_unscaled_lr_confirms_the_static_dl201():
     assert r.exit_code == 1
     lr = by_id(r)["lr"]
     assert lr.status == "fail" and lr.static == "confirmed"
-    assert lr.detail.startswith("global batch ×2, LR unchanged (0.05)")
+    assert lr.detail.startswith("global batch ×2, peak LR unchanged (0.05)")
     assert by_id(r)["loss"].status == "fail"  # the 2-process curve lags at equal samples
     text = render_text(r)
     assert "Static findings cited" in text and "x.py:30: DL201" in text
@@ -172,7 +172,8 @@ def test_scheduler_counted_per_process_fails_dl202():
     r = load_case("scheduler_per_process", static_findings=[finding("DL202")])
     schedule = by_id(r)["schedule"]
     assert r.exit_code == 1 and schedule.status == "fail" and schedule.static == "confirmed"
-    assert "runs ahead" in schedule.detail
+    assert "the decay runs ×2 as fast per sample" in schedule.detail
+    assert "len(train_dataloader) before prepare" in schedule.detail  # a prepared scheduler
     assert schedule.data["speed_ratio"] == pytest.approx(2, rel=0.15)
 
 
@@ -234,7 +235,8 @@ def test_hang_ignoring_sigterm_is_named_and_killed():
     r = load_case("faults_sigterm")
     assert r.exit_code == 2 and r.many.outcome.timed_out
     assert [f.rank for f in r.many.failures if f.reason.startswith("hung")] == [1]
-    assert any("ignored SIGTERM" in n for n in r.many.notes)
+    assert any("ignored verify's SIGTERM; verify killed it with SIGKILL" in n for n in r.many.notes)
+    assert "verify sent SIGTERM" in r.many.problems[-1]
 
 
 def test_nlp_example_style_script():
@@ -317,7 +319,10 @@ def test_imagenet_example_style_divides_the_batch_by_the_world_size():
     assert c["batch"].status == "pass" and c["lr"].status == "pass"
     assert c["lr"].data["batch_ratio"] == 1 and c["sharding"].status == "pass"
     assert {f for u in r.many.rank0.updates for f in u.factors} == {128.0}  # the loss scale
-    assert c["loss"].status == "pass" and 1.0 < c["loss"].data["end_loss_n"] < 2.5
+    # Unseeded: the runs start from different weights, and the 2-process curve is below in
+    # every window (a few %): said as a WARN that names the seeding as a possible cause.
+    assert c["loss"].status == "warn" and 1.0 < c["loss"].data["end_loss_n"] < 2.5
+    assert "see seeding" in c["loss"].detail
     assert c["seeding"].status == "fail" and c["seeding"].data["unseeded_used"] == ["torch"]
     assert c["data"].status == "warn" and "DistributedSampler" in c["data"].detail
     assert "Accelerator(" not in c["data"].detail  # plain DDP: no Accelerator to configure
@@ -350,8 +355,128 @@ def test_the_table_and_the_loss_check_use_the_same_window(case):
     loss = by_id(r)["loss"]
     lo, hi = loss.data["window"]
     text = render_text(r)
-    row = re.search(rf"^  loss, samples {lo}-{hi} +(\S+) +(\S+)$", text, re.M)
+    row = re.search(rf"^  mean loss, samples {lo}-{hi} +(\S+) +(\S+)$", text, re.M)
     assert row, text
     assert float(row.group(1)) == pytest.approx(loss.data["end_loss_1"], rel=1e-3)
     assert float(row.group(2)) == pytest.approx(loss.data["end_loss_n"], rel=1e-3)
     assert f"mean loss over samples {lo}-{hi}:" in loss.detail
+
+
+# -- the script's own failure first ------------------------------------------------------------
+
+
+def _lines(text):
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_a_script_failing_at_import_shows_its_own_error_first_and_no_group_verdict():
+    r = load_case("import_error")
+    assert r.exit_code == 2
+    text = render_text(r)
+    lines = _lines(text)
+    assert lines[2] == "The script failed in the 2 processes run (rank 0 first):"
+    assert lines[3].strip() == (
+        "ModuleNotFoundError: No module named 'a_module_this_environment_lacks'"
+    )
+    assert 'import_error.py", line 6' in lines[5]
+    assert "never formed a group" not in text and "trained alone" not in text
+    assert "SIGTERM" not in text  # the launcher's teardown is not a failure of rank 0
+    assert "ranks in the group     -   -" in text  # no group row for a failed run
+
+
+def test_an_argparse_error_shows_the_scripts_usage_message_before_the_launchers_view():
+    r = load_case("argparse_error")
+    text = render_text(r)
+    head = text.split("The 2 processes run could not be made")[0]
+    assert "(rank 1 first)" in head and "exited with status 2 before training" in head
+    assert "faults.py: error: argument --fault: invalid choice: 'no-such-fault'" in head
+    assert "error_file" not in head  # torchrun's summary is not the headline
+    launcher_view = text.split("(the launcher's view):")[1]
+    assert "the launcher exited with status 1" in launcher_view
+
+
+def test_a_crash_is_first_and_the_other_rank_is_not_reported_as_terminated():
+    r = load_case("faults_crash")
+    head = render_text(r).split("could not be made")[0]
+    assert "(rank 1 first)" in head and "RuntimeError: injected crash on rank 1" in head
+    assert [f.rank for f in r.many.failures] == [1, 0]
+    assert "Connection closed by peer" in r.many.failures[1].reason  # its own error, second
+
+
+def test_workers_of_ranks_that_verify_stopped_are_not_blamed_on_the_script():
+    from verify_helpers import load_case as load
+
+    r = load("correct")
+    rank0 = r.many.records.ranks[0]
+    rank0.stop_children = [4242]
+    r.many.outcome.leftovers = {4242: {"cmdline": "python correct.py", "found_by": "process tree"}}
+    from distlint.verify import compare
+
+    again = compare.summarize_run(r.many.outcome, r.many.records, 2, 10)
+    assert not any("left behind by the script" in n for n in again.notes)
+    assert any("verify ended 1 worker process(es)" in n for n in again.notes)
+
+
+def test_command_lines_are_shortened_on_word_boundaries():
+    from distlint.verify.launch import short_command
+
+    argv = [b"python", b"train.py"] + [b"--option-%d=value" % i for i in range(40)]
+    text = short_command(argv, limit=80)
+    assert len(text) <= 80 and text.endswith(" ...")
+    assert all(w in {a.decode() for a in argv} for w in text[: -len(" ...")].split())
+
+
+def test_a_rank_output_without_newlines_is_read_within_a_bound(tmp_path):
+    import tracemalloc
+
+    from distlint.verify.launch import TAIL_BYTES, tail_text
+
+    log = tmp_path / "stderr.log"
+    with open(log, "wb") as f:
+        for _ in range(16):
+            f.write(b"x" * (1 << 20))  # MiB, no newline
+        f.write(b"\nlast line\n")
+    tracemalloc.start()
+    tail = tail_text(str(log), 20)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert tail.endswith("last line\n") and len(tail) < 3000
+    assert peak < 4 * TAIL_BYTES
+
+
+def test_identical_ranks_are_their_own_verdict_and_nothing_is_computed_from_them():
+    r = load_case("unsharded_loader")
+    assert r.exit_code == 1 and r.checks[0].id == "sharding" and r.checks[0].status == "fail"
+    assert "unsharded_loader.py:19 (the one that fed the model)" in r.checks[0].detail
+    assert "accelerator.prepare" in r.checks[0].detail
+    statuses = {c.id: c.status for c in r.checks}
+    assert [statuses[k] for k in ("batch", "lr", "schedule", "data", "loss")] == ["skip"] * 5
+    assert r.table is None
+    text = render_text(r)
+    assert "- (every rank the same inputs)" in text and "global batch / update  8" in text
+    assert "80 distinct" in text.splitlines()[1]
+    assert "scale the LR" not in text and "Equivalent setups" not in text
+    assert "mean loss, samples" not in text
+
+
+def test_a_refused_run_has_no_group_row_no_global_batch_and_no_plot(
+    tmp_path, monkeypatch, capsys
+):
+    from distlint.verify import cli, core
+
+    r = load_case("lone_processes")
+    assert r.exit_code == 2
+    monkeypatch.setattr(core, "verify", lambda *a, **k: r)
+    plot = tmp_path / "loss.png"
+    code = cli.run_verify_command("x.py", [], "text", None, plot_path=str(plot))
+    text = capsys.readouterr().out
+    assert code == 2 and not plot.exists() and "no plot: the runs could not be compared" in text
+    assert "ranks in the group     -" in text and "global batch / update  -" in text
+
+
+def test_header_numbers_follow_the_order_of_the_runs():
+    r = load_case("batch_logged_as_total")
+    head = render_text(r).splitlines()[1]
+    if r.one.samples_seen != r.many.samples_seen:
+        assert f"trained on {r.many.samples_seen} and {r.one.samples_seen}" in head
+    assert head.index("2 processes") < head.index("1 process")

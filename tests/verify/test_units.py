@@ -19,7 +19,7 @@ def test_torchrun_command_is_standalone_with_logs():
     plan = launch.multi_plan(
         "/s/train.py", ["--lr", "1"], 2, "cpu", "torchrun", (), log_dir="/tmp/l"
     )
-    assert plan.argv[1:3] == ["-m", "torch.distributed.run"]
+    assert plan.argv[1:4] == ["-P", "-m", "torch.distributed.run"]
     assert "--standalone" in plan.argv and plan.argv[plan.argv.index("--nproc_per_node") + 1] == "2"
     assert plan.argv[-3:] == ["/s/train.py", "--lr", "1"]
     assert plan.env["ACCELERATE_USE_CPU"] in ("1", os.environ.get("ACCELERATE_USE_CPU"))
@@ -36,7 +36,7 @@ def test_torchrun_multi_node_args_replace_standalone():
 
 def test_accelerate_command_forms_a_cpu_group_and_passes_config_through():
     plan = launch.multi_plan("t.py", [], 2, "cpu", "accelerate", [])
-    assert plan.argv[1:4] == ["-m", "accelerate.commands.accelerate_cli", "launch"]
+    assert plan.argv[1:5] == ["-P", "-m", "accelerate.commands.accelerate_cli", "launch"]
     assert "--multi_gpu" in plan.argv and "--cpu" not in plan.argv
     assert plan.argv[plan.argv.index("--main_process_port") + 1] == "0"
     configured = launch.multi_plan(
@@ -153,7 +153,7 @@ def test_join_static_confirms_refutes_and_misses():
 
 def test_single_process_run_uses_the_same_launcher():
     torchrun = launch.single_plan("/s/t.py", ["--a"], "cpu", "torchrun", ["--nnodes=2"], "/l")
-    assert torchrun.argv[1:3] == ["-m", "torch.distributed.run"] and torchrun.nprocs == 1
+    assert torchrun.argv[1:4] == ["-P", "-m", "torch.distributed.run"] and torchrun.nprocs == 1
     assert torchrun.argv[torchrun.argv.index("--nproc_per_node") + 1] == "1"
     assert "--standalone" in torchrun.argv and "--nnodes=2" not in torchrun.argv
     acc = launch.single_plan("t.py", [], "cpu", "accelerate", ["--config_file", "c.yaml"])
@@ -190,7 +190,7 @@ def test_slurm_route_builds_srun_around_the_same_torchrun(monkeypatch):
     srun, rest = plan.argv[:6], plan.argv[6:]
     assert srun[0].endswith("srun") and srun[1:3] == ["--nodes", "2"]
     assert "--ntasks-per-node" in srun
-    assert rest[1:3] == ["-m", "torch.distributed.run"] and "--node-rank" not in rest
+    assert rest[1:4] == ["-P", "-m", "torch.distributed.run"] and "--node-rank" not in rest
     assert rest[rest.index("--rdzv-endpoint") + 1] == "gpu01:29400"
     assert rest[rest.index("--rdzv-backend") + 1] == "c10d"
     assert plan.launcher == "srun+torchrun" and plan.argv[-2:] == ["t.py", "--x"]
@@ -247,7 +247,7 @@ def test_record_files_of_other_nodes_carry_the_node():
 def test_fabric_launcher_command():
     plan = launch.multi_plan("t.py", [], 2, "cpu", "fabric", [])
     # `python -m lightning.fabric.cli` is `fabric run` itself: a "run" word would be the SCRIPT
-    assert plan.argv[:3] == [sys.executable, "-m", "lightning.fabric.cli"]
+    assert plan.argv[:4] == [sys.executable, "-P", "-m", "lightning.fabric.cli"]
     assert "run" not in plan.argv and plan.argv[plan.argv.index("--devices") + 1] == "2"
     assert plan.argv[-1] == "t.py"
     assert plan.argv[plan.argv.index("--strategy") + 1] == "ddp"
@@ -517,8 +517,8 @@ def test_signals_stop_verify_with_128_plus_signal_and_remove_the_temp_folder(
     assert raised in result.verdict or raised in " ".join(result.problems)
 
 
-def test_scratch_folder_links_inputs_and_keeps_outputs_apart(tmp_path):
-    from distlint.verify.core import _rewritten, mirror_cwd
+def test_scratch_folder_copies_inputs_and_keeps_outputs_apart(tmp_path):
+    from distlint.verify.scratch import changes, mirror_tree, snapshot
 
     src = tmp_path / "project"
     (src / "data" / "shards").mkdir(parents=True)
@@ -527,16 +527,17 @@ def test_scratch_folder_links_inputs_and_keeps_outputs_apart(tmp_path):
     (src / "cfg.yaml").write_text("lr: 1\n")
     keep = src / "verify-out"
     keep.mkdir()
+    before = snapshot(str(src), skip=[str(keep)])
     dst = tmp_path / "scratch"
-    linked = mirror_cwd(str(src), str(dst), skip=os.path.realpath(keep))
+    mirror_tree(str(src), str(dst), skip=[str(keep)])
     assert (dst / "data" / "train.bin").read_bytes() == b"tokens"  # inputs reachable
-    assert (dst / "data" / "shards" / "0.bin").is_symlink()
+    assert not (dst / "data" / "shards" / "0.bin").is_symlink()  # copied, every level
     assert not (dst / "verify-out").exists()  # verify's own folder is not mirrored
     (dst / "ckpt.pt").write_bytes(b"new")  # a new output stays in the scratch folder
-    assert not (src / "ckpt.pt").exists()
-    assert _rewritten(linked) == []
-    (dst / "cfg.yaml").write_text("lr: 2\n")  # rewriting a linked original is reported
-    assert _rewritten(linked) == [str(src / "cfg.yaml")]
+    (dst / "cfg.yaml").write_text("lr: 2\n")
+    assert not (src / "ckpt.pt").exists() and (src / "cfg.yaml").read_text() == "lr: 1\n"
+    (keep / "records.jsonl").write_text("{}")  # verify's own writes are not changes
+    assert changes(before, snapshot(str(src), skip=[str(keep)])) == []
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux-only")
@@ -580,7 +581,7 @@ def test_sigkill_to_verify_leaves_no_launcher_or_rank_running(tmp_path):
 def test_writes_in_the_scratch_folder_never_reach_the_users_files(tmp_path):
     """The probe's copy on write: rewriting, appending to or (through pathlib) replacing a file
     linked into the scratch folder changes the scratch copy only; new files and reads work."""
-    from distlint.verify.core import _rewritten, mirror_cwd
+    from distlint.verify.scratch import changes, mirror_tree, snapshot
 
     user = tmp_path / "user"
     user.mkdir()
@@ -590,7 +591,8 @@ def test_writes_in_the_scratch_folder_never_reach_the_users_files(tmp_path):
     (user / "data.bin").write_text("tokens")
     (user / "model.pt").write_text("the user's weights")
     scratch = tmp_path / "scratch"
-    linked = mirror_cwd(str(user), str(scratch))
+    before = snapshot(str(user))
+    mirror_tree(str(user), str(scratch), file_limit=0)  # every file a link: the probe's part
     script = (
         "import pathlib\n"
         "open('ckpt.pt', 'wb').write(b'overwritten by the run')\n"
@@ -623,4 +625,29 @@ def test_writes_in_the_scratch_folder_never_reach_the_users_files(tmp_path):
     assert (scratch / "log.txt").read_text() == "old log\nnew line\n"  # appended to a copy
     assert (scratch / "cfg.yaml").read_text() == "lr: 2\n"
     assert (scratch / "data.bin").is_symlink()  # only written files stop being links
-    assert _rewritten(linked) == []
+    assert changes(before, snapshot(str(user))) == []
+
+
+def test_the_launchers_start_with_an_isolated_import_path(tmp_path):
+    """The runs start in a copy of the user's folder; a module planted there must not run in
+    verify's launcher process (`python -m` would put the folder first on sys.path)."""
+    import subprocess
+
+    from distlint.verify.launch import python_module
+
+    marker = tmp_path / "planted-ran"
+    (tmp_path / "json.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nraise SystemExit('planted json ran')\n"
+    )
+    data = tmp_path / "in.json"
+    data.write_text('{"a": 1}')
+    done = subprocess.run(
+        [*python_module("json.tool"), str(data)], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and '"a": 1' in done.stdout
+    assert not marker.exists()
+    # The same command without isolation runs the planted module (the test can fail).
+    bare = subprocess.run(
+        [sys.executable, "-m", "json.tool", str(data)], cwd=tmp_path, capture_output=True
+    )
+    assert bare.returncode != 0 and marker.exists()

@@ -37,8 +37,8 @@ def load_case(case: str, static_findings=None, loss_rtol=None):
     """A recorded run (see record_runs.py) replayed in-process: the VerifyResult verify would give."""
     import json
 
-    from distlint.verify import checks, compare
-    from distlint.verify.core import VerifyResult
+    from distlint.verify import compare
+    from distlint.verify.core import VerifyResult, compare_runs
     from distlint.verify.launch import LaunchPlan, RunOutcome
     from distlint.verify.records import read_run
 
@@ -80,7 +80,5 @@ def load_case(case: str, static_findings=None, loss_rtol=None):
         summary = compare.summarize_run(outcome, records, plan.nprocs, max_steps)
         setattr(result, name, summary)
     if result.one and result.many and result.one.ok and result.many.ok:
-        result.checks = checks.run_all(result.one, result.many, exact, loss_rtol)
-        checks.join_static(result.checks, result.static_findings)
-        result.table = checks.equivalence_table(result.many, result.one)
+        compare_runs(result, loss_rtol)
     return result

@@ -143,6 +143,17 @@ class Hooks:
         else:
             p.skipped["Tensor.backward"] = "replaced by someone else already"
 
+        # Mixed precision: a GradScaler scaling the loss (torch.cuda.amp's is a subclass).
+        amp = getattr(torch, "amp", None)
+        scaler_cls = getattr(amp, "GradScaler", None) if amp is not None else None
+        if scaler_cls is not None:
+
+            def scaled(result, args, kwargs):
+                if args and getattr(args[0], "is_enabled", lambda: True)():
+                    rec.scaled_since_step += 1
+
+            p.wrap(scaler_cls, "scale", "GradScaler.scale", after=scaled)
+
         # DataLoaders: where each is built, and the batches each hands to the script.
         from torch.utils.data import dataloader as dl_module
 
@@ -240,6 +251,18 @@ class Hooks:
                 origin, native, note = self.rec.loader_id(obj), obj.batch_size, None
                 args[i], note = self.exact.rebuild_loader(obj)
                 loaders.append((i, origin, native, note))
+        schedulers = tuple(
+            t
+            for t in (
+                getattr(torch.optim.lr_scheduler, n, None) for n in ("LRScheduler", "_LRScheduler")
+            )
+            if t
+        )
+        for obj in args:
+            if schedulers and isinstance(obj, schedulers):
+                self.rec.emit(
+                    "note", become_rank=True, message=f"scheduler prepared: {type(obj).__name__}"
+                )
         for obj in args:
             if isinstance(obj, Optimizer):
                 native = [float(g.get("lr", float("nan"))) for g in obj.param_groups]
@@ -277,6 +300,9 @@ class Hooks:
                 length=length,
                 note=note,
             )
+        if any(note is None for _, _, _, note in loaders):
+            for obj in objects:
+                self.exact.step_scheduler_as_on_n(obj, self.rec.note)
         self.rec.rng("prepare")
 
     def patch_safetensors(self, module):

@@ -4,7 +4,8 @@ Active only in the 1-process run of `verify --exact`, and only through Accelerat
 - DISTLINT_VERIFY_BATCH_SCALE=N: each plain DataLoader with a batch_size is rebuilt with
   batch_size * N (the N-process run's global batch, as one batch);
 - DISTLINT_VERIFY_LRS=[[lr, ...], ...]: each prepared optimizer (in order) gets the N-process
-  run's LRs, and the schedulers prepared with it are rescaled by the same factors.
+  run's LRs, and the schedulers prepared with it are rescaled by the same factors;
+- with the batch scaled, a prepared scheduler steps N times per update, as on N processes.
 Without those variables this module does nothing.
 """
 
@@ -52,6 +53,26 @@ class Interventions:
             kwargs["sampler"] = loader.sampler
         return DataLoader(loader.dataset, **kwargs), None
 
+    def step_scheduler_as_on_n(self, obj, note):
+        """A prepared scheduler steps once per process for each update: N times on N processes,
+        once here. With the batch × N, it must step N times per update too, or the schedule
+        would advance N times slower per sample than in the N-process run."""
+        if self.batch_scale <= 1 or type(obj).__name__ != "AcceleratedScheduler":
+            return
+        if getattr(obj, "split_batches", False) or not getattr(obj, "step_with_optimizer", True):
+            return
+        step = obj.step
+        scale = self.batch_scale
+
+        def step_n_times(*args, **kwargs):
+            for _ in range(scale):
+                step(*args, **kwargs)
+
+        obj.step = step_n_times
+        note(
+            f"--exact: the prepared scheduler steps {scale} times per update, as on {scale} processes"
+        )
+
     def override_lrs(self, optimizer, index, prepare_args):
         """Give optimizer `index` the N-process run's LRs; returns the LRs applied (or None)."""
         if not self.target_lrs or index >= len(self.target_lrs):
@@ -60,7 +81,13 @@ class Interventions:
         factors = []
         for group, target in zip(optimizer.param_groups, targets):
             current = float(group.get("lr", 0.0))
-            factor = target / current if current else 1.0
+            base = group.get("initial_lr")
+            if current:
+                factor = target / current
+            elif base:  # a warmup from 0: the target is the N-process run's base (peak) LR
+                factor = target / float(base)
+            else:
+                factor = 1.0
             factors.append(factor)
             group["lr"] = current * factor
             if "initial_lr" in group:

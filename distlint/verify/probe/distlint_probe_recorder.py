@@ -40,6 +40,43 @@ def user_frame(depth=2):
     return None
 
 
+def autocast_dtype(torch, device_type):
+    """The autocast dtype in force for `device_type` ("bfloat16"), or None when autocast is off."""
+    try:
+        if not torch.is_autocast_enabled(device_type):
+            return None
+        return str(torch.get_autocast_dtype(device_type)).replace("torch.", "")
+    except TypeError:  # torch < 2.4: per-device functions
+        if device_type == "cpu":
+            on, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
+        else:
+            on, dtype = torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
+        return str(dtype).replace("torch.", "") if on else None
+    except Exception:
+        return None
+
+
+def children_of(pid=None):
+    """Pids of the live children of `pid` (this process by default), from /proc."""
+    pid = os.getpid() if pid is None else pid
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+            if int(data[data.rindex(b")") + 2 :].split()[1]) == pid:
+                found.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
 def record_stem(pid=None):
     """The name of this process's record files: `<pid>`, or `node<G>-<pid>` on torchrun node
     G > 0 (ranks of different machines may share a pid, in containers often do, and several
@@ -67,6 +104,8 @@ class Recorder:
         self.step_counts = {}  # id(optimizer) -> updates
         self.optimizer_index = {}  # id(optimizer) -> order of first appearance
         self.pending_lrs = {}
+        self.pending_base = {}
+        self.scaled_since_step = 0  # GradScaler.scale calls since the last update
         self.seed_depth = 0
         self.backward_depth = 0
         self.loader_depth = 0
@@ -304,6 +343,8 @@ class Recorder:
         self.before_first_batch()
         size, numel, checksum = self.summarize((args, kwargs))
         entry = {"size": size, "numel": numel, "checksum": checksum, "trained": False}
+        entry["autocast"] = autocast_dtype(torch, outs[0].device.type)
+        entry["out_dtype"] = str(outs[0].dtype).replace("torch.", "")
         self.forwards.append(entry)
         if len(self.forwards) > 4096:
             self.forwards = self.forwards[-4096:]
@@ -312,6 +353,24 @@ class Recorder:
             entry["trained"] = True  # a backward pass went through this forward's output
 
         outs[0].register_hook(reached)
+
+    def precision_of(self, optimizer, trained):
+        """What precision this update really ran in: autocast over its trained forwards, the
+        dtype of the parameters and gradients stepped, and whether a GradScaler scaled it."""
+        casts = sorted({f.get("autocast") or "off" for f in trained})
+        outs = sorted({f.get("out_dtype") or "?" for f in trained})
+        param = grad = None
+        for group in optimizer.param_groups:
+            for prm in group.get("params", []):
+                param = str(prm.dtype).replace("torch.", "")
+                if prm.grad is not None:
+                    grad = str(prm.grad.dtype).replace("torch.", "")
+                    break
+            if grad is not None:
+                break
+        scaled = self.scaled_since_step
+        self.scaled_since_step = 0
+        return {"autocast": casts, "outputs": outs, "param": param, "grad": grad, "scaler": scaled}
 
     # -- losses ----------------------------------------------------------------------------
 
@@ -363,7 +422,12 @@ class Recorder:
             self.optimizer_index[key] = len(self.optimizer_index)
         if self.updates == 0 and not self.step_counts:
             self.rng("first_step", become_rank=True)
-        self.pending_lrs[key] = [float(g.get("lr", float("nan"))) for g in optimizer.param_groups]
+        groups = optimizer.param_groups
+        self.pending_lrs[key] = [float(g.get("lr", float("nan"))) for g in groups]
+        # A scheduler's base LR: `initial_lr` (LambdaLR, warmup schedules: the peak), `max_lr`
+        # (OneCycleLR): the peak of a schedule that has not reached it within the run.
+        bases = [g.get("max_lr", g.get("initial_lr")) for g in groups]
+        self.pending_base[key] = [float(b) if isinstance(b, (int, float)) else None for b in bases]
 
     def after_step(self, optimizer):
         if not self.enabled:
@@ -383,6 +447,7 @@ class Recorder:
                 sums = [f["checksum"] for f in trained]
                 if all(isinstance(s, list) and len(s) == 2 for s in sums):
                     data["checksum"] = [sum(s[0] for s in sums), sum(s[1] for s in sums)]
+            data["precision"] = self.precision_of(optimizer, trained)
             self.forwards = []
             data["loaders"] = self.loaders_since_step
             self.loaders_since_step = []
@@ -398,6 +463,7 @@ class Recorder:
             n=self.step_counts[key],
             opt=index,
             lrs=self.pending_lrs.pop(key, None),
+            base_lrs=self.pending_base.pop(key, None),
             **data,
         )
         if self.stopping:
@@ -411,7 +477,11 @@ class Recorder:
         """Leave at the same point on every rank, without the script's teardown."""
         self.stopping = True
         self.rng("end")
-        self.emit("stop", become_rank=True, updates=self.updates, reason=reason)
+        # The rank leaves with os._exit: its children (DataLoader workers) are left to verify,
+        # which ends them; named here so that the report does not blame the script for them.
+        self.emit(
+            "stop", become_rank=True, updates=self.updates, reason=reason, children=children_of()
+        )
         torch = sys.modules.get("torch")
         try:
             dist = torch.distributed

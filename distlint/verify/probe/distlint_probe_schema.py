@@ -52,7 +52,11 @@ KINDS = {
     # one real optimizer update. samples/numel/checksum: inputs forwarded with grad through the
     # trained model since the previous update whose outputs a backward reached (None: unknown);
     # forwards: how many; untrained: grad-enabled forwards no backward reached (not counted);
-    # loaders: ids of the DataLoaders that yielded batches since the previous update
+    # loaders: ids of the DataLoaders that yielded batches since the previous update.
+    # Optional: base_lrs (each group's scheduler base LR: initial_lr / max_lr, the peak of a
+    # warmup), precision (first optimizer: {"autocast": dtypes over the trained forwards or
+    # "off", "outputs": their output dtypes, "param"/"grad": dtypes stepped, "scaler": GradScaler
+    # scale calls since the previous update})
     "step": ("n", "opt", "lrs", "samples", "numel", "checksum", "forwards", "untrained", "loaders"),
     # the rank reached --max-steps / the sample target and leaves cleanly
     "stop": ("updates", "reason"),
