@@ -8,12 +8,14 @@ around a call of that function in this module.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
 from distlint.analysis import knowledge as K
+from distlint.analysis.index import child_list
 
 if TYPE_CHECKING:
     from distlint.analysis.facts import Facts
@@ -21,13 +23,13 @@ if TYPE_CHECKING:
 _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
-def body_nodes(node: cst.CSTNode):
+def body_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """The nodes ``node`` runs itself (nested functions and classes left out)."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(c for c in reversed(current.children) if not isinstance(c, _NESTED))
+        stack.extend(c for c in reversed(child_list(current)) if not isinstance(c, _NESTED))
 
 
 class Loops:
@@ -105,12 +107,11 @@ class Loops:
         inner = []
         for loop in trains:
             # the epoch loop around `train_one_epoch(...)`, whose loop trains, is not one
-            called = {
-                index.local_function(n.func)
+            called = [
+                fn
                 for n in body_nodes(loop.body)
-                if isinstance(n, cst.Call)
-            }
-            called.discard(None)
+                if isinstance(n, cst.Call) and (fn := index.local_function(n.func)) is not None
+            ]
             if not any(
                 other is not loop
                 and (
@@ -191,7 +192,7 @@ class Loops:
         origins = self.loader_origins(expr)
         return bool(origins) and all(o is Origin.SHARDED for o in origins)
 
-    def loader_origins(self, expr: cst.BaseExpression) -> list:
+    def loader_origins(self, expr: cst.BaseExpression) -> list[Any]:
         """``Facts.loader_origins``, also through a parameter: what the calls of this module
         pass for it (`evaluate(model, eval_loader)`)."""
         index = self.index
