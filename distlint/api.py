@@ -8,16 +8,15 @@
 from __future__ import annotations
 
 import os
-import stat
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeVar
 
 from distlint import collector
 from distlint.config import Config, ConfigError, config_file_problem, resolve_config
-from distlint.discovery import iter_source_files
+from distlint.discovery import SOURCE_SUFFIXES, iter_source_files
 from distlint.edits import decode, merged
+from distlint.files import READ_LIMIT, read_source, read_stable, read_stream
 from distlint.model import Applicability, FileError, FileResult, Finding, RuleInfo
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -87,6 +86,12 @@ __all__ = [
     "config_for",
     "lint_file",
     "lint_paths",
+    "lint_text",
+    "read_source",
+    "read_stable",
+    "READ_LIMIT",
+    "read_stream",
+    "SOURCE_SUFFIXES",
     "Finding",
     "FileResult",
     "Config",
@@ -96,6 +101,8 @@ __all__ = [
     "merged",
     "all_rules",
     "lookup_rule",
+    "rule_selector",
+    "rule_suggestion",
     "rule_metadata",
     "clean_cache",
     "forget_config_files",
@@ -221,102 +228,6 @@ def apply_fix(source: str, finding: Finding) -> str:
     return apply_fixes(source, [finding.fix])[0]
 
 
-# A regular file bigger than this is not read at all (a file without trigger words is read and
-# skipped whatever its size up to here; one that is parsed must also fit `max-file-size`).
-READ_LIMIT = 64 << 20
-
-_KINDS = (
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def read_source(path: str, limit: int | None = READ_LIMIT) -> bytes | FileError:
-    data = read_stable(path, limit)
-    return data if isinstance(data, FileError) else data[0]
-
-
-def read_stable(
-    path: str, limit: int | None = READ_LIMIT, tries: int = 3
-) -> tuple[bytes, os.stat_result] | FileError:
-    """The bytes of the regular file ``path`` (at most ``limit``) and the file's state when they
-    were read, or the error to report.
-
-    Never blocks and never reads without end: anything but a regular file (a FIFO, a device
-    such as a link to /dev/zero, a socket) is refused from its ``stat`` before it is opened,
-    the open is non-blocking, and a file over ``limit`` bytes is refused unread. The bytes are
-    taken only while the file's size and mtime hold still (a writer pausing mid-write would
-    otherwise be fixed from half a file).
-    """
-    for attempt in range(tries):
-        read = _read_once(path, limit)
-        if isinstance(read, FileError):
-            return read
-        data, before, after = read
-        if before.st_size == after.st_size == len(data) and before.st_mtime_ns == after.st_mtime_ns:
-            return data, after
-        time.sleep(0.05 * (attempt + 1))
-    return FileError(path, "the file kept changing while it was read; not linted")
-
-
-def _read_once(
-    path: str, limit: int | None
-) -> tuple[bytes, os.stat_result, os.stat_result] | FileError:
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):
-            return _not_regular(path, st.st_mode)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
-    except IsADirectoryError:
-        return FileError(path, "is a directory, not a Python file")
-    except FileNotFoundError:
-        if os.path.islink(path):
-            return FileError(path, "broken symbolic link")
-        return FileError(path, "no such file")
-    except PermissionError:
-        return FileError(path, "permission denied")
-    except OSError as exc:
-        return FileError(path, f"cannot read: {exc.strerror or exc}")
-    try:
-        st = os.fstat(fd)  # what was opened, which may differ from what was stat'ed
-        if not stat.S_ISREG(st.st_mode):
-            return _not_regular(path, st.st_mode)
-        if limit and st.st_size > limit:
-            return _too_big(path, st.st_size, limit)
-        chunks = []
-        size = 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            size += len(chunk)
-            if limit and size > limit:  # it grew while being read
-                return _too_big(path, None, limit)
-            chunks.append(chunk)
-        return b"".join(chunks), st, os.fstat(fd)
-    except OSError as exc:
-        return FileError(path, f"cannot read: {exc.strerror or exc}")
-    finally:
-        os.close(fd)
-
-
-def _not_regular(path: str, mode: int) -> FileError:
-    if stat.S_ISDIR(mode):
-        return FileError(path, "is a directory, not a Python file")
-    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-    link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
-    return FileError(path, f"is {kind}{link}, not a regular file: not read")
-
-
-def _too_big(path: str, size: int | None, limit: int) -> FileError:
-    from distlint.guard import human_size  # the guard's tokenizer loads only to lint
-
-    what = human_size(size) if size is not None else "growing"
-    return FileError(path, f"file is {what}, over the {human_size(limit)} read limit: not read")
-
-
 def lint_file(
     path: str, config: Config | None = None, options: LintOptions = LintOptions()
 ) -> FileResult:
@@ -325,8 +236,38 @@ def lint_file(
     Never raises: an unexpected problem becomes one error line naming the file (the traceback
     with ``--debug``), and the other files go on.
     """
+    return _guarded(path, options, lambda: _lint_file(path, config, options, cache=options.cache))
+
+
+def lint_text(
+    data: bytes, path: str, config: Config, options: LintOptions = LintOptions()
+) -> FileResult:
+    """Lint (with ``options.fix``: fix, never writing) the bytes ``data`` read from standard
+    input as the file ``path``. Never raises, as :func:`lint_file`."""
+    return _guarded(path, options, lambda: _lint_as_asked(data, path, config, options))
+
+
+def _lint_as_asked(
+    data: bytes, path: str, config: Config, options: LintOptions, **more: Any
+) -> FileResult:
+    """:func:`lint_source` with the choices of ``options`` (and ``more`` keywords)."""
+    return lint_source(
+        data,
+        path,
+        config,
+        fix=options.fix,
+        unsafe_fixes=options.unsafe_fixes,
+        ignore_noqa=options.ignore_noqa,
+        debug=options.debug,
+        **more,
+    )
+
+
+def _guarded(path: str, options: LintOptions, lint: Callable[[], FileResult]) -> FileResult:
+    """``lint()``, an unexpected problem turned into one error line naming the file (the
+    traceback with ``--debug``), so the other files go on."""
     try:
-        return _lint_file(path, config, options, cache=options.cache)
+        return lint()
     except RecursionError:
         return FileResult(path, errors=(FileError(path, "source is too deeply nested to analyse"),))
     except Exception as exc:
@@ -409,7 +350,9 @@ def _write_notebook_noqa(
         return result._replace(noqa_added=count)
     except FileChanged:
         message = "file changed on disk while noqa comments were added; not written"
-    except (OSError, SyntaxError, UnicodeError, ValueError) as exc:
+    except OSError as exc:
+        message = f"cannot add noqa comments: {exc.strerror or exc}"
+    except (SyntaxError, UnicodeError, ValueError) as exc:
         message = f"cannot add noqa comments: {exc}"
     return result._replace(errors=result.errors + (FileError(path, message),))
 
@@ -426,7 +369,9 @@ def _write_noqa(path: str, data: bytes, state: os.stat_result, result: FileResul
         return result._replace(noqa_added=count)
     except FileChanged:
         message = "file changed on disk while noqa comments were added; not written"
-    except (OSError, SyntaxError, UnicodeError) as exc:
+    except OSError as exc:
+        message = f"cannot add noqa comments: {exc.strerror or exc}"
+    except (SyntaxError, UnicodeError) as exc:
         message = f"cannot add noqa comments: {exc}"
     return result._replace(errors=result.errors + (FileError(path, message),))
 
@@ -439,28 +384,26 @@ def _lint_data(
     prior: FileResult | None = None,
     state: os.stat_result | None = None,
 ) -> FileResult:
-    result = lint_source(
+    result = _lint_as_asked(
         data,
         path,
         config,
-        fix=options.fix,
-        unsafe_fixes=options.unsafe_fixes,
-        ignore_noqa=options.ignore_noqa,
-        debug=options.debug,
+        options,
         prior=prior,
         project=None if path.endswith(".ipynb") else project_for(path, config),
     )
     if options.fix and options.write and result.fixed_bytes is not None:
-        from distlint.fixes import FileChanged, write_atomic
+        from distlint.fixes import FileChanged, NotWritten, write_atomic
 
         problem = None
         try:
-            with open(path, "rb") as handle:
-                if handle.read() != data:
-                    raise FileChanged(path)
+            if read_source(path, None) != data:  # (replaced by a FIFO: changed, no hang)
+                raise FileChanged(path)
             write_atomic(path, result.fixed_bytes, expected=state)
         except FileChanged:
             problem = "file changed on disk while it was being fixed; not written"
+        except NotWritten as exc:
+            problem = f"{exc.strerror}: fixes not written (make it writable to fix it)"
         except FileNotFoundError:
             problem = "file vanished before the fix was written"
         except PermissionError:
@@ -499,11 +442,16 @@ def _read_limit(config: Config) -> int | None:
     return max(READ_LIMIT, config.max_file_size) if config.max_file_size else None
 
 
-def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> Iterator[FileResult]:
+def lint_paths(
+    paths: Sequence[str],
+    options: LintOptions = LintOptions(),
+    on_total: Callable[[int], None] | None = None,
+) -> Iterator[FileResult]:
     """Lint every Python file under ``paths``, one result per file, in a stable order.
 
     With ``options.cache``, files whose results are cached are answered from the cache; the
     others are linted on a process pool when there are many of them (``options.jobs``).
+    ``on_total`` is told how many files were found, before the first result (for progress).
     """
     from distlint.parallel import ordered_map
 
@@ -514,6 +462,8 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions()) -> It
         else:
             hit = _cached_result(item, options) if options.cache else None
             slots.append(hit if hit is not None else item)
+    if on_total is not None:
+        on_total(len(slots))
     todo = [slot for slot in slots if isinstance(slot, str)]
     from distlint.analysis.project import lint_run
 
@@ -639,6 +589,21 @@ def lookup_rule(code_or_name: str) -> type[Rule]:
     from distlint.registry import lookup
 
     return lookup(code_or_name)
+
+
+def rule_selector(text: str) -> str:
+    """The code or prefix a selector names (a rule's name becomes its code); ValueError with a
+    one-line reason and the closest code or name for an empty, blank or unknown one."""
+    from distlint.registry import normalise_selector
+
+    return normalise_selector(text)
+
+
+def rule_suggestion(text: str) -> str:
+    """`` (did you mean X?)`` for the code or name closest to ``text``, or ``""``."""
+    from distlint.registry import suggestion
+
+    return suggestion(text)
 
 
 def rule_metadata() -> tuple[RuleInfo, ...]:

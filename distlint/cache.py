@@ -7,11 +7,14 @@ options that change findings (``--ignore-noqa``, ``--debug``). The rule codes en
 are a function of the configuration, the path and the rule set, all three in the key; computing
 them would import every rule (and LibCST), which is most of what a warm run would cost.
 
-Entries live in ``.distlint_cache/`` at the project root (the directory of the configuration
-file, else the current directory). The cache is best effort: an entry is written to a temporary
-file and renamed into place, so concurrent runs never see half an entry; an unreadable or
-corrupt entry is a miss; a read-only disk just means nothing is cached. Entries are JSON, never
-pickle: a cache directory checked into a repository must not be able to run code.
+Entries live in ``.distlint_cache/entries/<file>/<content>.json`` at the project root (the
+directory of the configuration file, else the current directory): one entry per file and
+settings (the latest; an edit replaces it), all of them under MAX_CACHE_BYTES (the oldest go
+first). The cache is best effort: an entry is written to a temporary file and renamed into
+place, so concurrent runs never see half an entry; an unreadable, corrupt or non-regular entry
+is a miss; a read-only disk or a cache folder that is a symbolic link just means nothing is
+cached. Entries are JSON, never pickle: a cache directory checked into a repository must not be
+able to run code.
 """
 
 from __future__ import annotations
@@ -27,10 +30,14 @@ from typing import Any
 
 from distlint import __version__
 from distlint.config import Config
+from distlint.files import read_source
 from distlint.model import Applicability, Edit, FileError, FileResult, Finding, Fix, Range, Severity
 
 CACHE_DIR = ".distlint_cache"
-_FORMAT = 4  # bump when the entry layout changes (2: edits; 3: dependency digests; 4: reached)
+_FORMAT = 5  # bump when the entry layout changes (2: edits; 3: deps; 4: reached; 5: per file)
+# One entry is kept per file and settings (the latest); all of them together stay under this.
+MAX_CACHE_BYTES = 128 << 20
+MAX_ENTRY_BYTES = 16 << 20
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# distlint cache; see https://bford.info/cachedir/\n"
 
 
@@ -64,21 +71,21 @@ def cache_key(
     ignore_noqa: bool = False,
     debug: bool = False,
 ) -> str:
-    h = hashlib.sha256()
+    """``<file>/<content>``: the first part names the file under its settings (the file's
+    absolute path, the configuration, the options), the second everything else that decides
+    its result (the engine and the bytes). One entry is kept per first part: the latest."""
     if config.unsafe_fixes:
         # findings and their edits do not depend on it: `check` warms the cache for `fix
         # --unsafe-fixes`
         config = config._replace(unsafe_fixes=False)
-    for part in (
-        engine_fingerprint(),
-        repr(config),
-        os.path.abspath(path),
-        f"noqa={ignore_noqa};debug={debug}",
-    ):
-        h.update(part.encode("utf-8", "surrogateescape"))
-        h.update(b"\0")
-    h.update(data)
-    return h.hexdigest()
+    file = hashlib.sha256()
+    for part in (repr(config), os.path.abspath(path), f"noqa={ignore_noqa};debug={debug}"):
+        file.update(part.encode("utf-8", "surrogateescape"))
+        file.update(b"\0")
+    content = hashlib.sha256(engine_fingerprint().encode())
+    content.update(b"\0")
+    content.update(data)
+    return f"{file.hexdigest()[:32]}/{content.hexdigest()}"
 
 
 class Cache:
@@ -92,10 +99,10 @@ class Cache:
 
     def get(self, key: str, path: str) -> FileResult | None:
         """The cached result for ``key`` shown under ``path``, or None (missing or corrupt)."""
-        try:
-            with open(os.path.join(self.entries, key + ".json"), "rb") as handle:
-                raw = handle.read()
-        except OSError:
+        if not self._usable():
+            return None
+        raw = read_source(os.path.join(self.entries, key + ".json"), MAX_ENTRY_BYTES)
+        if isinstance(raw, FileError):  # missing, or not a regular file: a miss, never a hang
             return None
         try:
             result = _decode(json.loads(raw), path)
@@ -107,37 +114,86 @@ class Cache:
         return result
 
     def put(self, key: str, result: FileResult) -> None:
+        folder, _, name = key.rpartition("/")
         try:
             self._prepare()
             payload = json.dumps(_encode(result), separators=(",", ":")).encode("utf-8")
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.entries)
+            if len(payload) > MAX_ENTRY_BYTES:
+                return
+            directory = os.path.join(self.entries, folder)
+            os.makedirs(directory, exist_ok=True)
+            if os.path.islink(directory):
+                return  # never written through a link
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
             try:
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(payload)
-                os.replace(tmp, os.path.join(self.entries, key + ".json"))
+                os.replace(tmp, os.path.join(directory, name + ".json"))
             except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+                _remove(tmp)
                 raise
+            # the latest entry of a file is the only one it can use again: the others go
+            for other in os.scandir(directory):
+                if other.name != name + ".json" and not other.name.startswith(".tmp-"):
+                    _remove(other.path)
         except OSError:
             pass  # read-only or full disk: run without caching rather than fail the lint
+
+    def _usable(self) -> bool:
+        """False when the cache folder (or its entries folder) is a symbolic link: a link
+        checked into a repository must not make distlint read or write elsewhere."""
+        return not (os.path.islink(self.directory) or os.path.islink(self.entries))
 
     def _prepare(self) -> None:
         if self._ready:
             return
+        if not self._usable():
+            raise OSError("the cache folder is a symbolic link: not used")
         os.makedirs(self.entries, exist_ok=True)
         # keep the cache out of version control and backups, as ruff and pytest do
         for name, text in ((".gitignore", "# created by distlint\n*\n"), ("CACHEDIR.TAG", _TAG)):
             target = os.path.join(self.directory, name)
-            if not os.path.exists(target):
+            if not os.path.lexists(target):
                 try:
                     with open(target, "x", encoding="utf-8") as handle:
                         handle.write(text)
                 except FileExistsError:
                     pass  # another run created it first
         self._ready = True
+        self.trim()
+
+    def trim(self, budget: int | None = None) -> None:
+        """Keep the entries under ``budget`` bytes (MAX_CACHE_BYTES), the least recently
+        written removed first; entries of older cache layouts go too."""
+        budget = MAX_CACHE_BYTES if budget is None else budget
+        found: list[tuple[int, int, str]] = []  # (mtime, size, path)
+        try:
+            folders = list(os.scandir(self.entries))
+        except OSError:
+            return
+        for folder in folders:
+            if not folder.is_dir(follow_symlinks=False):
+                _remove(folder.path)  # an entry of format 3 or older, or a stray link
+                continue
+            try:
+                for entry in os.scandir(folder.path):
+                    st = entry.stat(follow_symlinks=False)
+                    found.append((st.st_mtime_ns, st.st_size, entry.path))
+            except OSError:
+                continue
+        total = sum(size for _, size, _ in found)
+        for _, size, path in sorted(found):
+            if total <= budget:
+                break
+            _remove(path)
+            total -= size
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 _CACHES: dict[str, Cache] = {}
@@ -152,12 +208,16 @@ def cache_for(config: Config) -> Cache:
 
 
 def clean(root: str) -> str | None:
-    """Remove the cache under ``root``; the removed directory, or None when there was none."""
+    """Remove the cache under ``root``; what was removed, or None when there was nothing. A
+    cache folder that is a symbolic link is unlinked: its target is not distlint's to empty."""
     directory = os.path.join(os.path.abspath(root), CACHE_DIR)
-    if not os.path.isdir(directory) or os.path.islink(directory):
+    _CACHES.pop(os.path.abspath(root), None)
+    if os.path.islink(directory):
+        os.unlink(directory)
+        return f"{directory} (a symbolic link; its target was left alone)"
+    if not os.path.isdir(directory):
         return None
     shutil.rmtree(directory, ignore_errors=True)
-    _CACHES.pop(os.path.abspath(root), None)
     return directory
 
 
@@ -179,14 +239,16 @@ def _digest_now(path: str) -> str:
     """sha256 of a file's bytes now (``missing`` when unreadable), memoised by stat."""
     try:
         st = os.stat(path)
-        key = (path, st.st_mtime_ns, st.st_size)
-        found = _DIGESTS.get(key)
-        if found is None:
-            with open(path, "rb") as handle:
-                found = _DIGESTS[key] = hashlib.sha256(handle.read()).hexdigest()
-        return found
     except OSError:
         return "missing"
+    key = (path, st.st_mtime_ns, st.st_size)
+    found = _DIGESTS.get(key)
+    if found is None:
+        data = read_source(path)  # a module replaced by a FIFO since: "missing", no hang
+        if isinstance(data, FileError):
+            return "missing"
+        found = _DIGESTS[key] = hashlib.sha256(data).hexdigest()
+    return found
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}

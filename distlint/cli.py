@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
+import time
 
 if sys.argv[1:2] == ["lsp"]:
     # `distlint lsp`: start the lint worker before the rest of the command line is even
@@ -23,37 +26,50 @@ import click
 
 from distlint import __version__, collector
 from distlint.api import (
+    SOURCE_SUFFIXES,
     ConfigError,
     LintOptions,
     config_file_problem,
     config_for,
     lint_paths,
-    lint_source,
+    lint_text,
+    read_stream,
 )
-from distlint.model import FileResult, Finding
-from distlint.reporting import FORMATS, FORMATS_WITH_RULES, ReportContext, renderer
+from distlint.model import FileError, FileResult, Finding
+from distlint.reporting import FORMATS, FORMATS_WITH_RULES, ReportContext, printable, renderer
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+TEXT_FORMATS = ("text", "concise", "full")
 
 
-def _split_codes(values: Sequence[str]) -> tuple[str, ...] | None:
+def _color(output_file: str | None, stream: TextIO) -> bool:
+    """ANSI colours: only for a report written to a terminal, never with NO_COLOR set (to
+    anything but the empty string, https://no-color.org); FORCE_COLOR asks for them anyway."""
+    if output_file is not None or os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _split_codes(values: Sequence[str], option: str) -> tuple[str, ...] | None:
+    """The codes or prefixes an option's comma-separated values name (a rule's name becomes
+    its code); an empty, blank or unknown one is a usage error naming the option."""
     if not values:
         return None
+    from distlint.api import rule_selector
+
     out: list[str] = []
     for value in values:
-        out += [v.strip().upper() for v in value.split(",") if v.strip()]
+        for part in value.split(","):
+            try:
+                out.append(rule_selector(part))
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint=option) from None
     return tuple(out)
-
-
-def _validate_selectors(codes: tuple[str, ...] | None, option: str) -> None:
-    if not codes:
-        return
-    from distlint.api import all_rules
-
-    known = [r.CODE for r in all_rules()]
-    for code in codes:
-        if code != "ALL" and not any(k.startswith(code) for k in known):
-            raise click.BadParameter(f"unknown rule code or prefix {code!r}", param_hint=option)
 
 
 def _common_options(f):
@@ -65,16 +81,20 @@ def _common_options(f):
             "--select",
             multiple=True,
             metavar="CODES",
-            help="Only these rule codes or prefixes (DL1, DL101, ALL); comma-separated or repeated.",
+            help="Only these rule codes, prefixes or names (DL1, DL101, seed-only-torch, ALL); "
+            "comma-separated or repeated.",
         ),
         click.option(
-            "--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes."
+            "--ignore",
+            multiple=True,
+            metavar="CODES",
+            help="Skip these rule codes, prefixes or names.",
         ),
         click.option(
             "--extend-select",
             multiple=True,
             metavar="CODES",
-            help="Add these codes to the selection.",
+            help="Add these codes, prefixes or names to the selection.",
         ),
         click.option(
             "--unsafe-fixes/--no-unsafe-fixes",
@@ -85,14 +105,20 @@ def _common_options(f):
             "--diff", is_flag=True, help="Print the diff of the fixes instead of writing them."
         ),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain."),
-        click.option("--statistics", is_flag=True, help="Print the number of findings per rule."),
+        click.option(
+            "--statistics",
+            is_flag=True,
+            help="Print the number of findings per rule instead of the findings.",
+        ),
         click.option(
             "--format",
+            "--output-format",
             "fmt",
             type=click.Choice(FORMATS),
             default="text",
             show_default=True,
-            help="Output format.",
+            help="Output format: `text` (or `concise`) one line per finding; `full` also the "
+            "source lines, a caret under the range and the fix as a diff.",
         ),
         click.option(
             "--output-file",
@@ -219,14 +245,9 @@ def _run(
     quiet: bool = False,
     **verify_kwargs,
 ) -> int:
-    select_t, ignore_t, extend_t = (
-        _split_codes(select),
-        _split_codes(ignore),
-        _split_codes(extend_select),
-    )
-    _validate_selectors(select_t, "--select")
-    _validate_selectors(ignore_t, "--ignore")
-    _validate_selectors(extend_t, "--extend-select")
+    select_t = _split_codes(select, "--select")
+    ignore_t = _split_codes(ignore, "--ignore")
+    extend_t = _split_codes(extend_select, "--extend-select")
     problem = config_file_problem(config_path) if config_path is not None else None
     if problem is not None:  # missing, a directory, a FIFO...
         click.echo(f"error: {problem}", err=True)
@@ -244,19 +265,26 @@ def _run(
         debug=debug,
         cache=not no_cache,
         jobs=jobs,
-        keep_source=diff,
+        keep_source=diff or fmt == "full",
     )
     if verify:
         return _run_verify(paths, options, fmt, verify_kwargs)
-    if output_file and not _output_directory_ready(output_file):
-        return EXIT_ERROR  # before any file is fixed: nothing is written when the report cannot be
+    if output_file:
+        _refuse_input_as_output(output_file, paths, stdin_filename)
+        # opened before any file is fixed: nothing is written when the report cannot be
+        output_file = _open_output(output_file)
+        if output_file is None:
+            return EXIT_ERROR
 
     stdin_mode = list(paths) == ["-"] or (stdin_filename is not None and not paths)
     if stdin_mode:
         if force_exclude and stdin_filename and _excluded(stdin_filename, options, named=True):
             # ruff's behaviour: an excluded --stdin-filename is passed through untouched
             if options.fix and not diff:
-                sys.stdout.buffer.write(sys.stdin.buffer.read())
+                data = _read_stdin(stdin_filename)
+                if data is None:
+                    return EXIT_ERROR
+                sys.stdout.buffer.write(data)
                 sys.stdout.flush()
             return EXIT_CLEAN
         return _run_stdin(
@@ -275,17 +303,31 @@ def _run(
 
     results: list[FileResult] = []
     diffs: list[str] = []
-    for result in lint_paths(list(paths) or ["."], options):
+    from distlint.progress import Progress
+
+    progress = Progress.for_terminal(sys.stderr)
+    on_total = progress.set_total if progress is not None else None
+    for result in lint_paths(list(paths) or ["."], options, on_total):
+        if progress is not None and result.errors:
+            progress.clear()  # an error line never shares the progress line
         for error in result.errors:
-            click.echo(str(error), err=True)
+            click.echo(printable(str(error)), err=True)
+        if progress is not None:
+            progress.advance()
         if diff and result.fixed_source is not None:
             diffs.append(_unified_diff(result, result.source_text or ""))
-        # keep findings, not the text of every fixed file, across a large tree
+        # keep findings, not the text of every fixed file, across a large tree (`full` keeps
+        # the text the remaining findings point into: the fixed text after a fix)
+        shown = None
+        if fmt == "full" and result.findings:
+            shown = result.fixed_source if result.fixed_source is not None else result.source_text
         results.append(
-            result._replace(fixed_source=None, fixed_bytes=None, source_text=None)
+            result._replace(fixed_source=None, fixed_bytes=None, source_text=shown)
             if result.fixed_source is not None or result.source_text is not None
             else result
         )
+    if progress is not None:
+        progress.clear()
     if not results:
         click.echo("warning: No Python files found", err=True)
     context = ReportContext(
@@ -293,16 +335,18 @@ def _run(
         unsafe_fixes=_unsafe_fixes(unsafe_fixes, paths, options),
         show_statistics=statistics,
         diff=diff,
+        color=_color(output_file, sys.stderr if diff and fmt in TEXT_FORMATS else sys.stdout),
     )
+    written = True
     if diff:
         out = "".join(diffs)
         sys.stdout.write(out)
         if quiet:
             pass
-        elif fmt == "text":
-            _emit(results, "text", output_file, context, stream=sys.stderr)
+        elif fmt in TEXT_FORMATS:
+            written = _emit(results, fmt, output_file, context, stream=sys.stderr)
         else:
-            _emit(results, fmt, output_file, context)
+            written = _emit(results, fmt, output_file, context)
     elif quiet:
         fixed = sum(r.fixes_applied for r in results)
         if fixed:
@@ -312,7 +356,9 @@ def _run(
                 f"in {changed} file{'s' if changed != 1 else ''}."
             )
     else:
-        _emit(results, fmt, output_file, context)
+        written = _emit(results, fmt, output_file, context)
+    if not written:
+        return EXIT_ERROR
     return _exit_code(results, exit_zero, diff_changed=bool(diffs) and diff)
 
 
@@ -325,28 +371,23 @@ def _run_stdin(
     diff: bool,
     statistics: bool,
 ) -> int:
-    data = sys.stdin.buffer.read()
+    data = _read_stdin(path)
+    if data is None:
+        return EXIT_ERROR
     try:
         config = config_for(path if path != "<stdin>" else os.getcwd(), options)
     except ConfigError as exc:
         click.echo(f"error: {exc}", err=True)
         return EXIT_ERROR
-    result = lint_source(
-        data,
-        path,
-        config,
-        fix=options.fix,
-        unsafe_fixes=options.unsafe_fixes,
-        ignore_noqa=options.ignore_noqa,
-        debug=options.debug,
-    )
+    result = lint_text(data, path, config, options)
     for error in result.errors:
-        click.echo(str(error), err=True)
+        click.echo(printable(str(error)), err=True)
     context = ReportContext(
         fix_mode=options.fix,
         unsafe_fixes=config.unsafe_fixes,
         show_statistics=statistics,
         diff=diff,
+        color=_color(output_file, sys.stdout),
     )
     if options.fix and not diff:
         # `distlint fix -`: the fixed source on stdout and nothing else (editors pipe through it)
@@ -364,8 +405,26 @@ def _run_stdin(
 
             sys.stdout.write(_unified_diff(result, decode(data)[0]))
         return _exit_code([result], exit_zero, diff_changed=result.fixed_source is not None)
-    _emit([result], fmt, output_file, context)
+    if fmt == "full" and result.findings and result.source_text is None:
+        from distlint.api import decode
+
+        try:
+            result = result._replace(source_text=decode(data)[0])
+        except (SyntaxError, UnicodeError, LookupError):
+            pass
+    if not _emit([result], fmt, output_file, context):
+        return EXIT_ERROR
     return _exit_code([result], exit_zero)
+
+
+def _read_stdin(path: str) -> bytes | None:
+    """The bytes on standard input, read in chunks up to the read limit; None (the reason
+    printed as one line naming ``path``) when stdin is closed, unreadable or over the limit."""
+    read = read_stream(getattr(sys.stdin, "buffer", None), path)
+    if isinstance(read, FileError):
+        click.echo(str(read), err=True)
+        return None
+    return read
 
 
 def _excluded(path: str, options: LintOptions, named: bool = False) -> bool:
@@ -379,8 +438,29 @@ def _excluded(path: str, options: LintOptions, named: bool = False) -> bool:
         return False  # reported when the file is linted
 
 
-def _output_directory_ready(output_file: str) -> bool:
-    """-o into a missing directory creates it, as ruff does; exit 2 if it cannot."""
+def _refuse_input_as_output(output_file: str, paths: Sequence[str], stdin_filename) -> None:
+    """-o naming a file the run lints (or fixes) would replace it with the report: a usage
+    error, before anything is read."""
+    target = os.path.realpath(output_file)
+    if not os.path.isfile(target):
+        return
+    named = [p for p in paths if p != "-"] or ([] if "-" in paths or stdin_filename else ["."])
+    for path in named:
+        real = os.path.realpath(path)
+        inside = os.path.isdir(real) and target.startswith(real.rstrip(os.sep) + os.sep)
+        if real == target or (inside and target.endswith(SOURCE_SUFFIXES)):
+            raise click.UsageError(
+                f"--output-file {output_file} is a file this run lints: the report would replace it"
+            )
+
+
+_FIFO_WAIT_TRIES = 30  # tenths of a second an --output-file FIFO may wait for its reader
+
+
+def _open_output(output_file: str) -> TextIO | None:
+    """The report's stream. -o into a missing directory creates it, as ruff does. A FIFO is
+    opened without blocking: with no reader, an error instead of waiting for one forever.
+    None (the reason printed) when it cannot be opened."""
     directory = os.path.dirname(os.path.abspath(output_file))
     try:
         os.makedirs(directory, exist_ok=True)
@@ -390,11 +470,30 @@ def _output_directory_ready(output_file: str) -> bool:
             f"{exc.strerror or exc}",
             err=True,
         )
-        return False
+        return None
     if os.path.isdir(output_file):
         click.echo(f"error: --output-file {output_file} is a directory", err=True)
-        return False
-    return True
+        return None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    for attempt in range(_FIFO_WAIT_TRIES + 1):
+        try:
+            fd = os.open(output_file, flags, 0o666)
+            break
+        except OSError as exc:
+            if exc.errno == errno.ENXIO and attempt < _FIFO_WAIT_TRIES:
+                time.sleep(0.1)  # a reader started just after us (`distlint -o f & cat f`)
+                continue
+            reason = "a FIFO with no reader" if exc.errno == errno.ENXIO else exc.strerror or exc
+            click.echo(f"error: cannot open --output-file {output_file}: {reason}", err=True)
+            return None
+    import fcntl
+
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        os.ftruncate(fd, 0)
+    handle = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+    handle.buffer.raw.name = output_file  # type: ignore[attr-defined]  # (messages name it)
+    return handle
 
 
 def _unsafe_fixes(flag: bool | None, paths: Sequence[str], options: LintOptions) -> bool:
@@ -414,7 +513,7 @@ def _run_add_noqa(paths: tuple[str, ...], options: LintOptions) -> int:
     failed = False
     for result in lint_paths(list(paths) or ["."], options._replace(add_noqa=True)):
         for error in result.errors:
-            click.echo(str(error), err=True)
+            click.echo(printable(str(error)), err=True)
             failed = True
         added += result.noqa_added
     click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
@@ -426,33 +525,41 @@ def _unified_diff(result: FileResult, before: str) -> str:
     import difflib  # only diffs need it
 
     after = result.fixed_source or ""
-    return "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=f"a/{result.path}",
-            tofile=f"b/{result.path}",
-        )
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=printable(f"a/{result.path}"),
+        tofile=printable(f"b/{result.path}"),
     )
+    # a line that ends in a lone CR (old Mac line endings) would be drawn over by the next
+    # one on a terminal: shown ending in a newline, like every other line of the diff
+    return "".join(line[:-1] + "\n" if line.endswith("\r") else line for line in lines)
 
 
 def _emit(
     results,
     fmt: str,
-    output_file: str | None,
+    output_file: TextIO | None,
     context: ReportContext,
     stream: TextIO | None = None,
-) -> None:
+) -> bool:
+    """Render the report; False (the reason printed) when --output-file cannot take it."""
     render = renderer(fmt)
     if fmt in FORMATS_WITH_RULES:
         from distlint.api import rule_metadata  # loads the rules: only the formats that list them
 
         context = context._replace(rules=rule_metadata())
-    if output_file:
-        with open(output_file, "w", encoding="utf-8", newline="\n") as handle:
-            render(results, handle, context)
-    else:
+    if output_file is None:
         render(results, stream or sys.stdout, context)
+        return True
+    try:
+        with output_file:
+            render(results, output_file, context)
+        return True
+    except OSError as exc:  # a full disk, /dev/full, a reader that went away
+        message = f"cannot write --output-file {output_file.name}: {exc.strerror or exc}"
+        click.echo(f"error: {message}", err=True)
+        return False
 
 
 def _exit_code(results: Sequence[FileResult], exit_zero: bool, diff_changed: bool = False) -> int:
@@ -497,7 +604,7 @@ def _run_verify(paths: tuple[str, ...], options: LintOptions, fmt: str, verify_k
     ):
         static.extend(result.findings)
         for error in result.errors:
-            click.echo(str(error), err=True)
+            click.echo(printable(str(error)), err=True)
     return run_verify_command(script, script_args, fmt, static, **verify_kwargs)
 
 
@@ -559,8 +666,10 @@ def rule_cmd(code: str) -> None:
     try:
         rule = lookup_rule(code)
     except KeyError:
+        from distlint.api import rule_suggestion
+
         raise click.BadParameter(
-            f"no rule {code!r} (see `distlint rules`)", param_hint="CODE"
+            f"no rule {code!r}{rule_suggestion(code)} (see `distlint rules`)", param_hint="CODE"
         ) from None
     click.echo(rule.docs(), nl=False)
 
@@ -590,9 +699,11 @@ def lsp() -> None:
 
     missing = [m for m in ("pygls", "lsprotocol") if importlib.util.find_spec(m) is None]
     if missing:
+        from distlint.install_hint import extra_install_command
+
         click.echo(
-            "error: the language server needs the lsp extra: pip install 'distlint[lsp]' "
-            f"(missing: {', '.join(missing)})",
+            "error: the language server needs the lsp extra: "
+            f"{extra_install_command('lsp')} (missing: {', '.join(missing)})",
             err=True,
         )
         sys.exit(EXIT_ERROR)

@@ -18,6 +18,9 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
+from distlint.files import not_regular, read_stable
+from distlint.model import FileError
+
 
 class ConfigError(Exception):
     """A configuration problem: reported with the file and key, exit status 2."""
@@ -203,14 +206,6 @@ def find_config_file(start: str) -> Path | None:
 # A configuration file is small; more than this is not a configuration (and is not read).
 MAX_CONFIG_SIZE = 16 << 20
 
-_FILE_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
 
 def config_file_problem(path: str) -> str | None:
     """Why ``path`` cannot be a configuration file (missing, a directory, a FIFO...), or None."""
@@ -222,31 +217,17 @@ def config_file_problem(path: str) -> str | None:
         return f"configuration file {path}: {exc.strerror or exc}"
     if stat.S_ISREG(mode):
         return None
-    kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
-    return f"configuration file {path} is {kind}, not a file"
+    if stat.S_ISDIR(mode):
+        return f"configuration file {path} is a directory, not a file"
+    return f"configuration file {path} {not_regular(path, mode).message}"
 
 
 def _read_config(path: Path) -> bytes:
     """The bytes of a configuration file; raises ConfigError. Never blocks on a FIFO."""
-    problem = config_file_problem(str(path))
-    if problem is not None:
-        raise ConfigError(problem.replace(f"configuration file {path} ", "", 1), str(path))
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise ConfigError(f"cannot read configuration: {exc.strerror or exc}", str(path)) from None
-    try:
-        data = b""
-        while len(data) <= MAX_CONFIG_SIZE:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return data
-            data += chunk
-        raise ConfigError(f"over {MAX_CONFIG_SIZE >> 20} MiB: not a configuration file", str(path))
-    except OSError as exc:
-        raise ConfigError(f"cannot read configuration: {exc.strerror or exc}", str(path)) from None
-    finally:
-        os.close(fd)
+    read = read_stable(str(path), MAX_CONFIG_SIZE)
+    if isinstance(read, FileError):
+        raise ConfigError(read.message, str(path))
+    return read[0]
 
 
 def _parse_toml(raw: bytes, path: Path) -> dict[str, Any]:
@@ -310,10 +291,13 @@ def load_config_file(path: str) -> Config:
     """Parse and validate one configuration file. Raises ConfigError."""
     p = Path(path)
     data = _parse_toml(_read_config(p), p)
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):  # `tool = 1`: no [tool.distlint] table can be in it
+        raise ConfigError(f"`tool` must be a table, got {_show(tool)}", str(p))
     if p.name == "pyproject.toml":
-        table = data.get("tool", {}).get("distlint", {})
+        table = tool.get("distlint", {})
     else:
-        table = data.get("tool", {}).get("distlint", data)
+        table = tool.get("distlint", data)
     if not isinstance(table, dict):
         raise ConfigError("expected a table", str(p), "tool.distlint")
     return config_from_table(table, str(p), str(p.resolve().parent))
@@ -325,7 +309,6 @@ def config_from_table(
     from distlint.registry import all_rules
 
     rules = all_rules()
-    codes = {r.CODE for r in rules}
     by_key = {}
     for r in rules:
         by_key[r.CODE] = r
@@ -343,8 +326,7 @@ def config_from_table(
                 "extend-safe-fixes",
                 "extend-unsafe-fixes",
             ):
-                for v in value:
-                    _check_selector(v, codes, source, key)
+                value = [_check_selector(v, source, key) for v in value]
             if key == "src" and any(not v.strip() or "\0" in v for v in value):
                 raise ConfigError(f"expected folder paths, got {value!r}", source, key)
             values[key.replace("-", "_")] = tuple(value)
@@ -371,9 +353,8 @@ def config_from_table(
                     raise ConfigError(
                         f"expected a list of codes for {pattern!r}, got {_show(sel)}", source, key
                     )
-                for v in sel:
-                    _check_selector(v, codes, source, f"{key}.{pattern!r}")
-                items.append((pattern, tuple(sel)))
+                where = f"{key}.{pattern!r}"
+                items.append((pattern, tuple(_check_selector(v, source, where) for v in sel)))
             values["per_file_ignores"] = tuple(items)
         elif key in by_key:
             rule = by_key[key]
@@ -418,12 +399,15 @@ def _show(value: Any) -> str:
     return reprlib.repr(value)
 
 
-def _check_selector(sel: str, codes: Iterable[str], source: str | None, key: str) -> None:
-    s = sel.strip().upper()
-    if s == "ALL":
-        return
-    if not any(c.startswith(s) for c in codes):
-        raise ConfigError(f"unknown rule code or prefix {sel!r}", source, key)
+def _check_selector(sel: str, source: str | None, key: str) -> str:
+    """The code or prefix ``sel`` names (a rule's name becomes its code); an empty, blank or
+    unknown one is an error naming the file and the key."""
+    from distlint.registry import normalise_selector
+
+    try:
+        return normalise_selector(sel)
+    except ValueError as exc:
+        raise ConfigError(str(exc), source, key) from None
 
 
 def resolve_config(path: str, explicit: str | None = None, isolated: bool = False) -> Config:

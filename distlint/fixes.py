@@ -5,28 +5,35 @@ replacements (keyed by node identity), statements to insert before an anchor sta
 imports it needs. The engine turns each plan into text edits ONCE, in the pass that computes
 positions (:func:`plan_edits`): every statement the plan touches is regenerated alone, with the
 indentation in effect there, and replaces that statement's span of the original text; an
-inserted statement or an added import is one insertion edit. Applying edits, the re-parse gate
-and the fixed point live in the runner and :mod:`distlint.edits`; writing a file atomically,
-with its on-disk state re-checked just before the rename, lives here.
+inserted statement or an added import is one insertion edit. Before an edit is made, the text
+it replaces is checked against the code the plan meant to change (:class:`TargetMismatch`).
+
+Fixing a text (:func:`fixed_point`) chooses the findings' compatible fixes, applies their
+edits to the text (:mod:`distlint.edits`: pure text, which the cache and the language server
+use without LibCST), re-parses the result (:func:`gate`: a fix whose result does not parse is
+dropped), lints it again and repeats to a fixed point. Writing a file atomically, with its
+on-disk state re-checked just before the rename, lives here too.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol, TypeVar, Union, cast
 
 import libcst as cst
 
 from distlint._libcst_compat import CodegenState
-from distlint.edits import LineIndex
-from distlint.model import Applicability, Edit
+from distlint.edits import LineIndex, OutsideEdits, apply_fixes, choose, fixes_to_apply
+from distlint.model import Applicability, Edit, FileError, Finding
+from distlint.model import Fix as TextFix
 
 if TYPE_CHECKING:  # pragma: no cover
     from distlint.analysis import Index
-    from distlint.positions import Span
+    from distlint.positions import SourceMap, Span
 
 Replacement = Union[cst.CSTNode, cst.RemovalSentinel, "cst.FlattenSentinel[cst.CSTNode]"]
 
@@ -123,18 +130,27 @@ class _ApplyTransformer(cst.CSTTransformer):
 class _Layout:
     """What :func:`plan_edits` needs from the module: the statements each plan touches."""
 
-    def __init__(self, module: cst.Module, index: Index, plans: Sequence[FixPlan]) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        index: Index,
+        plans: Sequence[FixPlan],
+        source: SourceMap | None = None,
+    ) -> None:
         self.module = module
         self.index = index
+        self.source = source
+        # each plan's entries are keyed by the plan itself (its id: the list keeps it alive)
         self.plans = list(plans)
-        self.tops: list[tuple[list[cst.CSTNode], list[cst.CSTNode]] | None] = []
+        self.tops: dict[int, tuple[list[cst.CSTNode], list[cst.CSTNode]] | None] = {}
         # per plan, per top statement: the replaced nodes whose own span is rewritten (None:
         # the statement is regenerated as a whole)
-        self.pieces: list[dict[cst.CSTNode, list[cst.CSTNode] | None]] = []
+        self.pieces: dict[int, dict[cst.CSTNode, list[cst.CSTNode] | None]] = {}
         self.spans_wanted: set[cst.CSTNode] = set()
         self.imports_block: tuple[int, int] | None = None  # (first, end) of module.body
-        for plan in plans:
-            self.tops.append(self._tops(plan))
+        for plan in self.plans:
+            if id(plan) not in self.tops:
+                self.tops[id(plan)] = self._tops(plan)
         if any(plan.imports for plan in plans):
             first, end = _import_block(module)
             self.imports_block = (first, end)
@@ -148,7 +164,7 @@ class _Layout:
         for node in plan.replace:
             stmt = index.statement(node)
             if stmt is None:
-                self.pieces.append({})
+                self.pieces[id(plan)] = {}
                 return None
             if stmt not in touched:
                 touched.append(stmt)
@@ -166,10 +182,10 @@ class _Layout:
                 inner_anchors.add(top_of)
                 continue  # inserted by regenerating the statement that holds it
             if index.statement(anchor) is not anchor:
-                self.pieces.append({})
+                self.pieces[id(plan)] = {}
                 return None
             anchors.append(anchor)
-        self.pieces.append(self._pieces(plan, tops, inner_anchors))
+        self.pieces[id(plan)] = self._pieces(plan, tops, inner_anchors)
         self.spans_wanted.update(tops)
         self.spans_wanted.update(anchors)
         return tops, anchors
@@ -235,24 +251,60 @@ def _context_free(node: cst.CSTNode) -> bool:
     return known
 
 
-def prepare(module: cst.Module, index: Index, plans: Sequence[FixPlan]) -> _Layout:
-    return _Layout(module, index, plans)
+def prepare(
+    module: cst.Module, index: Index, plans: Sequence[FixPlan], source: SourceMap | None = None
+) -> _Layout:
+    return _Layout(module, index, plans, source)
+
+
+class TargetMismatch(Exception):
+    """An edit's span of the text does not hold the code of the node the plan meant to change
+    there: the fix is dropped (and reported), never applied. ``line``: where the span starts."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+def _check_target(layout: _Layout, lines: LineIndex, span: Span, node: cst.CSTNode) -> None:
+    """Raise :class:`TargetMismatch` unless ``span`` of the text holds the code of ``node``
+    (what LibCST read there: the text less the odd indentation it does not keep)."""
+    start = lines.offset(span[0], span[1])
+    end = lines.offset(span[2], span[3])
+    source = layout.source
+    seen = source.parsed_slice(start, end) if source is not None else lines.text[start:end]
+    module = layout.module
+    state = CodegenState(
+        default_indent=module.default_indent,
+        default_newline=module.default_newline,
+        indent_tokens=list(span[4]),
+    )
+    node._codegen(state)
+    code = "".join(state.tokens)
+    if seen == code:
+        return
+    if (
+        end == len(lines.text)
+        and code.startswith(seen)
+        and code[len(seen) :] in ("\n", "\r\n", "\r")
+    ):
+        return  # the last statement of a file without a final newline
+    raise TargetMismatch(span[0])
 
 
 def plan_edits(
-    layout: _Layout, spans: dict[cst.CSTNode, Span], lines: LineIndex, plan_number: int
+    layout: _Layout, spans: dict[cst.CSTNode, Span], lines: LineIndex, the_plan: FixPlan
 ) -> tuple[Edit, ...] | None:
-    """The text edits of the ``plan_number``-th plan; None when they cannot be computed (the
+    """The text edits of ``the_plan`` (one of the layout's); None when they cannot be computed (the
     fix is then not offered)."""
     module = layout.module
-    tops = layout.tops[plan_number]
-    the_plan = layout.plans[plan_number]
+    tops = layout.tops[id(the_plan)]
     edits: list[Edit] = []
     if tops is None:
         return _whole_module(module, lines, the_plan)
     statements, anchors = tops
     transformer = _ApplyTransformer(the_plan.replace, the_plan.insert_before)
-    pieces = layout.pieces[plan_number]
+    pieces = layout.pieces[id(the_plan)]
     for stmt in statements:
         span = spans.get(stmt)
         if span is None:
@@ -263,15 +315,18 @@ def plan_edits(
                 piece_span = spans.get(node)
                 if piece_span is None:
                     return None
+                _check_target(layout, lines, piece_span, node)
                 new_code = _code(module, the_plan.replace[node], piece_span[4])
                 edits.append(_statement_edit(module, lines, piece_span, new_code))
             continue
+        _check_target(layout, lines, span, stmt)
         new = stmt.visit(transformer)
         edits.append(_statement_edit(module, lines, span, _code(module, new, span[4])))
     for anchor in anchors:
         span = spans.get(anchor)
         if span is None:
             return None
+        _check_target(layout, lines, span, anchor)
         content = "".join(_code(module, s, span[4]) for s in the_plan.insert_before[anchor])
         at = lines.offset(span[0], span[1])
         edits.append(lines.edit(at, at, content))
@@ -425,6 +480,7 @@ def _import_edits(
                 span = spans.get(stmt)
                 if span is None:
                     return None
+                _check_target(layout, lines, span, stmt)
                 return [_statement_edit(module, lines, span, _code(module, new, span[4]))]
         text = f"from {spec.module} import {spec.name}"
     else:
@@ -454,6 +510,7 @@ def _import_edits(
         span = spans.get(before)
         if span is None:
             return None
+        _check_target(layout, lines, span, before)
         at = lines.offset(span[0], span[1])
         if not block:
             follower = before
@@ -461,6 +518,7 @@ def _import_edits(
         span = spans.get(after)
         if span is None:
             return None
+        _check_target(layout, lines, span, after)
         at = lines.offset(span[2], span[3])
         position = next(i for i, s in enumerate(body) if s is after)
         if position + 1 == end and end < len(body):
@@ -475,6 +533,113 @@ def _import_edits(
         # a blank line between the imports and the code (AddImportsVisitor's rule)
         edits.append(lines.edit(at, at, newline))
     return edits
+
+
+# ------------------------------------------------------------------------------------------
+# Applying fixes: the re-parse gate and the fixed point
+# ------------------------------------------------------------------------------------------
+
+MAX_FIX_ROUNDS = 6
+
+# A parse of a text: its module and where LibCST's code stands in the text.
+Parsed = tuple[cst.Module, "SourceMap"]
+
+
+class Round(Protocol):
+    """What one lint of a text gives the fixer: its findings (with their fixes) and errors."""
+
+    @property
+    def findings(self) -> Sequence[Finding]: ...
+
+    @property
+    def errors(self) -> Sequence[FileError]: ...
+
+
+R = TypeVar("R", bound=Round)
+
+
+class FixedPoint(NamedTuple):
+    """The fixed text, the lint of it (a round as ``fixed_point``'s ``lint`` gives), how many
+    fixes were applied and the errors met. (Not generic: Python 3.9 and 3.10 have no generic
+    NamedTuple.)"""
+
+    text: str
+    last: Any
+    applied: int
+    errors: list[FileError]
+
+
+def fixed_point(
+    text: str,
+    first: R,
+    path: str,
+    unsafe: bool,
+    parse: Callable[[str, str], Parsed | FileError],
+    lint: Callable[[Parsed, str], R],
+) -> FixedPoint:
+    """Fix ``text`` (whose lint is ``first``): apply its findings' fixes (sorted; overlapping
+    fixes and second fixes of one isolation group wait for the next round), re-parse the
+    result (:func:`gate`), ``lint`` it again, and repeat to a fixed point, at most
+    :data:`MAX_FIX_ROUNDS` times. The errors are those of the later lints and of the fixes
+    dropped; a fixed text changed outside its edits gives back ``text`` unfixed."""
+    original, current = text, first
+    applied = 0
+    errors: list[FileError] = []
+    for _ in range(MAX_FIX_ROUNDS):
+        wanted = fixes_to_apply(current.findings, unsafe)
+        if not wanted:
+            break
+        codes = {id(f.fix): f.code for f in current.findings if f.fix is not None}
+        chosen, _deferred = choose(wanted)
+        try:
+            new_text, parsed, good, dropped = gate(text, chosen, path, parse)
+        except OutsideEdits as exc:
+            errors.append(FileError(path, f"fixes not applied: {exc}"))
+            return FixedPoint(original, first, 0, errors)
+        for bad in dropped:
+            errors.append(
+                FileError(
+                    path,
+                    f"{codes.get(id(bad), 'fix')}: the fixed code would not parse; fix dropped",
+                )
+            )
+        if not good or parsed is None:
+            break
+        applied += len(good)
+        text = new_text
+        current = lint(parsed, text)
+        errors += current.errors
+    return FixedPoint(text, current, applied, errors)
+
+
+def gate(
+    text: str,
+    fixes: Sequence[TextFix],
+    path: str,
+    parse: Callable[[str, str], Parsed | FileError],
+) -> tuple[str, Parsed | None, list[TextFix], list[TextFix]]:
+    """Apply ``fixes`` to ``text`` and ``parse`` the result: (new text, its parse, fixes
+    applied, fixes dropped because the code would not parse). A fix is never applied
+    unparsed."""
+    new, _ = apply_fixes(text, fixes)
+    parsed = parse(new, path)
+    if not isinstance(parsed, FileError):
+        return new, parsed, list(fixes), []
+    # Find the culprit(s): add the fixes one by one and keep those that still parse.
+    good: list[TextFix] = []
+    dropped: list[TextFix] = []
+    best: tuple[str, Parsed] | None = None
+    for fix in fixes:
+        candidate, _ = apply_fixes(text, [*good, fix])
+        attempt = parse(candidate, path)
+        if isinstance(attempt, FileError):
+            dropped.append(fix)
+        else:
+            good.append(fix)
+            best = (candidate, attempt)
+    if best is None:
+        return text, None, [], dropped
+    return best[0], best[1], good, dropped
 
 
 # ------------------------------------------------------------------------------------------
@@ -495,6 +660,10 @@ def same_file_state(a: os.stat_result, b: os.stat_result) -> bool:
     )
 
 
+class NotWritten(OSError):
+    """A file distlint will not write (read-only); ``strerror`` says why, in one line."""
+
+
 def write_atomic(path: str, data: bytes, expected: os.stat_result | None = None) -> None:
     """Write ``data`` to ``path`` without ever leaving it half-written.
 
@@ -503,12 +672,24 @@ def write_atomic(path: str, data: bytes, expected: os.stat_result | None = None)
     is rewritten and the link stays a link. With ``expected`` (the state of the file when it was
     read), the file's inode, size and modification time are checked again just before the
     rename: :class:`FileChanged` when another writer touched it meanwhile (nothing is written).
+
+    As ruff: a read-only file (no write permission for us, or no write bit at all, which
+    root's permissions would otherwise override) is not written: :class:`NotWritten`. A file
+    with hard links is written in place, after the same checks, so every link sees the fix (a
+    rename would leave the other names on the old text); its new size is reserved first, so a
+    full disk fails before a byte of it changes.
     """
     real = os.path.realpath(path)
     directory = os.path.dirname(real) or "."
     st = os.stat(real)
     if expected is not None and not same_file_state(st, expected):
         raise FileChanged(path)
+    if not st.st_mode & 0o222 or not os.access(real, os.W_OK):
+        mode = stat.S_IMODE(st.st_mode)
+        raise NotWritten(errno.EACCES, f"file is read-only (mode {mode:04o})", path)
+    if st.st_nlink > 1:
+        _write_in_place(path, real, data, expected)
+        return
     fd, tmp = tempfile.mkstemp(prefix=".distlint-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -529,3 +710,27 @@ def write_atomic(path: str, data: bytes, expected: os.stat_result | None = None)
         except OSError:
             pass
         raise
+
+
+def _write_in_place(path: str, real: str, data: bytes, expected: os.stat_result | None) -> None:
+    fd = os.open(real, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (
+            expected is not None and not same_file_state(st, expected)
+        ):
+            raise FileChanged(path)
+        if len(data) > st.st_size and hasattr(os, "posix_fallocate"):
+            try:
+                os.posix_fallocate(fd, 0, len(data))
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    raise  # no room: nothing written yet
+        view = memoryview(data)
+        written = 0
+        while written < len(data):
+            written += os.pwrite(fd, view[written:], written)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -21,6 +21,10 @@ file, the line and the bound when the text is over one of them:
 ``MAX_CHAIN_COST`` (4 M)   links x tokens of one left-recursive chain (``a + b + ...``,
                            ``x.f().g()[0]...``): LibCST's parse time grows with it (~1 s at
                            the bound; a sum of 1,400 terms)
+``MAX_PARSE_COST``         LibCST's estimated memory for the nesting of the file's
+(512 MiB)                  statements (quadratic in each statement's depth of brackets,
+                           conditional expressions, lambdas, unary operators, ``**``;
+                           summed over the file): ~6 s of parsing at the bound
 =========================  ========================================================
 
 Valid code within the bounds is linted; the text is never executed or imported. The language
@@ -42,6 +46,22 @@ MAX_CHAIN_COST = 4_000_000
 # interpreter's default limit of 1,000 frames stops them at ~450 levels. Within MAX_DEPTH
 # this many frames use well under 8 MB of C stack (measured to 6,000 levels in a thread).
 RECURSION_LIMIT = 12 * MAX_DEPTH
+# LibCST's parser (a packrat parser in Rust) keeps, for every token of a statement, what it
+# parsed from there: right-recursive nesting (brackets, conditional expressions, lambdas, unary
+# operators, `**`) costs memory and time quadratic in its depth, and what a file's statements
+# cost adds up. The scan estimates it: each level opened adds its depth in the statement times
+# the bytes one such level was measured to cost (LibCST 1.9, per level below it: a bracket
+# 1.6 KB, `lambda` 550, `if` 400, `**` 250, `not` or a unary operator 120; the estimate is
+# within 0.9-1.5x of the memory measured for each construct nested 100-1,100 deep, and the
+# time is ~1.2 s per 100 MB). Ordinary code stays far below the bound (see
+# tests/test_robustness.py); a 1,100-deep conditional expression estimates at ~240 MB
+# (measured: 215 MB, 1.3 s): a file may hold two, not three; the bound is ~6 s of parsing.
+MAX_PARSE_COST = 512 << 20  # estimated bytes of LibCST's parse of one file beyond the linear part
+BRACKET_COST = 1600
+# Keywords whose operand LibCST nests right-recursively (`and` / `or` chains are flat).
+_KEYWORD_COSTS = {"lambda": 550, "if": 400, "await": 400, "yield": 400, "not": 120}
+UNARY_COST = 120
+POWER_COST = 250
 
 # One token per match; leading blanks are eaten by the match (a search from every blank is what
 # makes a naive alternation slow). Possessive quantifiers: no backtracking, linear time.
@@ -154,6 +174,7 @@ def check_source(
     path: str = "<stdin>",
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
     tops: list[int] | None = None,
+    irregular: list[tuple[int, int]] | None = None,
 ) -> FileError | None:
     """``None`` when ``text`` is safe to give LibCST, else the error to report for ``path``.
 
@@ -162,6 +183,8 @@ def check_source(
     the first token of every line that starts a statement at column 0 (a top-level statement,
     a decorator, or an ``else:`` / ``except:`` clause of one): where the top-level statements
     are, known without asking Python's parser (:func:`distlint.positions.offsets_from_tops`).
+    ``irregular``: a list to receive the spans to take out of the text for LibCST to read it as
+    Python does (see :func:`indentation_cuts`); ``tops`` then hold offsets in that shorter text.
     """
     if max_file_size and len(text) > max_file_size // 4:  # cheap: a character is <= 4 bytes
         size = len(text.encode("utf-8", "surrogatepass"))
@@ -169,7 +192,7 @@ def check_source(
         if error is not None:
             return error
     try:
-        return _scan(text, path, tops)
+        return _scan(text, path, tops, irregular)
     except RecursionError:  # pragma: no cover - the scan does not recurse
         return FileError(path, "source is too deeply nested to analyse", 1)
 
@@ -179,7 +202,47 @@ def _line(text: str, pos: int) -> int:
     return text.count(newline, 0, pos) + 1
 
 
-def _scan(text: str, path: str, tops: list[int] | None = None) -> FileError | None:
+def indentation_cuts(text: str, begin: int, token: int) -> list[tuple[int, int]]:
+    """The spans of ``text[begin:token]`` (the blanks, form feeds and backslash continuations
+    from the start of a logical line to its first token) to take out so that what is left is
+    plain blanks of the indentation CPython gives the line, which LibCST then reads the same.
+
+    CPython's tokenizer (3.10+) counts the columns of blanks across continuation lines, starts
+    again from 0 at a form feed, and takes the column at the first backslash that follows some
+    blanks as the line's indentation. LibCST's tokenizer does neither: it drops a leading form
+    feed or a backslash-only line from the code it gives back (positions after it are then a
+    line or some columns off) or refuses valid code (``if x:\n   \\\n return 1``: "expected
+    INDENT"; a form feed in a block: "no matching outer block for dedent")."""
+    run = begin  # where the blanks counted since the last reset of the column start
+    blanks = False
+    decided: tuple[int, int] | None = None  # the blanks before the deciding backslash
+    i = begin
+    while i < token:
+        c = text[i]
+        if c == "\\":
+            if decided is None and blanks:
+                decided = (run, i)
+            i += 3 if text.startswith("\r\n", i + 1) else 2
+            if decided is None:
+                run = i
+        elif c == "\x0c":
+            i += 1
+            run, blanks = i, False
+        else:
+            i += 1
+            blanks = True
+    keep = decided or (run, token)
+    return [(a, b) for a, b in ((begin, keep[0]), (keep[1], token)) if a < b]
+
+
+def _scan(
+    text: str,
+    path: str,
+    tops: list[int] | None = None,
+    irregular: list[tuple[int, int]] | None = None,
+    max_cost: int = MAX_PARSE_COST,
+    measured: list[int] | None = None,
+) -> FileError | None:
     # The current frame (a bracket level, or a lambda's parameters) lives in locals; the
     # enclosing ones are saved on `outer`. depth: levels the current element adds above
     # `base`; links: of the current left-recursive chain, which started at token `start`.
@@ -196,6 +259,10 @@ def _scan(text: str, path: str, tops: list[int] | None = None) -> FileError | No
     operand = False  # the previous token ends an operand: a trailer or binary operator may follow
     was_string = False
     tokens = 0
+    odd = irregular is not None and ("\x0c" in text or "\\\n" in text or "\\\r" in text)
+    cut = 0  # characters of the text cut before the current line (see `irregular`)
+    floor = 0  # `base` at the current statement's start: levels above it are the statement's
+    cost = 0  # LibCST's estimated parse cost so far (see MAX_PARSE_COST)
 
     for m in _TOKEN.finditer(text):
         kind = m.lastindex or 0
@@ -218,8 +285,17 @@ def _scan(text: str, path: str, tops: list[int] | None = None) -> FileError | No
             at_line_start = False
             statement_pos = m.start(kind)
             column = statement_pos - line_start
+            if odd and column:
+                prefix = text[line_start:statement_pos]
+                if "\x0c" in prefix or "\\" in prefix:
+                    cuts = indentation_cuts(text, line_start, statement_pos)
+                    if cuts:
+                        assert irregular is not None
+                        irregular += cuts
+                        column -= sum(b - a for a, b in cuts)
+                        cut += sum(b - a for a, b in cuts)
             if column == 0 and tops is not None:
-                tops.append(statement_pos)
+                tops.append(statement_pos - cut)
             while column < indents[-1]:
                 indents.pop()
             if column > indents[-1]:
@@ -236,7 +312,7 @@ def _scan(text: str, path: str, tops: list[int] | None = None) -> FileError | No
                     elifs -= ifs.pop()[1]
                 if first == "if":
                     ifs.append([column, 0])
-            base = 3 * (len(indents) - 1) + elifs
+            base = floor = 3 * (len(indents) - 1) + elifs
             start, start_pos = tokens - 1, statement_pos
             if base > MAX_DEPTH:
                 return _depth_error(path, text, statement_pos)
@@ -253,6 +329,11 @@ def _scan(text: str, path: str, tops: list[int] | None = None) -> FileError | No
             if value not in _NESTING_KEYWORDS:
                 continue
             depth += 1
+            weight = _KEYWORD_COSTS.get(value)
+            if weight:
+                cost += (base + depth - floor) * weight
+                if cost > max_cost:
+                    return _cost_error(path, text, cost, statement_pos)
             if value == "lambda":  # its parameters are a level of their own
                 outer.append((base, depth, links, start, start_pos, is_lambda))
                 base, depth, is_lambda = base + depth, 0, True
@@ -267,6 +348,10 @@ def _scan(text: str, path: str, tops: list[int] | None = None) -> FileError | No
                 if operand:
                     links += 1
                 depth += 1  # binary, or unary (right-recursive): one level either way
+                if not operand or value == "**":
+                    cost += (base + depth - floor) * (POWER_COST if operand else UNARY_COST)
+                    if cost > max_cost:
+                        return _cost_error(path, text, cost, statement_pos)
                 operand = was_string = False
             elif value == "...":
                 operand, was_string = True, False
@@ -293,6 +378,10 @@ def _scan(text: str, path: str, tops: list[int] | None = None) -> FileError | No
                 if links * (tokens - start) > MAX_CHAIN_COST:
                     return _chain_error(path, text, links, start_pos)
             brackets += 1
+            # a trailer's bracket (`a.f()[0]`) nests in the chain, which LibCST does not pay for
+            cost += (base + depth - links - floor) * BRACKET_COST
+            if cost > max_cost:
+                return _cost_error(path, text, cost, statement_pos)
             if brackets > MAX_BRACKETS:
                 return FileError(
                     path,
@@ -332,6 +421,8 @@ def _scan(text: str, path: str, tops: list[int] | None = None) -> FileError | No
 
         if base + depth > MAX_DEPTH:
             return _depth_error(path, text, statement_pos)
+    if measured is not None:
+        measured.append(cost)
     return None
 
 
@@ -342,6 +433,25 @@ def _depth_error(path: str, text: str, pos: int) -> FileError:
         "brackets, concatenated strings, elif chains); not linted",
         _line(text, pos),
     )
+
+
+def _cost_error(path: str, text: str, cost: int, pos: int) -> FileError:
+    return FileError(
+        path,
+        f"nested expressions too costly for distlint's parser: parsing this file would take "
+        f"over {human_size(cost)} (bound: {human_size(MAX_PARSE_COST)}; brackets, conditional "
+        "expressions, lambdas and unary operators nested deeply, here and above); not linted",
+        _line(text, pos),
+    )
+
+
+def estimated_parse_cost(text: str) -> int:
+    """The scan's estimate of LibCST's parse cost of ``text`` beyond the linear part (bytes;
+    see MAX_PARSE_COST), without a bound: what tests and calibration compare with the cost
+    measured. 0 for a text the scan stops early on (an unterminated string)."""
+    measured: list[int] = []
+    _scan(text, "<estimate>", None, None, 1 << 62, measured)
+    return measured[0] if measured else 0
 
 
 def _chain_error(path: str, text: str, links: int, pos: int) -> FileError:

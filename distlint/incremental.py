@@ -60,8 +60,9 @@ class Document:
         self._offsets = offsets
         self.reparsed = 0  # statements re-parsed by the last update (tests, benchmarks)
 
-    def reset(self, text: str, module: cst.Module) -> None:
-        """A text parsed whole: the document starts again from it."""
+    def reset(self, text: str, module: cst.Module | None) -> None:
+        """A text parsed whole: the document starts again from it (None: from no module; an
+        edit of it is then parsed whole)."""
         self.text, self.module, self._offsets = text, module, None
         self.reparsed = 0
 

@@ -27,22 +27,36 @@ import asyncio
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lsprotocol import types as lsp
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 
 from distlint import __version__, api
 from distlint.api import merged
-from distlint.lsp_start import DEBOUNCE_SECONDS, options_from, split_lines
-from distlint.lsp_worker import CONFIG_FILE_NAMES, Worker, WorkerError
+from distlint.lsp_start import DEBOUNCE_SECONDS, options_from, split_lines, workspace_root
+from distlint.lsp_worker import (
+    CONFIG_FILE_NAMES,
+    Worker,
+    WorkerBusy,
+    WorkerError,
+    WorkerStartError,
+)
 from distlint.model import Applicability, Edit, FileResult, Finding, Severity
 
 SOURCE = "distlint"
 FIX_ALL_KIND = "source.fixAll.distlint"
 LINT_TIMEOUT = 20.0  # seconds one lint (or fix) may take before the worker is stopped
+BUSY_SECONDS = 1.0  # a lint busy this long is slow: other documents go to a second worker
 IMPORTED_MODULES_COMMAND = "distlint.importedModules"
 # modules and config files a lint can reach: a change on disk re-lints the open dependents
 DEPENDENCY_GLOBS = ("*.py", "*.yaml", "*.yml", "*.json")
@@ -74,10 +88,54 @@ class _Lint:
         self.fixed: dict[Any, str] = {}  # fix key -> fixed text, for this text
 
 
+class DistlintProtocol(LanguageServerProtocol):
+    """pygls's protocol with the specification's answers to requests out of turn: before
+    ``initialize``, error -32002 (ServerNotInitialized; notifications other than ``exit`` are
+    dropped); after ``shutdown``, error -32600 (InvalidRequest). pygls runs the first and
+    leaves the second unanswered, so a client waits for ever."""
+
+    initialize_seen = False
+
+    def handle_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        msg_id = getattr(message, "id", None)
+        if method is not None and method != lsp.EXIT:  # a request or notification
+            error: Exception | None = None
+            if method == lsp.INITIALIZE:
+                self.initialize_seen = True
+            elif not self.initialize_seen:
+                error = JsonRpcServerNotInitialized(f"{method} before initialize")
+            if self._shutdown:
+                error = JsonRpcInvalidRequest(f"{method} after shutdown")
+            if error is not None:
+                if msg_id is not None and isinstance(error, JsonRpcException):
+                    self._send_response(msg_id, None, error.to_response_error())
+                return
+        super().handle_message(message)
+
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):
+        """pygls 2 keeps the future of every notification whose built-in handler is a
+        generator (didOpen, didChange, didSave, didClose, ...) in ``_request_futures`` under a
+        fresh id, and only a request's answer ever removes an entry: some 2 KB per keystroke for
+        the server's whole life (pygls/protocol/json_rpc.py, ``JsonRPCProtocol._execute_handler``).
+        Here each future is forgotten once it is done (a request's too: it has been answered)."""
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda done: self._forget(msg_id, done))
+
+    def _forget(self, msg_id: Any, future: Any) -> None:
+        if self._request_futures.get(msg_id) is future:
+            del self._request_futures[msg_id]
+
+
 class DistlintServer(LanguageServer):
     def __init__(self, worker: Worker | None = None) -> None:
         super().__init__(
-            "distlint", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental
+            "distlint",
+            __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            protocol_cls=DistlintProtocol,
         )
         self.options = api.LintOptions()
         self.lints: dict[str, _Lint] = {}
@@ -87,6 +145,8 @@ class DistlintServer(LanguageServer):
         # Lints and fixes run in the worker process, called from these threads: the event
         # loop only reads messages, schedules work and publishes results.
         self.worker = worker or Worker()
+        self.spare: Worker | None = None  # started when a slow lint holds the first one
+        self.spare_lock = threading.Lock()
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="distlint-lint")
         self.lint_timeout = LINT_TIMEOUT
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -94,6 +154,8 @@ class DistlintServer(LanguageServer):
         self.published: dict[str, tuple] = {}  # uri -> (version, diagnostics) last sent
         self.rule_info: dict[str, tuple[str, str | None]] | None = None
         self.exit_code: int | None = None
+        self.worker_problem: str | None = None  # why the worker could not start, last said
+        self.retry: asyncio.TimerHandle | None = None  # the next start attempt's lints
 
     # ------------------------------------------------------------------ helpers
     def log(self, message: str, kind: lsp.MessageType = lsp.MessageType.Info) -> None:
@@ -168,9 +230,10 @@ class DistlintServer(LanguageServer):
             if u != uri and self.is_python(u)
         }
         try:
-            status, value, config, changed = self.worker.call(
-                "lint", text, path, self.options, buffers, timeout=self.lint_timeout
-            )
+            status, value, config, changed = self.call("lint", text, path, self.options, buffers)
+        except WorkerStartError as exc:  # not this text's fault: no document is marked failed
+            self.worker_unavailable(exc)
+            return None
         except WorkerError as exc:
             self.failed[uri] = (text, str(exc))
             message = f"{os.path.basename(path)} not linted: {exc}"
@@ -196,6 +259,50 @@ class DistlintServer(LanguageServer):
         entry = _Lint(text, path, config, result)
         self.lints[uri] = entry
         return entry
+
+    def call(self, method: str, *args: Any) -> Any:
+        """``method(*args)`` in the lint worker (blocking: from the executor's threads). While
+        one lint holds it longer than BUSY_SECONDS (a slow document), other documents go to a
+        second worker, started then, rather than wait for it."""
+        try:
+            return self.worker.call(method, *args, timeout=self.lint_timeout, wait=BUSY_SECONDS)
+        except WorkerBusy:
+            pass
+        with self.spare_lock:
+            if self.spare is None:
+                self.spare = self.worker.spare()
+            spare = self.spare
+        return spare.call(method, *args, timeout=self.lint_timeout)
+
+    def workers(self) -> list[Worker]:
+        return [self.worker] + ([self.spare] if self.spare is not None else [])
+
+    def close_workers(self) -> None:
+        for worker in self.workers():
+            worker.close()
+
+    def worker_unavailable(self, exc: WorkerStartError) -> None:
+        """The lint worker could not start: the user is told (the first time and when it is
+        given up on; each attempt in the log), and open documents are linted again when the
+        next attempt is due. Requests go on being answered, without findings."""
+        message = str(exc)
+        if message != self.worker_problem:  # (the start-up code may have told the first)
+            first = self.worker_problem is None
+            self.worker_problem = message
+            self.log(message, lsp.MessageType.Error)
+            if first or exc.final:
+                self.show(message)
+        if exc.retry_in is not None:
+            self.on_loop(self._retry_later, exc.retry_in)
+
+    def _retry_later(self, delay: float) -> None:
+        if self.retry is None:
+            loop = asyncio.get_running_loop()
+            self.retry = loop.call_later(delay + 0.05, self._retry_now)
+
+    def _retry_now(self) -> None:
+        self.retry = None
+        self.relint_all()
 
     def relint_all(self, except_uri: str | None = None) -> None:
         """On the loop: forget every lint and lint each open document again."""
@@ -347,15 +454,18 @@ class DistlintServer(LanguageServer):
         """Each rule's documentation and URL, asked once from the worker (the server process
         never imports the rules, nor LibCST)."""
         if self.rule_info is None:
-            self.rule_info = self.worker.call("rules", timeout=self.lint_timeout)
+            try:
+                self.rule_info = self.call("rules")
+            except WorkerError:
+                return {}  # no worker (reported by the lints): no docs yet, asked again later
         return self.rule_info
 
     def fixed_text(self, entry: _Lint) -> str:
         """Fix-all: the lint's edits applied, verified by one lint of the result (more rounds
         only when that lint finds fixes the first round uncovered), in the worker."""
         if "all" not in entry.fixed:
-            entry.fixed["all"] = self.worker.call(
-                "fix", entry.text, entry.path, entry.config, entry.result, timeout=self.lint_timeout
+            entry.fixed["all"] = self.call(
+                "fix", entry.text, entry.path, entry.config, entry.result
             )
         return entry.fixed["all"]
 
@@ -444,10 +554,11 @@ class DistlintServer(LanguageServer):
         self.executor.submit(self._reset_and_relint)
 
     def _reset_and_relint(self) -> None:
-        try:
-            self.worker.call("reset_config", timeout=self.lint_timeout)
-        except WorkerError:
-            pass  # a restarted worker starts with fresh caches anyway
+        for worker in self.workers():
+            try:
+                worker.call("reset_config", timeout=self.lint_timeout)
+            except WorkerError:
+                pass  # a restarted worker starts with fresh caches anyway
         self.on_loop(self.relint_all)
 
 
@@ -473,6 +584,15 @@ def create_server(worker: Worker | None = None) -> DistlintServer:
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: DistlintServer, params: lsp.InitializeParams) -> None:
         ls.options = _options_from(params.initialization_options)
+        # The worker works in the workspace: relative paths and a file without configuration
+        # read as on the command line there (it never imports from it).
+        folders = [{"uri": f.uri} for f in params.workspace_folders or ()]
+        root = workspace_root(
+            {"rootUri": params.root_uri, "rootPath": params.root_path, "workspaceFolders": folders}
+        )
+        if root is not None:
+            for worker in ls.workers():
+                worker.root = root
         init = params.initialization_options
         if isinstance(init, dict) and isinstance(init.get("lintTimeout"), (int, float)):
             ls.lint_timeout = max(0.1, float(init["lintTimeout"]))
@@ -561,9 +681,11 @@ def create_server(worker: Worker | None = None) -> DistlintServer:
     async def hover(ls: DistlintServer, params: lsp.HoverParams) -> lsp.Hover | None:
         ls.loop = asyncio.get_running_loop()
         try:
+            uri = params.text_document.uri
+            if not ls.is_open(uri):
+                return None  # nothing to say (and no reason to wait for the worker)
             if ls.rule_info is None:  # the docs are fetched once, off the loop
                 await ls.loop.run_in_executor(ls.executor, ls.rules)
-            uri = params.text_document.uri
             if uri not in ls.lints and ls.is_python(uri):
                 # The first diagnostics may come from the fast start before this server's own
                 # lint lands: the user hovers what they see, so that lint is awaited (off the
@@ -579,7 +701,7 @@ def create_server(worker: Worker | None = None) -> DistlintServer:
 
     @server.feature(lsp.SHUTDOWN)
     def shutdown(ls: DistlintServer, params: Any) -> None:
-        ls.worker.close()
+        ls.close_workers()
 
     @server.feature(lsp.EXIT)
     def exit_(ls: DistlintServer, params: Any) -> None:
@@ -601,14 +723,20 @@ def create_server(worker: Worker | None = None) -> DistlintServer:
     return server
 
 
-def serve(worker: Worker | None = None, stdin=None, stdout=None, published=None) -> None:
-    """Run the server over stdio (``stdin`` / ``stdout``: see :mod:`distlint.lsp_start`)."""
+def serve(
+    worker: Worker | None = None, stdin=None, stdout=None, published=None, worker_problem=None
+) -> None:
+    """Run the server over stdio (``stdin`` / ``stdout``, what was ``published`` and the
+    ``worker_problem`` told already: see :mod:`distlint.lsp_start`)."""
     server = create_server(worker)
     server.published.update(published or {})
+    server.worker_problem = worker_problem
+    if hasattr(stdin, "on_error"):  # a malformed message ends the session: tell the user why
+        stdin.on_error = server.show
     try:
         server.start_io(stdin, stdout)
     finally:
-        server.worker.close()
+        server.close_workers()
         server.executor.shutdown(wait=False, cancel_futures=True)
     # pygls returns on `exit` and on end of input alike: exit 1 unless `shutdown` came first.
     code = server.exit_code

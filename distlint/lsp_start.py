@@ -24,7 +24,9 @@ client.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import queue
 import re
 import sys
@@ -68,6 +70,29 @@ def options_from(init: Any):
         config_path=config if isinstance(config, str) and config else None,
         isolated=init.get("isolated") is True,
     )
+
+
+def workspace_root(params: Any) -> str | None:
+    """The folder ``initialize`` names as the workspace (``rootUri``, ``rootPath``, else the
+    first workspace folder); None when it names none."""
+    from urllib.parse import unquote, urlparse
+
+    if not isinstance(params, dict):
+        return None
+    folders = params.get("workspaceFolders")
+    first = folders[0] if isinstance(folders, list) and folders else None
+    candidates = [params.get("rootUri"), params.get("rootPath")]
+    candidates.append(first.get("uri") if isinstance(first, dict) else None)
+    for value in candidates:
+        if not isinstance(value, str) or not value:
+            continue
+        if value.startswith("file:"):
+            value = unquote(urlparse(value).path)
+        elif "://" in value:
+            continue  # not a folder on this machine
+        if os.path.isabs(value):
+            return os.path.normpath(value)
+    return None
 
 
 def position_encoding(capabilities: Any) -> str:
@@ -174,29 +199,54 @@ def apply_change(text: Any, change: Any, encoding: str) -> str | None:
     return text[:start] + new + text[end:]
 
 
-def _read_message(stream: BinaryIO) -> tuple[bytes, dict | None] | None:
-    """One framed message: (its raw bytes, the parsed body or None if it is not JSON)."""
-    raw = b""
+MAX_HEADER_LINE = 8192  # bytes of one header line
+MAX_HEADER_LINES = 32
+MAX_MESSAGE = 64 << 20  # bytes of one message body (a document far past any lint limit)
+
+
+class FramingError(Exception):
+    """A message header that cannot be followed: where the next message starts is unknown."""
+
+
+def _read_message(stream: BinaryIO) -> bytes | None:
+    """One framed message's body; None at the end of input (also inside a message).
+
+    A header the specification does not allow (a ``Content-Length`` that is not a decimal
+    number, no ``Content-Length``, an endless line) raises :class:`FramingError`: the stream
+    cannot be re-synchronised (the next message could start anywhere in what follows), so the
+    session ends there, as rust-analyzer and gopls end theirs."""
     length = None
+    lines = 0
     while True:
-        line = stream.readline()
+        line = stream.readline(MAX_HEADER_LINE + 1)
         if not line:
             return None
-        raw += line
+        if len(line) > MAX_HEADER_LINE:
+            raise FramingError(f"a header line longer than {MAX_HEADER_LINE} bytes")
         stripped = line.strip()
         if not stripped:
             if length is not None:
                 break
-            continue
-        name, _, value = stripped.partition(b":")
+            continue  # blank lines between messages are tolerated
+        lines += 1
+        name, sep, value = stripped.partition(b":")
+        if not sep or lines > MAX_HEADER_LINES:
+            raise FramingError(f"not a message header: {stripped[:80]!r}")
         if name.strip().lower() == b"content-length":
-            try:
-                length = int(value.strip())
-            except ValueError:
-                return raw, None
+            value = value.strip()
+            if not value.isdigit() or len(value) > 12:
+                raise FramingError(
+                    f"Content-Length {value[:40].decode('latin-1')!r} is not a length"
+                )
+            length = int(value)
+            if length > MAX_MESSAGE:
+                raise FramingError(f"a message of {length} bytes (the limit is {MAX_MESSAGE})")
     body = stream.read(length)
-    raw += body
-    return raw, None
+    return body if len(body) == length else None
+
+
+def _frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 def _parse(raw: bytes) -> dict | None:
@@ -208,6 +258,11 @@ def _parse(raw: bytes) -> dict | None:
     except ValueError:
         return None
     return message if isinstance(message, dict) else None
+
+
+def _show_message(text: str) -> dict:
+    params = {"type": 1, "message": f"distlint: {text}"}
+    return {"jsonrpc": "2.0", "method": "window/showMessage", "params": params}
 
 
 def _write(stream: BinaryIO, message: dict) -> None:
@@ -224,11 +279,16 @@ class QueueReader:
         self.buffer = prefix
         self.frames = frames
         self.eof = eof
+        self.on_error: Any = None  # called with the message when the input is malformed
 
     def _fill(self) -> bool:
         if self.eof:
             return False
         frame = self.frames.get()
+        if isinstance(frame, FramingError):
+            if self.on_error is not None:
+                self.on_error(framing_message(frame))
+            frame = None
         if frame is None:
             self.eof = True
             return False
@@ -250,14 +310,24 @@ class QueueReader:
         return data
 
 
+def framing_message(error: FramingError) -> str:
+    return f"malformed message from the client ({error}); the server stops"
+
+
 def _read_frames(stream: BinaryIO, frames: queue.Queue) -> None:
-    """The reader thread: raw framed messages from ``stream`` into ``frames``; None at the end."""
+    """The reader thread: each message, framed anew, into ``frames``; at the end None (after
+    a :class:`FramingError` when the input was malformed, said on stderr too)."""
     try:
         while True:
-            item = _read_message(stream)
-            if item is None:
+            body = _read_message(stream)
+            if body is None:
                 break
-            frames.put(item[0])
+            frames.put(_frame(body))
+    except FramingError as exc:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"distlint: {framing_message(exc)}\n")
+            sys.stderr.flush()
+        frames.put(exc)
     except (OSError, ValueError):
         pass
     frames.put(None)
@@ -307,6 +377,7 @@ class _Start:
         self.urls: dict[str, str | None] | None = None
         self.docs: dict[str, dict] = {}  # uri -> the textDocument item, kept current
         self.due: dict[str, float] = {}  # uri -> when its debounced lint is due (monotonic)
+        self.worker_problem: str | None = None  # why the worker could not start, as told
 
     def handle(self, message: dict) -> bool:
         """Handle one message; False when it is one for the pygls server."""
@@ -322,6 +393,9 @@ class _Start:
                 return False  # a non-default time budget: let the server do everything
             root = params.get("rootUri")
             self.root = root if isinstance(root, str) else None
+            folder = workspace_root(params)
+            if folder is not None:
+                self.worker.root = folder  # its working directory (it never imports from it)
             result = initialize_result(params.get("capabilities"), self.version)
             _write(self.stdout, {"jsonrpc": "2.0", "id": message["id"], "result": result})
             self.answered.add(message["id"])
@@ -366,7 +440,7 @@ class _Start:
         return max(0.0, min(min(self.due.values()) - time.monotonic(), idle))
 
     def lint_and_publish(self, doc: dict) -> None:
-        from distlint.lsp_worker import WorkerError
+        from distlint.lsp_worker import WorkerError, WorkerStartError
 
         uri, text, version = doc.get("uri"), doc.get("text"), doc.get("version")
         if not isinstance(uri, str) or not isinstance(text, str) or not uri.startswith("file:"):
@@ -379,6 +453,9 @@ class _Start:
         try:
             status, result, _, _ = self.worker.call("lint", text, path, self.options, timeout=20)
             urls = self.rule_urls()
+        except WorkerStartError as exc:  # told at once; the server tries again when it is due
+            self.worker_unavailable(str(exc), exc.final)
+            return
         except WorkerError:
             return  # the server lints it again and reports why
         if status != "ok":
@@ -406,6 +483,18 @@ class _Start:
             {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params},
         )
         self.published[uri] = (version, text, result.findings)
+
+    def worker_unavailable(self, message: str, final: bool) -> None:
+        """As :meth:`distlint.lsp.DistlintServer.worker_unavailable` says it (which takes over
+        from here, knowing what was said)."""
+        if message == self.worker_problem:
+            return
+        first = self.worker_problem is None
+        self.worker_problem = message
+        log = {"type": 1, "message": f"distlint: {message}"}
+        _write(self.stdout, {"jsonrpc": "2.0", "method": "window/logMessage", "params": log})
+        if first or final:
+            _write(self.stdout, _show_message(message))
 
     def rule_urls(self) -> dict[str, str | None]:
         if self.urls is None:
@@ -449,6 +538,11 @@ def serve(worker, load_server: Callable[[], Any]) -> None:
                 loading = True
                 loader.start()
             continue
+        if isinstance(raw, FramingError):
+            if start.answered:  # notifications may go to the client once it is initialized
+                _write(stdout, _show_message(framing_message(raw)))
+            worker.close()
+            os._exit(1)  # no `shutdown` came first (the server would say 1 too)
         if raw is None:
             eof = True
             break
@@ -469,4 +563,5 @@ def serve(worker, load_server: Callable[[], Any]) -> None:
         stdin=QueueReader(b"".join(replay), frames, eof),
         stdout=DropResponses(stdout, start.answered),
         published=start.published,
+        worker_problem=start.worker_problem,
     )

@@ -5,6 +5,8 @@ work to this process, so that
 
 - the server always answers: a lint that takes seconds blocks nobody but the thread waiting for
   it, and one that takes longer than the budget is stopped (the worker is killed and restarted);
+  other documents do not wait for a slow one (the server starts a second worker for them:
+  :meth:`Worker.spare`);
 - the server survives what kills a lint: LibCST's native parser can crash the whole process
   (SIGSEGV on deeply nested code, an abort when Rust runs out of memory). That takes the worker,
   not the server: the document gets a message, the next lint starts a fresh worker;
@@ -15,6 +17,20 @@ Messages are pickled tuples with a 4-byte length prefix, over the worker's stdin
 (``sys.stdout`` of the worker is sent to stderr, so a stray print cannot corrupt the pipe).
 This module imports nothing heavy: the server imports the client half, the worker half loads
 the engine.
+
+Opening a folder in an editor must never run code from it. An editor starts the server with
+the folder as its working directory, and a plain ``python -m`` child would put that directory
+first on its import path (a ``select.py`` or ``distlint/`` there would be imported instead of
+ours). So the worker starts with Python's isolated mode (``-I``: no working or script directory,
+no ``PYTHON*`` variables, no user site-packages) in a directory of its own, and is handed the
+server's own import path, less the working directory and the workspace: the same distlint and
+dependencies the server runs, wherever they were installed (an editable install, a user
+site-packages, ``PYTHONPATH``). The workspace root travels with each request; the worker moves
+there only once its import path is fixed, so paths read as on the command line.
+
+A worker that cannot start (an import error, no rules found, a crash before it is ready) says
+so on the server's stderr and in :class:`WorkerStartError`; it is tried again after 1 s, then
+2 s, and then given up on, so nothing waits for it for ever.
 """
 
 from __future__ import annotations
@@ -28,68 +44,292 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 _HEADER = struct.Struct(">I")
 CONFIG_FILE_NAMES = ("pyproject.toml", "distlint.toml", ".distlint.toml")
 KEPT_DOCUMENTS = 16  # parsed buffers the worker keeps for incremental re-parsing
+START_TIMEOUT = 60.0  # seconds a worker may take to load LibCST and the rules
+RETRY_DELAYS = (1.0, 2.0)  # after the 1st and 2nd failed start; the 3rd is the last
+STDERR_LINES = 20  # the worker's last output lines kept for an error message
+FIX_HINT = (
+    "check that distlint and its dependencies (libcst, click) import in {python} "
+    "(`{python} -I -c 'import distlint.lsp_worker, libcst'`), or reinstall: "
+    "pip install 'distlint[lsp]'"
+)
+
+# The worker's start: fix the import path (the entries after the first argument, then those of
+# the isolated interpreter itself), process a user site-packages if the server used one, then
+# run the worker (``__name__`` is "__main__": nothing in distlint is imported before this).
+_BOOT = (
+    "import sys\n"
+    "given = sys.argv[2:]\n"
+    "sys.path[:] = given + [p for p in sys.path if p and p not in given]\n"
+    "if sys.argv[1]:\n"
+    "    import site\n"
+    "    site.addsitedir(sys.argv[1])\n"
+    "from distlint.lsp_worker import main\n"
+    "main()\n"
+)
 
 
 class WorkerError(Exception):
     """The worker could not answer: it crashed, took too long, or failed (message says which)."""
 
 
+class WorkerBusy(WorkerError):
+    """The worker was still busy with another call when the caller stopped waiting."""
+
+
+class WorkerStartError(WorkerError):
+    """The worker could not start. ``retry_in``: seconds until the next attempt (None once it
+    was given up on: ``final``)."""
+
+    def __init__(self, message: str, retry_in: float | None) -> None:
+        super().__init__(message)
+        self.retry_in = retry_in
+
+    @property
+    def final(self) -> bool:
+        return self.retry_in is None
+
+
+def import_path(*unsafe: str) -> list[str]:
+    """This process's import path for a child interpreter: absolute entries only (``""`` and
+    relative ones mean the child's working directory), less the directories in ``unsafe``
+    (the working directory, the workspace)."""
+    bad = {os.path.realpath(d) for d in unsafe if d}
+    out: list[str] = []
+    for entry in sys.path:
+        if not entry or not os.path.isabs(entry) or entry in out:
+            continue
+        if os.path.realpath(entry) in bad:
+            continue
+        out.append(entry)
+    return out
+
+
+def worker_command(*unsafe: str) -> tuple[list[str], dict[str, str] | None]:
+    """The command line (and environment, None: this one) of an isolated lint worker."""
+    import site
+
+    path = import_path(*unsafe)
+    # A user site-packages the server uses (pip install --user): its .pth files (an editable
+    # install's finder) are processed in the worker too, as this process's site did.
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else ""
+    if user_site not in path:
+        user_site = ""
+    env = None
+    flags = ["-I"]
+    if os.environ.get("PYTHONHOME"):
+        # -I ignores PYTHONHOME, which this Python needs to find its standard library: keep
+        # that one variable, drop the others, and leave out the user site-packages (-s) and,
+        # where Python has it, the working directory (-P; the start code removes it anyway).
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        env["PYTHONHOME"] = os.environ["PYTHONHOME"]
+        flags = ["-s"] + (["-P"] if sys.version_info >= (3, 11) else [])
+    command = [sys.executable, *flags, "-c", _BOOT, user_site, *path]
+    return command, env
+
+
 # ------------------------------------------------------------------------------- client half
 
 
 class Worker:
-    """The server's handle on the lint worker; ``call`` is thread-safe and blocking."""
+    """The server's handle on the lint worker; ``call`` is thread-safe and blocking.
 
-    def __init__(self) -> None:
+    ``root``: the workspace (the working directory of each request; the server sets it from
+    ``initialize``). ``command``: the worker's command line instead of :func:`worker_command`
+    (the tests start workers with extra requests this way)."""
+
+    def __init__(self, command: Sequence[str] | None = None, root: str | None = None) -> None:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
+        self._ready = False  # the running process said it is ready
+        self._started_at = 0.0
         self._next_id = 0
+        self._busy_since: float | None = None  # when the call in progress was sent
+        self._home: str | None = None  # the worker's own working directory
+        self._closed = False
+        self.command = list(command) if command else None
+        self.root = os.path.abspath(root or os.getcwd())
         self.restarts = 0
+        self.start_failures = 0  # in a row; reset once a worker is ready
+        self._retry_at = 0.0
+        self.gave_up: str | None = None  # why, once the worker is given up on
+        self.start_error = ""  # why the last start failed
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_LINES)
 
     def start(self) -> None:
         """Start the process now (it warms up while the caller does other work)."""
         with self._lock:
-            self._ensure()
+            try:
+                self._ensure()
+            except WorkerError:
+                pass  # the first call reports it
+
+    def _spawn(self) -> subprocess.Popen:
+        import tempfile
+
+        if self._home is None or not os.path.isdir(self._home):
+            self._home = tempfile.mkdtemp(prefix="distlint-worker-")
+        if self.command is not None:
+            command, env = self.command, None
+        else:
+            command, env = worker_command(os.getcwd(), self.root)
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=self._home,
+            env=env,
+            bufsize=0,
+            close_fds=True,
+        )
+        self.stderr_tail.clear()
+        threading.Thread(
+            target=self._forward_stderr, args=(proc,), name="distlint-worker-stderr", daemon=True
+        ).start()
+        self._ready = False
+        self._started_at = time.monotonic()
+        return proc
+
+    def _forward_stderr(self, proc: subprocess.Popen) -> None:
+        """The worker's stderr, line by line, to this process's stderr (the editor's log of the
+        server), the last lines kept for error messages."""
+        assert proc.stderr is not None
+        out = getattr(sys.stderr, "buffer", None)
+        try:
+            while True:
+                line = proc.stderr.readline(8192)
+                if not line:
+                    break
+                text = line.decode("utf-8", "replace").rstrip()
+                if text:
+                    self.stderr_tail.append(text[:500])
+                try:
+                    if out is not None:
+                        out.write(line)
+                        out.flush()
+                except (OSError, ValueError):
+                    out = None  # no stderr to write to: keep reading, or the worker blocks
+        except (OSError, ValueError):
+            pass
 
     def _ensure(self) -> subprocess.Popen:
-        if self._proc is None or self._proc.poll() is not None:
-            if self._proc is not None:
-                self.restarts += 1
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "distlint.lsp_worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                bufsize=0,
-                close_fds=True,
-            )
+        if self._closed:
+            raise WorkerError("the server is shutting down")
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        if self.gave_up is not None:
+            raise WorkerStartError(self.gave_up, None)
+        wait = self._retry_at - time.monotonic()
+        if wait > 0:  # the last attempt failed: the next is not due yet
+            raise WorkerStartError(self.start_error, wait)
+        if self._proc is not None:
+            self.restarts += 1
+        self._proc = self._spawn()
         return self._proc
 
-    def call(self, method: str, *args: Any, timeout: float | None = None) -> Any:
-        with self._lock:
-            proc = self._ensure()
-            self._next_id += 1
-            body = pickle.dumps((self._next_id, method, args), protocol=pickle.HIGHEST_PROTOCOL)
-            assert proc.stdin is not None and proc.stdout is not None  # both are pipes
-            try:
-                proc.stdin.write(_HEADER.pack(len(body)) + body)
-                proc.stdin.flush()
-                deadline = None if timeout is None else time.monotonic() + timeout
-                header = self._read(proc, _HEADER.size, deadline)
-                reply = self._read(proc, _HEADER.unpack(header)[0], deadline)
-            except _Timeout:
-                self._kill(proc)
-                raise WorkerError(f"took longer than {timeout:g} s; stopped") from None
-            except (BrokenPipeError, EOFError, OSError):
-                raise WorkerError(self._death(proc)) from None
-            _, ok, value = pickle.loads(reply)
-            if not ok:
-                raise WorkerError(value)
-            return value
+    def _await_ready(self, proc: subprocess.Popen) -> None:
+        """Read the worker's first message: ready, or why it could not start."""
+        deadline = self._started_at + START_TIMEOUT
+        try:
+            header = self._read(proc, _HEADER.size, deadline)
+            _, ok, value = pickle.loads(self._read(proc, _HEADER.unpack(header)[0], deadline))
+        except _Timeout:
+            self._kill(proc)
+            self._start_failed(f"it did not get ready within {START_TIMEOUT:g} s")
+        except (EOFError, OSError, pickle.UnpicklingError):
+            self._start_failed(self._exit_reason(proc))
+        if not ok:
+            self._kill(proc)
+            self._start_failed(str(value))
+        self._ready = True
+        self.start_failures = 0
+
+    def _start_failed(self, why: str) -> NoReturn:
+        """Record a failed start, say so on stderr and raise :class:`WorkerStartError`."""
+        self._proc = None
+        self.start_failures += 1
+        python = sys.executable
+        message = f"the lint worker could not start: {why}. Fix: {FIX_HINT.format(python=python)}"
+        if self.start_failures > len(RETRY_DELAYS):
+            self.gave_up = f"{message} (gave up after {self.start_failures} attempts)"
+            error = WorkerStartError(self.gave_up, None)
+        else:
+            delay = RETRY_DELAYS[self.start_failures - 1]
+            self._retry_at = time.monotonic() + delay
+            self.start_error = f"{message} (attempt {self.start_failures}; next in {delay:g} s)"
+            error = WorkerStartError(self.start_error, delay)
+        with _suppress_io():
+            sys.stderr.write(f"distlint: {error}\n")
+            sys.stderr.flush()
+        raise error
+
+    def _exit_reason(self, proc: subprocess.Popen) -> str:
+        """Why a worker that had not answered yet ended: its last error line, or its status."""
+        code = self._exit_status(proc)
+        if code is None:
+            return "it stopped answering"
+        time.sleep(0.05)  # let the stderr thread take the last lines
+        lines = [line for line in self.stderr_tail if not line.startswith((" ", "Traceback"))]
+        status = _describe_status(code)
+        return f"{lines[-1]} ({status})" if lines else status
+
+    def call(
+        self, method: str, *args: Any, timeout: float | None = None, wait: float | None = None
+    ) -> Any:
+        """``method(*args)`` in the worker, within ``timeout`` seconds once it is sent.
+        ``wait``: raise :class:`WorkerBusy` rather than wait for a call that has been running
+        longer than this (a worker still starting up is waited for)."""
+        if wait is None:
+            self._lock.acquire()
+        else:
+            while not self._lock.acquire(timeout=0.05):
+                since = self._busy_since
+                if since is not None and time.monotonic() - since > wait:
+                    raise WorkerBusy(f"busy with one call for more than {wait:g} s")
+        try:
+            return self._call(method, args, timeout)
+        finally:
+            self._busy_since = None
+            self._lock.release()
+
+    def spare(self) -> Worker:
+        """Another worker like this one (same command and workspace), for other documents
+        while this one is busy with a slow lint."""
+        spare = Worker(self.command, self.root)
+        spare.start()
+        return spare
+
+    def _call(self, method: str, args: tuple, timeout: float | None) -> Any:
+        proc = self._ensure()
+        assert proc.stdin is not None and proc.stdout is not None  # both are pipes
+        if not self._ready:
+            self._await_ready(proc)
+        self._next_id += 1
+        self._busy_since = time.monotonic()
+        request = (self._next_id, method, args, self.root)
+        body = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            proc.stdin.write(_HEADER.pack(len(body)) + body)
+            proc.stdin.flush()
+            deadline = None if timeout is None else time.monotonic() + timeout
+            header = self._read(proc, _HEADER.size, deadline)
+            reply = self._read(proc, _HEADER.unpack(header)[0], deadline)
+        except _Timeout:
+            self._kill(proc)
+            raise WorkerError(f"took longer than {timeout:g} s; stopped") from None
+        except (BrokenPipeError, EOFError, OSError):
+            raise WorkerError(self._death(proc)) from None
+        _, ok, value = pickle.loads(reply)
+        if not ok:
+            raise WorkerError(value)
+        return value
 
     @staticmethod
     def _read(proc: subprocess.Popen, n: int, deadline: float | None) -> bytes:
@@ -109,36 +349,63 @@ class Worker:
         return b"".join(chunks)
 
     def _kill(self, proc: subprocess.Popen) -> None:
-        proc.kill()
+        with _suppress_io():
+            proc.kill()
         proc.wait()
         self._proc = None
         self.restarts += 1
 
-    def _death(self, proc: subprocess.Popen) -> str:
+    def _exit_status(self, proc: subprocess.Popen) -> int | None:
+        """The exit status of a worker whose pipe closed; None (killed) if it does not end."""
         try:
-            code = proc.wait(timeout=5)
+            return proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self._kill(proc)
+            return None
+
+    def _death(self, proc: subprocess.Popen) -> str:
+        code = self._exit_status(proc)
+        if code is None:
             return "the lint worker stopped answering; restarted"
         if code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            return f"the lint crashed ({name}, inside LibCST's parser); the server restarted its worker"
+            return (
+                f"the lint crashed ({_describe_status(code)}, inside LibCST's parser); "
+                "the server restarted its worker"
+            )
         return f"the lint worker exited with status {code}; restarted"
 
     def close(self) -> None:
-        with self._lock:
-            proc, self._proc = self._proc, None
+        """Stop the worker (without waiting for a lint in progress: it ends with it)."""
+        self._closed = True
+        proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             try:
                 if proc.stdin is not None:
-                    proc.stdin.close()
-                proc.wait(timeout=2)
+                    proc.stdin.close()  # the worker ends at the end of its input
+                proc.wait(timeout=1)
             except (OSError, subprocess.TimeoutExpired):
-                proc.kill()
+                with _suppress_io():
+                    proc.kill()
                 proc.wait()
+        if self._home is not None:
+            import shutil
+
+            shutil.rmtree(self._home, ignore_errors=True)
+
+
+def _describe_status(code: int) -> str:
+    if code >= 0:
+        return f"exit status {code}"
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _suppress_io():
+    import contextlib
+
+    return contextlib.suppress(OSError, ValueError)
 
 
 class _Timeout(Exception):
@@ -155,13 +422,16 @@ class _Engine:
         from distlint import api
 
         self.api = api
-        api.all_rules()
+        if not api.all_rules():
+            where = os.path.dirname(os.path.abspath(api.__file__))
+            raise RuntimeError(f"no rules found in distlint.rules (distlint at {where})")
         api.lint_source("import torch\ntorch.manual_seed(0)\n", "warm_up.py", api.Config())
         self.stamps: dict[str, tuple | None] = {}
         self.last: tuple | None = None  # ((text, path, config), reply) of the last lint
         # per path: the last parse of the buffer (an edit re-parses only what it touched)
         self.documents: dict[str, Any] = {}
         self.document_configs: dict[str, Any] = {}
+        self.overlaid: set[str] = set()  # paths whose editor text stood in for the file
 
     def idle(self) -> None:
         """Between requests: compute what the next edit of a linted buffer needs (where its
@@ -229,10 +499,24 @@ class _Engine:
             while len(self.documents) > KEPT_DOCUMENTS:  # the least recently added goes
                 oldest = next(iter(self.documents))
                 del self.documents[oldest], self.document_configs[oldest]
-        result = self.api.lint_document(text, path, config, buffers or {}, document)
+        overlays = self._overlays(path, text, config, buffers)
+        result = self.api.lint_document(text, path, config, overlays, document)
         reply = ("ok", result, config, changed)
         self.last = (key, reply)
         return reply
+
+    def _overlays(
+        self, path: str, text: str, config: Any, buffers: dict | None
+    ) -> dict[str, str | None]:
+        """What stands in for files on disk: the document itself (the editor's text is the
+        truth; the file may be older, or a FIFO that never ends) and the other open buffers;
+        None (the disk again) for documents closed since."""
+        if not path.endswith(".ipynb"):
+            self.api.project_for(path, config).set_overlay(path, text)
+        now = set(buffers or ()) | {path}
+        closed = self.overlaid - now
+        self.overlaid |= now
+        return {**dict.fromkeys(closed), **(buffers or {})}
 
     def _project(self, path: str, config: Any):
         return None if path.endswith(".ipynb") else self.api.project_for(path, config)
@@ -260,20 +544,6 @@ class _Engine:
     def modules(self) -> list[str]:
         return sorted({name.split(".")[0] for name in list(sys.modules)})
 
-    def passes(self, clear: bool = False) -> dict[str, int]:  # for the tests: lint passes made
-        from distlint import runner
-
-        counts = dict(runner.PASSES)
-        if clear:
-            runner.PASSES.clear()
-        return counts
-
-    def crash(self) -> None:  # for the tests: what a native crash in LibCST does
-        os.kill(os.getpid(), signal.SIGSEGV)
-
-    def sleep(self, seconds: float) -> None:  # for the tests: a lint that takes too long
-        time.sleep(seconds)
-
 
 def _read_exact(stream, n: int) -> bytes | None:
     data = b""
@@ -285,14 +555,29 @@ def _read_exact(stream, n: int) -> bytes | None:
     return data
 
 
-def main() -> None:
-    from distlint import collector
+def _send(out, message: tuple) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_HEADER.pack(len(data)) + data)
 
-    collector.pause_startup()  # the engine's warm-up lint resumes it (distlint.collector)
+
+def main(engine_class: type = _Engine) -> None:
+    """The worker's loop. Its first message says it is ready (or why it is not); then one
+    reply per request. ``engine_class``: the tests' engine, with requests of their own."""
     inp = sys.stdin.buffer
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray output goes to the log, not the pipe
-    engine = _Engine()
+    try:
+        from distlint import collector
+
+        collector.pause_startup()  # the engine's warm-up lint resumes it (distlint.collector)
+        engine = engine_class()
+    except BaseException as exc:  # told to the server, which reports it to the editor
+        import traceback
+
+        traceback.print_exc()
+        _send(out, (0, False, f"{type(exc).__name__}: {exc}"))
+        sys.exit(3)
+    _send(out, (0, True, os.getpid()))
     while True:
         header = _read_exact(inp, _HEADER.size)
         if header is None:
@@ -300,20 +585,33 @@ def main() -> None:
         body = _read_exact(inp, _HEADER.unpack(header)[0])
         if body is None:
             return
-        req_id, method, args = pickle.loads(body)
+        req_id, method, args, root = pickle.loads(body)
         try:
+            _enter(root)
             reply = (req_id, True, getattr(engine, method)(*args))
         except RecursionError:
             reply = (req_id, False, "source is too deeply nested to analyse")
         except Exception as exc:
             reply = (req_id, False, f"internal error: {type(exc).__name__}: {exc}")
-        data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-        out.write(_HEADER.pack(len(data)) + data)
+        _send(out, reply)
         if method == "lint":
             try:
                 engine.idle()
             except Exception:  # pragma: no cover - a cache warm-up must not take the worker down
                 engine.documents.clear()
+
+
+def _enter(root: str | None) -> None:
+    """Work in the workspace ``root`` (relative paths, and the configuration a file without
+    one gets, read as on the command line there). Imports never look there: the import path
+    holds no working directory."""
+    if root and os.path.isdir(root):
+        try:
+            if os.path.samefile(root, os.getcwd()):
+                return
+        except OSError:
+            pass
+        os.chdir(root)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,9 @@ from collections.abc import Iterable, Sequence
 from distlint.edits import LineIndex
 from distlint.model import Applicability, Edit, Finding, Fix, Range
 
-_CODES = r"[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*"
+# a code (DL101, E501) or a rule's kebab-case name (seed-only-torch)
+_CODE = r"(?:[A-Za-z]+[0-9]+|[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+)"
+_CODES = rf"{_CODE}(?:[\s,]+{_CODE})*"
 NOQA_RE = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_CODES}))?", re.IGNORECASE)
 FILE_NOQA_RE = re.compile(rf"#\s*distlint:\s*noqa(?::\s*(?P<codes>{_CODES}))?", re.IGNORECASE)
 _CODED_NOQA_RE = re.compile(rf"#\s*noqa:\s*(?P<codes>{_CODES})", re.IGNORECASE)
@@ -33,6 +35,14 @@ UNUSED_FIX_TITLE = "Remove the unused codes from the `noqa` directive"
 
 def split_codes(text: str) -> list[str]:
     return [c for c in re.split(r"[\s,]+", text) if c]
+
+
+def code_of(token: str) -> str:
+    """The code a directive's token means: a rule's name is its code; a code is upper-cased
+    (another tool's code, ``E501``, stays what it is)."""
+    from distlint.registry import codes_by_name
+
+    return codes_by_name().get(token.lower(), token.upper())
 
 
 class Directives:
@@ -57,7 +67,7 @@ class Directives:
             m = FILE_NOQA_RE.search(line)
             if m:
                 if m.group("codes"):
-                    codes = frozenset(c.upper() for c in split_codes(m.group("codes")))
+                    codes = frozenset(code_of(c) for c in split_codes(m.group("codes")))
                     result.file_codes = (result.file_codes or frozenset()) | codes
                 else:
                     result.file_blanket = True
@@ -66,7 +76,7 @@ class Directives:
             if m:
                 codes_text = m.group("codes")
                 result.lines[lineno] = (
-                    frozenset(c.upper() for c in split_codes(codes_text)) if codes_text else None
+                    frozenset(code_of(c) for c in split_codes(codes_text)) if codes_text else None
                 )
         return result
 
@@ -147,7 +157,7 @@ def directive_edit(lines: LineIndex, line: int, codes: Sequence[str]) -> Edit | 
         if not m.group("codes"):
             return None  # a blanket `# noqa` already suppresses everything
         present = split_codes(m.group("codes"))
-        upper = {p.upper() for p in present}
+        upper = {code_of(p) for p in present}
         new = [c for c in codes if c.upper() not in upper]
         if not new:
             return None
@@ -259,7 +269,7 @@ def _without_codes(
     m = _CODED_NOQA_RE.search(comment)
     if m is None:
         return None
-    kept = [c for c in split_codes(m.group("codes")) if c.upper() not in drop]
+    kept = [c for c in split_codes(m.group("codes")) if code_of(c) not in drop]
     if kept:
         new_text = comment[: m.start()] + "# noqa: " + ", ".join(kept) + comment[m.end() :]
     else:

@@ -6,11 +6,15 @@ an import in cell 1 resolves a call in cell 5 exactly as the kernel sees it. Bet
 a marker statement; findings are mapped back to their cell with cell-relative lines, and fixed
 text is split at the markers and written back into the cells' ``source``.
 
-IPython syntax is not Python: ``%%`` cell magics are skipped whole; in a cell that does not
-compile, ``%line`` magics, ``!shell`` escapes, ``x = !cmd`` / ``x = %magic`` and ``obj?`` help
-lines are swapped for a placeholder name of the same indentation (so line numbers stay) and
-restored verbatim after fixing. A cell that still does not compile is reported and left out; the
-other cells are still linted.
+IPython syntax is not Python, and it is found where IPython finds it: at the start of a logical
+line (never inside a string or a bracket), ``%magic``, ``!shell``, ``!!shell``, ``?obj``, ``/f x``,
+``,f`` / ``;f`` escapes, each with the lines its trailing backslashes continue; ``x = !cmd`` and
+``x = %magic`` assignments; ``obj?`` / ``obj??`` help. In a cell that does not compile, every line
+of such a construct is swapped for a placeholder statement at the construct's indentation (so
+line numbers and every other line's text stay exact) and restored verbatim after fixing. A
+``%%`` cell magic whose body IPython runs as Python in the kernel (``%%time``, ``%%capture``, ...)
+has its first line masked; any other (``%%bash``, ``%%writefile``) is skipped whole. A cell that
+still does not compile is reported and left out; the other cells are still linted.
 
 The notebook JSON is never re-serialised: only the ``source`` values of changed cells are
 replaced in the original text, in the file's own style (list or string, indentation, escaping),
@@ -33,9 +37,16 @@ MARKER = "__distlint_cell__({})"
 _MARKER_RE = re.compile(r"__distlint_cell__\((\d+)\)\r?\n?")
 # An import statement, so that imports a fix adds still go after a cell's leading `!pip install`.
 PLACEHOLDER = "import __distlint_magic_{}__"
-_ASSIGN_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")
+# IPython's escape characters at the start of a logical line (inputtransformer2.EscapedCommand)
+_ESCAPES = frozenset("!%?/,;")
+# IPython's help-end form: a (dotted, possibly wildcarded, possibly magic) name, then ? or ??
+_HELP_END = re.compile(r"%{0,2}(?!\d)[\w*]+(?:\.[\w*]+)*\?\??")
+# %% cell magics whose body IPython runs as Python in the kernel's namespace (%%python and
+# %%pypy run a separate interpreter: their body is another program, so they are skipped)
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
+MAX_JSON_VALUES = 4_000_000  # ~300 MB of parsed JSON at most (outputs of plots included)
 _COMPILE_FLAGS = ast.PyCF_ONLY_AST | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
 
 
@@ -72,10 +83,22 @@ def lint_notebook_source(
             return FileResult(path, errors=(FileError(path, f"notebook is not UTF-8: {exc}"),))
     else:
         text = source
+    # json builds every value at once: ~75 bytes each, so a notebook of tiny values (57 MB of
+    # `[],` took 1.5 GB) is refused from a count of its separators (an upper bound) first
+    values = text.count(",") + text.count("[") + text.count("{")
+    if values > MAX_JSON_VALUES:
+        message = (
+            f"notebook JSON holds up to {values:,} values, over the {MAX_JSON_VALUES:,} "
+            "that are read: not linted"
+        )
+        return FileResult(path, errors=(FileError(path, message),))
     try:
         notebook = json.loads(text)
     except ValueError as exc:
         return FileResult(path, errors=(FileError(path, f"invalid notebook JSON: {exc}"),))
+    except RecursionError:  # (json's own nesting limit: the interpreter's recursion limit)
+        message = "notebook JSON is nested too deeply to read: not a notebook"
+        return FileResult(path, errors=(FileError(path, message),))
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         return FileResult(
             path, errors=(FileError(path, 'not a Jupyter notebook (nbformat 4): no "cells" list'),)
@@ -156,11 +179,126 @@ def _compiles(text: str) -> SyntaxError | None:
     return None
 
 
-def _is_magic(line: str) -> bool:
-    stripped = line.strip()
-    if not stripped or stripped.startswith("#"):
-        return False
-    return stripped[0] in "%!?" or stripped.endswith("?") or bool(_ASSIGN_MAGIC.match(line))
+def _assign_magic_at(line: str) -> bool:
+    """``target = %magic ...`` or ``target = !cmd``: IPython's MagicAssign / SystemAssign, found
+    at the first plain ``=`` outside brackets and strings."""
+    depth = 0
+    quote = ""
+    k = 0
+    while k < len(line):
+        ch = line[k]
+        if quote:
+            if ch == "\\":
+                k += 1
+            elif line.startswith(quote, k):
+                k += len(quote) - 1
+                quote = ""
+        elif ch in "\"'":
+            quote = ch * 3 if line.startswith(ch * 3, k) else ch
+            k += len(quote) - 1
+        elif ch == "#":
+            return False
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "=" and depth == 0:
+            if line[k + 1 : k + 2] == "=" or (k and line[k - 1] in "=<>!+-*/%&|^@:~"):
+                return False  # a comparison, an augmented assignment or a walrus
+            rest = line[k + 1 :].lstrip(" \t")
+            if rest.startswith("%"):
+                return bool(re.match(r"%(?!\d)\w", rest))
+            return rest.startswith("!") and not rest.startswith("!=")
+        k += 1
+    return False
+
+
+def _continued(lines: Sequence[str], i: int) -> int:
+    """The last line of the construct starting at line ``i``: the lines its trailing
+    backslashes continue (IPython's find_end_of_continued_line)."""
+    while i + 1 < len(lines) and lines[i].rstrip("\r\n").endswith("\\"):
+        i += 1
+    return i
+
+
+def ipython_constructs(lines: Sequence[str]) -> list[tuple[int, int]]:
+    """(first, last) line indices of each IPython construct in a cell's ``lines`` (with their
+    line endings), found as IPython finds them: only at the start of a logical line, never in a
+    string, a bracket or a backslash continuation of Python code."""
+    found: list[tuple[int, int]] = []
+    depth = 0
+    quote = ""  # the open string's delimiter
+    continued = False  # the previous line ended in a backslash outside a string
+    start = 0  # first line of the current logical line
+    i = 0
+    while i < len(lines):
+        line = lines[i].rstrip("\r\n")
+        if not (depth or quote or continued):
+            start = i
+            body = line.lstrip(" \t\f")
+            if body[:1] in _ESCAPES or _assign_magic_at(body):
+                end = _continued(lines, i)
+                found.append((i, end))
+                i = end + 1
+                continue
+        # lex the physical line: strings, comments, brackets
+        last = ""  # last significant character outside strings and comments
+        comment = continued = False
+        k = 0
+        while k < len(line):
+            ch = line[k]
+            if quote:
+                if ch == "\\":
+                    k += 1
+                elif line.startswith(quote, k):
+                    k += len(quote) - 1
+                    quote = ""
+            elif ch in "\"'":
+                quote = ch * 3 if line.startswith(ch * 3, k) else ch
+                k += len(quote) - 1
+            elif ch == "#":
+                comment = True
+                break
+            elif ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth = max(0, depth - 1)
+            if not ch.isspace():
+                last = ch
+            k += 1
+        if quote:
+            if len(quote) == 1 and not line.endswith("\\"):
+                quote = ""  # an unterminated one-line string ends at the line's end
+        elif line.endswith("\\") and not comment:
+            continued = True
+        if not (depth or quote or continued) and last == "?" and start == i:
+            if _HELP_END.fullmatch(line.strip()):
+                found.append((i, i))
+        i += 1
+    return found
+
+
+def _mask(cell: _Cell, lines: list[str]) -> None:
+    """Swap each line of every IPython construct in ``lines`` for a placeholder statement at
+    the construct's indentation; remember the originals in ``cell.magics``."""
+    for first, last in ipython_constructs(lines):
+        head = lines[first]
+        indent = head[: len(head) - len(head.lstrip(" \t\f"))]
+        for i in range(first, last + 1):
+            line = lines[i]
+            body = line.rstrip("\r\n")
+            key = PLACEHOLDER.format(len(cell.magics) + 1)
+            cell.magics[key] = body
+            lines[i] = indent + key + line[len(body) :]
+
+
+def _cell_magic(source: str) -> str | None:
+    """The name of the ``%%`` cell magic a cell starts with (after blank lines), if any."""
+    body = source.lstrip()
+    if not body.startswith("%%"):
+        return None
+    match = re.match(r"%%([\w.-]*)", body)
+    return match.group(1) if match else ""
 
 
 def _code_cells(raw_cells: list[Any], path: str) -> tuple[list[_Cell], list[FileError]]:
@@ -179,21 +317,14 @@ def _code_cells(raw_cells: list[Any], path: str) -> tuple[list[_Cell], list[File
                 )
             )
             continue
-        if not original.strip() or original.lstrip().startswith("%%"):
-            continue  # empty, or a cell magic (%%bash, %%writefile, ...): not Python
+        magic = _cell_magic(original)
+        if not original.strip() or (magic is not None and magic not in PYTHON_CELL_MAGICS):
+            continue  # empty, or a cell magic whose body is not Python (%%bash, %%writefile)
         cell = _Cell(number, position, original)
         lines = original.splitlines(keepends=True)
         problem = _compiles(original)
         if problem is not None:
-            continuing = False
-            for i, line in enumerate(lines):
-                body = line.rstrip("\r\n")
-                if continuing or _is_magic(body):
-                    key = PLACEHOLDER.format(len(cell.magics) + 1)
-                    indent = body[: len(body) - len(body.lstrip())]
-                    cell.magics[key] = body
-                    lines[i] = indent + key + line[len(body) :]
-                    continuing = body.endswith("\\")
+            _mask(cell, lines)
             problem = _compiles("".join(lines))
         if problem is not None:
             where = f" at line {problem.lineno}" if problem.lineno else ""

@@ -11,6 +11,13 @@ run with it or hang it: the pool notices the broken worker, every file that was 
 linted again (the ones that had started each alone in a fresh fork, which tells the culprit
 from the innocent files that shared its pool), and a file whose own process dies becomes one
 result from ``on_crash`` for that file; the rest of the run finishes.
+
+A worker never imports from the folder being linted: forked, it starts no interpreter of its
+own (no ``-m`` or script folder put on its path), and :func:`_isolate` takes the working
+directory off the import path it inherits, in case the calling program had it there (``python
+-c``, an interactive session); the ``distlint`` command itself has it off already
+(``distlint/__main__.py``). Its working directory stays the caller's: the paths it lints are
+relative to it.
 """
 
 from __future__ import annotations
@@ -68,6 +75,25 @@ def describe_exit(exitcode: int | None) -> str:
     return f"exit status {exitcode}"
 
 
+def _isolate() -> None:
+    """In a worker: no import path entry that means the working directory (``""``, the folder
+    itself, a folder relative to it; a placeholder that names no folder, such as an editable
+    install's path hook entry, stays)."""
+    import sys
+
+    cwd = os.getcwd()
+    kept = []
+    for entry in sys.path:
+        try:
+            if not entry or os.path.samefile(entry, cwd):
+                continue
+        except OSError:  # no such folder: nothing to import from it
+            pass
+        if os.path.isabs(entry) or not os.path.isdir(entry):
+            kept.append(entry)
+    sys.path[:] = kept
+
+
 def _run_task(func: Callable[[T], R], index: int, item: T) -> R:
     if _started is not None:
         _started[index] = 1
@@ -106,7 +132,7 @@ def ordered_map(
     next_out = 0
     while next_out < len(todo):
         _started = started
-        pool = ProcessPoolExecutor(workers, mp_context=context)
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_isolate)
         futures: dict = {}
         lost: list[int] = []
         clean = False
@@ -190,6 +216,7 @@ def _run_alone(func: Callable[[T], R], item: T, on_crash: Callable[[T, str], R] 
 
 def _child(func, item, sender) -> None:
     try:
+        _isolate()
         outcome = (True, func(item))
     except BaseException as exc:  # handed to the parent, raised there
         outcome = (False, exc)

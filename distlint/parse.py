@@ -20,6 +20,7 @@ from distlint import guard
 from distlint.collector import paused as collector_paused
 from distlint.edits import decode  # pure text: the cache and the CLI decode without LibCST
 from distlint.model import FileError
+from distlint.positions import SourceMap
 
 
 def decode_source(data: bytes, path: str) -> tuple[str, str] | FileError:
@@ -48,32 +49,61 @@ def parse(
     tops: list[int] | None = None,
     passes: Counter[str] | None = None,
 ) -> cst.Module | FileError:
-    """``text`` (the file ``path``) parsed, or the error to report.
+    """``text`` (the file ``path``) parsed, or the error to report: :func:`parse_mapped`'s
+    module, for callers that never place a node in the text."""
+    parsed = parse_mapped(
+        text, path, source=source, max_file_size=max_file_size, tops=tops, passes=passes
+    )
+    return parsed if isinstance(parsed, FileError) else parsed[0]
 
-    ``source``: what LibCST parses when not ``text`` itself (the undecoded bytes: the module
-    then knows its encoding). ``tops``: receives where statements start at column 0, from the
-    guard's scan (see :func:`distlint.guard.check_source`). ``passes``: counts ``"parse"``
-    for every text that reaches LibCST."""
-    refused = null_byte(text, path) or guard.check_source(text, path, max_file_size, tops)
+
+def parse_mapped(
+    text: str,
+    path: str,
+    *,
+    source: str | bytes | None = None,
+    max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE,
+    tops: list[int] | None = None,
+    passes: Counter[str] | None = None,
+) -> tuple[cst.Module, SourceMap] | FileError:
+    """``text`` (the file ``path``) parsed, with where LibCST's code stands in the text, or the
+    error to report.
+
+    LibCST reads odd indentation (a backslash-only line or a form feed before a statement)
+    otherwise than Python: it drops it from its code (every position after it is then off) or
+    refuses valid code. The guard's scan finds those spans; LibCST parses the text without them
+    (Python reads both the same), and the :class:`~distlint.positions.SourceMap` places every
+    position back in ``text``.
+
+    ``source``: what LibCST parses when not ``text`` itself and nothing is cut (the undecoded
+    bytes: the module then knows its encoding). ``tops``: receives where statements start at
+    column 0 in LibCST's code, from the guard's scan (see :func:`distlint.guard.check_source`).
+    ``passes``: counts ``"parse"`` for every text that reaches LibCST."""
+    cuts: list[tuple[int, int]] = []
+    refused = null_byte(text, path) or guard.check_source(text, path, max_file_size, tops, cuts)
     if refused is not None:  # before LibCST sees it
         return refused
+    mapped = SourceMap(text, cuts)
+    if cuts:
+        source = mapped.parsed
     guard.ensure_recursion_headroom()
     if passes is not None:
         passes["parse"] += 1
     try:
         with collector_paused():  # the tree holds no cycles: collecting while it grows is waste
-            return cst.parse_module(text if source is None else source)
-    except cst.ParserSyntaxError as exc:
-        return syntax_error(path, text, exc)
+            return cst.parse_module(text if source is None else source), mapped
     except RecursionError:
         return FileError(path, "source is too deeply nested to parse")
-    except Exception as exc:  # LibCST raises a few other types on odd input
-        return FileError(path, f"cannot parse: {exc}")
+    except Exception as exc:  # a ParserSyntaxError, or one of a few other types on odd input
+        return syntax_error(path, text, exc, mapped)
 
 
-def syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
+def syntax_error(
+    path: str, text: str, exc: Exception, mapped: SourceMap | None = None
+) -> FileError:
     """Locate a syntax error the way Python reports it (LibCST's native parser positions are
-    approximate); fall back to LibCST's own message when CPython accepts the code."""
+    approximate). Code Python accepts is LibCST's limit, said as such, at the line LibCST names
+    (placed in ``text`` through ``mapped``)."""
     try:
         compile(text, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
     except SyntaxError as err:
@@ -81,4 +111,13 @@ def syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
         return FileError(path, f"syntax error: {err.msg}{hint}", err.lineno, err.offset)
     except (ValueError, RecursionError, MemoryError):
         pass
-    return FileError(path, f"cannot parse: {exc.message}", exc.editor_line, exc.editor_column)
+    message = getattr(exc, "message", None)
+    if not isinstance(message, str):
+        message = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+    line = getattr(exc, "editor_line", None) or 1
+    if mapped is not None and mapped.cuts:
+        starts = mapped.parsed_starts
+        line = mapped.position(starts[min(line, len(starts)) - 1])[0]
+    return FileError(
+        path, f"LibCST cannot parse this file (line {line}): {message}; Python accepts it", line
+    )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from itertools import accumulate
@@ -91,6 +91,74 @@ def deep_call(fn: Callable[[], T]) -> T:
 Span = tuple[int, int, int, int, tuple[str, ...]]
 # What a layout gives: the range of each wanted node, and the span of each node asked for one.
 Layout = tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]
+
+
+def line_starts(text: str) -> list[int]:
+    """Offsets where the lines of ``text`` start (LibCST's and the tokenizer's line breaks)."""
+    return [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+
+class SourceMap:
+    """Where the text LibCST parsed stands in the file's text: the one way an offset of LibCST's
+    code becomes the line and column that findings, fix edits and ``# noqa`` comments use.
+
+    ``parsed`` is the file's ``text`` less its ``cuts`` (sorted, disjoint ``(start, end)``
+    spans of the text: what :func:`distlint.guard.indentation_cuts` takes out of odd
+    indentation so that LibCST reads it as Python does); LibCST's code for the module is
+    ``parsed``. Most files have no cut: both texts are then one. An offset of ``parsed`` maps
+    to the text before the cuts that stand at it (``after=False``: the end of a range, or a
+    statement's span, which then covers its odd indentation) or after them (``after=True``:
+    where a node's first character is)."""
+
+    __slots__ = ("text", "cuts", "parsed", "starts", "parsed_starts", "_at", "_removed")
+
+    def __init__(
+        self, text: str, cuts: Sequence[tuple[int, int]] = (), starts: list[int] | None = None
+    ) -> None:
+        self.text = text
+        self.cuts = list(cuts)
+        self.starts = starts if starts is not None else line_starts(text)
+        self._at: list[int] = []  # where each cut stands in `parsed`
+        self._removed = [0]  # characters removed by the first k cuts
+        if not self.cuts:
+            self.parsed, self.parsed_starts = text, self.starts
+            return
+        pieces, pos = [], 0
+        for a, b in self.cuts:
+            pieces.append(text[pos:a])
+            self._at.append(a - self._removed[-1])
+            self._removed.append(self._removed[-1] + b - a)
+            pos = b
+        pieces.append(text[pos:])
+        self.parsed = "".join(pieces)
+        self.parsed_starts = line_starts(self.parsed)
+
+    def to_text(self, offset: int, after: bool = True) -> int:
+        """The offset of the text where ``offset`` of ``parsed`` stands."""
+        if not self.cuts:
+            return offset
+        k = bisect_right(self._at, offset) if after else bisect_left(self._at, offset)
+        return offset + self._removed[k]
+
+    def from_text(self, offset: int) -> int:
+        """The offset of ``parsed`` where ``offset`` of the text stands (a cut's place for an
+        offset inside it)."""
+        if not self.cuts:
+            return offset
+        k = bisect_right(self.cuts, (offset, len(self.text) + 1))
+        if k and offset < self.cuts[k - 1][1]:
+            return self._at[k - 1]
+        return offset - self._removed[k]
+
+    def position(self, offset: int, after: bool = True) -> tuple[int, int]:
+        """1-based line and 0-based column in the text of ``offset`` of ``parsed``."""
+        at = self.to_text(offset, after)
+        line = bisect_right(self.starts, at)
+        return line, at - self.starts[line - 1]
+
+    def parsed_slice(self, start: int, end: int) -> str:
+        """What LibCST read of ``text[start:end]`` (the cuts inside it left out)."""
+        return self.parsed[self.from_text(start) : self.from_text(end)]
 
 
 class _WantedPositionsState(CodegenState):
@@ -161,38 +229,40 @@ class _WantedPositionsState(CodegenState):
                 end = self.marks[id(end_node)][2]
             self.marks[id(node)] = (node, start, end)
 
-    def resolve(self, base: int = 0, starts: list[int] | None = None) -> Layout:
+    def code(self) -> str:
+        """The generated code (the trailing newline a module without one drops included)."""
+        return "".join(self.tokens) + (self.popped or "")
+
+    def resolve(self, base: int = 0, source: SourceMap | None = None) -> Layout:
         """The marks as (line, column) ranges and spans: lines 1-based, columns 0-based, in
-        the generated text (the trailing newline a module without one drops included).
-        ``base``, ``starts``: the generated code starts at offset ``base`` of a text whose
-        lines start at ``starts`` (one statement of a module, see :func:`layout`)."""
+        the generated text, or with ``source``, in its text: the generated code is then
+        ``source.parsed`` from offset ``base`` on (one statement of a module, see
+        :func:`layout`)."""
         tokens = self.tokens
         if self.popped is not None:
             tokens = [*tokens, self.popped]
         offsets = list(accumulate(map(len, tokens), initial=base))
-        if starts is None:
-            text = "".join(tokens)
-            starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
-
-        def at(mark: int) -> tuple[int, int]:
-            offset = offsets[mark]
-            line = bisect_right(starts, offset)
-            return line, offset - starts[line - 1]
+        if source is None:
+            source = SourceMap("".join(tokens))
+        at = source.position
 
         found: dict[cst.CSTNode, CodeRange] = {}
         for node, start, end in self.marks.values():
-            found[node] = CodeRange(CodePosition(*at(start)), CodePosition(*at(end)))
+            found[node] = CodeRange(
+                CodePosition(*at(offsets[start])), CodePosition(*at(offsets[end], False))
+            )
         spans: dict[cst.CSTNode, Span] = {}
         for node, start, end, indent in self.span_marks.values():
-            spans[node] = (*at(start), *at(end), indent)
+            spans[node] = (*at(offsets[start], False), *at(offsets[end], False), indent)
         return found, spans
 
 
 def positions_of(
-    module: cst.Module, nodes: Collection[cst.CSTNode]
+    module: cst.Module, nodes: Collection[cst.CSTNode], source: SourceMap | None = None
 ) -> dict[cst.CSTNode, CodeRange]:
-    """Ranges (1-based lines, 0-based columns, as LibCST's) of ``nodes`` in ``module``."""
-    return layout(module, nodes)[0]
+    """Ranges (1-based lines, 0-based columns, as LibCST's) of ``nodes`` in ``module``, in
+    ``source``'s text when given (see :class:`SourceMap`), else in the module's code."""
+    return layout(module, nodes, source=source)[0]
 
 
 # Beyond this many top-level statements holding a node, one pass over the module is as cheap.
@@ -209,6 +279,7 @@ def layout(
     text: str | None = None,
     ancestors: Callable[[cst.CSTNode], Iterable[cst.CSTNode]] | None = None,
     tops: Sequence[int] | None = None,
+    source: SourceMap | None = None,
 ) -> Layout:
     """Ranges of ``nodes`` and spans of the statements ``spans``.
 
@@ -227,12 +298,18 @@ def layout(
     alone (:class:`_Lines`), not the compound statement around it. Same result as the whole
     pass.
 
+    ``source``: where the text LibCST parsed stands in the file's (:class:`SourceMap`); the
+    ranges and spans are in the file's text, and ``text``, ``starts``, ``offsets`` and
+    ``tops`` are of the parsed text (``source.parsed``). Without it, ``text`` is both.
+
     Raises :class:`TooDeep` for code nested beyond what even a large stack allows."""
     if not nodes and not spans:
         return {}, {}
+    if source is None and text is not None:
+        source = SourceMap(text, (), starts)
+    if source is not None:
+        text, starts = source.parsed, source.parsed_starts
     groups: dict[int, tuple[list[cst.CSTNode], list[cst.CSTNode]]] | None = None
-    if offsets is not None and text is not None and "\x0c" in text:
-        offsets = None  # a statement's code may be shorter than its text (column_moves)
     if (
         top_of is not None
         and starts is not None
@@ -250,7 +327,7 @@ def layout(
                 break
     checked = False  # are ``offsets`` ours (from the scan or ast), to be checked against the text?
     if groups is not None and offsets is None:
-        if tops is not None and text is not None and starts is not None and "\x0c" not in text:
+        if tops is not None and text is not None and starts is not None:
             offsets = offsets_from_tops(module, text, starts, tops)  # cheap: always worth it
             checked = offsets is not None
         if offsets is None and len(groups) > MAX_LOCATED_STATEMENTS:
@@ -265,9 +342,8 @@ def layout(
             found_spans: dict[cst.CSTNode, Span] = {}
             placer = None if offsets is not None else _Placer(module, text or "")
             lines = None
-            if ancestors is not None and text is not None and starts is not None:
-                if "\x0c" not in text:  # LibCST may drop a form feed: code != text
-                    lines = _Lines(module, text, starts, ancestors, offsets)
+            if ancestors is not None and source is not None:
+                lines = _Lines(module, source, ancestors, offsets)
             for number in sorted(groups):
                 inside, inside_spans = groups[number]
                 placed = lines.place(number, inside, inside_spans) if lines else None
@@ -285,16 +361,16 @@ def layout(
                     base = placer.place(number, "".join(part.tokens))
                     if base is None:
                         return None
-                ranges, part_spans = part.resolve(base or 0, starts)
+                ranges, part_spans = part.resolve(base or 0, source)
                 found.update(ranges)
                 found_spans.update(part_spans)
             return found, found_spans
-        return _whole_pass(module, nodes, spans, text)
+        return _whole_pass(module, nodes, spans, source)
 
     try:
         result = deep_call(run)
         if result is None:  # a statement could not be placed: the whole pass
-            result = deep_call(lambda: _whole_pass(module, nodes, spans, text))
+            result = deep_call(lambda: _whole_pass(module, nodes, spans, source))
         return result
     except TooDeep:
         raise
@@ -326,14 +402,13 @@ class _Lines:
     def __init__(
         self,
         module: cst.Module,
-        text: str,
-        starts: list[int],
+        source: SourceMap,
         ancestors: Callable[[cst.CSTNode], Iterable[cst.CSTNode]],
         offsets: Sequence[int] | None,
     ) -> None:
         self.module = module
-        self.text = text
-        self.starts = starts
+        self.source = source
+        self.text = source.parsed
         self.ancestors = ancestors
         self.offsets = offsets
         self._footer: int | None = None
@@ -410,7 +485,8 @@ class _Lines:
         for node in nodes:
             if node is line:
                 found[node] = CodeRange(
-                    CodePosition(*self._at(start)), CodePosition(*self._at(stop))
+                    CodePosition(*self.source.position(start)),
+                    CodePosition(*self.source.position(stop, False)),
                 )
             else:
                 marked = self._search(node, line, start, stop, node in spans, [])
@@ -420,7 +496,8 @@ class _Lines:
                 found_spans.update(marked[1])
         for node in spans:
             if node is line:
-                found_spans[node] = (*self._at(begin), *self._at(end), ())
+                at = self.source.position
+                found_spans[node] = (*at(begin, False), *at(end, False), ())
             elif node not in found_spans:
                 marked = self._search(node, line, start, stop, True, [])
                 if marked is None:
@@ -444,7 +521,7 @@ class _Lines:
         ]
         line._codegen(state)
         at = self._once(state, begin, end, at_line_start=True)
-        return None if at is None else state.resolve(at, self.starts)
+        return None if at is None else state.resolve(at, self.source)
 
     def _search(
         self,
@@ -473,7 +550,7 @@ class _Lines:
             candidate._codegen(state)
             at = self._once(state, start, stop, at_line_start=False)
             if at is not None:
-                return state.resolve(at, self.starts)
+                return state.resolve(at, self.source)
         return None
 
     def _once(
@@ -494,10 +571,6 @@ class _Lines:
                 found = at
             at = text.find(code, at + 1, end)
         return found if found >= 0 else None
-
-    def _at(self, offset: int) -> tuple[int, int]:
-        line = bisect_right(self.starts, offset)
-        return line, offset - self.starts[line - 1]
 
     def footer(self) -> int:
         if self._footer is None:
@@ -657,59 +730,69 @@ def _whole_pass(
     module: cst.Module,
     nodes: Collection[cst.CSTNode],
     spans: Collection[cst.CSTNode],
-    text: str | None = None,
+    source: SourceMap | None = None,
 ) -> Layout:
     state = _WantedPositionsState(module, nodes, spans)
     module._codegen(state)
-    found, found_spans = state.resolve()
-    if text is not None and "\x0c" in text:
-        moves = column_moves(module, text)
-        if moves:
-            found = {n: _moved(r, moves) for n, r in found.items()}
-            found_spans = {
-                n: (*_moved_at(s[0], s[1], moves, True), *_moved_at(s[2], s[3], moves, True), s[4])
-                for n, s in found_spans.items()
-            }
-    return found, found_spans
+    if source is not None:
+        code = state.code()
+        if code != source.parsed:
+            source = aligned(code, source)
+    return state.resolve(0, source)
 
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-_BLANKS = " \t\x0c"
+_DROPPABLE = " \t\x0c\\\r\n"
 
 
-def column_moves(module: cst.Module, text: str) -> dict[int, tuple[int, int]]:
-    """Where LibCST's code differs from ``text`` on a line: LibCST drops a form feed that
-    leads a statement's line, with the blanks around it (``"\\x0cx = 1"`` comes back as
-    ``"x = 1"``; LibCST 1.9), so columns there are off. line (1-based) -> (length of the
-    leading blanks in LibCST's code, in the text); lines that agree are left out. Lines whose
-    difference is anything else are left out too (nothing is guessed)."""
-    code = module.code
-    if code == text:
-        return {}
-    moves: dict[int, tuple[int, int]] = {}
-    for number, (ours, theirs) in enumerate(zip(_LINE.findall(code), _LINE.findall(text)), 1):
-        if ours != theirs:
-            rest = ours.lstrip(_BLANKS)
-            if rest == theirs.lstrip(_BLANKS):
-                moves[number] = (len(ours) - len(rest), len(theirs) - len(rest))
-    return moves
+def aligned(code: str, source: SourceMap) -> SourceMap | None:
+    """``source`` with more cuts, for ``code`` (LibCST's code of the module) that is not
+    ``source.parsed``: LibCST gives back a few odd lines without some of their blanks, form
+    feeds and backslash continuations that its parse kept out of every node. Each run of
+    those, where ``code`` skips it, becomes a cut; None (positions in the code itself) when
+    ``code`` differs in anything else (nothing is guessed)."""
+    parsed = source.parsed
+    extra: list[tuple[int, int]] = []
+    i = j = 0
+    while True:
+        n = _common_prefix(code, i, parsed, j)
+        i, j = i + n, j + n
+        if i == len(code):
+            if j < len(parsed):
+                if parsed[j:].strip(_DROPPABLE):
+                    return None
+                extra.append((j, len(parsed)))
+            break
+        k = j
+        while k < len(parsed) and parsed[k] != code[i] and parsed[k] in _DROPPABLE:
+            k += 1
+        if k == j or k == len(parsed) or parsed[k] != code[i]:
+            return None
+        extra.append((j, k))
+        j = k
+    cuts = sorted(
+        [*source.cuts, *((source.to_text(a, False), source.to_text(b, False)) for a, b in extra)]
+    )
+    merged: list[tuple[int, int]] = []
+    for a, b in cuts:
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    result = SourceMap(source.text, merged, source.starts)
+    return result if result.parsed == code else None
 
 
-def _moved_at(
-    line: int, column: int, moves: dict[int, tuple[int, int]], span: bool = False
-) -> tuple[int, int]:
-    """A column of LibCST's code in the text. A span (a statement's) that starts or ends at a
-    line start keeps it: the statement's text is the whole line, blanks included."""
-    move = moves.get(line)
-    if move is None or column < move[0] or (span and column == 0):
-        return line, column
-    return line, column - move[0] + move[1]
-
-
-def _moved(found: CodeRange, moves: dict[int, tuple[int, int]]) -> CodeRange:
-    start = _moved_at(found.start.line, found.start.column, moves)
-    end = _moved_at(found.end.line, found.end.column, moves)
-    return CodeRange(CodePosition(*start), CodePosition(*end))
+def _common_prefix(a: str, i: int, b: str, j: int) -> int:
+    """Length of the common prefix of ``a[i:]`` and ``b[j:]``, by bisection over slice
+    comparisons (C speed)."""
+    low, high = 0, min(len(a) - i, len(b) - j)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[i + low : i + mid] == b[j + low : j + mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 class _Placer:

@@ -62,9 +62,44 @@ def by_code() -> dict[str, type[Rule]]:
     return {r.CODE: r for r in all_rules()}
 
 
+@lru_cache(maxsize=1)
+def codes_by_name() -> dict[str, str]:
+    """Each rule's kebab-case name (lower case) -> its code."""
+    return {r.NAME.lower(): r.CODE for r in all_rules()}
+
+
+def suggestion(text: str) -> str:
+    """`` (did you mean X?)`` for the code or name closest to ``text``, or ``""``."""
+    import difflib
+
+    key = text.strip()
+    upper = [r.CODE for r in all_rules()]
+    close = difflib.get_close_matches(key.upper(), upper, n=1, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(key.lower(), list(codes_by_name()), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def normalise_selector(selector: str) -> str:
+    """The code or code prefix that ``selector`` names: a code (``DL201``), a prefix (``DL2``),
+    ``ALL``, or a rule's name (``unscaled-learning-rate``), in any case. Raises ValueError
+    with a one-line reason (and the closest code or name) for anything else."""
+    key = selector.strip()
+    if not key:
+        raise ValueError(f"empty rule code {selector!r}")
+    upper = key.upper()
+    if upper == "ALL" or any(r.CODE.startswith(upper) for r in all_rules()):
+        return upper
+    code = codes_by_name().get(key.lower())
+    if code is not None:
+        return code
+    raise ValueError(f"unknown rule code, prefix or name {selector!r}{suggestion(key)}")
+
+
 def lookup(code_or_name: str) -> type[Rule]:
     key = code_or_name.strip()
+    code = codes_by_name().get(key.lower(), key.upper())
     for rule in all_rules():
-        if rule.CODE.upper() == key.upper() or rule.NAME == key:
+        if rule.CODE == code:
             return rule
     raise KeyError(code_or_name)

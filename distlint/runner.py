@@ -20,16 +20,16 @@ from distlint.analysis.facts import Facts, facts_for
 from distlint.analysis.project import Project
 from distlint.collector import paused as collector_paused
 from distlint.config import Config
-from distlint.edits import LineIndex, OutsideEdits, apply_fixes, choose, fixes_to_apply
+from distlint.edits import LineIndex
 from distlint.incremental import Document
 from distlint.model import Applicability, FileError, FileResult, Finding, Fix, Range
-from distlint.noqa import Directives, Placement, directive_edit, unused_noqa
-from distlint.parse import decode_source, null_byte, parse
-from distlint.positions import DEEP_RECURSION_LIMIT, TooDeep, deep_call, layout
+from distlint.noqa import UNUSED_CODE, Directives, Placement, directive_edit, unused_noqa
+from distlint.parse import decode_source, null_byte, parse_mapped
+from distlint.positions import DEEP_RECURSION_LIMIT, SourceMap, TooDeep, deep_call, layout
 from distlint.registry import all_rules
 from distlint.rule import Rule, RuleContext
 
-MAX_FIX_ROUNDS = 6
+MAX_FIX_ROUNDS = fixes_mod.MAX_FIX_ROUNDS
 
 # Lint passes of this process: "parse" (LibCST parses) and "rules" (rule runs over a module).
 # tests/test_lint_passes.py asserts how many each command costs.
@@ -98,10 +98,9 @@ def lint_source(
     ``document``: the :class:`~distlint.incremental.Document` of an editor buffer: an edit of
     its last text re-parses only the statements it touched (the language server's worker).
 
-    Fixing applies the findings' edits to the text (sorted; overlapping fixes and second fixes
-    of one isolation group wait for the next round), parses the result (a fix whose result does
-    not parse is dropped and reported), lints it again, and repeats to a fixed point, at most
-    :data:`MAX_FIX_ROUNDS` times. ``prior``: the result of linting this same text with the same
+    Fixing is :func:`distlint.fixes.fixed_point`: the findings' edits applied to the text,
+    the result re-parsed (a fix whose result does not parse is dropped and reported) and linted
+    again, to a fixed point, at most :data:`MAX_FIX_ROUNDS` times. ``prior``: the result of linting this same text with the same
     settings (the cache's), so that fixing starts from its edits without parsing anything.
 
     ``fixed_source`` of the result is the fixed text (None when nothing changed); when
@@ -149,8 +148,9 @@ def lint_source(
         index: Index | None = None,
         offsets: list[int] | None = None,
         tops: list[int] | None = None,
+        source: SourceMap | None = None,
     ) -> _Round:
-        return _lint_guarded(module, text, job, index, offsets, tops)
+        return _lint_guarded(module, text, job, index, offsets, tops, source)
 
     if prior is not None and fix:
         current = _Round(list(prior.findings), list(prior.suppressed), list(prior.errors))
@@ -160,21 +160,24 @@ def lint_source(
         index: Index | None = None
         offsets: list[int] | None = None
         tops: list[int] | None = None
+        where: SourceMap | None = None
         reused = _reuse(document, text, path, config.max_file_size)
         known = project.parsed(path, source) if project is not None and not reused else None
         if reused is not None:
             module, offsets = reused
         elif known is not None:
             module, index = known
+            where = index.source_map
         else:
             tops = []
             parsed = _parse(text, path, config.max_file_size, tops)
             if isinstance(parsed, FileError):
                 return FileResult(path, errors=(parsed,), source_text=kept)
-            module = parsed
+            module, where = parsed
         if document is not None and reused is None:
-            document.reset(text, module)
-        current = lint(module, text, index, offsets, tops)
+            # the document's offsets are of LibCST's code: of no use where it is not the text
+            document.reset(text, module if where is None or not where.cuts else None)
+        current = lint(module, text, index, offsets, tops, where)
     errors = list(current.errors)
     if not fix:
         return FileResult(
@@ -185,34 +188,17 @@ def lint_source(
             source_text=kept,
         )
 
-    original, first = text, current
-    applied = 0
-    codes = {}
-    for _ in range(MAX_FIX_ROUNDS):
-        wanted = fixes_to_apply(current.findings, unsafe_fixes)
-        if not wanted:
-            break
-        codes = {id(f.fix): f.code for f in current.findings if f.fix is not None}
-        chosen, _deferred = choose(wanted)
-        try:
-            new_text, fixed_module, good, dropped = _gate(text, chosen, path)
-        except OutsideEdits as exc:
-            errors.append(FileError(path, f"fixes not applied: {exc}"))
-            text, applied, current = original, 0, first
-            break
-        for bad in dropped:
-            errors.append(
-                FileError(
-                    path,
-                    f"{codes.get(id(bad), 'fix')}: the fixed code would not parse; fix dropped",
-                )
-            )
-        if not good or fixed_module is None:
-            break
-        applied += len(good)
-        text = new_text
-        current = lint(fixed_module, text)
-        errors += current.errors
+    original = text
+    done = fixes_mod.fixed_point(
+        text,
+        current,
+        path,
+        unsafe_fixes,
+        _parse,
+        lambda parsed, new: lint(parsed[0], new, source=parsed[1]),
+    )
+    text, current, applied = done.text, done.last, done.applied
+    errors += done.errors
     changed = text != original
     fixed_bytes = None
     if changed and encoding is not None:
@@ -241,10 +227,10 @@ def _parse(
     path: str,
     max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE,
     tops: list[int] | None = None,
-) -> cst.Module | FileError:
-    """``text`` parsed (counted in :data:`PASSES`), or the error to report; see
-    :func:`distlint.parse.parse`."""
-    return parse(text, path, max_file_size=max_file_size, tops=tops, passes=PASSES)
+) -> tuple[cst.Module, SourceMap] | FileError:
+    """``text`` parsed, with where LibCST's code stands in it (counted in :data:`PASSES`), or
+    the error to report; see :func:`distlint.parse.parse_mapped`."""
+    return parse_mapped(text, path, max_file_size=max_file_size, tops=tops, passes=PASSES)
 
 
 def _reuse(
@@ -270,32 +256,6 @@ def _reuse(
     return found
 
 
-def _gate(
-    text: str, fixes: Sequence[Fix], path: str
-) -> tuple[str, cst.Module | None, list[Fix], list[Fix]]:
-    """Apply ``fixes`` to ``text`` and parse the result: (new text, its module, fixes applied,
-    fixes dropped because the code would not parse). A fix is never applied unparsed."""
-    new, _ = apply_fixes(text, fixes)
-    module = _parse(new, path)
-    if not isinstance(module, FileError):
-        return new, module, list(fixes), []
-    # Find the culprit(s): add the fixes one by one and keep those that still parse.
-    good: list[Fix] = []
-    dropped: list[Fix] = []
-    best: tuple[str, cst.Module] | None = None
-    for fix in fixes:
-        candidate, _ = apply_fixes(text, [*good, fix])
-        parsed = _parse(candidate, path)
-        if isinstance(parsed, FileError):
-            dropped.append(fix)
-        else:
-            good.append(fix)
-            best = (candidate, parsed)
-    if best is None:
-        return text, None, [], dropped
-    return best[0], best[1], good, dropped
-
-
 class _Job(NamedTuple):
     """What every lint round of one file shares."""
 
@@ -315,6 +275,7 @@ def _lint_guarded(
     index: Index | None = None,
     offsets: list[int] | None = None,
     tops: list[int] | None = None,
+    source: SourceMap | None = None,
 ) -> _Round:
     """:func:`_lint_module`, retried with a large stack when the code nests deeply; code nested
     beyond even that is one error line, never a traceback.
@@ -326,7 +287,7 @@ def _lint_guarded(
     done (:meth:`~distlint.analysis.index.Index.release`)."""
     try:
         with collector_paused():
-            return deep_call(lambda: _lint_module(module, text, job, index, offsets, tops))
+            return deep_call(lambda: _lint_module(module, text, job, index, offsets, tops, source))
     except (TooDeep, RecursionError):
         message = f"source is nested too deeply to analyse (over {DEEP_RECURSION_LIMIT:,} frames)"
         return _Round([], [], [FileError(job.path, message)])
@@ -339,18 +300,19 @@ def _lint_module(
     index: Index | None = None,
     offsets: list[int] | None = None,
     tops: list[int] | None = None,
+    source: SourceMap | None = None,
 ) -> _Round:
     PASSES["rules"] += 1
     path, project = job.path, job.project
     if index is not None:  # the project's parse of this file: kept, with its facts
         facts = facts_for(index, path, project)
-        return _lint_indexed(module, text, job, index, facts, offsets, tops)
+        return _lint_indexed(module, text, job, index, facts, offsets, tops, source)
     # the linted text's own parse: its facts are not memoised in the project (importers that
     # reach this file use the project's parse of it), and nothing is kept once it is linted
-    index = Index(module, text)
+    index = Index(module, text, source)
     facts = Facts(index, path, project) if project is not None else facts_for(index, path)
     try:
-        return _lint_indexed(module, text, job, index, facts, offsets, tops)
+        return _lint_indexed(module, text, job, index, facts, offsets, tops, source)
     finally:
         facts.release()
         index.release()
@@ -364,6 +326,7 @@ def _lint_indexed(
     facts: Facts,
     offsets: list[int] | None,
     tops: list[int] | None,
+    source: SourceMap | None = None,
 ) -> _Round:
     path, active, config, ignore_noqa, debug, enabled, project = job
     errors: list[FileError] = []
@@ -388,35 +351,37 @@ def _lint_indexed(
                 )
             )
     directives = Directives.scan(text)
-    run_unused = not ignore_noqa and any(r.CODE == "DL001" for r in active)
+    run_unused = not ignore_noqa and any(r.CODE == UNUSED_CODE for r in active)
     if not ctx.reports and not run_unused:
         return _Round([], [], errors)
     reports = ctx.reports
+    lines = LineIndex(text)
+    if source is None or not source.cuts:
+        source = SourceMap(text, (), lines.starts)
+    else:
+        offsets = None  # of the text, not of LibCST's code
     plans = [r.fix for r in reports if r.fix is not None]
-    plan_layout = fixes_mod.prepare(module, index, plans)
+    plan_layout = fixes_mod.prepare(module, index, plans, source)
     wanted = [r.node for r in reports]
     statements = {r.node: index.statement(r.node) for r in reports}
     wanted += [s for s in statements.values() if s is not None]
-    lines = LineIndex(text)
     positions, spans = layout(
         module,
         wanted,
         plan_layout.spans_wanted,
         _top_statements(module, index),
         offsets,
-        lines.starts,
-        text,
+        source.parsed_starts,
+        source.parsed,
         index.ancestors,
         tops,
+        source,
     )
     placement = _Placements(lines)
     findings: list[Finding] = []
     suppressed: list[Finding] = []
     seen: set[tuple[str, int, int]] = set()
-    plan_number = -1
     for report in reports:
-        if report.fix is not None:
-            plan_number += 1
         rule = report.rule
         pos = positions.get(report.node)
         if pos is None:  # a node the rule built itself: report at the module start
@@ -436,7 +401,16 @@ def _lint_indexed(
             continue
         fix = None
         if report.fix is not None:
-            fix = _fix_of(report.fix, rule, config, plan_layout, spans, lines, plan_number, debug)
+            try:
+                if pos is not None:
+                    _check_reported(module, source, lines, report.node, rng)
+                fix = _fix_of(report.fix, rule, config, plan_layout, spans, lines, debug)
+            except fixes_mod.TargetMismatch as exc:
+                message = (
+                    f"{rule.CODE}: the fix's edits do not match the code it was meant to change "
+                    f"(line {exc.line}); fix dropped"
+                )
+                errors.append(FileError(path, message, exc.line))
         target = placement.target(rng.line, stmt_range)
         suppression = directive_edit(lines, target, [rule.CODE]) if target is not None else None
         findings.append(
@@ -444,7 +418,7 @@ def _lint_indexed(
         )
     if run_unused:
         # after suppression: only now is it known which noqa codes suppressed nothing
-        override = config.applicability_override("DL001")
+        override = config.applicability_override(UNUSED_CODE)
         known = {r.CODE for r in all_rules()}
         findings += unused_noqa(
             path,
@@ -511,14 +485,27 @@ def _may_block(code: str) -> bool:
     return '"""' in code or "'''" in code or "\\\n" in code or "\\\r" in code or code.endswith("\\")
 
 
-def _fix_of(plan, rule, config, plan_layout, spans, lines, plan_number, debug) -> Fix | None:
+def _check_reported(
+    module: cst.Module, source: SourceMap, lines: LineIndex, node: cst.CSTNode, rng: Range
+) -> None:
+    """Raise :class:`~distlint.fixes.TargetMismatch` unless the text at the reported range is
+    code of the reported ``node`` (its range leaves out the parentheses, indentation and
+    comments around it): a fix is offered only for a finding that points at its node."""
+    start = lines.offset(rng.line, rng.column - 1)
+    end = lines.offset(rng.end_line, rng.end_column - 1)
+    seen = source.parsed_slice(start, end)
+    if not seen or seen not in module.code_for_node(node):
+        raise fixes_mod.TargetMismatch(rng.line)
+
+
+def _fix_of(plan, rule, config, plan_layout, spans, lines, debug) -> Fix | None:
     applicability = plan.applicability or rule.FIX_SAFETY or Applicability.UNSAFE
     override = config.applicability_override(rule.CODE)
     if override is not None:
         applicability = Applicability(override)
     try:
-        edits = fixes_mod.plan_edits(plan_layout, spans, lines, plan_number)
-    except RecursionError:
+        edits = fixes_mod.plan_edits(plan_layout, spans, lines, plan)
+    except (RecursionError, fixes_mod.TargetMismatch):
         raise
     except Exception:  # a plan LibCST cannot generate: no fix offered
         if debug:

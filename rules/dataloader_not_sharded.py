@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.analysis import walk
 from distlint.analysis.facts import Facts, Mode, Origin
+from distlint.analysis.loops import iterators_drawn_in, runs_backward_directly
+from distlint.analysis.prepared import rebound_by_prepare_after
 from distlint.fixes import Fix
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid, fix_statement
@@ -188,7 +189,7 @@ class DataloaderNotSharded(Rule):
         accelerate = facts.mode is Mode.ACCELERATE
         reported: set[tuple[int, str]] = set()  # (function, loader)
         for loop in index.loops:
-            if not isinstance(loop, cst.For) or not _trains(loop):
+            if not isinstance(loop, cst.For) or not runs_backward_directly(loop):
                 continue
             loader = _unwrap(facts, loop.iter)
             if not isinstance(loader, (cst.Name, cst.Attribute)):
@@ -199,15 +200,13 @@ class DataloaderNotSharded(Rule):
             code = index.module.code_for_node(loader)
             if accelerate:
                 message = (
-                    f"`{code}` is iterated in the training loop but never went through `accelerator.prepare`: "
-                    "every process trains on the whole dataset (N processes do N times the work on duplicate "
-                    "batches); prepare it"
+                    f"`{code}` is iterated in the training loop but never prepared: every process "
+                    "trains on the whole dataset"
                 )
             else:
                 message = (
-                    f"`{code}` is iterated in the training loop without a `DistributedSampler`: every rank "
-                    "trains on the whole dataset (N ranks do N times the work on duplicate batches); pass "
-                    "`sampler=DistributedSampler(dataset)` and call `sampler.set_epoch(epoch)`"
+                    f"`{code}` is iterated in the training loop without a `DistributedSampler`: "
+                    "every rank trains on the whole dataset"
                 )
             ctx.report(loader, message, _fix(facts, loop, loader) if accelerate else None)
             reported.add((id(index.enclosing_function(loop)), code))
@@ -222,9 +221,9 @@ class DataloaderNotSharded(Rule):
         taken again on StopIteration is the same hazard, reported once."""
         index, facts = ctx.index, ctx.facts
         for loop in index.loops:
-            if not isinstance(loop, (cst.For, cst.While)) or not _trains(loop):
+            if not isinstance(loop, (cst.For, cst.While)) or not runs_backward_directly(loop):
                 continue
-            for site in sorted(_iterators_drawn_in(facts, loop), key=index.order):
+            for site in sorted(iterators_drawn_in(facts, loop), key=index.order):
                 loader = _unwrap(facts, facts.iterator_of(site) or site)
                 if not isinstance(loader, (cst.Name, cst.Attribute)):
                     continue
@@ -238,84 +237,20 @@ class DataloaderNotSharded(Rule):
                     continue
                 if not accelerate:
                     message = (
-                        f"the training loop draws batches from `iter({code})` without a `DistributedSampler`: "
-                        "every rank trains on the whole dataset (N ranks do N times the work on duplicate "
-                        "batches); pass `sampler=DistributedSampler(dataset)` and call `sampler.set_epoch(epoch)`"
+                        f"the training loop draws from `iter({code})` without a `DistributedSampler`: "
+                        "every rank trains on the whole dataset"
                     )
-                elif _prepared_later(facts, loader, site):
+                elif rebound_by_prepare_after(facts, loader, site):
                     message = (
-                        f"`iter({code})` is taken before `{code}` goes through `accelerator.prepare`: the "
-                        "training loop draws from the unprepared loader, so every process trains on the whole "
-                        "dataset (N processes do N times the work on duplicate batches); take the iterator "
-                        "after preparing"
+                        f"`iter({code})` is taken before `{code}` is prepared: every process trains "
+                        "on the whole dataset"
                     )
                 else:
                     message = (
-                        f"the training loop draws batches from `iter({code})` but `{code}` never went through "
-                        "`accelerator.prepare`: every process trains on the whole dataset (N processes do N "
-                        "times the work on duplicate batches); prepare it"
+                        f"the training loop draws from `iter({code})` but `{code}` is never "
+                        "prepared: every process trains on the whole dataset"
                     )
                 ctx.report(loader, message, None)
-
-
-def _trains(loop: cst.For | cst.While) -> bool:
-    """The loop body runs a backward pass (`loss.backward()`, `accelerator.backward(loss)`)."""
-    for node in walk(loop.body):
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value
-            in (
-                "backward",
-                "optimizer_step",
-            )
-        ):
-            return True
-    return False
-
-
-def _iterators_drawn_in(facts: Facts, loop: cst.For | cst.While) -> list[cst.Call]:
-    """The `iter(...)` calls whose iterators `next(...)` draws from in the loop's body."""
-    index = facts.index
-    out: list[cst.Call] = []
-    for node in walk(loop.body):
-        if not (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Name)
-            and node.func.value == "next"
-            and node.args
-            and not index.bindings_of(node.func)
-        ):
-            continue
-        drawn = node.args[0].value
-        if isinstance(drawn, cst.Call):
-            values: list[cst.BaseExpression | None] = [drawn]
-        elif isinstance(drawn, cst.Name):
-            values = [a.value for a in index.bindings_of(drawn) if a.op == "="]
-        elif isinstance(drawn, cst.Attribute):
-            values = [a.value for a in index.attribute_assignments(drawn) if a.op == "="]
-        else:
-            continue
-        out.extend(
-            v for v in values if isinstance(v, cst.Call) and facts.iterator_of(v) is not None
-        )
-    return out
-
-
-def _prepared_later(facts: Facts, loader: cst.BaseExpression, site: cst.Call) -> bool:
-    """The name ``loader`` is bound again, after ``site``, to what `accelerator.prepare` returns."""
-    index = facts.index
-    if not isinstance(loader, cst.Name):
-        return False
-    for a in index.scope(loader).bindings.get(loader.value, ()):
-        if a.order <= index.order(site):
-            continue
-        value = a.value if a.op == "=" else getattr(a.node, "value", None)
-        if value is not None and facts.is_prepare_call(value):
-            return True
-    return False
 
 
 def _unwrap(facts: Facts, expr: cst.BaseExpression) -> cst.BaseExpression:

@@ -52,8 +52,8 @@ class IgnoredSplitBatchesKeyword(Rule):
     CODE = "DL303"
     NAME = "ignored-split-batches-keyword"
     MESSAGE = (
-        "`Accelerator(split_batches=...)` is silently ignored by Accelerate >= 1.0: "
-        "use `dataloader_config=DataLoaderConfiguration(split_batches=...)`"
+        "`Accelerator(split_batches=...)` is ignored by Accelerate >= 1.0: "
+        "pass it in `DataLoaderConfiguration`"
     )
     FIX_TITLE = "Move `split_batches` into `DataLoaderConfiguration`"
     FIX_SAFETY = Applicability.UNSAFE

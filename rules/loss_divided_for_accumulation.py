@@ -175,8 +175,8 @@ class LossDividedForAccumulation(Rule):
                     reported.add(division)
                     text = index.module.code_for_node(_divisor(division)).strip()
                     message = (
-                        f"the loss is divided by `{text}` before `accelerator.backward`, which already divides "
-                        "it by the accumulation steps the Accelerator was given: gradients are scaled down twice"
+                        f"the loss is divided by `{text}` before `accelerator.backward`, which "
+                        "already divides it: gradients are scaled down twice"
                     )
                     ctx.report(division, message, self._fix(index, division))
 

@@ -311,18 +311,12 @@ def _factor_text(facts: Facts, at: cst.CSTNode) -> str | None:
 
 def _message(index: Index, use: Use, role: str, factor: str | None, model_parallel: bool) -> str:
     code = index.module.code_for_node(use.node)
-    if role == GLOBAL:
-        what = "used as the global batch size: on N processes the observed batch is N times larger"
-    else:
-        what = "counted as all the samples processed: on N processes N times as many samples go through each step"
+    what = "the global batch size" if role == GLOBAL else "the samples of a step"
     if model_parallel:
-        advice = (
-            "with tensor/context parallelism, multiply by the data-parallel size "
-            "(not the process count: ranks of one model replica share a batch)"
-        )
+        advice = "multiply by the data-parallel size (tensor/context parallelism)"
     else:
         advice = f"multiply by `{factor}`" if factor else "multiply by the number of processes"
-    return f"`{code}` is the per-device batch (a DataLoader's `batch_size`) but is {what}; {advice}"
+    return f"per-device batch `{code}` is used as {what}: {advice}"
 
 
 def _fix(index: Index, use: Use, factor: str | None) -> Fix | None:

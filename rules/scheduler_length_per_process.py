@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from distlint.analysis.facts import Facts, Scheduler
+from distlint.analysis.prepared import returned_by_prepare
 from distlint.fixes import Fix
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid, scaled_expression
@@ -50,7 +51,7 @@ class SchedulerLengthPerProcess(Rule):
 
     CODE = "DL202"
     NAME = "scheduler-length-per-process"
-    MESSAGE = "scheduler length counted from the prepared (per-process) DataLoader: multiply by `accelerator.num_processes`"
+    MESSAGE = "scheduler length counts per-process steps: multiply by `accelerator.num_processes`"
     FIX_TITLE = "Count the schedule in single-device steps (multiply by the number of processes)"
     FIX_SAFETY = Applicability.UNSAFE
     TRIGGERS = ("prepare",)
@@ -191,9 +192,8 @@ class SchedulerLengthPerProcess(Rule):
             text = ctx.index.module.code_for_node(report_at).strip()
             subject = f"`{text}`" if len(text) <= 40 else "the schedule length"
             message = (
-                f"{subject} counts the steps of the prepared (per-process) DataLoader, but the prepared "
-                "scheduler is stepped once per process on every optimizer step: the schedule ends "
-                "num_processes times too early; multiply by `accelerator.num_processes`"
+                f"{subject} counts per-process steps, but the scheduler steps on every "
+                "process: multiply by `accelerator.num_processes`"
             )
             ctx.report(report_at, message, _fix(facts, sched.call, per_process))
 
@@ -216,7 +216,7 @@ def _per_process(facts: Facts, sched: Scheduler, value: cst.BaseExpression) -> b
         later = index.order(node) > index.order(call) and not index.is_inside(node, call)
         if later and index.enclosing_function(node) is index.enclosing_function(call):
             return False
-        return _is_prepared_loader(facts, node.args[0].value, index.order(node))
+        return returned_by_prepare(facts, node.args[0].value, index.order(node))
 
     # `len(loader)` is where the count comes from: how the loader was built does not matter
     if not index.reaches(value, prepared_length, prune=_is_len):
@@ -232,45 +232,3 @@ def _fix(facts: Facts, sched: cst.Call, values: list[cst.BaseExpression]) -> Fix
     for value in values:
         fix.replace[value] = scaled_expression(value, f"{acc}.num_processes")
     return fix
-
-
-def _assigned(assignment) -> cst.BaseExpression | None:
-    """The right-hand side of the statement that made ``assignment`` (also for unpacking)."""
-    if assignment.value is not None:
-        return assignment.value
-    stmt = assignment.node
-    return stmt.value if isinstance(stmt, (cst.Assign, cst.AnnAssign)) else None
-
-
-def _is_prepared_loader(facts: Facts, loader: cst.BaseExpression, at: int, depth: int = 3) -> bool:
-    """Was ``loader`` (a name / attribute / call) returned by ``accelerator.prepare`` at ``at``?"""
-    index = facts.index
-    if depth <= 0:
-        return False
-    if facts.is_prepare_call(loader):
-        return True
-    if isinstance(loader, cst.Name):
-        bindings = index.bindings_of(loader)
-        if not bindings:
-            return False
-        latest = max(bindings, key=lambda b: b.order)
-        if latest.op == "param":
-            # a helper gets the loader passed in: prepared at the call sites?
-            return any(
-                isinstance(v, cst.BaseExpression)
-                and _is_prepared_loader(facts, v, index.order(v), depth - 1)
-                for v in index.values_of(loader)
-                if not isinstance(v, cst.Param)
-            )
-        value = _assigned(latest)
-        return value is not None and facts.is_prepare_call(value)
-    if isinstance(loader, cst.Attribute):
-        assigns = [a for a in index.attribute_assignments(loader) if a.op in ("=", "unpack")]
-        if not assigns:
-            return False
-        fn = index.enclosing_function(loader)
-        same_fn = [a for a in assigns if index.enclosing_function(a.node) is fn and a.order < at]
-        latest = max(same_fn or assigns, key=lambda a: a.order)
-        value = _assigned(latest)
-        return value is not None and facts.is_prepare_call(value)
-    return False

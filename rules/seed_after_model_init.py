@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
-
 import libcst as cst
 
-from distlint.analysis import Index, iter_names
-from distlint.analysis.facts import Facts, Seeds
+from distlint.analysis import Index
+from distlint.analysis.ordering import Happens, Ordering
 from distlint.rule import Invalid, Rule, RuleContext, Valid
-
-
-class _Event(NamedTuple):
-    kind: str  # "seed" or "model"
-    site: cst.Call  # the call in the function being analysed through which it happens
-    origin: cst.Call  # the seeding call (or seeding helper call) / the constructor itself
 
 
 class SeedAfterModelInit(Rule):
@@ -95,13 +86,13 @@ class SeedAfterModelInit(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        analysis = _Analysis(ctx.facts)
+        analysis = Ordering(ctx.facts)
         reported: set[cst.Call] = set()
         for root, prefix in analysis.roots():
             events = prefix + analysis.events(root)
-            if not events or events[0].kind != "model":
+            if not events or events[0].kind is not Happens.MODEL:
                 continue  # seeded before anything was built (or never seeded: DL101's business)
-            seed = next((e for e in events if e.kind == "seed"), None)
+            seed = next((e for e in events if e.kind is Happens.SEED), None)
             if seed is None or seed.origin in reported:
                 continue
             reported.add(seed.origin)
@@ -113,168 +104,8 @@ class SeedAfterModelInit(Rule):
             )
             ctx.report(
                 seed.origin,
-                f"seeding runs after {what} (`{built}`): initial weights and splits are not "
-                "reproducible; seed before building anything random",
+                f"seeding runs after {what} (`{built}`): seed before building anything random",
             )
-
-
-class _Analysis:
-    """What runs before what, following calls to functions, classes and methods of the file."""
-
-    def __init__(self, facts: Facts) -> None:
-        index = facts.index
-        self.facts = facts
-        self.index = index
-        self._memo: dict[cst.CSTNode, list[_Event]] = {}
-        self._targets: dict[cst.Call, list[cst.CSTNode]] = {}
-        # by id of a list of bindings (held, so the id stays its own): what it holds
-        self._instances: dict[int, tuple[list, cst.ClassDef | None]] = {}
-        self._classes: dict[int, tuple[list, tuple[cst.CSTNode, ...]]] = {}
-        # Calls owned by each function (or the module), in source order; nested defs excluded.
-        self.calls_of: dict[cst.CSTNode, list[cst.Call]] = {}
-        for call in index.calls:
-            owner = self._owner(call)
-            if owner is not None:
-                self.calls_of.setdefault(owner, []).append(call)
-
-    def _owner(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        scope = self.index.scope(node)
-        while scope.kind == "comprehension":
-            scope = scope.parent  # type: ignore[assignment]
-        if scope.kind in ("function", "module"):
-            return scope.node
-        return None  # lambda bodies and class bodies do not run in order with the rest
-
-    # ---------------------------------------------------------------- entry points
-    def roots(self) -> list[tuple[cst.CSTNode, list[_Event]]]:
-        """The module, plus every function no call of the file reaches (mp.spawn workers, methods
-        called from outside); a method runs after its class's ``__init__``."""
-        called: set[cst.CSTNode] = set()
-        for call in self.index.calls:
-            called.update(self.targets(call))
-        out: list[tuple[cst.CSTNode, list[_Event]]] = [(self.index.module, [])]
-        for defs in self.index.functions.values():
-            for fn in defs:
-                if fn in called:
-                    continue
-                prefix: list[_Event] = []
-                init = self._init_of_class_of(fn)
-                if init is not None and init is not fn:
-                    prefix = self.events(init)
-                out.append((fn, prefix))
-        return out
-
-    def _init_of_class_of(self, fn: cst.FunctionDef) -> cst.FunctionDef | None:
-        scope = self.index.scope(fn)  # the scope the `def` statement sits in
-        cls = scope if scope.kind == "class" else None
-        if cls is None:
-            return None
-        inits = self.index.functions.get(f"{cls.name}.__init__")
-        return inits[-1] if inits else None
-
-    # ---------------------------------------------------------------- events
-    def events(self, fn: cst.CSTNode) -> list[_Event]:
-        memo = self._memo
-        if fn in memo:
-            return memo[fn]
-        memo[fn] = []  # recursion guard
-        out: list[_Event] = []
-        for call in self.calls_of.get(fn, ()):
-            q = self.index.qualname(call.func)
-            if self.facts.seeding.kind_of(call, q) in (Seeds.TORCH, Seeds.ALL):
-                if not self._per_iteration(call, fn) and not self.facts.on_one_process(call):
-                    out.append(_Event("seed", call, call))
-                continue
-            if self.facts.builds_model(call, q) or self.facts.is_random_split(call):
-                out.append(_Event("model", call, call))
-                continue
-            for target in self.targets(call):
-                model_class = False
-                if isinstance(target, cst.ClassDef):
-                    model_class = self.facts.is_model_class(target)
-                    init = self.index.functions.get(f"{target.name.value}.__init__")
-                    if not init:
-                        if model_class:
-                            out.append(_Event("model", call, call))
-                        continue
-                    target = init[-1]
-                inner = self.events(target)
-                if model_class and not (inner and inner[0].kind == "seed"):
-                    out.append(_Event("model", call, call))  # layers may be built by a base class
-                    break
-                if inner and inner[0].kind == "seed":
-                    out.append(
-                        _Event("seed", call, call)
-                    )  # a seeding helper: the call is the seeding
-                else:
-                    out.extend(_Event(e.kind, call, e.origin) for e in inner)
-                break
-        memo[fn] = out
-        return out
-
-    def _per_iteration(self, call: cst.Call, fn: cst.CSTNode) -> bool:
-        """`torch.manual_seed(base + step)` inside `for step in ...`: a deliberate per-step reseed
-        of the data stream, not the run's seed."""
-        used = {n.value for arg in call.args for n in iter_names(arg.value)}
-        for anc in self.index.ancestors(call):
-            if anc is fn:
-                break
-            if isinstance(anc, cst.For) and used & {n.value for n in iter_names(anc.target)}:
-                return True
-        return False
-
-    def targets(self, call: cst.Call) -> list[cst.CSTNode]:
-        """Functions, methods or classes of this file that ``call`` runs."""
-        found = self._targets.get(call)
-        if found is None:
-            found = self._targets[call] = self._find_targets(call)
-        return found
-
-    def _find_targets(self, call: cst.Call) -> list[cst.CSTNode]:
-        index = self.index
-        func = call.func
-        fn = index.local_function(func)
-        if fn is not None:
-            return [fn]
-        if isinstance(func, cst.Name):
-            return list(self._classes_bound(index.bindings_of(func)))
-        if isinstance(func, cst.Attribute):
-            cls = self._instance_class(func.value)
-            if cls is not None:
-                return list(index.functions.get(f"{cls.name.value}.{func.attr.value}", ())[-1:])
-        return []
-
-    def _instance_class(self, expr: cst.BaseExpression) -> cst.ClassDef | None:
-        """The class of this file that ``trainer`` (``trainer = Trainer(...)``) is an instance of."""
-        if isinstance(expr, cst.Name):
-            bindings = self.index.bindings_of(expr)
-            # the uses of a module-level name inside functions share one list of bindings
-            known = self._instances.get(id(bindings))
-            if known is None or known[0] is not bindings:
-                made = self._class_made([b.value for b in bindings if b.op == "="])
-                known = self._instances[id(bindings)] = (bindings, made)
-            return known[1]
-        values: list[cst.CSTNode | None] = [expr] if isinstance(expr, cst.Call) else []
-        if isinstance(expr, cst.Attribute):  # `self.trainer = Trainer(...)`
-            values = [a.value for a in self.index.attribute_assignments(expr) if a.op == "="]
-        return self._class_made(values)
-
-    def _class_made(self, values: Sequence[cst.CSTNode | None]) -> cst.ClassDef | None:
-        """The one class of this file whose instances ``values`` are (`Trainer(...)`)."""
-        classes: set[cst.CSTNode] = set()
-        for value in values:
-            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-                classes.update(self._classes_bound(self.index.bindings_of(value.func)))
-        found = classes.pop() if len(classes) == 1 else None
-        return found if isinstance(found, cst.ClassDef) else None
-
-    def _classes_bound(self, bindings: list) -> tuple[cst.CSTNode, ...]:
-        """The class statements among ``bindings`` (judged once per list: see above)."""
-        known = self._classes.get(id(bindings))
-        if known is None or known[0] is not bindings:
-            found = tuple(b.node for b in bindings if b.op == "class")
-            known = self._classes[id(bindings)] = (bindings, found)
-        return known[1]
 
 
 def _short(index: Index, call: cst.Call) -> str:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.analysis import Index
+from distlint.analysis import knowledge as K
 from distlint.analysis.facts import Facts, Seeds
 from distlint.fixes import Fix, import_name
 from distlint.model import Applicability
 from distlint.rule import Invalid, Option, Rule, RuleContext, Valid, factor_expression
 
-SEED_FUNCTIONS = ("accelerate.utils.set_seed", "transformers.set_seed", "lightning.seed_everything")
+SEED_FUNCTIONS = K.SEED_FUNCTION_CHOICES
 KINDS = {Seeds.TORCH: "torch", Seeds.PYTHON: "python", Seeds.NUMPY: "numpy", Seeds.XLA: "xla"}
 
 
@@ -158,10 +159,7 @@ class SeedOnlyTorch(Rule):
         )
         verb = "is" if len(missing) == 1 else "are"
         short = seed_fn.rsplit(".", 1)[1]
-        message = (
-            f"torch is seeded by hand but {what} {verb} not: "
-            f"use `{seed_fn}(seed)`, which seeds random, numpy, torch, every device and XLA"
-        )
+        message = f"torch is seeded by hand but {what} {verb} not: use `{seed_fn}(seed)`"
         ctx.report(first, message, self._fix(facts, first, by_kind, seed_fn, short))
 
     def _fix(
@@ -232,9 +230,6 @@ class SeedOnlyTorch(Rule):
         return fix
 
 
-_DEVICE_WORDS = ("cuda", "gpu", "mps", "xpu", "npu", "mlu", "device")
-
-
 def _device_guard(index: Index, stmt: cst.CSTNode) -> cst.If | None:
     """The `if torch.cuda.is_available():` (or `args.use_gpu`, ...) statement whose branch holds ``stmt``."""
     block = index.parent(stmt)
@@ -243,7 +238,7 @@ def _device_guard(index: Index, stmt: cst.CSTNode) -> cst.If | None:
         owner = index.parent(owner)
     if isinstance(owner, cst.If) and isinstance(block, cst.IndentedBlock):
         test = index.module.code_for_node(owner.test).lower()
-        if any(word in test for word in _DEVICE_WORDS):
+        if any(word in test for word in K.DEVICE_GUARD_WORDS):
             return owner
     return None
 

@@ -6,6 +6,7 @@ import libcst as cst
 
 from distlint.analysis import Index, string_value
 from distlint.analysis.facts import Facts, Mode, Optimizer
+from distlint.analysis.prepared import parameters_prepared
 from distlint.fixes import Fix, import_name
 from distlint.model import Applicability
 from distlint.rule import (
@@ -86,7 +87,7 @@ class UnscaledLearningRate(Rule):
 
     CODE = "DL201"
     NAME = "unscaled-learning-rate"
-    MESSAGE = "learning rate does not depend on the number of processes: scale it by `accelerator.num_processes`"
+    MESSAGE = "learning rate is not scaled by the number of processes: multiply it by `accelerator.num_processes`"
     FIX_TITLE = "Scale the learning rate by the number of processes"
     FIX_SAFETY = Applicability.UNSAFE
     TRIGGERS = ("optim", "AdamW")
@@ -211,7 +212,7 @@ class UnscaledLearningRate(Rule):
             if (
                 mode is Mode.ACCELERATE
                 and facts.prepare_calls
-                and not _trained_data_parallel(facts, opt)
+                and not parameters_prepared(facts, opt)
             ):
                 continue
             if opt.lr_inside:
@@ -226,7 +227,7 @@ class UnscaledLearningRate(Rule):
             if opt.lr_config is not None:
                 # the lr is written in a config file: scaled in code before the call?
                 if opt.lr_key is None or not facts.key_reads_process_count(opt.lr_key):
-                    what = f"the learning rate (the value comes from {opt.lr_config})"
+                    what = f"the learning rate ({opt.lr_config})"
                     ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
                 continue
             if opt.lr is None:
@@ -259,7 +260,7 @@ class UnscaledLearningRate(Rule):
         message = self._message(text, what, facts.mode, facts.model_parallel)
         origin = facts.config_origin(value)
         if origin is not None:
-            message += f" (the value comes from {origin})"
+            message += f" (from {origin})"
         ctx.report(value, message, fix)
 
     @staticmethod
@@ -270,17 +271,11 @@ class UnscaledLearningRate(Rule):
             subject = what
         else:  # a long expression is shown by its place, not copied
             subject = f"{what} `{text}`" if len(text) <= 40 else f"the {what} given here"
-        verb, it = ("do", "them") if plural else ("does", "it")
-        head = (
-            f"{subject} {verb} not depend on the number of processes, but the batch of every "
-            "optimizer step grows with them"
-        )
+        verb, it = ("are", "them") if plural else ("is", "it")
+        head = f"{subject} {verb} not scaled by the number of processes"
         if model_parallel:
-            return (
-                f"{head}: this script uses tensor/context parallelism, so scale {it} by the "
-                "data-parallel size (processes / (tp * cp)), not by the process count"
-            )
-        return f"{head}: scale {it} by {FACTOR_TEXT[mode]}"
+            return f"{head}: multiply {it} by the data-parallel size (processes / (tp * cp))"
+        return f"{head}: multiply {it} by {FACTOR_TEXT[mode]}"
 
     def _report_reads(self, ctx: RuleContext, call: cst.Call, opts: list[Optimizer]) -> None:
         """A factory reads one or more LRs from its arguments (`args.lr`): one finding at the
@@ -376,18 +371,3 @@ def _param_groups_scaled(facts: Facts, opt: Optimizer) -> bool:
         )
 
     return facts.flow.reaches(opt.params, scaled_group_lr, key="scaled-group-lr", depth=4)
-
-
-def _trained_data_parallel(facts: Facts, opt: Optimizer) -> bool:
-    """Does the optimizer (or the model whose parameters it holds) go through `accelerator.prepare`?
-    An optimizer of a side model that each process trains on its own (never prepared, so never
-    synchronised) does not see a batch that grows with the processes."""
-    if opt.params is None or facts.is_prepared(opt.call):
-        return True
-    texts = facts.prepared_texts
-
-    def is_prepared(node: cst.CSTNode, _q: str | None) -> bool:
-        return isinstance(node, (cst.Name, cst.Attribute)) and facts.text_of(node) in texts
-
-    # `params = list(model.parameters())`: follow the parameters back to the model they belong to
-    return facts.flow.reaches(opt.params, is_prepared, key="prepared-model", depth=3)

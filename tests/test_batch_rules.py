@@ -295,9 +295,7 @@ def test_batches_drawn_with_next_are_judged_where_the_iterator_was_taken():
     )
     train = "for step in range(9):\n    accelerator.backward(next(it))\n"
     before = head + "it = iter(loader)\nloader = accelerator.prepare(loader)\n" + train
-    assert lines(before) == [
-        (6, "`iter(loader)` is taken before `loader` goes through `accelerator.prepare`")
-    ]
+    assert lines(before) == [(6, "`iter(loader)` is taken before `loader` is prepared")]
     after = head + "loader = accelerator.prepare(loader)\nit = iter(loader)\n" + train
     assert lines(after) == []
     # a peek at a prepared loader, and next() outside any training loop, are not reported
@@ -316,7 +314,7 @@ def test_batches_drawn_with_next_are_judged_where_the_iterator_was_taken():
     loop = "it = iter(loader)\nwhile True:\n    next(it).sum().backward()\n"
     plain = ddp + "loader = DataLoader(range(8), shuffle=True)\n" + loop
     assert lines(plain) == [
-        (5, "the training loop draws batches from `iter(loader)` without a `DistributedSampler`")
+        (5, "the training loop draws from `iter(loader)` without a `DistributedSampler`")
     ]
     sampled = ddp + "loader = DataLoader(range(8), sampler=DistributedSampler(range(8)))\n" + loop
     assert lines(sampled) == []

@@ -53,7 +53,7 @@ def run(paths=("src",), **kwargs):
 
 
 def entries(root: Path):
-    return sorted((root / cache.CACHE_DIR / "entries").glob("*.json"))
+    return sorted((root / cache.CACHE_DIR / "entries").glob("*/*.json"))
 
 
 def test_same_results_with_and_without_cache(project, monkeypatch):
@@ -205,7 +205,7 @@ def test_concurrent_runs_are_safe(project):
     assert all(err == "" for _, err in outputs)
     assert len({out for out, _ in outputs}) == 1
     assert not [
-        p for p in (project / cache.CACHE_DIR / "entries").iterdir() if p.name.startswith(".tmp-")
+        p for p in (project / cache.CACHE_DIR / "entries").rglob("*") if p.name.startswith(".tmp-")
     ]
     warm = _cli("check", "--format", "json", "src", cwd=project)
     assert warm.stdout == outputs[0][0]
@@ -229,3 +229,51 @@ def test_entries_are_json_never_pickle(project):
     for entry in entries(project):
         data = json.loads(entry.read_bytes())
         assert set(data) == {"findings", "suppressed", "errors", "deps", "reached"}
+
+
+# issue #27: the cache stays bounded and never writes through a link
+
+
+def test_edits_keep_one_entry_per_file(project):
+    target = project / "src" / "seed_bad.py"
+    original = target.read_text()
+    for i in range(5):
+        target.write_text(original + f"\nx = {i}\n")
+        run(["src/seed_bad.py"])
+    assert len(entries(project)) == 1
+    run(["src/seed_bad.py"], select=("DL101",))  # other settings: an entry of their own
+    assert len(entries(project)) == 2
+
+
+def test_the_total_is_trimmed_oldest_first(project):
+    run()
+    found = entries(project)
+    assert len(found) > 3
+    for age, entry in enumerate(found):
+        os.utime(entry, ns=(age * 10**9, age * 10**9))
+    sizes = [e.stat().st_size for e in found]
+    store = cache.Cache(str(project))
+    store.trim(budget=sum(sizes[-2:]))
+    assert entries(project) == found[-2:]
+
+
+def test_a_symlinked_cache_folder_is_not_written_through_and_clean_unlinks_it(
+    project, tmp_path_factory
+):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (project / cache.CACHE_DIR).symlink_to(elsewhere, target_is_directory=True)
+    proc = _cli("check", "src", cwd=project)
+    assert proc.returncode == 1 and proc.stderr == ""
+    assert list(elsewhere.iterdir()) == []
+    cleaned = _cli("clean", cwd=project)
+    assert cleaned.returncode == 0
+    assert "a symbolic link; its target was left alone" in cleaned.stdout
+    assert not os.path.lexists(project / cache.CACHE_DIR) and elsewhere.is_dir()
+
+
+def test_entries_of_the_old_flat_layout_are_removed(project):
+    old = project / cache.CACHE_DIR / "entries"
+    old.mkdir(parents=True)
+    (old / ("0" * 64 + ".json")).write_text("{}")
+    run()
+    assert not (old / ("0" * 64 + ".json")).exists() and entries(project)

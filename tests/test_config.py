@@ -20,13 +20,21 @@ def run(exe, *args, cwd):
     [
         ('selectt = ["DL1"]', "selectt", "unknown key 'selectt'"),
         ('select = "DL1"', "select", "expected a list of strings"),
-        ('ignore = ["DL777"]', "ignore", "unknown rule code or prefix 'DL777'"),
+        ('ignore = ["DL777"]', "ignore", "unknown rule code, prefix or name 'DL777'"),
+        # issue #27: an empty or blank code is an error, not "every rule off" / "every rule on"
+        ('ignore = [""]', "ignore", "empty rule code ''"),
+        ('select = [" "]', "select", "empty rule code ' '"),
+        ('extend-select = ["DL101", ""]', "extend-select", "empty rule code ''"),
+        ('per-file-ignores = {"a.py" = [" "]}', "per-file-ignores.'a.py'", "empty rule code"),
+        # issue #30: the closest code or name is suggested
+        ('select = ["DL2O1"]', "select", "'DL2O1' (did you mean DL201?)"),
+        ('ignore = ["seed-only-torc"]', "ignore", "(did you mean seed-only-torch?)"),
         ("unsafe-fixes = 1", "unsafe-fixes", "expected true or false"),
         ('per-file-ignores = {"a.py" = "DL101"}', "per-file-ignores", "expected a list of codes"),
         (
             'per-file-ignores = {"a.py" = ["XX1"]}',
             "per-file-ignores.'a.py'",
-            "unknown rule code or prefix 'XX1'",
+            "unknown rule code, prefix or name 'XX1'",
         ),
         (
             '[tool.distlint.seed-only-torch]\nseed-function = "random.seed"',
@@ -215,7 +223,7 @@ def _no_hang(func, *args):
             b'[tool.distlint]\n# caf\xe9\nselect = ["DL"]\n',
             "not UTF-8 (TOML must be): byte 0xe9 at line 2",
         ),
-        ("fifo", None, "is a FIFO (named pipe), not a file"),
+        ("fifo", None, "is a FIFO (named pipe), not a regular file: not read"),
     ],
     ids=["deep", "latin1", "fifo"],
 )
@@ -261,8 +269,7 @@ def test_unreadable_and_deep_pyproject_through_the_cli(distlint_exe, tmp_path):
     proc = subprocess.run(cmd, cwd=locked, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.splitlines() == [
-        f"train.py: error: {locked / 'pyproject.toml'}: cannot read configuration: "
-        "Permission denied"
+        f"train.py: error: {locked / 'pyproject.toml'}: permission denied"
     ]
 
 
@@ -272,7 +279,7 @@ def test_config_option_says_what_the_path_is(distlint_exe, tmp_path):
     os.mkfifo(tmp_path / "fifo.toml")
     for name, what in (
         ("conf.d", "is a directory, not a file"),
-        ("fifo.toml", "is a FIFO (named pipe), not a file"),
+        ("fifo.toml", "is a FIFO (named pipe), not a regular file: not read"),
         ("missing.toml", "not found"),
     ):
         proc = run(distlint_exe, "check", "--config", name, "train.py", cwd=tmp_path)
@@ -300,3 +307,32 @@ def test_a_pyproject_that_never_mentions_distlint_is_not_parsed(tmp_path):
         "None False",
         f"{tmp_path / 'sub' / 'pyproject.toml'} True",
     ]
+
+
+@pytest.mark.parametrize(
+    "toml",
+    [
+        'ignore = ["seed-only-torch"]',
+        'ignore = ["Seed-Only-Torch"]',
+        'select = ["unscaled-learning-rate"]',
+        'per-file-ignores = {"train.py" = ["seed-only-torch"]}',
+    ],
+)
+def test_rule_names_are_accepted_wherever_codes_are(distlint_exe, tmp_path, toml):
+    (tmp_path / "train.py").write_text(BAD)
+    proc = run(distlint_exe, "check", "train.py", cwd=tmp_path)
+    assert proc.returncode == 1 and "DL101" in proc.stdout
+    (tmp_path / "pyproject.toml").write_text("[tool.distlint]\n" + toml + "\n")
+    proc = run(distlint_exe, "check", "train.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_names_become_codes_in_the_configuration():
+    config = config_from_table(
+        {
+            "select": ["seed-only-torch", "dl2"],
+            "per-file-ignores": {"a.py": ["unscaled-learning-rate"]},
+        }
+    )
+    assert config.select == ("DL101", "DL2")
+    assert config.per_file_ignores == (("a.py", ("DL201",)),)

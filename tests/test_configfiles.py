@@ -335,3 +335,101 @@ def test_mutually_recursive_helpers_terminate():
         "train.py": "from a import f\nx = f().lr\n",
     }
     assert value_of(files, "f().lr")[0] is None
+
+
+# ------------------------------------------------------------------ bounds (issue #27)
+def _alias_bomb(levels: int = 9) -> str:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\noptimizer:\n  lr: 0.1\n"
+
+
+def test_yaml_alias_bomb_is_refused_before_it_expands():
+    pytest.importorskip("yaml")
+    text = _alias_bomb()
+    assert len(text) < 700
+    with pytest.raises(ConfigFileError) as info:
+        parse("bomb.yaml", text.encode())
+    assert info.value.message.startswith("YAML aliases expand to ")
+    assert info.value.message.endswith("over the limit of 100,000 repeated ones: not read")
+
+
+def test_yaml_aliases_and_merge_keys_of_real_configs_still_read():
+    pytest.importorskip("yaml")
+    text = (
+        "base: &base {lr: 0.1, batch: 32}\n"
+        "train:\n  <<: *base\n  batch: 64\n"
+        "eval: *base\n"
+        "many: [" + ", ".join(["*base"] * 1000) + "]\n"
+    )
+    doc = parse("c.yaml", text.encode())
+    assert doc.root.find(["train", "lr"]).value == 0.1
+    assert doc.root.find(["train", "batch"]).value == 64
+    assert doc.root.find(["eval", "batch"]).value == 32
+    assert len(doc.root.find(["many"]).value) == 1000
+
+
+@pytest.mark.parametrize(
+    "name,data,kind",
+    [
+        ("deep.json", b"[" * 100_000 + b"]" * 100_000, "JSON"),
+        ("deep2.json", b"[" * 150 + b"]" * 150, "JSON"),  # parsed by json, over our depth
+        ("deep.yaml", b"a: " + b"[" * 600 + b"]" * 600 + b"\n", "YAML"),
+        ("deep.toml", b"a = " + b"[" * 600 + b"]" * 600 + b"\n", "TOML"),
+    ],
+    ids=["json-100000", "json-600", "yaml-600", "toml-600"],
+)
+def test_deeply_nested_config_files_are_refused_naming_the_depth(name, data, kind):
+    if kind == "YAML":
+        pytest.importorskip("yaml")
+    with pytest.raises(ConfigFileError) as info:
+        parse(name, data)
+    assert info.value.message == f"{kind} nested more than 100 levels deep: not read"
+
+
+SCRIPT_READING = (
+    "import {module}\nimport torch\nfrom accelerate import Accelerator\n\n"
+    'cfg = {load}(open("{name}"))\naccelerator = Accelerator()\ntorch.manual_seed(0)\n'
+    "model = torch.nn.Linear(4, 1)\n"
+    "optimizer = torch.optim.SGD(model.parameters(), lr={use})\n"
+)
+
+
+@pytest.mark.parametrize(
+    "name,module,load,use,data,message",
+    [
+        (
+            "deep.json",
+            "json",
+            "json.load",
+            "cfg[0]",
+            b"[" * 100_000 + b"]" * 100_000,
+            "JSON nested more than 100 levels deep: not read",
+        ),
+        (
+            "bomb.yaml",
+            "yaml",
+            "yaml.safe_load",
+            'cfg["optimizer"]["lr"]',
+            _alias_bomb().encode(),
+            "YAML aliases expand to 4,412,961,508 values, over the limit of 100,000 repeated "
+            "ones: not read",
+        ),
+    ],
+    ids=["deep-json", "yaml-alias-bomb"],
+)
+def test_a_data_file_too_big_to_read_is_reported_for_itself_and_the_findings_stand(
+    tmp_path, name, module, load, use, data, message
+):
+    from bounded import bounded
+
+    if module == "yaml":
+        pytest.importorskip("yaml")
+    (tmp_path / name).write_bytes(data)
+    script = SCRIPT_READING.format(module=module, load=load, name=name, use=use)
+    (tmp_path / "train.py").write_text(script)
+    proc = bounded(["check", "--no-cache", "train.py"], cwd=tmp_path, timeout=30)
+    assert proc.returncode == 2
+    assert proc.stdout.startswith("train.py:7:1: DL101 "), proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == [f"{tmp_path / name}: error: {message}"]

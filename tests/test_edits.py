@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from distlint import api, edits
+from distlint import api, edits, files
 from distlint.api import LintOptions, lint_file
 from distlint.config import Config
 from distlint.model import Applicability, Edit, FileError, Fix
@@ -113,7 +113,7 @@ def test_a_file_read_while_its_size_changes_is_read_again(tmp_path, monkeypatch)
     monkeypatch.setattr(
         api.os, "fstat", lambda fd: os.stat_result((*real_fstat(fd)[:6], len(calls), 0, 0, 0))
     )
-    monkeypatch.setattr(api.time, "sleep", lambda s: None)
+    monkeypatch.setattr(files.time, "sleep", lambda s: None)
 
     def always_growing(fd):
         calls.append(None)

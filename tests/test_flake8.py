@@ -26,7 +26,7 @@ def test_plugin_reports_dl_codes(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines() == [
         "bad.py:20:5: DL101 torch is seeded by hand but python `random` and numpy are not: "
-        "use `accelerate.utils.set_seed(seed)`, which seeds random, numpy, torch, every device and XLA"
+        "use `accelerate.utils.set_seed(seed)`"
     ]
 
 
@@ -75,3 +75,20 @@ def test_notebooks_are_skipped_with_a_message(tmp_path):
     lines = proc.stdout.splitlines()
     assert len(lines) == 1 and "DL000 notebooks are not linted through flake8" in lines[0], proc
     assert "distlint check train.ipynb" in lines[0]
+
+
+def test_a_file_that_does_not_parse_is_flake8s_own_e999(tmp_path):
+    """What the README says: flake8 reports E999 itself and never calls the plugin for a file
+    Python cannot parse (no DL000 line); DL000 is for what only distlint refuses, such as
+    its configuration being wrong."""
+    (tmp_path / "broken.py").write_text("import torch\ntorch.manual_seed(0\n")
+    proc = flake8("--select", "DL,E999", "broken.py", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "E999" in proc.stdout and "DL" not in proc.stdout.replace("DL000", "")
+    assert "DL000" not in proc.stdout
+    (tmp_path / "pyproject.toml").write_text('[tool.distlint]\nselect = ["DL2O1"]\n')
+    (tmp_path / "bad.py").write_text(BAD)
+    proc = flake8("--select", "DL", "bad.py", cwd=tmp_path)
+    assert (
+        "DL000 distlint configuration error" in proc.stdout and "did you mean DL201" in proc.stdout
+    )

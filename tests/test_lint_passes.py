@@ -79,9 +79,11 @@ def test_diff_and_add_noqa_do_not_lint_again(project):
 def _server(root, text):
     lsp = pytest.importorskip("lsprotocol.types")
     pytest.importorskip("pygls")
+    from lsp_hooks import hooked_worker  # a worker that also counts its lint passes
+
     from distlint.lsp import create_server
 
-    server = create_server()
+    server = create_server(hooked_worker())
     init = server.protocol.lsp_initialize(
         lsp.InitializeParams(capabilities=lsp.ClientCapabilities(), root_uri=root.as_uri())
     )

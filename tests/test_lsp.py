@@ -177,7 +177,7 @@ def cli(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.Completed
 
 
 @contextlib.asynccontextmanager
-async def session(workspace: Path, init_options=None):
+async def session(workspace: Path, init_options=None, server=SERVER):
     client = pytest_lsp.make_test_lsp_client()
     client.registrations = []
 
@@ -185,7 +185,7 @@ async def session(workspace: Path, init_options=None):
     def register(params: lsp.RegistrationParams) -> None:
         client.registrations.extend(params.registrations)
 
-    await client.start_io(*SERVER, cwd=str(workspace))
+    await client.start_io(*server, cwd=str(workspace))
     try:
         await asyncio.wait_for(
             client.initialize_session(
@@ -499,9 +499,11 @@ async def test_a_document_that_crashes_libcst_does_not_take_the_server_down(tmp_
 
 
 def test_worker_crash_and_timeout_become_errors_and_the_worker_restarts():
-    from distlint.lsp_worker import Worker, WorkerError
+    from lsp_hooks import hooked_worker
 
-    worker = Worker()
+    from distlint.lsp_worker import WorkerError
+
+    worker = hooked_worker()
     try:
         with pytest.raises(WorkerError, match="SIGSEGV"):
             worker.call("crash", timeout=30)
@@ -664,3 +666,311 @@ async def test_typing_right_after_opening_gets_the_diagnostics_of_the_last_text(
         actions = await s.code_actions(uri, whole(final))
         [noqa] = [a for a in actions if "noqa" in a.title]
         assert "x = 1\ntorch.manual_seed(0)  # noqa: DL101\n" in apply_edit(final, uri, noqa.edit)
+
+
+# --------------------------------------------------------------------------------------------
+# Opening a folder runs none of its code (issue #27 item 1); a worker that cannot start is
+# reported and the server goes on answering (issue #33).
+
+
+async def _server_modules(workspace: Path) -> set[str]:
+    (workspace / "train.py").write_text(SAFE_SCRIPT)
+    async with session(workspace) as s:
+        await s.diagnostics(await s.open(workspace / "train.py"))
+        modules = await asyncio.wait_for(
+            s.client.workspace_execute_command_async(
+                lsp.ExecuteCommandParams(command=IMPORTED_MODULES_COMMAND)
+            ),
+            TIMEOUT,
+        )
+    return set(modules)
+
+
+@pytest.mark.asyncio
+async def test_a_folder_with_shadowing_modules_gets_diagnostics_and_none_of_them_runs(tmp_path):
+    """The server started by an editor in a folder holding a `distlint/` package and a module
+    named after each one the server and its worker import: the document gets its diagnostics
+    within seconds and none of the planted modules is imported."""
+    from shadowing import cli_modules, distlint_command, plant, ran, worker_modules
+
+    clean, folder, markers = tmp_path / "clean", tmp_path / "repo", tmp_path / "markers"
+    clean.mkdir()
+    folder.mkdir()
+    names = await _server_modules(clean) | worker_modules() | cli_modules(clean)
+    planted = plant(folder, names, markers)
+    assert {"pygls", "lsprotocol", "libcst", "select", "pickle", "distlint"} <= set(planted)
+    (folder / "train.py").write_text(SAFE_SCRIPT)
+    async with session(folder, server=[distlint_command(), "lsp"]) as s:
+        uri = await s.open(folder / "train.py")
+        diagnostics = await asyncio.wait_for(s.diagnostics(uri), 20)
+        assert "DL101" in [d.code for d in diagnostics]
+        assert await s.code_actions(uri, whole(SAFE_SCRIPT))  # the full server answers too
+    assert ran(markers) == []
+
+
+@pytest.mark.asyncio
+async def test_a_worker_that_cannot_start_is_reported_and_the_server_keeps_answering(
+    tmp_path, capfd
+):
+    hooks = str(Path(__file__).with_name("lsp_hooks.py"))
+    script = tmp_path / "train.py"
+    script.write_text(SAFE_SCRIPT)
+    server = [sys.executable, "-I", hooks, "serve-with-broken-worker"]
+    async with session(tmp_path, server=server) as s:
+        uri = await s.open(script)
+
+        async def told(words: str) -> list[str]:
+            while True:
+                shown = [m.message for m in s.client.messages if words in m.message]
+                if shown:
+                    return shown
+                await asyncio.sleep(0.05)
+
+        [first] = await asyncio.wait_for(told("could not start"), TIMEOUT)
+        assert "ModuleNotFoundError" in first and "distlint_is_not_installed_here" in first
+        assert "Fix:" in first
+        # the server answers meanwhile: no findings, no actions, no hover
+        assert await s.code_actions(uri, whole(SAFE_SCRIPT)) == []
+        hover = await asyncio.wait_for(
+            s.client.text_document_hover_async(
+                lsp.HoverParams(
+                    text_document=lsp.TextDocumentIdentifier(uri=uri),
+                    position=lsp.Position(line=9, character=6),
+                )
+            ),
+            TIMEOUT,
+        )
+        assert hover is None
+        # two more attempts (after 1 s and 2 s), then it gives up and says so
+        [last] = await asyncio.wait_for(told("gave up after 3 attempts"), TIMEOUT)
+        assert "ModuleNotFoundError" in last
+        attempts = [m.message for m in s.client.log_messages if "could not start" in m.message]
+        assert len(attempts) == 3, attempts
+        shown = [m.message for m in s.client.messages if "could not start" in m.message]
+        assert shown == [attempts[0], attempts[-1]]  # the user is told twice, not per attempt
+        assert uri not in s.client.diagnostics
+        await asyncio.wait_for(s.client.shutdown_session(), 10)
+        assert s.client._server.returncode == 0
+    err = capfd.readouterr().err
+    assert "distlint: the lint worker could not start" in err and "ModuleNotFoundError" in err
+
+
+def test_worker_start_failures_back_off_then_give_up():
+    import time
+
+    from lsp_hooks import BROKEN_WORKER
+
+    from distlint.lsp_worker import RETRY_DELAYS, Worker, WorkerStartError
+
+    worker = Worker(command=BROKEN_WORKER)
+    try:
+        with pytest.raises(WorkerStartError, match="ModuleNotFoundError") as first:
+            worker.call("rules", timeout=30)
+        assert first.value.retry_in == RETRY_DELAYS[0] and not first.value.final
+        started = time.monotonic()
+        with pytest.raises(WorkerStartError) as waiting:  # no new process before it is due
+            worker.call("rules", timeout=30)
+        assert time.monotonic() - started < 0.5 and worker.start_failures == 1
+        assert 0 < waiting.value.retry_in <= RETRY_DELAYS[0]
+        for attempt, delay in enumerate(RETRY_DELAYS, start=2):
+            time.sleep(delay + 0.05)
+            with pytest.raises(WorkerStartError) as failed:
+                worker.call("rules", timeout=30)
+            assert worker.start_failures == attempt
+        assert failed.value.final and "gave up after 3 attempts" in str(failed.value)
+        started = time.monotonic()
+        with pytest.raises(WorkerStartError, match="gave up"):
+            worker.call("rules", timeout=30)
+        assert time.monotonic() - started < 0.5  # given up: answered at once, nothing started
+    finally:
+        worker.close()
+
+
+def test_a_worker_that_finds_no_rules_says_so():
+    from distlint.lsp_worker import Worker, WorkerStartError
+
+    no_rules = (
+        "import distlint.registry as registry\n"
+        "registry.all_rules = lambda: ()\n"
+        "from distlint.lsp_worker import main\n"
+        "main()\n"
+    )
+    worker = Worker(command=[sys.executable, "-I", "-c", no_rules])
+    try:
+        with pytest.raises(WorkerStartError, match="no rules found in distlint.rules"):
+            worker.call("rules", timeout=60)
+    finally:
+        worker.close()
+
+
+@pytest.mark.asyncio
+async def test_a_slow_document_does_not_hold_up_the_others(tmp_path):
+    """One document's lint takes 8 s: an edit of another is linted meanwhile (by a second
+    worker, started once the first has been busy for a second), and the slow one gets its
+    diagnostics in the end."""
+    import time
+
+    hooks = str(Path(__file__).with_name("lsp_hooks.py"))
+    server = [sys.executable, "-I", hooks, "serve-with-hooked-worker"]
+    (tmp_path / "train.py").write_text(SAFE_SCRIPT)
+    slow_text = SAFE_SCRIPT + "# test: lint takes 8 s\n"
+    async with session(tmp_path, server=server) as s:
+        uri = await s.open(tmp_path / "train.py")
+        await s.diagnostics(uri)
+        await s.code_actions(uri, whole(SAFE_SCRIPT))  # the full server has taken over
+        slow = await s.open(tmp_path / "slow.py", slow_text)
+        await asyncio.sleep(0.5)  # its lint has started
+        started = time.monotonic()
+        await s.change(uri, SAFE_SCRIPT + "\n")
+        assert "DL101" in [d.code for d in await s.diagnostics(uri)]
+        waited = time.monotonic() - started
+        assert waited < 6, f"the edit waited {waited:.1f} s for the slow document"
+        assert "DL101" in [d.code for d in await s.diagnostics(slow)]
+
+
+# --------------------------------------------------------------------------------------------
+# The protocol under abuse (issue #27 item 5).
+
+
+def _frame(message: dict) -> bytes:
+    data = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(data) + data
+
+
+def _answers(stdout: bytes) -> dict:
+    """The responses in a server's output, by id."""
+    out = {}
+    while stdout:
+        head, _, rest = stdout.partition(b"\r\n\r\n")
+        length = int(head.split(b"Content-Length:")[1].split(b"\r\n")[0])
+        message, stdout = json.loads(rest[:length]), rest[length:]
+        if "id" in message and "method" not in message:
+            out[message["id"]] = message
+    return out
+
+
+def test_requests_before_initialize_and_after_shutdown_get_the_specs_errors(tmp_path):
+    hover = {
+        "textDocument": {"uri": _uri(tmp_path / "x.py")},
+        "position": {"line": 0, "character": 0},
+    }
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "textDocument/hover", "params": hover},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},  # dropped
+        INIT | {"id": 2},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 3, "method": "shutdown"},
+        {"jsonrpc": "2.0", "id": 4, "method": "textDocument/hover", "params": hover},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    proc = subprocess.run(
+        SERVER, input=b"".join(map(_frame, messages)), capture_output=True, timeout=60
+    )
+    answers = _answers(proc.stdout)
+    assert answers[1]["error"]["code"] == -32002  # ServerNotInitialized
+    assert "capabilities" in answers[2]["result"]
+    assert answers[3]["result"] is None
+    assert answers[4]["error"]["code"] == -32600  # InvalidRequest
+    assert proc.returncode == 0  # exit after shutdown
+
+
+@pytest.mark.parametrize("length", [b"abc", b"-5"])
+@pytest.mark.parametrize("when", ["first", "after the server took over"])
+def test_a_malformed_header_ends_the_session_with_a_message(length, when, tmp_path):
+    """No Content-Length to go by: the stream cannot be re-synchronised (a body may contain
+    anything), so the server says why on stderr and exits 1 at once (as rust-analyzer and
+    gopls do), instead of waiting for ever; the client keeps its pipe open meanwhile."""
+    import time
+
+    proc = subprocess.Popen(
+        SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        if when != "first":
+            hover = {
+                "textDocument": {"uri": _uri(tmp_path / "x.py")},
+                "position": {"line": 0, "character": 0},
+            }
+            ask = {"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": hover}
+            proc.stdin.write(_frame(INIT) + _frame(ask))  # a hover: only pygls answers it
+            proc.stdin.flush()
+            seen = b""
+            while b'"id": 2' not in seen:
+                chunk = proc.stdout.read1(65536)
+                assert chunk, "the server ended before answering"
+                seen += chunk
+        proc.stdin.write(b"Content-Length: " + length + b'\r\n\r\n{"jsonrpc": "2.0"}')
+        proc.stdin.flush()
+        started = time.monotonic()
+        assert proc.wait(timeout=30) == 1
+        assert time.monotonic() - started < 30
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        assert "malformed message from the client" in err and "Content-Length" in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.asyncio
+async def test_notifications_leave_nothing_behind_in_pygls():
+    """pygls 2 keeps a future per notification its generator handlers take (didChange:
+    ~2 KB a keystroke, never freed); the server forgets each once it is done."""
+    from distlint.lsp import create_server
+    from distlint.lsp_worker import WorkerError
+
+    class NoWorker:
+        root = None
+
+        def call(self, *args, **kwargs):
+            raise WorkerError("not in this test")
+
+        def close(self):
+            pass
+
+    server = create_server(NoWorker())  # type: ignore[arg-type]
+    protocol = server.protocol
+    protocol.set_writer(type("Sink", (), {"write": lambda self, data: None})())
+
+    def send(message: dict) -> None:
+        protocol.handle_message(
+            json.loads(json.dumps(message), object_hook=protocol.structure_message)
+        )
+
+    uri = "file:///nowhere/train.py"
+    send(INIT)
+    send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    item = {"uri": uri, "languageId": "python", "version": 1, "text": "a = 1\n"}
+    send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": item}})
+    for version in range(2, 2002):
+        start = {"line": 0, "character": 4}
+        change = {"range": {"start": start, "end": {"line": 0, "character": 5}}, "text": "2"}
+        params = {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [change],
+        }
+        send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": params})
+    await asyncio.sleep(0.05)
+    assert server.workspace.get_text_document(uri).source == "a = 2\n"
+    assert len(protocol._request_futures) == 0
+    for handle in server.pending.values():
+        handle.cancel()
+
+
+# --------------------------------------------------------------------------------------------
+# An open document is linted from the editor's text, never from the disk (issue #27 item 4).
+
+
+@pytest.mark.asyncio
+async def test_open_documents_at_a_fifo_and_at_dev_zero_are_linted_from_their_text(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "train.py")
+    os.symlink("/dev/zero", tmp_path / "eval.py")
+    async with session(tmp_path) as s:
+        for name in ("train.py", "eval.py"):
+            uri = await s.open(tmp_path / name, SAFE_SCRIPT)
+            diagnostics = await asyncio.wait_for(s.diagnostics(uri), 10)
+            assert "DL101" in [d.code for d in diagnostics], name
+        assert not [m.message for m in s.client.log_messages if "not linted" in m.message]

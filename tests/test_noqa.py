@@ -24,7 +24,17 @@ def codes(source, config=None, **kwargs):
 
 
 @pytest.mark.parametrize(
-    "comment", ["# noqa: DL101", "# noqa:DL101", "# NOQA: dl101", "# noqa", "# noqa: E501, DL101"]
+    "comment",
+    [
+        "# noqa: DL101",
+        "# noqa:DL101",
+        "# NOQA: dl101",
+        "# noqa",
+        "# noqa: E501, DL101",
+        "# noqa: seed-only-torch",
+        "# noqa: E501,Seed-Only-Torch",
+        "# distlint: noqa: seed-only-torch",
+    ],
 )
 def test_noqa_on_the_reported_line(comment):
     assert codes(BAD) == ["DL101"]
@@ -157,3 +167,11 @@ def test_unused_noqa_through_the_cli(distlint_exe, tmp_path):
     )
     assert proc.returncode == 1
     assert "t.py:2:21: DL001 [*] Unused `noqa` directive (unused: `DL101`)" in proc.stdout
+
+
+def test_an_unused_rule_name_in_a_directive_is_reported_and_removed_like_its_code():
+    source = "import torch\nx = torch.zeros(1)  # noqa: E501, seed-only-torch\n"
+    (finding,) = lint_source(source, "train.py", UNUSED).findings
+    assert "unused: `DL101`" in finding.message
+    fixed = lint_source(source, "train.py", UNUSED, fix=True).fixed_source
+    assert fixed == "import torch\nx = torch.zeros(1)  # noqa: E501\n"

@@ -288,3 +288,135 @@ def test_add_noqa_writes_into_the_cells(distlint_exe, notebook):
         timeout=120,
     )
     assert again.returncode == 0, again.stdout
+
+
+# issue #30 item 1: IPython syntax found where IPython finds it, in notebooks shaped like real ones
+
+# Shapes taken from public training notebooks: axolotl's Colab example installs under %%capture
+# with a backslash-continued `!pip install`; diffusers' DreamBooth notebooks launch training with
+# a `!accelerate launch` continued over one flag per line.
+REAL_CELLS = [
+    (
+        "%%capture\n"
+        "# This step can take ~5-10 minutes to install dependencies\n"
+        "!pip install --no-build-isolation \\\n"
+        "    axolotl[flash-attn]>=0.9.1 \\\n"
+        '    "cut-cross-entropy[transformers] @ git+https://github.com/x/y.git@0d4ce4b"\n'
+    ),
+    (
+        "import numpy as np\n"
+        "import torch\n"
+        "from accelerate import Accelerator\n"
+        "%env WANDB_PROJECT=demo\n"
+        "Accelerator?\n"
+        "\n"
+        "def train():\n"
+        "    accelerator = Accelerator()\n"
+        "    files = !ls \\\n"
+        "        data\n"
+        '    note = """is this a magic?\n'
+        "!no, a string\n"
+        '"""\n'
+        "    torch.manual_seed(0)\n"
+        "    return np.random.permutation(10), files, note\n"
+    ),
+    (
+        'MODEL_NAME = "CompVis/stable-diffusion-v1-4"\n'
+        "!accelerate launch train_dreambooth.py \\\n"
+        "  --pretrained_model_name_or_path=$MODEL_NAME  \\\n"
+        "  --instance_data_dir=$INSTANCE_DIR \\\n"
+        "  --resolution=512\n"
+        "%time train()"
+    ),
+    "%%bash\nnvidia-smi \\\n  -L\n",
+]
+
+
+def real_notebook():
+    cells = [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": s}
+        for s in REAL_CELLS
+    ]
+    return dict(NOTEBOOK, cells=cells)
+
+
+def test_real_notebook_shapes_lint_with_exact_positions():
+    result = lint_source(dumps(real_notebook()).encode(), "real.ipynb", Config())
+    assert result.errors == ()
+    # torch.manual_seed(0) is the 14th line of cell 2, after a continued `files = !ls \`
+    assert [(f.code, f.cell, f.line, f.column) for f in result.findings] == [("DL101", 2, 14, 5)]
+
+
+def test_real_notebook_fix_restores_every_ipython_line_verbatim():
+    result = lint_source(dumps(real_notebook()).encode(), "real.ipynb", Config(), fix=True)
+    assert result.errors == () and result.fixed_source is not None
+    cells = [c["source"] for c in json.loads(result.fixed_source)["cells"]]
+    assert cells[2] == REAL_CELLS[2] and cells[3] == REAL_CELLS[3]
+    # the import goes after the leading installs (the placeholders are import statements)
+    assert cells[0] == REAL_CELLS[0] + "from accelerate.utils import set_seed\n"
+    fixed = cells[1]
+    for line in REAL_CELLS[1].splitlines(keepends=True):
+        if "manual_seed" not in line:
+            assert line in fixed  # every magic, help and string line is back as it was
+    assert "    set_seed(0)\n" in fixed
+    again = lint_source(result.fixed_source.encode(), "real.ipynb", Config(), fix=True)
+    assert again.fixed_source is None and again.findings == ()
+
+
+@pytest.mark.parametrize(
+    ("cell", "constructs"),
+    [
+        ("!pip install a \\\n  b\nx = 1\n", [(0, 1)]),
+        ("if x:\n    !ls\n    y = 1\n", [(1, 1)]),
+        ("x = !ls \\\n  -l\nd['k'] = !!ls\na, b = %sx ls\n", [(0, 1), (2, 2), (3, 3)]),
+        ("obj?\nobj.attr??\n%timeit?\nf(a)?\n", [(0, 0), (1, 1), (2, 2)]),
+        ("/print 1 2\n,f a\n;f b\n?obj\n", [(0, 0), (1, 1), (2, 2), (3, 3)]),
+        ('s = """why?\n!not a shell line\n%nor a magic\n"""\n', []),
+        ("z = (1 +\n  %magic)\nw = 1 \\\n  % 2\nv = y != 3\nu += !x\n", []),
+        ("# comment?\nx = 1  # why?\n", []),
+    ],
+)
+def test_ipython_constructs_are_found_where_ipython_finds_them(cell, constructs):
+    from distlint.notebook import ipython_constructs
+
+    assert ipython_constructs(cell.splitlines(keepends=True)) == constructs
+
+
+def test_masking_agrees_with_ipython_itself():
+    """IPython's own transformer (where installed) is the reference: it rewrites exactly the
+    constructs the masking finds, and the lines it leaves alone are the ones left unmasked."""
+    inputtransformer2 = pytest.importorskip("IPython.core.inputtransformer2")
+    from distlint.notebook import ipython_constructs
+
+    cells = [c for c in REAL_CELLS if not c.startswith("%%bash")]
+    cells += [
+        "import os\nif os.environ:\n    !ls \\\n      -l\nx = %env\nos?\n",
+        "y = !echo 'it''s' \\\n  \"ok\"\n",
+    ]
+    manager = inputtransformer2.TransformerManager()
+    for cell in cells:
+        body = cell[cell.index("\n") + 1 :] if cell.startswith("%%") else cell
+        python = manager.transform_cell(body)
+        compile(python, "<ipython>", "exec")
+        lines = body.splitlines(keepends=True)
+        found = ipython_constructs(lines)
+        assert python.count("get_ipython()") == len(found), (cell, python)
+        masked = {i for first, last in found for i in range(first, last + 1)}
+        kept = [line.rstrip("\n") for i, line in enumerate(lines) if i not in masked]
+        assert all(line in python for line in kept), (cell, python)
+
+
+def test_full_format_shows_the_cells_own_lines(distlint_exe, notebook):
+    proc = subprocess.run(
+        [distlint_exe, "check", "--no-cache", "--format", "full", notebook.name],
+        cwd=notebook.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("train.ipynb:cell 3:4:5: DL101 ")
+    assert "4 |     torch.manual_seed(0)" in lines
+    assert "  |     ^^^^^^^^^^^^^^^^^^^^ DL101" in lines
+    assert "3 |     %time warmup = 1" in lines  # the cell's text, magics as written

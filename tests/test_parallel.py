@@ -219,3 +219,26 @@ def test_real_parser_crash_in_a_directory_run(tmp_path, monkeypatch, quiet_crash
     ]
     assert all([f.code for f in r.findings] == ["DL101"] and not r.errors for r in by_path.values())
     assert multiprocessing.active_children() == []
+
+
+def _import_path(_):
+    import sys
+
+    return list(sys.path)
+
+
+@needs_fork
+def test_workers_take_the_working_directory_off_their_import_path(monkeypatch, tmp_path):
+    """A program that had its working directory on the import path (``python -c``, a REPL)
+    hands the pool workers no way to import the linted folder's modules."""
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    elsewhere = str(ROOT)
+    monkeypatch.setattr(sys, "path", ["", str(tmp_path), "pkg", elsewhere, *sys.path])
+    paths = list(parallel.ordered_map(_import_path, range(parallel.MIN_FILES_FOR_POOL), jobs=2))
+    for path in paths:
+        assert "" not in path and str(tmp_path) not in path and "pkg" not in path
+        assert elsewhere in path
+    assert sys.path[:3] == ["", str(tmp_path), "pkg"]  # the caller's own path is left alone

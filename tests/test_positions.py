@@ -196,7 +196,7 @@ def _lines_layout(text: str, every: int = 1, spans_too: bool = True, in_lines: b
         module, nodes, spans, top_of, None, starts, text, index.ancestors
     )
     expected = all_positions(module)
-    _, expected_spans = positions._whole_pass(module, nodes, spans, text)
+    _, expected_spans = positions._whole_pass(module, nodes, spans, positions.SourceMap(text))
     wrong = [n for n in nodes if got.get(n) != expected[n]]
     wrong_spans = [n for n in spans if got_spans.get(n) != expected_spans[n]]
     return wrong, wrong_spans
@@ -306,3 +306,177 @@ def test_lines_written_to_fool_the_search():
     many = text + "".join(f"z{i} = {i}\n" for i in range(70))  # past 64 statements too
     for source in (text, many):
         assert _lines_layout(source) == ([], [])
+
+
+# ---------------------------------------------------------------------------------------------
+# Odd indentation LibCST reads otherwise than Python (issue #27 item 2): a backslash-only line or
+# a form feed before a statement. LibCST dropped it from its code (every position after it a
+# line early: fixes edited the wrong line) or refused valid code.
+# ---------------------------------------------------------------------------------------------
+
+REPRO = (
+    "import torch\n"
+    "from accelerate import Accelerator\n"
+    "\n\n"
+    "def main(args):\n"
+    "    accelerator = Accelerator()\n"
+    "    \\\n"
+    "        model = torch.nn.Linear(4, 1)\n"
+    "    torch.manual_seed(0)\n"
+)
+
+
+def _fix(text: str, path: str = "train.py"):
+    from distlint.config import Config
+    from distlint.runner import lint_source
+
+    return lint_source(text, path, Config(), fix=True, unsafe_fixes=True)
+
+
+def test_a_fix_after_a_backslash_only_line_edits_its_own_line():
+    from distlint.runner import lint_source
+
+    found = lint_source(REPRO, "train.py")
+    assert [(f.code, f.line, f.column) for f in found.findings] == [
+        ("DL101", 9, 5),
+        ("DL102", 9, 5),
+    ]
+    fixed = _fix(REPRO)
+    assert not fixed.errors
+    assert fixed.fixed_source == (
+        "import torch\n"
+        "from accelerate import Accelerator\n"
+        "from accelerate.utils import set_seed\n"
+        "\n\n"
+        "def main(args):\n"
+        "    accelerator = Accelerator()\n"
+        "    \\\n"
+        "        model = torch.nn.Linear(4, 1)\n"
+        "    set_seed(0)\n"
+    )
+    assert _fix(fixed.fixed_source).fixed_source is None
+
+
+def test_add_noqa_after_a_backslash_only_line_comments_the_reported_line():
+    from distlint.noqa import add_noqa
+    from distlint.runner import lint_source
+
+    found = lint_source(REPRO, "train.py")
+    text, count = add_noqa(REPRO, found.findings)
+    assert count == 1
+    assert text.splitlines()[8] == "    torch.manual_seed(0)  # noqa: DL101, DL102"
+    assert lint_source(text, "train.py").findings == ()
+
+
+def _backslash_line_before(text: str, needle: str) -> str:
+    """``text`` with a backslash-only line before the line holding ``needle``, which is then
+    indented four columns more (Python keeps the backslash line's indentation)."""
+    at = text.index(needle)
+    start = text.rindex("\n", 0, at) + 1
+    indent = text[start:at]
+    return text[:start] + f"{indent}\\\n    " + text[start:]
+
+
+@pytest.mark.parametrize(
+    "fixture, needle",
+    [
+        ("DL203", "loss = loss / args"),  # the fix was dropped as "would not parse"
+        ("DL203", "features = encoder(x)"),  # the first line of a block: "expected INDENT"
+        ("DL302", "accelerator = Accelerator()"),  # the fix was dropped as "would not parse"
+        ("DL302", "warmup_loader = DataLoader("),
+    ],
+)
+def test_fixes_after_a_backslash_only_line_are_those_of_the_file_without_it(fixture, needle):
+    clean = (FIXTURES / fixture / "bad.py").read_text(encoding="utf-8")
+    assert needle in clean
+    fixed_clean = (FIXTURES / fixture / "bad.fixed.py").read_text(encoding="utf-8")
+    odd = _backslash_line_before(clean, needle)
+    fixed = _fix(odd, "bad.py")
+    assert not fixed.errors
+    if needle in fixed_clean:
+        assert fixed.fixed_source == _backslash_line_before(fixed_clean, needle)
+    else:  # the statement is removed, with the odd indentation before it
+        assert fixed.fixed_source == fixed_clean
+    assert _fix(fixed.fixed_source, "bad.py").fixed_source is None  # a fixed point
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a form feed at the start of a more-indented line inside an `if` block
+        "def f(x):\n    if x:\n\x0c        return 1\n    return 2\n",
+        # the backslash line sets the block's indentation, the statement's own is odd
+        "def f(x):\n  if x:\n   \\\n return 1\n",
+        "def f():\n    \\\n    return 1\n",
+    ],
+)
+def test_valid_code_with_odd_indentation_is_linted(text):
+    from distlint.runner import lint_source
+
+    compile(text, "t.py", "exec")
+    head = "import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\n"
+    result = lint_source(head + text + "torch.manual_seed(0)\n", "t.py")
+    assert result.errors == ()
+    assert [(f.code, f.line) for f in result.findings] == [("DL101", 4 + text.count("\n"))]
+
+
+def test_code_only_libcst_refuses_is_said_to_be_libcsts_limit():
+    from distlint.runner import lint_source
+
+    # a continuation before the end of the file (CPython takes it after a \r\n only)
+    text = "import torch\ntorch.manual_seed(0)\n\\\r\n"
+    compile(text, "t.py", "exec")
+    (error,) = lint_source(text, "t.py").errors
+    assert error.message.startswith("LibCST cannot parse this file (line ")
+    assert error.message.endswith("; Python accepts it")
+    assert error.line is not None
+
+
+def test_source_map_places_offsets_of_the_parsed_text_in_the_file():
+    from distlint import guard
+    from distlint.positions import SourceMap
+
+    text = "if x:\n    a = 1\n    \\\n        b = 2\n\x0c    c = 3\n"
+    cuts: list[tuple[int, int]] = []
+    assert guard.check_source(text, "t.py", None, None, cuts) is None
+    source = SourceMap(text, cuts)
+    assert source.parsed == "if x:\n    a = 1\n    b = 2\n    c = 3\n"
+    b = source.parsed.index("b")
+    assert text[source.to_text(b)] == "b"
+    assert source.position(b) == (4, 8)
+    # a statement's span starts before the odd indentation, and so covers it
+    line = source.parsed.index("    b")
+    assert source.to_text(line, after=False) == text.index("    \\")
+    c = source.parsed.index("c")
+    assert source.position(c) == (5, 5)
+    assert source.to_text(source.parsed.index("    c"), after=False) == text.index("\x0c")
+    assert source.parsed_slice(text.index("    \\"), text.index("\x0c")) == "    b = 2\n"
+
+
+@pytest.mark.parametrize("shift", ["spans", "ranges"])
+def test_a_fix_whose_edits_miss_their_code_is_dropped_and_reported(monkeypatch, shift):
+    # positions one line off (what a backslash-only line caused): the edits' spans, or the
+    # reported node's range, do not hold the code the rule meant to change
+    from libcst.metadata import CodePosition, CodeRange
+
+    from distlint import runner
+
+    real = runner.layout
+
+    def off_by_one(*args, **kwargs):
+        ranges, spans = real(*args, **kwargs)
+        if shift == "spans":
+            return ranges, {n: (s[0] + 1, s[1], s[2] + 1, s[3], s[4]) for n, s in spans.items()}
+        moved = {
+            n: CodeRange(CodePosition(r.start.line + 1, r.start.column), r.end)
+            for n, r in ranges.items()
+        }
+        return moved, spans
+
+    monkeypatch.setattr(runner, "layout", off_by_one)
+    text = REPRO.replace("    \\\n        model", "    model")
+    result = _fix(text)
+    assert result.fixed_source is None and result.fixes_applied == 0
+    (error,) = [e for e in result.errors if "do not match the code" in e.message]
+    assert error.message.startswith("DL101: the fix's edits do not match the code")
+    assert error.message.endswith("fix dropped") and error.line is not None

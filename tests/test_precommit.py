@@ -4,7 +4,7 @@ Each scratch repository has a `.pre-commit-config.yaml` as the README shows it: 
 at a fixed revision, `distlint-fix` then `distlint`. pre-commit clones the hook repository and
 builds the hook's virtualenv from PyPI (libcst, click): it needs the network, as CI has. On a
 clean checkout the repository root itself is used. In a working tree with uncommitted work we
-use a snapshot of the tree instead (tracked and untracked-but-not-ignored files, as a clean
+use a snapshot of the tree instead (the tracked files as they are in the working tree, as a
 clone would have them, committed once), so all runs share one hook environment.
 """
 
@@ -13,6 +13,7 @@ import shutil
 import subprocess
 
 import pytest
+from conftest import pre_commit_command
 from helpers import FIXTURES, ROOT
 
 pytestmark = pytest.mark.skipif(
@@ -42,9 +43,9 @@ def hook_repo(tmp_path_factory):
     ).strip() == "":
         return ROOT
     snapshot = scratch_repo(tmp_path_factory.mktemp("hooks") / "distlint")
-    files = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT).split(
-        "\0"
-    )
+    # tracked files only, as a clone has them: a virtualenv or build output inside the
+    # working tree (`v/`, `venv/`) is never copied
+    files = git("ls-files", "-z", "--cached", cwd=ROOT).split("\0")
     for rel in filter(None, files):
         src = ROOT / rel
         if src.is_file():
@@ -57,8 +58,7 @@ def hook_repo(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def pre_commit(hook_repo, tmp_path_factory):
-    exe = shutil.which("pre-commit")
-    assert exe is not None, "pre-commit is a dev dependency: pip install -e '.[dev]'"
+    command = pre_commit_command()
     home = tmp_path_factory.mktemp("pre-commit-home")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
     env["PRE_COMMIT_HOME"] = str(home)
@@ -80,7 +80,7 @@ def pre_commit(hook_repo, tmp_path_factory):
             )
             git("add", ".pre-commit-config.yaml", cwd=cwd)
         return subprocess.run(
-            [exe, "run"],
+            [*command, "run"],
             cwd=cwd,
             env=env,
             capture_output=True,
@@ -172,3 +172,12 @@ def test_commit_without_python_files_passes(pre_commit, tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "(no files to check)Skipped" in out
+
+
+def test_the_hook_repository_holds_the_tracked_files_only(hook_repo):
+    """A virtualenv or any other untracked folder inside the clone (`v/`, `venv/`) is not
+    copied into the snapshot the hooks are built from (it took minutes, issue #30)."""
+    tracked = {rel for rel in git("ls-files", "-z", cwd=ROOT).split("\0") if rel}
+    present = {rel for rel in tracked if (ROOT / rel).is_file()}
+    in_snapshot = {rel for rel in git("ls-files", "-z", cwd=hook_repo).split("\0") if rel}
+    assert in_snapshot == (present if hook_repo != ROOT else tracked)

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import hypothesmith
+from helpers import FIXTURES
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
@@ -48,7 +49,13 @@ TRIGGER_HEADER = (
 
 # Errors that are a fair answer to generated input; anything else (above all "internal error in
 # DLxxx", or a fix that "would not parse") is a bug.
-ACCEPTABLE_ERRORS = ("syntax error", "cannot parse", "too deeply nested", "too deep to analyse")
+ACCEPTABLE_ERRORS = (
+    "syntax error",
+    "cannot parse",
+    "LibCST cannot parse",
+    "too deeply nested",
+    "too deep to analyse",
+)
 
 
 def _assert_no_bad_errors(result: FileResult, valid: bool) -> None:
@@ -58,7 +65,7 @@ def _assert_no_bad_errors(result: FileResult, valid: bool) -> None:
         if valid:
             # a program CPython accepts may only be refused as too deep or beyond LibCST's grammar
             assert error.message.startswith(
-                ("cannot parse", "too deeply nested", "expression nested")
+                ("LibCST cannot parse", "cannot parse", "too deeply nested", "expression nested")
             ), error
         else:
             assert error.message.startswith(ACCEPTABLE_ERRORS), error
@@ -746,3 +753,177 @@ def test_a_removed_statement_after_a_form_feed_takes_the_form_feed_along():
     fixed = lint_source(source, "train.py", Config(), fix=True, unsafe_fixes=True)
     assert fixed.fixed_source is not None
     assert "\n\x0ckeep_0 = ( 0 ,)   # untouched 0\n" in fixed.fixed_source
+
+
+# --------------------------------------------------------------------------------------------
+# Odd indentation Python reads otherwise than LibCST (issue #27 item 2): fuzzed mutants of the
+# fixture scripts, with backslash-only lines, form feeds and odd block indentation inserted at
+# statement boundaries. Positions, fixes and noqa lines must be those of the unmutated file.
+# --------------------------------------------------------------------------------------------
+
+MUTANT_SOURCES = sorted(
+    [*FIXTURES.glob("DL*/bad.py"), *(FIXTURES / "scripts").glob("*.py")], key=str
+)
+MUTANTS = int(os.environ.get("DISTLINT_MUTANTS", "400" if LONG else "36"))
+_BLANK_OR_CONTINUATION = re.compile(r"\\\r?\n|[\s\x0c]+")
+
+
+def _squeezed(text: str) -> str:
+    """``text`` without blanks, form feeds and backslash continuations: what the mutations
+    change, so that a mutant's code compares with the original's."""
+    return _BLANK_OR_CONTINUATION.sub("", text)
+
+
+def _statement_lines(text: str) -> list[tuple[int, int]]:
+    """(0-based line, indentation) of each statement that starts its physical line."""
+    import ast
+
+    lines = text.split("\n")
+    out = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.stmt):
+            line = lines[node.lineno - 1]
+            if not line[: node.col_offset].strip() and not getattr(node, "decorator_list", None):
+                out.add((node.lineno - 1, node.col_offset))
+    return sorted(out)
+
+
+def _mutate(text: str, rng) -> str:
+    """``text`` with one to three odd-indentation mutations at statement boundaries."""
+    import ast
+
+    lines = text.split("\n")
+    starts = _statement_lines(text)
+    for at, col in sorted(rng.sample(starts, min(len(starts), rng.randint(1, 3))), reverse=True):
+        indent, rest = lines[at][:col], lines[at][col:]
+        kind = rng.randrange(7)
+        if kind == 0:  # the issue's repro: a backslash-only line, the statement indented more
+            lines[at] = f"{indent}\\\n{indent}{' ' * rng.randint(0, 9)}{rest}"
+        elif kind == 1:  # a backslash-only line at column 0: the statement's blanks count
+            lines[at] = f"\\\n{indent}{rest}"
+        elif kind == 2:  # the backslash line sets the indentation, the statement's are odd
+            lines[at] = f"{indent}\\\n{' ' * rng.randint(0, 3)}{rest}"
+        elif kind == 3:  # a form feed before the indentation
+            lines[at] = f"\x0c{indent}{rest}"
+        elif kind == 4:  # blanks, a form feed (the column starts again), the indentation
+            lines[at] = f"{' ' * rng.randint(1, 6)}\x0c{indent}{rest}"
+        elif kind == 5:  # a form-feed line before the statement
+            lines[at] = f"\x0c\n{indent}{rest}"
+        else:  # the block the statement opens, indented by an odd amount
+            lines = "\n".join(lines).split("\n")  # (lines below hold mutations already)
+            try:
+                tree = ast.parse("\n".join(lines))
+            except SyntaxError:
+                continue
+            node = next(
+                (
+                    n
+                    for n in ast.walk(tree)
+                    if isinstance(n, ast.stmt) and n.lineno - 1 == at and hasattr(n, "body")
+                ),
+                None,
+            )
+            if node is None or not isinstance(node.body, list) or not node.body:
+                continue
+            first, last = node.body[0].lineno - 1, node.end_lineno or node.lineno
+            block = lines[first:last]
+            inner = node.body[0].col_offset
+            if any("'''" in b or '"""' in b for b in block):
+                continue
+            odd = " " * (col + rng.choice([1, 3, 5, 7]))
+            lines[first:last] = [
+                odd + b[inner:] if b[:inner].strip() == "" and b.strip() else b for b in block
+            ]
+    return "\n".join(lines)
+
+
+def _mutants() -> list[tuple[str, str, str]]:
+    """(name, original, mutant) for a fixed seed: mutants Python compiles and that differ."""
+    import random
+
+    rng = random.Random(27)
+    out = []
+    tries = 0
+    while len(out) < MUTANTS and tries < MUTANTS * 5:
+        tries += 1
+        path = rng.choice(MUTANT_SOURCES)
+        original = path.read_text(encoding="utf-8")
+        mutant = _mutate(original, rng)
+        if mutant != original and _compiles(mutant):
+            out.append((f"{path.parent.name}/{path.name}#{tries}", original, mutant))
+    return out
+
+
+def _range_text(text: str, finding) -> str:
+    from distlint.edits import LineIndex
+
+    lines = LineIndex(text)
+    start = lines.offset(finding.line, finding.column - 1)
+    return text[start : lines.offset(finding.end_line, finding.end_column - 1)]
+
+
+def _lint_both(name: str, original: str, mutant: str, fix: bool = False):
+    path = name.split("#")[0].rsplit("/", 1)[-1]
+    return (
+        lint_source(original, path, Config(), fix=fix, unsafe_fixes=True),
+        lint_source(mutant, path, Config(), fix=fix, unsafe_fixes=True),
+    )
+
+
+def test_odd_indentation_mutants_keep_positions_fixes_and_noqa_lines():
+    from distlint.edits import choose, fixes_to_apply
+    from distlint.noqa import add_noqa
+
+    mutants = _mutants()
+    assert len(mutants) == MUTANTS  # the generator really makes them
+    kinds_seen = {"\\\n" in m and "\x0c" in m for _, _, m in mutants}
+    assert kinds_seen == {True, False} or len(mutants) < 10
+    for name, original, mutant in mutants:
+        clean, odd = _lint_both(name, original, mutant)
+        assert not odd.errors, (name, odd.errors)
+        # the same findings, each reported at the same code (not a line above or below)
+        assert [f.code for f in odd.findings] == [f.code for f in clean.findings], name
+        for a, b in zip(clean.findings, odd.findings):
+            assert _squeezed(_range_text(mutant, b)) == _squeezed(_range_text(original, a)), (
+                name,
+                b,
+            )
+            # every edit of the fix replaces the same code as in the unmutated file
+            if a.fix is not None:
+                assert b.fix is not None and len(b.fix.edits) == len(a.fix.edits), (name, b)
+                for x, y in zip(a.fix.edits, b.fix.edits):
+                    assert _squeezed(mutant[y.start : y.end]) == _squeezed(
+                        original[x.start : x.end]
+                    ), (name, b, y)
+                    assert _squeezed(y.content) == _squeezed(x.content), (name, b, y)
+        # `--add-noqa` writes each comment on the line of the same code
+        noqa_clean, _ = add_noqa(original, clean.findings)
+        noqa_odd, _ = add_noqa(mutant, odd.findings)
+        assert _squeezed(noqa_odd) == _squeezed(noqa_clean), name
+        # the first round's edits change nothing outside their lines
+        chosen, _ = choose(fixes_to_apply(odd.findings, True))
+        touched = {
+            line
+            for f in chosen
+            for e in f.edits
+            for line in range(e.range.line, e.range.end_line + 1)
+        }
+        fixed_clean, fixed_odd = _lint_both(name, original, mutant, fix=True)
+        assert not fixed_odd.errors, (name, fixed_odd.errors)
+        new = fixed_odd.fixed_source
+        if new is None:
+            assert fixed_clean.fixed_source is None, name
+            continue
+        assert _compiles(new), (name, new)
+        # the fix does what it does to the unmutated file
+        assert _squeezed(new) == _squeezed(fixed_clean.fixed_source or original), name
+        # a mutated line no edit touches is still there, byte for byte
+        new_lines = new.split("\n")
+        for number, line in enumerate(mutant.split("\n"), 1):
+            if ("\x0c" in line or line.rstrip().endswith("\\")) and number not in touched:
+                assert line in new_lines, (name, number, line)
+        # a second fix changes nothing
+        again = lint_source(
+            new, name.split("#")[0].rsplit("/", 1)[-1], Config(), fix=True, unsafe_fixes=True
+        )
+        assert again.fixed_source is None, (name, again.fixed_source)

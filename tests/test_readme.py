@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import pre_commit_command
 from helpers import ROOT
 
 import distlint
@@ -156,11 +157,13 @@ def test_ci_workflow_steps_run(project):
     steps = workflow["jobs"]["distlint"]["steps"]
     runs = [step["run"] for step in steps if "run" in step]
     install, *lint = runs
-    # distlint is not on PyPI: installed from its git repository at the tag a release creates
+    # distlint is not on PyPI: installed from its git repository at the revision the
+    # repository variables name (the README says how to set them)
     assert install == (
         'pip install "distlint @ git+https://github.com/${{ vars.DISTLINT_REPOSITORY }}'
-        f'@v{distlint.__version__}"'
+        '@${{ vars.DISTLINT_REF }}"'
     )
+    assert "`DISTLINT_REF`" in README and "`DISTLINT_REPOSITORY`" in README
     annotations, sarif = lint
     proc = run(annotations, project)
     assert proc.returncode == 1 and proc.stdout.startswith("::error "), proc.stdout
@@ -191,8 +194,7 @@ def test_release_tag_command_names_the_version():
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is needed to run pre-commit")
 def test_pre_commit_local_hooks_snippet_runs(tmp_path):
     """The README's local-hooks configuration, with the real pre-commit, two runs."""
-    exe = shutil.which("pre-commit")
-    assert exe is not None, "pre-commit is a dev dependency: pip install -e '.[dev]'"
+    command = pre_commit_command()
     [config] = [body for lang, body in BLOCKS if lang == "yaml" and "repo: local" in body]
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -212,7 +214,7 @@ def test_pre_commit_local_hooks_snippet_runs(tmp_path):
 
     def pre_commit():
         proc = subprocess.run(
-            [exe, "run"], cwd=repo, env=env, capture_output=True, text=True, timeout=300
+            [*command, "run"], cwd=repo, env=env, capture_output=True, text=True, timeout=300
         )
         return proc.returncode, proc.stdout + proc.stderr
 
@@ -224,3 +226,106 @@ def test_pre_commit_local_hooks_snippet_runs(tmp_path):
     assert code == 1, out  # DL201 and DL301 remain (unsafe fixes): the check hook fails ...
     assert re.search(r"distlint \(fix\)\.+Passed", out), out  # ... the fix hook does not
     assert out.count("train.py:") == 2, out
+
+
+# issue #30 item 2: every revision of distlint the docs pin resolves in this repository
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def pinned_revisions(text: str) -> list[str]:
+    """The revisions of distlint the docs pin: a YAML `rev:` value, the `@ref` of a
+    `distlint @ git+...` requirement, and a release tag named in prose (`` `v1.2.3` ``). A
+    `${{ vars.X }}` is the user's setting, not a revision: the text must say how to set it
+    (checked separately)."""
+    found = re.findall(r"^\s*rev:\s*([^\s`#]+)", text, re.M)
+    found += re.findall(r"distlint\S*\s*@\s*git\+[^\s\"']*?[^\s\"'}]@([^\s\"'/]+)", text)
+    found += re.findall(r"distlint\S*\s*@\s*git\+[^\s\"']*\}\}@([^\s\"'/]+)", text)
+    found += re.findall(r"`(v\d+(?:\.\d+)+)`", text)
+    return sorted({rev for rev in found if not rev.startswith("${{")})
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git resolves the revisions")
+def test_every_pinned_revision_of_the_docs_exists_in_this_repository():
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: there is no history to resolve revisions in")
+    checked = []
+    for doc in DOCS:
+        for rev in pinned_revisions(doc.read_text()):
+            proc = subprocess.run(
+                ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert proc.returncode == 0, f"{doc.name} pins {rev!r}, which is not in this repository"
+            checked.append(rev)
+    for variable in re.findall(r"\$\{\{ vars\.(\w+) \}\}", README):
+        assert f"`{variable}`" in README, f"the README never says how to set {variable}"
+
+
+def test_the_revision_finder_sees_what_the_docs_used_to_pin():
+    """The finder is not vacuous: the forms the docs used (a tag in prose, a tag after a
+    requirement's URL) are found, and a variable is not."""
+    old = (
+        "`rev:` a release tag such as `v0.1.0` (see Releasing)\n"
+        '- run: pip install "distlint @ git+https://github.com/${{ vars.R }}@v0.1.0"\n'
+        "    rev: 0123abc\n"
+        '- run: pip install "distlint @ git+https://github.com/${{ vars.R }}@${{ vars.REF }}"\n'
+    )
+    assert pinned_revisions(old) == ["0123abc", "v0.1.0"]
+    assert pinned_revisions('pip install "distlint @ git+https://x.org/d.git@1a2b3c"') == ["1a2b3c"]
+
+
+def test_every_folder_of_modules_is_a_listed_package():
+    """`python -m build` (the Releasing section) warns "Package ... is absent from the
+    `packages` configuration" for a folder of modules shipped as data: every folder of the
+    installed tree holding .py files is a listed package (rules/ is installed as
+    distlint.rules)."""
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    folders = {"distlint.rules"} | {
+        ".".join(path.parent.relative_to(ROOT).parts)
+        for path in (ROOT / "distlint").rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+    assert folders == listed
+    assert not any(
+        f.endswith(".py") for data in setuptools.get("package-data", {}).values() for f in data
+    )
+
+
+def test_editors_page_says_how_emacs_saves():
+    """Emacs runs `before-save-hook` only for a modified buffer: the page says so and how to
+    save anyway; its elisp forms are balanced."""
+    doc = (ROOT / "docs" / "editors.md").read_text()
+    emacs = doc[doc.index("### Emacs") : doc.index("### Editors without LSP")]
+    assert "only a modified buffer" in emacs and "C-u M-~" in emacs
+    for lang, body in fenced_blocks(emacs):
+        assert lang == "elisp"
+        depth = 0
+        for ch in re.sub(r'"(?:\\.|[^"\\])*"', "", body):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            assert depth >= 0, body
+        assert depth == 0, body
+    assert "(set-buffer-modified-p t)" in emacs
+
+
+def test_the_slow_marker_is_registered_for_the_inner_loop(pytestconfig, request):
+    """`pytest -m "not slow"` (CONTRIBUTING) is the inner loop: the marker is registered (an
+    unknown one would only warn) and end-to-end tests carry it."""
+    assert any(line.startswith("slow:") for line in pytestconfig.getini("markers"))
+    from conftest import _is_slow
+
+    assert not _is_slow(request.node)
+
+    class EndToEnd:
+        fixturenames = ("distlint_exe", "tmp_path")
+        path = ROOT / "tests" / "test_cli.py"
+        name = originalname = "test_exit_codes"
+
+    assert _is_slow(EndToEnd())

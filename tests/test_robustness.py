@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -356,6 +357,11 @@ def generated(kind: str, n: int) -> str:
         ),
         "fat_sum": lambda: "x = (\n" + " +\n".join(["f(a, b, c, d, e, g, h, i, j, k)"] * n) + ")\n",
         "dicts": lambda: "x = " + "{1:\n" * n + "1" + "\n}" * n + "\n",
+        # issue #27: within every bound above, but LibCST's parse costs memory and time
+        # quadratic in the nesting of each statement, summed over the file
+        "conditional_lines": lambda: ("x = " + "1 if a else " * n + "2\n") * 36,  # 9.2 GB, 87 s
+        "lambda_lines": lambda: ("f = " + "lambda: " * n + "0\n") * 36,  # ~275 MB a line
+        "call_nest_lines": lambda: ("x = " + "f(" * n + "a" + ")" * n + "\n") * 20,
     }[kind]()
     return HEADER + body
 
@@ -387,6 +393,14 @@ GUARD_CASES = [
     ("power", 6000, "too deeply nested: more than 1200 levels", 5),  # LibCST: 4 GB
     ("elif", 1100, None, None),
     ("elif", 10000, "too deeply nested: more than 1200 levels", 2402),  # LibCST: segfault
+    ("conditionals", 1100, None, None),  # one is fine (LibCST: 215 MB, 1.3 s)
+    ("conditional_lines", 1100, "nested expressions too costly", 7),  # the third
+    ("conditional_lines", 300, "nested expressions too costly", 34),  # 36 x 19 MB, 5 s
+    ("conditional_lines", 200, None, None),
+    ("lambda_lines", 1100, "nested expressions too costly", 6),  # the second
+    ("lambda_lines", 200, None, None),
+    ("call_nest_lines", 150, "nested expressions too costly", 15),  # 20 x 52 MB
+    ("call_nest_lines", 60, None, None),
 ]
 
 
@@ -671,3 +685,277 @@ def test_raised_budget_lints_a_larger_file(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.distlint]\nmax-file-size = 1_048_576\n")
     result = lint_file(str(path))
     assert not result.errors and [f.code for f in result.findings] == ["DL101"]
+
+
+def test_parse_cost_is_bounded_under_a_memory_limit(tmp_path):
+    """Issue #27 item 3: 36 lines of nested conditional expressions (464 KiB, inside every
+    other bound) took LibCST 87 s and 9.2 GB; repeated `lambda:` lines ~275 MB a line. Under a
+    3 GB address-space limit and a timeout, each is refused in one line naming the file and the
+    line; a file with one such expression (215 MB to parse) is linted."""
+    cases = {
+        "conditionals.py": (generated("conditional_lines", 1100), 7),
+        "lambdas.py": (generated("lambda_lines", 1100), 6),
+    }
+    for name, (text, _) in cases.items():
+        (tmp_path / name).write_text(text)
+    one = tmp_path / "one.py"
+    one.write_text(generated("conditionals", 1100))
+    code = textwrap.dedent(
+        """
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+        from distlint.__main__ import main
+        sys.argv = ["distlint", *sys.argv[1:]]
+        main()
+        """
+    )
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "check", "--isolated", "--no-cache", "-j", "1", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert time.monotonic() - started < 120
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr
+    errors = sorted(proc.stderr.splitlines())
+    assert len(errors) == len(cases), proc.stderr
+    for line, (name, (_, lineno)) in zip(errors, sorted(cases.items())):
+        assert line.startswith(f"{tmp_path / name}:{lineno}: error: nested expressions too"), line
+        assert line.endswith("not linted"), line
+    assert f"{one}:3:1: DL101" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "kind, n",
+    [("conditionals", 400), ("lambdas", 300), ("unary", 800), ("nested_calls", 100)],
+)
+def test_parse_cost_estimate_tracks_libcsts_memory(kind, n):
+    """The guard's estimate of LibCST's parse cost is within 0.6-2x of the memory LibCST's
+    parse of the construct really takes (measured in a fresh process)."""
+    from distlint import guard
+
+    text = (
+        "x = " + "f(" * n + "a" + ")" * n + "\n" if kind == "nested_calls" else generated(kind, n)
+    )
+    code = textwrap.dedent(
+        """
+        import sys
+        import libcst
+        def peak():  # this process's own high-water mark (ru_maxrss keeps the parent's)
+            with open("/proc/self/status") as status:
+                line = next(x for x in status if x.startswith("VmHWM:"))
+            return int(line.split()[1]) * 1024
+        text = sys.stdin.read()
+        before = peak()
+        libcst.parse_module(text)
+        print(peak() - before)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], input=text, capture_output=True, text=True, timeout=60
+    )
+    measured = int(proc.stdout)
+    estimate = guard.estimated_parse_cost(text)
+    assert measured > 10 << 20  # quadratic: tens of MB for a line of a few KB
+    assert 0.6 * measured < estimate < 2 * measured, (estimate, measured)
+
+
+def test_ordinary_code_is_far_below_the_parse_cost_bound():
+    from distlint import guard
+
+    root = Path(__file__).resolve().parent.parent
+    files = [
+        *root.glob("distlint/**/*.py"),
+        *root.glob("tests/*.py"),
+        *root.glob("fixtures/**/*.py"),
+    ]
+    assert len(files) > 100
+    worst = max(guard.estimated_parse_cost(p.read_text(encoding="utf-8")) for p in files)
+    assert 0 < worst < guard.MAX_PARSE_COST // 16
+
+
+# --------------------------------------------------------------------------------------------
+# Issue #27: every file read is a regular file we meant, bounded; one-line errors; output safety
+# --------------------------------------------------------------------------------------------
+
+TRAIN = (
+    "import numpy as np\nfrom accelerate import Accelerator\nfrom helper import seed\n"
+    "accelerator = Accelerator()\nseed()\nnp.random.rand(3)\n"
+)
+HELPER = "import torch\n\n\ndef seed():\n    torch.manual_seed(0)\n"
+ACCEL_SEEDED = "from accelerate import Accelerator\naccelerator = Accelerator()\n" + SEEDED
+
+
+def _special(path, kind):
+    """Make ``path`` a FIFO, or a symbolic link to /dev/zero (a device read without end)."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        os.symlink("/dev/zero", path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_followed_module_that_became_special_is_one_error_no_hang(tmp_path, kind):
+    from bounded import bounded
+
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "helper.py").write_text(HELPER)
+    first = bounded(["check", "train.py"], cwd=tmp_path)  # cached, the helper a dependency
+    assert first.returncode == 1 and "DL101" in first.stdout, first.stderr
+    (tmp_path / "helper.py").unlink()
+    _special(tmp_path / "helper.py", kind)
+    proc = bounded(["check", "train.py"], cwd=tmp_path)
+    what = "a FIFO (named pipe)" if kind == "fifo" else "a character device (a link to /dev/zero)"
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"{tmp_path / 'helper.py'}: error: cannot read: is {what}, not a regular file: not read"
+    ]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_special_gitignore_is_a_warning_and_the_walk_goes_on(tmp_path, kind):
+    from bounded import bounded
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(ACCEL_SEEDED)
+    _special(tmp_path / ".gitignore", kind)
+    proc = bounded(["check", "--no-cache", "."], cwd=tmp_path)
+    assert proc.returncode == 1 and "train.py:5:1: DL101" in proc.stdout
+    assert len(proc.stderr.splitlines()) == 1
+    assert proc.stderr.startswith(f"{tmp_path / '.gitignore'}: warning: is a ")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_special_cache_entry_is_a_miss_and_is_replaced(tmp_path, kind):
+    from bounded import bounded
+
+    (tmp_path / "distlint.toml").write_text("")
+    (tmp_path / "train.py").write_text(ACCEL_SEEDED)
+    first = bounded(["check", "train.py"], cwd=tmp_path)
+    (entry,) = (tmp_path / ".distlint_cache" / "entries").glob("*/*.json")
+    entry.unlink()
+    _special(entry, kind)
+    second = bounded(["check", "train.py"], cwd=tmp_path)
+    assert (second.returncode, second.stdout, second.stderr) == (1, first.stdout, "")
+    assert entry.is_file() and not entry.is_symlink()  # rewritten as a plain entry
+
+
+def test_distlint_toml_whose_tool_is_not_a_table(tmp_path):
+    from bounded import bounded
+
+    (tmp_path / "distlint.toml").write_text("tool = 1\n")
+    (tmp_path / "train.py").write_text(ACCEL_SEEDED)
+    proc = bounded(["check", "--no-cache", "train.py"], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"train.py: error: {tmp_path / 'distlint.toml'}: `tool` must be a table, got 1"
+    ]
+
+
+def test_output_file_full_device_is_one_error_line(tmp_path):
+    from bounded import bounded
+
+    (tmp_path / "train.py").write_text(ACCEL_SEEDED)
+    proc = bounded(["check", "--no-cache", "-o", "/dev/full", "train.py"], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "error: cannot write --output-file /dev/full: No space left on device"
+    ]
+
+
+def test_output_fifo_without_reader_is_refused_not_waited_for(tmp_path):
+    from bounded import bounded
+
+    (tmp_path / "train.py").write_text(ACCEL_SEEDED)
+    os.mkfifo(tmp_path / "report")
+    proc = bounded(["fix", "--no-cache", "-o", "report", "train.py"], cwd=tmp_path, timeout=20)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "error: cannot open --output-file report: a FIFO with no reader"
+    ]
+    assert (tmp_path / "train.py").read_text() == ACCEL_SEEDED  # refused before any fix
+
+
+def test_output_fifo_with_a_reader_gets_the_report(tmp_path):
+    (tmp_path / "train.py").write_text(ACCEL_SEEDED)
+    fifo = tmp_path / "report"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    try:
+        proc = run_cli("check", "--no-cache", "-o", "report", "train.py", cwd=tmp_path, timeout=30)
+        out, _ = reader.communicate(timeout=30)
+    finally:
+        reader.kill()
+    assert proc.returncode == 1
+    assert out.startswith("train.py:5:1: DL101")
+
+
+@pytest.mark.parametrize("named", ["u.py", "."])
+def test_output_file_naming_an_input_is_a_usage_error(tmp_path, named):
+    from bounded import bounded
+
+    (tmp_path / "u.py").write_text(ACCEL_SEEDED)
+    proc = bounded(["fix", "--no-cache", "-o", "u.py", named], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == (
+        "Error: --output-file u.py is a file this run lints: the report would replace it"
+    )
+    assert (tmp_path / "u.py").read_text() == ACCEL_SEEDED
+
+
+def test_read_only_file_is_not_fixed_and_says_so(tmp_path):
+    path = tmp_path / "ro.py"
+    path.write_text(ACCEL_SEEDED)
+    path.chmod(0o444)
+    proc = run_cli("fix", "--no-cache", "--unsafe-fixes", "ro.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "ro.py: error: file is read-only (mode 0444): fixes not written (make it writable to fix it)"
+    ]
+    assert path.read_text() == ACCEL_SEEDED and (path.stat().st_mode & 0o777) == 0o444
+    assert "DL101" in proc.stdout  # the findings of what is on disk
+
+
+def test_hard_linked_file_is_fixed_in_place_for_every_link(tmp_path):
+    path = tmp_path / "t.py"
+    path.write_text(ACCEL_SEEDED)
+    os.link(path, tmp_path / "other_name.py")
+    inode = path.stat().st_ino
+    result = lint_file(str(path), Config(), FIX)
+    assert result.fixes_applied == 1 and not result.errors
+    assert path.stat().st_ino == inode and path.stat().st_nlink == 2
+    assert (tmp_path / "other_name.py").read_text() == path.read_text()
+    assert path.read_text().endswith(FIXED_TAIL)
+
+
+@pytest.mark.parametrize("fmt", ["text", "github", "junit"])
+def test_control_characters_in_file_names_never_reach_the_output(tmp_path, fmt):
+    import xml.etree.ElementTree as ET
+
+    name = "\x1b[31mred\x01.py"
+    (tmp_path / name).write_text(ACCEL_SEEDED)
+    proc = run_cli("check", "--no-cache", "--format", fmt, name, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "\x1b" not in proc.stdout and "\x01" not in proc.stdout
+    assert "\\x1b[31mred\\x01.py" in proc.stdout
+    if fmt == "junit":
+        ET.fromstring(proc.stdout)  # valid XML
+
+
+def test_control_characters_in_error_lines_are_escaped(tmp_path):
+    name = "bad\x1b[2J.py"
+    (tmp_path / name).write_bytes(b"import torch\ntorch.manual_seed(0\n")
+    proc = run_cli("check", "--no-cache", name, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("bad\\x1b[2J.py:2:") and "\x1b" not in proc.stderr
+
+
+def test_diff_of_a_cr_only_file_shows_one_line_per_line(tmp_path):
+    (tmp_path / "cr.py").write_bytes(ACCEL_SEEDED.replace("\n", "\r").encode())
+    proc = run_cli("check", "--no-cache", "--diff", "--unsafe-fixes", "cr.py", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "\r" not in proc.stdout
+    assert "-torch.manual_seed(0)\n" in proc.stdout and "+set_seed(0)\n" in proc.stdout
+    assert (tmp_path / "cr.py").read_bytes() == ACCEL_SEEDED.replace("\n", "\r").encode()

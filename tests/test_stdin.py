@@ -162,4 +162,50 @@ def test_statistics_mark_only_what_fix_would_fix(distlint_exe, tmp_path):
     out = proc.stdout.decode()
     [line] = [x for x in out.splitlines() if "\tDL101\t" in x]
     assert "[*]" in line, out
-    assert "DL101 [*]" in out.splitlines()[0], out
+    assert out.splitlines()[0] == line  # --statistics prints the table, not the findings
+
+
+# issue #27: stdin is read in chunks under a cap; every problem is one line naming it, exit 2
+
+
+def test_stdin_larger_than_the_memory_bound_is_refused_in_bounded_memory(tmp_path):
+    from bounded import bounded
+
+    # 600 MB through a pipe, under a 1 GiB address-space cap (read whole, it took 610 MB)
+    proc = bounded(["check", "-"], cwd=tmp_path, shell_stdin="< <(head -c 600M /dev/zero)")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "<stdin>: error: standard input is over the 64.0 MiB read limit: not read"
+    ]
+
+
+def test_closed_stdin_is_one_error_line(tmp_path):
+    from bounded import bounded
+
+    proc = bounded(["check", "-"], cwd=tmp_path, shell_stdin="<&-")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["<stdin>: error: standard input is closed: nothing to lint"]
+
+
+def test_deeply_nested_notebook_json_on_stdin_is_one_error_line(tmp_path):
+    from bounded import bounded
+
+    data = b'{"cells": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    proc = bounded(["check", "--stdin-filename", "nb.ipynb", "-"], cwd=tmp_path, input=data)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "nb.ipynb: error: notebook JSON is nested too deeply to read: not a notebook"
+    ]
+
+
+def test_notebook_of_millions_of_tiny_values_is_refused_before_it_is_parsed(tmp_path):
+    from bounded import bounded
+
+    # 5 million `[]` (10 MB): parsed, 1.5 GB for 20 million; refused from a count first
+    data = b'{"cells": [' + b",".join([b"[]"] * 5_000_000) + b"]}"
+    proc = bounded(["check", "--stdin-filename", "nb.ipynb", "-"], cwd=tmp_path, input=data)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "nb.ipynb: error: notebook JSON holds up to 10,000,001 values, over the 4,000,000 "
+        "that are read: not linted"
+    ]

@@ -17,42 +17,8 @@ from typing import NamedTuple, Union
 
 import libcst as cst
 
+from distlint.analysis import knowledge as K
 from distlint.analysis.index import Assignment, Index, string_value, target_key
-
-_GLOBAL_WORDS = {"total", "global", "effective", "observed", "overall"}
-_BATCH_WORDS = {"batch", "bs", "bsz", "batchsize"}
-_SAMPLE_WORDS = {
-    "sample",
-    "samples",
-    "example",
-    "examples",
-    "image",
-    "images",
-    "img",
-    "imgs",
-    "token",
-    "tokens",
-    "tok",
-    "toks",
-    "sequence",
-    "sequences",
-    "seq",
-    "seqs",
-    "throughput",
-}
-_LOCAL_WORDS = {
-    "local",
-    "micro",
-    "rank",
-    "device",
-    "gpu",
-    "replica",
-    "core",
-    "proc",
-    "process",
-    "worker",
-    "instantaneous",
-}
 
 _WORD_RE = re.compile(r"[a-z]+|[A-Z][a-z]*|\d+")
 _PERCENT_RE = re.compile(
@@ -74,9 +40,6 @@ _MESSAGE_SEEN_RE = re.compile(
     r"\b(samples|examples|images|tokens|sequences)\b.*\b(seen|processed|consumed)\b|throughput"
 )
 
-_NUMERIC_WRAPPERS = {"int", "float", "round"}
-_MATH_WRAPPERS = {"math.ceil", "math.floor"}
-
 GLOBAL, SAMPLES = "global", "samples"
 
 
@@ -87,11 +50,15 @@ def _words(identifier: str) -> list[str]:
 def name_role(identifier: str) -> str | None:
     """GLOBAL for `total_batch_size`, SAMPLES for `samples_per_sec` / `tokens_seen`, else None."""
     words = _words(identifier)
-    if any(w in _LOCAL_WORDS for w in words):
+    if any(w in K.BATCH_LOCAL_WORDS for w in words):
         return None
-    if any(w in _GLOBAL_WORDS for w in words) and any(w in _BATCH_WORDS for w in words):
+    if any(w in K.BATCH_GLOBAL_WORDS for w in words) and any(w in K.BATCH_WORDS for w in words):
         return GLOBAL
-    if any(w in _SAMPLE_WORDS for w in words) and "batch" not in words and "batches" not in words:
+    if (
+        any(w in K.BATCH_SAMPLE_WORDS for w in words)
+        and "batch" not in words
+        and "batches" not in words
+    ):
         return SAMPLES
     return None
 
@@ -171,11 +138,11 @@ def is_numeric_wrapper(index: Index, call: cst.Call) -> bool:
     func = call.func
     if (
         isinstance(func, cst.Name)
-        and func.value in _NUMERIC_WRAPPERS
+        and func.value in K.NUMERIC_WRAPPERS
         and not index.bindings_of(func)
     ):
         return True
-    return index.qualname(func) in _MATH_WRAPPERS
+    return index.qualname(func) in K.ROUNDING_FUNCTIONS
 
 
 def per_device_places(index: Index, loaders: Sequence[cst.Call]) -> list[Place]:

@@ -23,6 +23,11 @@ from typing import Any, NamedTuple
 
 YAML_MISSING = "YAML config not read: PyYAML is not installed (pip install 'distlint[yaml]')"
 YAML_SUFFIXES = (".yaml", ".yml")
+# Bounds on what one file may cost, whatever its size: values nested deeper than MAX_DEPTH
+# (no configuration is), and YAML aliases that repeat more than MAX_ALIAS_VALUES values in all
+# (a 600-byte "billion laughs" file expands to hundreds of millions of them).
+MAX_DEPTH = 100
+MAX_ALIAS_VALUES = 100_000
 
 
 class ConfigFileError(Exception):
@@ -118,7 +123,9 @@ def parse(path: str, data: bytes) -> ConfigDoc:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigFileError(f"invalid JSON: {exc.msg}", exc.lineno) from None
-        return ConfigDoc(path, kind, _from_plain(value, path))
+        except RecursionError:
+            raise ConfigFileError(_too_deep("JSON")) from None
+        return ConfigDoc(path, kind, _from_plain(value, path, "JSON"))
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
@@ -129,14 +136,22 @@ def parse(path: str, data: bytes) -> ConfigDoc:
         message = str(exc)
         m = re.search(r"line (\d+)", message)
         raise ConfigFileError(f"invalid TOML: {message}", int(m.group(1)) if m else None) from None
-    return ConfigDoc(path, kind, _from_plain(value, path))
+    except RecursionError:
+        raise ConfigFileError(_too_deep("TOML")) from None
+    return ConfigDoc(path, kind, _from_plain(value, path, "TOML"))
 
 
-def _from_plain(value: Any, path: str) -> Entry:
+def _too_deep(kind: str) -> str:
+    return f"{kind} nested more than {MAX_DEPTH} levels deep: not read"
+
+
+def _from_plain(value: Any, path: str, kind: str, depth: int = 0) -> Entry:
+    if depth > MAX_DEPTH:
+        raise ConfigFileError(_too_deep(kind))
     if isinstance(value, dict):
-        return Entry({k: _from_plain(v, path) for k, v in value.items()}, path)
+        return Entry({k: _from_plain(v, path, kind, depth + 1) for k, v in value.items()}, path)
     if isinstance(value, list):
-        return Entry([_from_plain(v, path) for v in value], path)
+        return Entry([_from_plain(v, path, kind, depth + 1) for v in value], path)
     return Entry(value, path)
 
 
@@ -150,6 +165,7 @@ def _parse_yaml(path: str, text: str) -> Entry:
         node = loader.get_node() if loader.check_node() else None
         if node is None:
             return Entry({}, path, 1)
+        _check_aliases(loader, node)
         return _convert(loader, node, path, set())
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -158,9 +174,49 @@ def _parse_yaml(path: str, text: str) -> Entry:
     except yaml.YAMLError as exc:
         raise ConfigFileError(f"invalid YAML: {exc}") from None
     except RecursionError:
-        raise ConfigFileError("YAML nested too deeply to read") from None
+        raise ConfigFileError(_too_deep("YAML")) from None
     finally:
         loader.dispose()
+
+
+def _check_aliases(loader: Any, root: Any) -> None:
+    """Refuse a document whose aliases expand to more than MAX_ALIAS_VALUES repeated values
+    (or that nests deeper than MAX_DEPTH), from the composed node graph, before any value is
+    built: each node's expanded size is counted once (memoised), so a bomb costs its size.
+    Merge keys are resolved here (``<<: *defaults``), as the conversion sees them."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: Any, depth: int) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:  # a recursive alias: converted as a null
+            return 1
+        if depth > MAX_DEPTH:
+            raise ConfigFileError(_too_deep("YAML"), node.start_mark.line + 1)
+        total = 1
+        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            active.add(key)
+            if isinstance(node, yaml.MappingNode):
+                loader.flatten_mapping(node)
+                children = [v for _, v in node.value]
+            else:
+                children = node.value
+            for child in children:
+                total += size(child, depth + 1)
+            active.discard(key)
+        sizes[key] = total
+        return total
+
+    expanded = size(root, 0)
+    if expanded - len(sizes) > MAX_ALIAS_VALUES:
+        raise ConfigFileError(
+            f"YAML aliases expand to {expanded:,} values, over the limit of "
+            f"{MAX_ALIAS_VALUES:,} repeated ones: not read"
+        )
 
 
 def _convert(loader: Any, node: Any, path: str, active: set[int]) -> Entry:

@@ -779,7 +779,7 @@ class _Resolver:
     def _line(self, node: cst.CSTNode) -> int | None:
         from distlint.positions import positions_of
 
-        pos = positions_of(self.index.module, [node]).get(node)
+        pos = positions_of(self.index.module, [node], self.index.source_map).get(node)
         return pos.start.line if pos is not None else None
 
 

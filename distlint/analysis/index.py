@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 if TYPE_CHECKING:
     from distlint.analysis.flow import Flow
+    from distlint.positions import SourceMap
 
 import libcst as cst
 
@@ -347,9 +348,13 @@ _LEAF_TYPES = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.Si
 class Index:
     """Everything the rules ask about one module, computed in one walk."""
 
-    def __init__(self, module: cst.Module, source: str = "") -> None:
+    def __init__(
+        self, module: cst.Module, source: str = "", source_map: SourceMap | None = None
+    ) -> None:
         self.module = module
         self.source = source
+        # where LibCST's code of ``module`` stands in ``source`` (None: it is ``source``)
+        self.source_map = source_map
         # id(node) -> (parent, scope, order); keyed by id: a CST node's __hash__ is a Python call
         self._info: dict[int, tuple[cst.CSTNode | None, Scope, int]] = {}
         self._nodes: list[cst.CSTNode] = []  # walk order

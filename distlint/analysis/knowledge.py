@@ -3,7 +3,8 @@
 distlint never imports or parses accelerate, transformers, timm, bitsandbytes, apex, DeepSpeed,
 schedulefree, torchtune, Lightning Fabric, torch_xla or torch itself: what it knows about them is
 written down here, as canonical qualified names (see :func:`distlint.analysis.index.canonical`).
-Only :mod:`distlint.analysis.facts` reads this module; rules ask the facts.
+The analysis reads this module; rules ask the analysis (a rule may take the choices of one of
+its options from here, never a list of its own).
 """
 
 from __future__ import annotations
@@ -533,3 +534,36 @@ def is_optimizer_class(qualname: str | None) -> bool:
             name = rest[-1]
             return name[:1].isupper() and name not in NOT_OPTIMIZERS and "Scheduler" not in name
     return False
+
+
+# ------------------------------------------------------------------ batch sizes in names and messages
+# Words of an identifier (split at `_` and case changes) or a logged message that say which batch
+# it is: the global one (every process together), a per-device one, or a count of samples.
+BATCH_GLOBAL_WORDS = frozenset({"total", "global", "effective", "observed", "overall"})
+BATCH_WORDS = frozenset({"batch", "bs", "bsz", "batchsize"})
+BATCH_SAMPLE_WORDS = frozenset(
+    {
+        "sample", "samples", "example", "examples", "image", "images", "img", "imgs", "token",
+        "tokens", "tok", "toks", "sequence", "sequences", "seq", "seqs", "throughput",
+    }
+)  # fmt: skip
+BATCH_LOCAL_WORDS = frozenset(
+    {
+        "local", "micro", "rank", "device", "gpu", "replica", "core", "proc", "process",
+        "worker", "instantaneous",
+    }
+)  # fmt: skip
+# Calls that keep a number's value as a count (`int(bs * 2)`, `math.ceil(n / world)`).
+NUMERIC_WRAPPERS = frozenset({"int", "float", "round"})
+ROUNDING_FUNCTIONS = frozenset({"math.ceil", "math.floor"})
+
+# ------------------------------------------------------------------ seeding
+# What DL101's fix may call to seed everything (the `seed-function` option), the default first.
+SEED_FUNCTION_CHOICES = (
+    "accelerate.utils.set_seed",
+    "transformers.set_seed",
+    "lightning.seed_everything",
+)
+# Words of a test that guards device-specific seeding (`if torch.cuda.is_available():`,
+# `if args.use_gpu:`): seeding under it is replaced together with its guard.
+DEVICE_GUARD_WORDS = ("cuda", "gpu", "mps", "xpu", "npu", "mlu", "device")

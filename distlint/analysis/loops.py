@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from distlint.analysis import knowledge as K
-from distlint.analysis.index import child_list
+from distlint.analysis.index import child_list, walk
+from distlint.analysis.records import Origin
 
 if TYPE_CHECKING:
     from distlint.analysis.facts import Facts
@@ -115,7 +116,8 @@ class Loops:
             if not any(
                 other is not loop
                 and (
-                    index.is_inside(other, loop) or any(index.is_inside(other, fn) for fn in called)
+                    index.is_inside(other, loop)
+                    or any(fn is not None and index.is_inside(other, fn) for fn in called)
                 )
                 for other in trains
             ):
@@ -180,19 +182,15 @@ class Loops:
 
     def is_loader(self, expr: cst.BaseExpression) -> bool:
         """A DataLoader (made, prepared, or set up) flows into ``expr``."""
-        from distlint.analysis.facts import Origin
-
         return any(o is not Origin.UNKNOWN for o in self.loader_origins(expr))
 
     def is_sharded_loader(self, expr: cst.BaseExpression) -> bool:
         """Every loader flowing into ``expr`` is split across processes (prepared, set up, or
         given a distributed sampler)."""
-        from distlint.analysis.facts import Origin
-
         origins = self.loader_origins(expr)
         return bool(origins) and all(o is Origin.SHARDED for o in origins)
 
-    def loader_origins(self, expr: cst.BaseExpression) -> list[Any]:
+    def loader_origins(self, expr: cst.BaseExpression) -> list[Origin]:
         """``Facts.loader_origins``, also through a parameter: what the calls of this module
         pass for it (`evaluate(model, eval_loader)`)."""
         index = self.index
@@ -206,3 +204,47 @@ class Loops:
                 ]
                 return [o for v in passed for o in self.facts.loader_origins(v, 6)]
         return self.facts.loader_origins(expr, 6)
+
+
+# ------------------------------------------------------------------ loops of one function
+def runs_backward_directly(loop: cst.For | cst.While) -> bool:
+    """The loop body runs a backward pass itself (`loss.backward()`, `accelerator.backward(loss)`),
+    not through a helper (:meth:`Loops.trains` follows helpers)."""
+    for node in walk(loop.body):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in K.BACKWARD_METHODS
+        ):
+            return True
+    return False
+
+
+def iterators_drawn_in(facts: Facts, loop: cst.For | cst.While) -> list[cst.Call]:
+    """The `iter(...)` calls whose iterators `next(...)` draws from in the loop's body."""
+    index = facts.index
+    out: list[cst.Call] = []
+    for node in walk(loop.body):
+        if not (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value == "next"
+            and node.args
+            and not index.bindings_of(node.func)
+        ):
+            continue
+        drawn = node.args[0].value
+        if isinstance(drawn, cst.Call):
+            values: list[cst.BaseExpression | None] = [drawn]
+        elif isinstance(drawn, cst.Name):
+            values = [a.value for a in index.bindings_of(drawn) if a.op == "="]
+        elif isinstance(drawn, cst.Attribute):
+            values = [a.value for a in index.attribute_assignments(drawn) if a.op == "="]
+        else:
+            continue
+        out.extend(
+            v for v in values if isinstance(v, cst.Call) and facts.iterator_of(v) is not None
+        )
+    return out

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from distlint.files import file_like, read_regular
 from distlint.model import FileError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -218,7 +219,7 @@ class Project:
             elif self._memory is not None:
                 found = path in self._memory
             else:
-                found = os.path.isfile(path)
+                found = file_like(path)  # a FIFO too: refused with its reason when read
             self._isfile[path] = found
         return found
 
@@ -256,8 +257,7 @@ class Project:
                 if size > limit:
                     self._error(full, f"{size} bytes, over the {limit}-byte limit: not analysed")
                 else:
-                    with open(full, "rb") as handle:
-                        data = handle.read()
+                    data = read_regular(full, limit)  # never a FIFO, a device: one line
             except OSError as exc:
                 self._error(full, f"cannot read: {exc.strerror or exc}")
         if data is not None and len(data) > limit:
@@ -381,15 +381,16 @@ class Project:
 
     def _parse(self, full: str, data: bytes, text: str) -> tuple[Any, Any] | None:
         from distlint.analysis.index import Index
-        from distlint.parse import parse
+        from distlint.parse import parse_mapped
 
-        module = parse(text, full, source=data)
-        if isinstance(module, FileError):
-            self._error(full, module.message, module.line, module.column)
+        parsed = parse_mapped(text, full, source=data)
+        if isinstance(parsed, FileError):
+            self._error(full, parsed.message, parsed.line, parsed.column)
             return None
         self.parse_count += 1
+        module, source = parsed
         try:  # a module the analysis cannot take is reported like one LibCST cannot parse
-            return module, Index(module, text)
+            return module, Index(module, text, source if source.cuts else None)
         except RecursionError:
             self._error(full, "source is too deeply nested to parse")
         except Exception as exc:

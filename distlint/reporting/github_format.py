@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from distlint.model import FileResult
-from distlint.reporting import ReportContext
+from distlint.reporting import ReportContext, printable
 
 
 def _escape_data(text: str) -> str:
+    text = printable(text, newlines=True)  # no ANSI escape reaches the workflow log
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 

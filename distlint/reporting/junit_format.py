@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from distlint.model import FileResult
-from distlint.reporting import ReportContext
+from distlint.reporting import ReportContext, printable
 from distlint.reporting.text_format import location
 
 
@@ -19,20 +19,21 @@ def render(results: Sequence[FileResult], stream: TextIO, context: ReportContext
     root = ET.Element("testsuites", {"name": "distlint", **counts})
     suite = ET.SubElement(root, "testsuite", {"name": "distlint", **counts})
     for result in results:
-        case = ET.SubElement(
-            suite, "testcase", name=result.path, classname="distlint", file=result.path
-        )
+        # XML 1.0 cannot hold control characters even escaped: written as `\x1b` text
+        path = printable(result.path)
+        case = ET.SubElement(suite, "testcase", name=path, classname="distlint", file=path)
         for f in result.findings:
-            failure = ET.SubElement(case, "failure", message=f"{f.code} {f.message}", type=f.code)
-            failure.text = f"{location(f)}: {f.code} {f.message}"
+            message = printable(f"{f.code} {f.message}")
+            failure = ET.SubElement(case, "failure", message=message, type=f.code)
+            failure.text = printable(f"{location(f)}: {f.code} {f.message}")
             if f.cell is not None:  # a notebook: the line is relative to the cell
-                failure.set("message", f"cell {f.cell}, line {f.line}: {f.code} {f.message}")
+                failure.set("message", f"cell {f.cell}, line {f.line}: {message}")
                 failure.set("cell", str(f.cell))
             if f.line:
                 failure.set("line", str(f.line))
         for e in result.errors:
-            error = ET.SubElement(case, "error", message=e.message, type="error")
-            error.text = str(e)
+            error = ET.SubElement(case, "error", message=printable(e.message), type="error")
+            error.text = printable(str(e))
     ET.indent(root)
     stream.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     stream.write(ET.tostring(root, encoding="unicode"))

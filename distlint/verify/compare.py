@@ -341,10 +341,13 @@ def summarize_run(
             run.failures.append(Failure(None, _exception_text(exc), detail or tail_for(None)))
         else:
             rank, code = first_failed_rank(outcome, tails)
-            status = f"exited with status {code}" if code else "failed"
-            run.failures.append(
-                Failure(rank, f"{status} before training (its own output below)", tail_for(rank))
-            )
+            if code:
+                status = f"exited with status {code} before training"
+            elif outcome.returncode == 0:
+                status = "exited (status 0) without training"
+            else:
+                status = "failed before training"
+            run.failures.append(Failure(rank, f"{status} (its own output below)", tail_for(rank)))
         run.curve = []
         return run
 
@@ -399,11 +402,17 @@ def summarize_run(
     handed = [u.loader_samples for u in r0.updates]
     if r0.updates and all(t is not None for t in trained) and any(handed):
         total_t, total_h = sum(trained), sum(h or 0 for h in handed)  # type: ignore[arg-type]
-        if total_h != total_t:
+        if total_h > total_t:
             run.notes.append(
                 f"{run.label}: rank 0's DataLoaders handed out {total_h} samples during its "
                 f"{len(r0.updates)} updates, {total_t} were trained on (the rest: peeks, "
                 "evaluation, or batches the script skipped)"
+            )
+        elif total_h < total_t:
+            run.notes.append(
+                f"{run.label}: rank 0 trained on {total_t} samples during its {len(r0.updates)} "
+                f"updates, its DataLoaders handed out {total_h} (the script also forwards inputs "
+                "it builds itself, or forwards a batch more than once)"
             )
     run.curve = build_curve(ranks)
     return run

@@ -10,6 +10,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -175,6 +176,7 @@ def verify(
     result.notes.extend(devices.notes)
     work = keep_dir or tempfile.mkdtemp(prefix="distlint-verify-")
     os.makedirs(work, exist_ok=True)
+    background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distlint-verify-scratch")
     previous_handlers = _install_signal_handlers()
     subreaper = launch.set_child_subreaper(True)
     try:
@@ -209,6 +211,7 @@ def verify(
             launcher_args,
             log_dir=os.path.join(work, "one", "logs"),
         )
+        copies: dict[str, Future] = {}
         base_env = {launch.schema.ENV_SCRIPT: path, **(env or {})}
         own = scratch.own_outputs()
         watched = scratch.snapshot(user_cwd, skip=[work], ignore=own)
@@ -223,7 +226,16 @@ def verify(
                 return None
             run_dir = os.path.join(work, name)
             scratch_dir = os.path.join(run_dir, "cwd")
-            scratch.mirror_tree(user_cwd, scratch_dir, skip=[work])
+            if name in copies:
+                copies.pop(name).result()  # copied while the other run went
+            else:
+                scratch.mirror_tree(user_cwd, scratch_dir, skip=[work])
+            if name == "many" and not (nodes and nodes.node_rank):
+                # The 1-process run's copy is made while the N-process run goes (I/O beside
+                # CPU-bound ranks), so it costs the runs little wall time.
+                copies["one"] = background.submit(
+                    scratch.mirror_tree, user_cwd, os.path.join(work, "one", "cwd"), [work]
+                )
             if progress:
                 progress("start", plan)
             record_dir = os.path.join(run_dir, "records")
@@ -243,6 +255,8 @@ def verify(
             )
             now = scratch.snapshot(user_cwd, skip=[work], ignore=own)
             changed.extend(c for c in scratch.changes(watched, now) if c not in changed)
+            if keep_dir is None:  # removed while the next run goes
+                background.submit(shutil.rmtree, scratch_dir, True)
             records = read_run(outcome.record_dir, single_pid=None)
             follower = bool(nodes and nodes.node_rank) and plan is many_plan
             summary = compare.summarize_run(
@@ -294,6 +308,7 @@ def verify(
                 signal.signal(sig, handler)
             except (ValueError, OSError):
                 pass
+        background.shutdown(wait=True)
         if keep_dir is None:
             shutil.rmtree(work, ignore_errors=True)
     return result

@@ -150,6 +150,9 @@ class RankRecord:
         """The script's own LRs, before --exact gave this run the other run's LRs."""
         for opt in self.optimizers:
             if opt.get("index") == 0 and opt.get("native_lrs"):
+                base = opt.get("native_base") or []
+                if not all(opt["native_lrs"]) and base and all(base):
+                    return [float(b) for b in base]  # a warmup from 0: its peak
                 return opt["native_lrs"]
         return self.lrs()
 

@@ -92,12 +92,25 @@ def _exact_header(result: VerifyResult, one: RunSummary, s1: Any, sn: Any) -> st
     ]
     if given:
         text = " (--exact: the 1-process run with " + " and ".join(given) + ")"
+        many = result.many
+        if many is not None:
+            text += "; " + _equal_lrs(one, many)
     else:
         text = (
             " (--exact changed nothing: no DataLoader with a batch_size and no optimizer went "
             "through Accelerator.prepare)"
         )
     return text + ("" if s1 == sn else f"; samples {s1} vs {sn}")
+
+
+def _equal_lrs(one: RunSummary, many: RunSummary) -> str:
+    """Whether the per-update LRs really were equal (asking for the same LR is not getting it:
+    a schedule may step differently)."""
+    pairs = [(a.lrs, b.lrs) for a, b in zip(one.curve, many.curve) if a.lrs and b.lrs]
+    for i, (a, b) in enumerate(pairs, start=1):
+        if any(abs(x - y) > 1e-9 * max(abs(x), abs(y), 1e-12) for x, y in zip(a, b)):
+            return f"the per-update LRs differed from update {i} ({a[0]:g} vs {b[0]:g})"
+    return f"the per-update LRs were equal over {len(pairs)} updates" if pairs else "no LR recorded"
 
 
 def _header(result: VerifyResult) -> str:
@@ -153,8 +166,8 @@ def _script_failure(result: VerifyResult) -> list[str]:
     if run is None:
         return []
     first = run.failures[0]
-    who = f"rank {first.rank}" if first.rank is not None else "its process"
-    out = [f"The script failed in the {run.label} run ({who} first):", _wrap(first.reason, 2)]
+    who = f" (rank {first.rank} first)" if first.rank is not None else ""
+    out = [f"The script failed in the {run.label} run{who}:", _wrap(first.reason, 2)]
     lines = first.detail.strip("\n").splitlines()[-TAIL_LINES:]
     out.extend("      | " + line for line in lines)
     out.append("")

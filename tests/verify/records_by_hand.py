@@ -26,6 +26,7 @@ def write_rank(
     extra=(),
     header=None,
     source="accelerate",
+    modules=None,
 ):
     """updates: dicts with samples, loss, lr, checksum (and optionally forwards, factor, loaders)."""
     t = 1000.0
@@ -51,6 +52,7 @@ def write_rank(
                 "process_index": rank,
                 "mixed_precision": "no",
                 "gradient_accumulation_steps": 1,
+                **({"modules": modules} if modules is not None else {}),
             }
         )
     for s in seeds:
@@ -83,6 +85,7 @@ def write_rank(
                 "forwards": u.get("forwards", 1),
                 "untrained": u.get("untrained", 0),
                 "loaders": u.get("loaders", []),
+                **({"precision": u["precision"]} if "precision" in u else {}),
             }
         )
     if finished:
@@ -93,6 +96,7 @@ def write_rank(
 
 
 def summarize(folder, nprocs, *, output="", timed_out=False, launcher="torchrun", max_steps=20):
+    """The run's RunSummary, as verify makes it from the records in `folder`."""
     label = "1 process" if nprocs == 1 else f"{nprocs} processes"
     plan = LaunchPlan(label, nprocs, launcher, "cpu", ["torchrun", "train.py"], {})
     out = os.path.join(folder, "output.log")

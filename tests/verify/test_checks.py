@@ -26,7 +26,10 @@ def test_data_order_same_and_different(tmp_path):
         tmp_path,
         "other",
         2,
-        [ups([1.0] * 2, checksums=[cs[0], cs[2]]), ups([1.0] * 2, checksums=[cs[1], [5.0, 25.0]])],
+        [
+            ups([1.0] * 2, checksums=[cs[0], cs[2]], loaders=[1]),
+            ups([1.0] * 2, checksums=[cs[1], [5.0, 25.0]], loaders=[1]),
+        ],
     )
     warn = checks.check_data_order(one, other, exact=False)
     assert warn.status == "warn" and warn.data["first_difference_at"] == 32
@@ -326,7 +329,63 @@ def test_unseeded_generator_advice_never_makes_ranks_draw_the_same_batches(
     check = checks.check_seeding(one, many)
     assert check.status == "fail" and check.data["unseeded_used"] == ["torch"]
     assert ("set_seed(seed + accelerator.process_index)" in check.detail) is per_rank
-    assert ("seed them with set_seed" in check.detail) is not per_rank
+    assert ("seed them the same in both runs: accelerate.utils.set_seed(seed)" in check.detail) is (
+        not per_rank
+    )
+    assert "never drawn from" not in check.detail  # no advice beside a generator it calls unused
+
+
+def _framework_pair(tmp_path, source, modules, launcher="torchrun", identical=False, lr=0.1):
+    """An N-process run formed by `source` (accelerate / torch.distributed) with `modules`
+    loaded, whose LR is not scaled and whose ranks train the same inputs when `identical`."""
+    tmp_path.mkdir()
+    sums = [[1.0, 1.0], [2.0, 4.0]]
+    loader = {"kind": "loader", "t": 1, "loader": 1, "where": "train.py:14", "batch_size": 8}
+    loader.update(sampler="RandomSampler")
+    per_rank = [
+        ups(
+            [1.0, 0.9],
+            lr=lr,
+            checksums=sums if identical else [[r + 1.0, 1.0], [r + 2.0, 4.0]],
+            loaders=[1],
+        )
+        for r in range(2)
+    ]
+    one = make_run(tmp_path, "one", 1, [ups([1.0, 0.9, 0.8, 0.7], lr=lr)])
+    kw = {"source": source, "modules": modules, "extra": [loader]}
+    many = make_run(
+        tmp_path, "many", 2, per_rank, launcher=launcher, rank_kw={r: kw for r in range(2)}
+    )
+    return one, many
+
+
+@pytest.mark.parametrize(
+    "source, modules, launcher, lr_fix, shard_fix",
+    [
+        ("accelerate", ["accelerate"], "torchrun", "lr * accelerator.num_processes",
+         "accelerator.prepare"),
+        ("torch.distributed", [], "torchrun", "lr * dist.get_world_size()",
+         "DistributedSampler(dataset) (and call sampler.set_epoch(epoch)"),
+        ("torch.distributed", ["lightning.fabric"], "fabric", "lr * fabric.world_size",
+         "fabric.setup_dataloaders"),
+        ("torch.distributed", ["torch_xla"], "torchrun", "lr * xr.world_size()",
+         "num_replicas=xr.world_size(), rank=xr.global_ordinal()"),
+    ],
+)  # fmt: skip
+def test_advice_is_in_the_scripts_own_framework(
+    tmp_path, source, modules, launcher, lr_fix, shard_fix
+):
+    one, many = _framework_pair(tmp_path / "lr", source, modules, launcher)
+    lr = checks.check_lr(one, many, exact=False)
+    assert lr.status == "fail" and f"`{lr_fix}`" in lr.detail
+    others = {"lr * accelerator.num_processes", "lr * dist.get_world_size()",
+              "lr * fabric.world_size", "lr * xr.world_size()"} - {lr_fix}  # fmt: skip
+    assert not any(o in lr.detail for o in others)
+    one, many = _framework_pair(tmp_path / "dup", source, modules, launcher, identical=True)
+    sharding = checks.check_sharding(many)
+    assert sharding.status == "fail" and shard_fix in sharding.detail
+    if source != "accelerate":
+        assert "accelerator" not in sharding.detail and "accelerator" not in lr.detail
 
 
 @pytest.mark.parametrize(
@@ -341,13 +400,66 @@ def test_data_order_advice_speaks_the_scripts_setup(tmp_path, source, advice):
         tmp_path,
         "many",
         2,
-        [ups([1.0] * 4, checksums=[[9.0, 9.0]] * 4), ups([1.0] * 4, checksums=[[8.0, 8.0]] * 4)],
+        [
+            ups([1.0] * 4, checksums=[[9.0, 9.0]] * 4, loaders=[1]),
+            ups([1.0] * 4, checksums=[[8.0, 8.0]] * 4, loaders=[1]),
+        ],
         rank_kw={0: {"source": source}, 1: {"source": source}},
     )
     check = checks.check_data_order(one, many, exact=False)
     assert check.status == "warn" and "differ from the first update on (sample 16)" in check.detail
     assert advice in check.detail and "first 0 samples" not in check.detail
     assert ("Accelerator(" in check.detail) is (source == "accelerate")
+
+
+def _loader(sampler):
+    return {"kind": "loader", "t": 1, "loader": 1, "where": "train.py:9", "batch_size": 8,
+            "sampler": sampler}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "fed, cause", [(True, "sampler"), (False, "no DataLoader"), (True, "iterable")]
+)
+def test_data_order_names_the_observed_cause(tmp_path, fed, cause):
+    """A RandomSampler on 1 process against a DistributedSampler on N (the imagenet example);
+    batches the script draws itself. Never the default sentence when a cause was seen."""
+    loaders = [1] if fed else []
+    one = make_run(
+        tmp_path, "one", 1, [ups([1.0] * 4, samples=16, loaders=loaders)],
+        rank_kw={0: {"source": "torch.distributed", "extra": [_loader("RandomSampler")]}},
+    )  # fmt: skip
+    many = make_run(
+        tmp_path,
+        "many",
+        2,
+        [
+            ups([1.0] * 4, checksums=[[9.0, 9.0]] * 4, loaders=loaders),
+            ups([1.0] * 4, checksums=[[8.0, 8.0]] * 4, loaders=loaders),
+        ],
+        rank_kw={
+            r: {
+                "source": "torch.distributed",
+                "extra": [
+                    _loader(
+                        "_InfiniteConstantSampler" if cause == "iterable" else "DistributedSampler"
+                    )
+                ],
+            }
+            for r in range(2)
+        },
+    )
+    check = checks.check_data_order(one, many, exact=False)
+    if cause == "iterable":  # llama2.c: a stream shuffled per rank by its own seeded rng
+        assert check.status == "info" and "IterableDataset" in check.detail
+        assert "DistributedSampler" not in check.detail
+    elif fed:
+        assert (
+            "the 1-process run samples with a RandomSampler, the 2 processes run with a "
+            "DistributedSampler" in check.detail
+        )
+    else:
+        assert "builds its batches itself (no DataLoader fed the model)" in check.detail
+        assert "DistributedSampler" not in check.detail
 
 
 def test_files_copied_on_write_are_listed_once_per_run(tmp_path):
@@ -363,3 +475,43 @@ def test_files_copied_on_write_are_listed_once_per_run(tmp_path):
     run = summarize(folder, 2)
     [line] = [n for n in run.notes if "copy on write" in n]
     assert "wrote to 1 file(s)" in line and line.endswith("untouched: out/ckpt.pt")
+
+
+def test_the_sharding_fail_lists_only_the_loader_that_fed_the_model(tmp_path):
+    """Five loaders built, one yields before every update (training), one now and then (eval)."""
+    built = [
+        {"kind": "loader", "t": 1, "loader": i, "where": f"train.py:{10 + i}", "batch_size": 8,
+         "sampler": "SequentialSampler"}
+        for i in range(1, 6)
+    ]  # fmt: skip
+    same = [[1.0, 1.0], [2.0, 4.0], [3.0, 9.0]]
+    updates = ups([1.0, 0.9, 0.8], checksums=same, loaders=[2])
+    updates[1]["loaders"] = [2, 4]  # an evaluation loader drawn from once
+    many = make_run(
+        tmp_path, "many", 2, [updates, updates], rank_kw={r: {"extra": built} for r in range(2)}
+    )
+    check = checks.check_sharding(many)
+    assert check.status == "fail" and check.data["loaders"] == ["train.py:12"]
+    assert "train.py:14" not in check.detail
+
+
+def test_precision_is_the_one_that_ran_and_the_accelerator_that_trained(tmp_path):
+    """A later Accelerator(mixed_precision="fp16") made after training began is not the run's;
+    the precision per update (autocast, dtypes, GradScaler) is what the report shows."""
+    later = {"kind": "config", "t": 2000.0, "source": "accelerate", "num_processes": 1,
+             "process_index": 0, "mixed_precision": "fp16"}  # fmt: skip
+    ran = {"autocast": ["float16"], "outputs": ["float16"], "param": "float32",
+           "grad": "float32", "scaler": 1}  # fmt: skip
+    folder = tmp_path / "one"
+    folder.mkdir()
+    write_rank(folder, 100, 0, 1, ups([1.0, 0.9], precision=ran))
+    with open(folder / "100.jsonl", "a", encoding="utf-8") as f:
+        import json
+
+        f.write(json.dumps(later) + "\n")
+    run = summarize(folder, 1)
+    assert run.config("mixed_precision") == "no"  # the Accelerator that trained
+    assert run.rank0.later_configs and run.precision["kind"] == "fp16"
+    assert run.precision_text() == (
+        "float16 autocast in 2/2 updates; params float32, grads float32; GradScaler in 2/2 updates"
+    )

@@ -304,7 +304,10 @@ def test_the_table_counts_accumulation_and_its_lr_advice_follows_the_runs():
     assert grown["what"] == "a DataLoader batch of 16 in all"
     assert grown["lr_advice"].endswith("then scale the LR, lr * accelerator.num_processes")
     plain = load_case("plain_ddp").table  # plain torch DDP: no Accelerator to name
-    assert "accelerator" not in plain["lr_advice"] and "the world size" in plain["lr_advice"]
+    assert (
+        "accelerator" not in plain["lr_advice"]
+        and "lr * dist.get_world_size()" in plain["lr_advice"]
+    )
 
 
 def test_imagenet_example_style_divides_the_batch_by_the_world_size():
@@ -459,9 +462,7 @@ def test_identical_ranks_are_their_own_verdict_and_nothing_is_computed_from_them
     assert "mean loss, samples" not in text
 
 
-def test_a_refused_run_has_no_group_row_no_global_batch_and_no_plot(
-    tmp_path, monkeypatch, capsys
-):
+def test_a_refused_run_has_no_group_row_no_global_batch_and_no_plot(tmp_path, monkeypatch, capsys):
     from distlint.verify import cli, core
 
     r = load_case("lone_processes")
@@ -480,3 +481,58 @@ def test_header_numbers_follow_the_order_of_the_runs():
     if r.one.samples_seen != r.many.samples_seen:
         assert f"trained on {r.many.samples_seen} and {r.one.samples_seen}" in head
     assert head.index("2 processes") < head.index("1 process")
+
+
+# -- the LR over the whole run, precision as observed ---------------------------------------------
+
+
+def test_a_warmup_from_zero_is_judged_at_its_peak():
+    """LR 0 at the first update (0 -> peak): judged on each run's peak, not skipped."""
+    c = by_id(load_case("warmup_schedule"))
+    assert c["lr"].status == "pass" and c["lr"].data["scaling"] == "linear"
+    assert (c["lr"].data["peak_1"], c["lr"].data["peak_n"]) == (0.05, 0.1)
+    assert c["schedule"].status == "pass"
+    assert "warmup 64 samples" in c["schedule"].detail  # the same warmup in samples on 1 and 2
+    unscaled = by_id(load_case("warmup_unscaled_lr"))["lr"]
+    assert unscaled.status == "fail" and "peak LR unchanged (0.05)" in unscaled.detail
+
+
+def test_a_warmup_multiplied_by_the_process_count_is_named():
+    schedule = by_id(load_case("warmup_times_processes", static_findings=[finding("DL202")]))[
+        "schedule"
+    ]
+    assert schedule.status == "fail" and schedule.data["counted_per_process"] == "warmup"
+    assert schedule.data["warmup_ratio"] == pytest.approx(2)
+    assert "warmup 64 samples" in schedule.detail and "warmup 128 samples" in schedule.detail
+    assert "num_warmup_steps was multiplied by the process count" in schedule.detail
+    assert "len(train_dataloader)" not in schedule.detail  # not the length's advice
+
+
+def test_bf16_autocast_is_observed_and_sets_the_exact_tolerance():
+    r = load_case("autocast_bf16_exact")
+    loss = by_id(r)["loss"]
+    assert r.many.precision["kind"] == "bf16" and r.many.precision["autocast"] == {"bfloat16": 30}
+    assert (
+        loss.status == "pass" and loss.data["rtol"] == 5e-2 and loss.data["compared_updates"] == 30
+    )
+    assert loss.data["max_rel_diff"] > 1e-5  # would have failed fp32's tolerance
+    assert "bfloat16 autocast in 30/30 updates" in render_text(r)
+    fp32 = load_case("fp32_exact")
+    assert fp32.many.precision["kind"] == "fp32" and by_id(fp32)["loss"].data["rtol"] == 1e-5
+    assert by_id(fp32)["loss"].data["max_rel_diff"] < 1e-5
+
+
+def test_exact_with_a_warmup_transfers_the_peak_and_steps_the_scheduler_as_on_n():
+    r = load_case("warmup_exact")
+    assert r.exit_code == 0
+    assert [p.lrs for p in r.one.curve] == [p.lrs for p in r.many.curve]
+    assert "the per-update LRs were equal over 10 updates" in render_text(r).splitlines()[1]
+    assert by_id(r)["lr"].data["scaling"] == "linear"  # the script's own peaks, 0.05 and 0.1
+
+
+def test_a_launcher_killed_from_outside_is_named_with_its_signal():
+    r = load_case("faults_crash")
+    r.many.outcome.returncode = -9
+    r.many.outcome.launcher_stopped = False
+    text = render_text(r)
+    assert "the launcher ended by SIGKILL (sent by outside verify)" in text

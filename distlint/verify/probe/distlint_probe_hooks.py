@@ -266,11 +266,18 @@ class Hooks:
         for obj in args:
             if isinstance(obj, Optimizer):
                 native = [float(g.get("lr", float("nan"))) for g in obj.param_groups]
+                bases = [g.get("initial_lr") for g in obj.param_groups]
                 index = self.prepared_optimizers
                 self.prepared_optimizers += 1
                 applied = self.exact.override_lrs(obj, index, args)
                 self.rec.emit(
-                    "optimizer", become_rank=True, index=index, native_lrs=native, lrs=applied
+                    "optimizer",
+                    become_rank=True,
+                    index=index,
+                    native_lrs=native,
+                    lrs=applied,
+                    # a scheduler built before prepare: its base LRs (the peak of a warmup)
+                    native_base=[float(b) if isinstance(b, (int, float)) else None for b in bases],
                 )
         return loaders, []
 

@@ -56,6 +56,13 @@ def autocast_dtype(torch, device_type):
         return None
 
 
+def frameworks_loaded():
+    """The training frameworks the process has imported (what formed its group, and in whose
+    words the report's advice is phrased)."""
+    names = ("accelerate", "lightning.fabric", "lightning_fabric", "torch_xla")
+    return [n for n in names if n in sys.modules]
+
+
 def children_of(pid=None):
     """Pids of the live children of `pid` (this process by default), from /proc."""
     pid = os.getpid() if pid is None else pid
@@ -568,6 +575,7 @@ class Recorder:
             split_batches=split_batches,
             use_seedable_sampler=seedable,
             device=str(get("device")),
+            modules=frameworks_loaded(),
         )
 
     def record_process_group(self, dist):
@@ -579,6 +587,7 @@ class Recorder:
             process_index=dist.get_rank(),
             distributed_type="torch.distributed",
             backend=str(dist.get_backend()),
+            modules=frameworks_loaded(),
         )
 
     # -- exit paths ------------------------------------------------------------------------

@@ -1,0 +1,229 @@
+"""Helpers the training-fact providers share (spellings of distributed setups and seeders,
+small questions about parameters, dictionary entries and names visible at a node)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+import libcst as cst
+
+from distlint.analysis import knowledge as K
+from distlint.analysis.index import (
+    CANONICAL_PREFIXES,
+    Index,
+    Scope,
+    call_keyword,
+    string_value,
+    target_key,
+)
+from distlint.analysis.records import (
+    Optimizer,
+)
+
+if TYPE_CHECKING:
+    from distlint.analysis.facts import Facts
+
+_IN_PROGRESS = object()
+
+
+class Provider:
+    """One part of the facts of a module (``facts.<provider>``), computed once per module. It
+    asks the other parts through ``facts``, never by importing them."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        self.index = facts.index
+        self.flow = facts.flow
+        self.path = facts.path
+        self.project = facts.project
+
+
+class _Spellings(NamedTuple):
+    """How the dotted names of some callables can be written: (first, last) part of each name
+    and of each alias of it (``CANONICAL_PREFIXES``). A module reaches one of the callables
+    only through texts that write both parts (an import, an attribute of one, a re-export),
+    in itself or in the project modules it imports."""
+
+    pairs: frozenset[tuple[str, str]]
+    words: frozenset[str]
+
+    @classmethod
+    def of(cls, names: frozenset[str]) -> _Spellings:
+        forms = set(names)
+        for alias, to in CANONICAL_PREFIXES.items():
+            for name in names:
+                if name == to or name.startswith((to + ".", to + "(")):
+                    forms.add(alias + name[len(to) :])
+        pairs = frozenset((f.split(".")[0], f.rsplit(".", 1)[-1]) for f in forms)
+        return cls(pairs, frozenset(word for pair in pairs for word in pair))
+
+    def written_in(self, words: frozenset[str]) -> bool:
+        return any(first in words and last in words for first, last in self.pairs)
+
+
+# What makes a module hold an Accelerator (a state, a Fabric) or train data-parallel (`mode`),
+# and what seeds a generator (`seeding`).
+_DISTRIBUTED = _Spellings.of(
+    frozenset(
+        {
+            K.ACCELERATOR,
+            *K.STATE_CLASSES,
+            K.FABRIC,
+            *K.DDP_WRAPPERS,
+            *K.XLA_MULTIPROCESS,
+            "deepspeed.initialize",
+        }
+    )
+)
+_SEEDERS = _Spellings.of(
+    K.FULL_SEEDERS | K.TORCH_SEEDERS | K.PYTHON_SEEDERS | K.NUMPY_SEEDERS | K.XLA_SEEDERS
+)
+
+
+def _distributed_sampler(node: cst.CSTNode, q: str | None) -> bool:
+    return q is not None and K.DISTRIBUTED_SAMPLER_WORD in q
+
+
+def _whole_dataset_sampler(node: cst.CSTNode, q: str | None) -> bool:
+    return q is not None and q.rstrip("()") in K.WHOLE_DATASET_SAMPLERS
+
+
+def _is_call(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call)
+
+
+def _node_in(calls: list[Optimizer]) -> Callable[[cst.CSTNode, str | None], bool]:
+    wanted = {id(o.call) for o in calls}
+    return lambda node, _q: id(node) in wanted
+
+
+def _param_reached(
+    index: Index, fn: cst.CSTNode, expr: cst.CSTNode
+) -> tuple[str, int | None, str] | None:
+    """The parameter of ``fn`` a value comes from (name, position), e.g. `lr` or `args`."""
+    if not isinstance(fn, cst.FunctionDef):
+        return None
+    params = list(fn.params.posonly_params) + list(fn.params.params)
+    names = [p.name.value for p in params]
+    if index.scope(fn).kind == "class" and names and names[0] in ("self", "cls"):
+        names = names[1:]
+    kwonly = [p.name.value for p in fn.params.kwonly_params]
+    found: list[tuple[str, str]] = []
+
+    def hit(node: cst.CSTNode, _q: str | None) -> bool:
+        key = (
+            target_key(node) if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)) else None
+        )
+        if key is None:
+            return False
+        head = key.split(".", 1)[0].split("[", 1)[0]
+        if head in names or head in kwonly:
+            base = node
+            while isinstance(base, (cst.Attribute, cst.Subscript)):
+                base = base.value
+            if isinstance(base, cst.Name) and any(b.op == "param" for b in index.bindings_of(base)):
+                found.append((head, key[len(head) :]))
+                return True
+        return False
+
+    path = _access_path(index, expr, set(names) | set(kwonly), 6)
+    if path is not None:
+        found.append(path)
+    else:
+        index.reaches(expr, hit, depth=4)
+    if not found:
+        return None
+    name, suffix = found[0]
+    return name, (names.index(name) if name in names else None), suffix
+
+
+def _access_path(
+    index: Index, expr: cst.CSTNode, params: set[str], depth: int
+) -> tuple[str, str] | None:
+    """The parameter and the attribute path a value is read through, composed across local
+    copies: `cfg = config.optimizer.params; lr = cfg.learning_rate` gives
+    ("config", ".optimizer.params.learning_rate"). None when the value is computed."""
+    if depth <= 0:
+        return None
+    if isinstance(expr, cst.Name):
+        bindings = index.bindings_of(expr)
+        if expr.value in params and any(b.op == "param" for b in bindings):
+            return expr.value, ""
+        if len(bindings) != 1 or bindings[0].op != "=" or bindings[0].value is None:
+            return None
+        return _access_path(index, bindings[0].value, params, depth - 1)
+    if isinstance(expr, (cst.Attribute, cst.Subscript)):
+        whole, base = target_key(expr), target_key(expr.value)
+        if whole is None or base is None:
+            return None
+        inner = _access_path(index, expr.value, params, depth - 1)
+        if inner is None and whole.startswith("self."):
+            # `self.lr` set once from a constructor parameter (`self.lr = lr`)
+            assigns = index.attribute_assignments(expr)
+            if len(assigns) == 1 and assigns[0].op == "=" and assigns[0].value is not None:
+                return _access_path(index, assigns[0].value, params, depth - 1)
+        return None if inner is None else (inner[0], inner[1] + whole[len(base) :])
+    return None
+
+
+def _dict_entry(index: Index, value: cst.CSTNode | None, name: str) -> cst.BaseExpression | None:
+    if isinstance(value, cst.Dict):
+        for el in value.elements:
+            if isinstance(el, cst.DictElement) and string_value(el.key) == name:
+                return el.value
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value == "dict"
+    ):
+        return call_keyword(value, name)
+    return None
+
+
+def _names_batch_or_accumulation(name: str) -> bool:
+    lowered = name.lower()
+    return "accum" in lowered or ("batch" in lowered and "batches" not in lowered)
+
+
+def _is_model_base(qualname: str) -> bool:
+    return qualname in K.MODEL_BASES or (
+        qualname.startswith("transformers.") and qualname.endswith("PreTrainedModel")
+    )
+
+
+def _int_value(node: cst.CSTNode) -> int | None:
+    """An integer literal's value (``-1`` included); None for anything else."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = _int_value(node.expression)
+        return None if inner is None else -inner
+    if isinstance(node, cst.Integer):
+        return int(node.value.replace("_", ""), 0)
+    return None
+
+
+def _last_name(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if isinstance(node, cst.Subscript):
+        key = target_key(node)
+        if key is not None and key.endswith("]"):
+            return key.rsplit("[", 1)[1][:-1]
+    return None
+
+
+def _visible_names(index: Index, at: cst.CSTNode) -> list[str]:
+    names: list[str] = []
+    scope: Scope | None = index.scope(at)
+    first = True
+    while scope is not None:
+        if scope.kind != "class" or first:
+            for name, assigns in scope.bindings.items():
+                if first and not any(a.order < index.order(at) for a in assigns):
+                    continue
+                names.append(name)
+        scope = scope.parent
+        first = False
+    return names

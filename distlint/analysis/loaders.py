@@ -1,0 +1,220 @@
+"""DataLoaders: where each iterated loader was made and whether it is sharded across
+processes (prepared, a ``DistributedSampler``, a dataset split by rank).
+
+A provider of :class:`~distlint.analysis.facts.Facts` (``facts.data``), computed once per
+module."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+
+from distlint.analysis import knowledge as K
+from distlint.analysis.common import (
+    Provider,
+    _distributed_sampler,
+    _last_name,
+    _whole_dataset_sampler,
+)
+from distlint.analysis.records import (
+    Made,
+    Origin,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+class Loaders(Provider):
+    """DataLoaders: where each iterated loader was made and whether it is sharded across
+    processes (prepared, a ``DistributedSampler``, a dataset split by rank)."""
+
+    @cached_property
+    def loaders(self) -> list[cst.Call]:
+        return self.facts.calls_to(K.DATALOADERS)
+
+    def is_dataloader(self, q: str | None) -> bool:
+        return q in K.DATALOADERS
+
+    def is_device_loader(self, q: str | None) -> bool:
+        """torch_xla device loaders iterate whatever loader they wrap."""
+        return q in K.DEVICE_LOADERS
+
+    def passes_batches_through(self, func: cst.BaseExpression) -> bool:
+        """`enumerate(loader)`, `tqdm(loader)`: yields the loader's batches unchanged."""
+        if isinstance(func, cst.Name) and not self.index.bindings_of(func):
+            return func.value in K.PASS_THROUGH
+        return self.index.qualname(func) in K.PASS_THROUGH
+
+    def iterator_of(self, call: cst.Call) -> cst.BaseExpression | None:
+        """``iter(loader)`` (the builtin): the iterable whose iterator the call makes."""
+        func = call.func
+        if (
+            isinstance(func, cst.Name)
+            and func.value == "iter"
+            and len(call.args) == 1
+            and call.args[0].keyword is None
+            and not call.args[0].star
+            and not self.index.bindings_of(func)
+        ):
+            return call.args[0].value
+        return None
+
+    def sampler_shards(self, sampler: cst.BaseExpression) -> bool | None:
+        """True: a distributed sampler; False: one that draws from the whole dataset in every
+        process; None: a custom sampler (it may well shard by rank)."""
+        flow = self.flow
+        if flow.reaches(sampler, _distributed_sampler, key="distributed-sampler"):
+            return True
+        if flow.reaches(sampler, _whole_dataset_sampler, key="whole-sampler"):
+            return False
+        return None
+
+    def loader_origins(
+        self, expr: cst.CSTNode, depth: int = 6, position: int | None = None
+    ) -> list[Origin]:
+        """How each value that may flow into ``expr`` was made (``position``: the element of
+        a tuple that a call returns), through assignments, tuple unpacking, helpers of this
+        module and of other modules of the project, and device loaders."""
+        index = self.index
+        if depth <= 0:
+            return [Origin.UNKNOWN]
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            if isinstance(expr, cst.Name):
+                assigns: Sequence[Any] = index.bindings_of(expr)
+            else:
+                assigns = index.attribute_assignments(expr)
+            found = [o for a in assigns for o in self._assigned_origins(a, depth)]
+            return found or [Origin.UNKNOWN]
+        if isinstance(expr, cst.Call):
+            return self._call_origins(expr, depth, position)
+        return [Origin.UNKNOWN]
+
+    def _assigned_origins(self, assignment: Any, depth: int) -> list[Origin]:
+        if assignment.op == "=" and assignment.value is not None:
+            return self.loader_origins(assignment.value, depth - 1)
+        if assignment.op == "unpack" and isinstance(assignment.node, cst.Assign):
+            # `train_dl, eval_dl = make_loaders()` / `model, opt, dl = accelerator.prepare(...)`
+            targets = assignment.node.targets[0].target
+            if isinstance(targets, (cst.Tuple, cst.List)):
+                elements = [e.value for e in targets.elements]
+                position = next((i for i, e in enumerate(elements) if e is assignment.target), None)
+                if position is not None and isinstance(assignment.node.value, cst.Call):
+                    return self._call_origins(assignment.node.value, depth - 1, position)
+        return [Origin.UNKNOWN]
+
+    def _call_origins(self, call: cst.Call, depth: int, position: int | None) -> list[Origin]:
+        index = self.index
+        if self.facts.preparation.is_prepare_call(call):
+            return [Origin.SHARDED]
+        qualname = index.qualname(call.func)
+        if position is None and self.is_dataloader(qualname):
+            return [self._dataloader_origin(call)]
+        if position is None and self.iterator_of(call) is not None:
+            return self.loader_origins(call.args[0].value, depth - 1)
+        if position is None and self.is_device_loader(qualname) and call.args:
+            return self.loader_origins(call.args[0].value, depth - 1)
+        fn = index.local_function(call.func)
+        if fn is None:
+            return self._external_origins(call, position)
+        return self._returned_origins(fn, depth, position)
+
+    def _returned_origins(self, fn: cst.CSTNode, depth: int, position: int | None) -> list[Origin]:
+        out: list[Origin] = []
+        for ret in self.index.returns.get(fn, ()):
+            value = ret.value
+            if position is not None:
+                if not isinstance(value, (cst.Tuple, cst.List)) or position >= len(value.elements):
+                    return [Origin.UNKNOWN]
+                value = value.elements[position].value
+            out.extend(
+                self.loader_origins(value, depth - 1) if value is not None else [Origin.UNKNOWN]
+            )
+        return out or [Origin.UNKNOWN]
+
+    def _external_origins(self, call: cst.Call, position: int | None) -> list[Origin]:
+        """A loader factory of another module: what it returns, unless this module hands it
+        data it split by rank (`build_loader(args, shard(ds))`)."""
+        summary = self.facts.summaries._external_summary(call)
+        found = summary.loaders.get(position) if summary is not None else None
+        if not found:
+            return [Origin.UNKNOWN]
+        if Origin.UNSHARDED in found and any(
+            self.data_sharded_by_rank(arg.value) for arg in call.args
+        ):
+            return [Origin.UNKNOWN]
+        return list(found)
+
+    def _summarise_loaders(self, fn: cst.CSTNode) -> dict[int | None, list[Origin]]:
+        """How the DataLoaders ``fn`` returns are made; only for modules that build any."""
+        if not self.loaders:
+            return {}
+        out: dict[int | None, list[Origin]] = {}
+        for ret in self.index.returns.get(fn, ()):
+            value = ret.value
+            if isinstance(value, (cst.Tuple, cst.List)):
+                for i, element in enumerate(value.elements):
+                    out.setdefault(i, []).extend(self.loader_origins(element.value, 5))
+            elif value is not None:
+                out.setdefault(None, []).extend(self.loader_origins(value, 5))
+        return {k: v for k, v in out.items() if any(o is not Origin.UNKNOWN for o in v)}
+
+    def _dataloader_origin(self, call: cst.Call) -> Origin:
+        index = self.index
+        sampler = index.argument(call, "sampler") or index.argument(call, "batch_sampler")
+        if sampler is not None and index.constant_value(sampler.value) is not None:
+            sampler = None  # sampler=None
+        if sampler is not None:
+            shards = self.sampler_shards(sampler.value)
+            if shards is True:
+                return Origin.SHARDED
+            if shards is None:
+                return Origin.UNKNOWN  # a custom sampler may well shard by rank
+        dataset = index.argument(call, "dataset", 0)
+        if dataset is not None and self.data_sharded_by_rank(dataset.value):
+            return Origin.UNKNOWN
+        if dataset is not None and self._iterable_dataset_of_this_module(dataset.value):
+            return Origin.UNKNOWN  # its own `__iter__` decides what each process reads
+        return Origin.UNSHARDED
+
+    def _iterable_dataset_of_this_module(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` is made by an `IterableDataset` class of this module (a sampler cannot split
+        it; whether every process streams the same data is its `__iter__`'s business)."""
+        values = [expr]
+        if isinstance(expr, cst.Name):
+            values = [a.value for a in self.index.bindings_of(expr) if a.value is not None]
+        for value in values:
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+                for b in self.index.bindings_of(value.func):
+                    if isinstance(
+                        b.node, cst.ClassDef
+                    ) and self.facts.models.is_iterable_dataset_class(b.node):
+                        return True
+        return False
+
+    def data_sharded_by_rank(self, expr: cst.CSTNode) -> bool:
+        """Something flowing into ``expr`` splits it by process (also in another module)."""
+        return self.flow.reaches(expr, self.is_sharded_by_rank, key="sharded", depth=6)
+
+    def is_sharded_by_rank(self, node: cst.CSTNode, qualname: str | None) -> bool:
+        """Predicate: ``node`` splits data by process (a rank, the world size, a sharder)."""
+        if self.facts.processes.is_process_count(node, qualname):
+            return True
+        if qualname is not None:
+            if qualname in K.RANK_VALUES or qualname.rstrip("()") in K.DATASET_SHARDERS:
+                return True
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in K.SHARD_METHODS:
+                return True
+            if Made.SHARDED in self.facts.summaries._external_makes(node):
+                return True
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            last = _last_name(node)
+            if last is not None and last.lower() in K.RANK_NAMES:
+                return True
+            if isinstance(node, cst.Attribute) and last in ("process_index", "global_rank"):
+                return True
+        return False

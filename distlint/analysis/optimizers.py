@@ -1,0 +1,261 @@
+"""Optimizers and where their learning rates come from (a literal, a parameter, a
+factory of another module, a config file), and the LR schedulers.
+
+A provider of :class:`~distlint.analysis.facts.Facts` (``facts.optimization``), computed once per
+module."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from distlint.analysis import knowledge as K
+from distlint.analysis.common import (
+    Provider,
+    _is_call,
+)
+from distlint.analysis.index import (
+    Index,
+    call_keyword,
+    string_value,
+    target_key,
+)
+from distlint.analysis.records import (
+    FactoryLR,
+    How,
+    Made,
+    Optimizer,
+    Scheduler,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+class Optimizers(Provider):
+    """Optimizers and where their learning rates come from (a literal, a parameter, a
+    factory of another module, a config file), and the LR schedulers."""
+
+    @cached_property
+    def optimizers(self) -> list[Optimizer]:
+        return [opt for call in self.index.calls for opt in self._optimizers_at(call)]
+
+    def _optimizers_in(self, node: cst.CSTNode) -> list[Optimizer]:
+        """The optimizers built inside ``node`` (a function or class): only its own calls are
+        examined, so summarising it does not summarise everything its module calls."""
+        if "optimizers" in self.facts.__dict__:
+            return [o for o in self.optimizers if self.index.is_inside(o.call, node)]
+        return [
+            opt
+            for call in self.index.calls
+            if self.index.is_inside(call, node)
+            for opt in self._optimizers_at(call)
+        ]
+
+    def _optimizers_at(self, call: cst.Call) -> list[Optimizer]:
+        found = self._optimizer(call)
+        if found is None or found.how is not How.FACTORY or not found.lr_inside:
+            return [found] if found is not None else []
+        # a factory or Trainer class of another module: one per optimizer it builds
+        external = self.facts.summaries._external_summary(call)
+        if external is not None and external.lrs:
+            if external.trained_there:
+                return []  # reported in that module
+            return [self._factory_reading(call, lr) for lr in external.lrs]
+        return [found]
+
+    def _optimizer(self, call: cst.Call) -> Optimizer | None:
+        index = self.index
+        q = index.qualname(call.func)
+        lr = Index.argument(call, "lr", 1)
+        params = Index.argument(call, "params", 0)
+
+        def made(how: How) -> Optimizer | None:
+            # `AdamW(params, **opt_args)` with `opt_args = dict(lr=args.lr, ...)`
+            value = lr.value if lr else self._unpacked_lr(call)
+            if value is None and params is not None and self._wraps_optimizer(params.value):
+                return None  # `Lookahead(optimizer)`: the inner optimizer's LR is the one
+            return Optimizer(call, how, value, params.value if params else None)
+
+        if K.is_optimizer_class(q):
+            return made(How.LIBRARY_CLASS)
+        if q in K.OPTIMIZER_FACTORIES:
+            keyword, position = K.OPTIMIZER_FACTORIES[q]
+            arg = Index.argument(call, keyword, position)
+            return Optimizer(call, How.FACTORY, arg.value if arg else None, None)
+        if q in K.OPTIMIZER_FACTORIES_READING:
+            short = q.rsplit(".", 1)[-1]
+            read = FactoryLR(K.OPTIMIZER_FACTORIES_READING[q], False, f"{short}()")
+            return self._factory_reading(call, read)
+        if isinstance(call.func, cst.Name):
+            for b in index.bindings_of(call.func):
+                if b.op == "class" and self._is_optimizer_class_def(b.node, set()):
+                    return made(How.PROJECT_CLASS)
+        if q is None and self._picked_optimizer_class(call.func):
+            return made(How.PICKED)
+        if q in K.CONFIG_INSTANTIATE:
+            return self._instantiated_optimizer(call)
+        external = self.facts.summaries._external_summary(call)
+        if external is not None and (Made.OPTIMIZER in external.makes or external.lrs):
+            return Optimizer(call, How.FACTORY, None, None, lr_inside=True)
+        local = index.local_function(call.func) is not None or (
+            isinstance(call.func, cst.Name)
+            and any(b.op == "class" for b in index.bindings_of(call.func))
+        )
+        if not local and (
+            q is None or not q.startswith(("torch.", "accelerate.", "transformers."))
+        ):
+            # anything else given the model's parameters and an lr
+            keyword_lr = call_keyword(call, "lr")
+            first = call.args[0].value if call.args and call.args[0].keyword is None else None
+            source = call_keyword(call, "params") or first
+            if keyword_lr is not None and source is not None and self._parameters(source):
+                return Optimizer(call, How.PARAMETERS_AND_LR, keyword_lr, source)
+        return None
+
+    @staticmethod
+    def _factory_reading(call: cst.Call, lr: FactoryLR) -> Optimizer:
+        """The optimizer a factory call returns, its LR as the factory reads it: from its
+        parameter (`make(args)` reading `args.lr` has the attribute ".lr", `make(lr)` has "")
+        or set inside."""
+        where = lr.where
+        if lr.param is None:
+            opt = Optimizer(call, How.FACTORY, None, None, lr_inside=True, where=where)
+            opt.lr_scaled = lr.scaled
+            return opt
+        name, position, suffix = lr.param
+        arg = Index.argument(call, name, position)
+        if arg is None:  # the factory's own default
+            return Optimizer(call, How.FACTORY, None, None, lr_inside=True, where=where)
+        opt = Optimizer(call, How.FACTORY, arg.value, None, where=where)
+        base = target_key(arg.value) if suffix else None
+        opt.lr_key = base + suffix if base is not None else None
+        return opt
+
+    def _unpacked_lr(self, call: cst.Call) -> cst.BaseExpression | None:
+        """The `lr` of `**opt_args` bound to a dict literal / `dict(...)`, unless the dict's
+        `lr` is assigned elsewhere (`opt_args["lr"] *= world_size`): then nothing is known."""
+        found = self.facts.processes.accelerator_keyword(call, "lr")
+        if found is None:
+            return None
+        for arg in call.args:
+            base = target_key(arg.value) if arg.star == "**" else None
+            if base is not None and self.index.attr_assignments.get(f"{base}[lr]"):
+                return None
+        return found
+
+    def _wraps_optimizer(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` (the first argument of an optimizer class) holds an optimizer itself."""
+        busy = self.facts.__dict__.setdefault("_wrapper_checks", set())
+        if expr in busy:
+            return False
+        busy.add(expr)
+        try:
+            values = (
+                [expr, *self.index.values_of(expr)] if not isinstance(expr, cst.Call) else [expr]
+            )
+            return any(isinstance(v, cst.Call) and self._optimizer(v) is not None for v in values)
+        finally:
+            busy.discard(expr)
+
+    def _instantiated_optimizer(self, call: cst.Call) -> Optimizer | None:
+        """`config.instantiate(cfg.optimizer, params)` / hydra's `instantiate` of a config node
+        whose `_component_` / `_target_` is an optimizer class: its LR is the node's `lr`,
+        unless the call passes one."""
+        if self.project is None:
+            return None
+        from distlint.analysis.configsource import config_component
+
+        component = config_component(self, call, self.project, self.path)
+        if component is None or not K.is_optimizer_class(component.target):
+            return None
+        params = call.args[1].value if len(call.args) > 1 and call.args[1].keyword is None else None
+        given = call_keyword(call, "lr")
+        if given is not None:
+            return Optimizer(call, How.CONFIG_COMPONENT, given, params)
+        opt = Optimizer(call, How.CONFIG_COMPONENT, None, params)
+        value = component.kwargs.get("lr")
+        if value is not None:
+            opt.lr_config = value.describe(getattr(self.project, "root", None))
+            base = target_key(call.args[0].value) if call.args else None
+            opt.lr_key = f"{base}.lr" if base is not None else None
+        return opt
+
+    def _is_optimizer_class_def(self, cls: cst.CSTNode, seen: set[cst.CSTNode]) -> bool:
+        if not isinstance(cls, cst.ClassDef) or cls in seen:
+            return False
+        seen.add(cls)
+        for base in cls.bases:
+            q = self.index.qualname(base.value)
+            if q in K.OPTIMIZER_BASES or K.is_optimizer_class(q):
+                return True
+            if isinstance(base.value, cst.Name):
+                for b in self.index.bindings_of(base.value):
+                    if b.op == "class" and self._is_optimizer_class_def(b.node, seen):
+                        return True
+                    if b.op == "import":
+                        summary = self.facts.summaries._imported_summary(base.value)
+                        if summary is not None and Made.OPTIMIZER in summary.makes:
+                            return True
+        return False
+
+    def _picked_optimizer_class(self, func: cst.BaseExpression) -> bool:
+        """`opt_cls = bnb.optim.AdamW8bit if args.use_8bit else torch.optim.AdamW`; one
+        optimizer candidate among the values is enough."""
+        if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+            return False
+
+        def is_class(node: cst.CSTNode, q: str | None) -> bool:
+            return not isinstance(node, cst.Call) and K.is_optimizer_class(q)
+
+        return self.flow.reaches(func, is_class, key="optimizer-class", prune=_is_call, depth=4)
+
+    def _parameters(self, expr: cst.CSTNode) -> bool:
+        """``expr`` holds model parameters: `model.parameters()`, named params, param groups."""
+
+        def is_params(node: cst.CSTNode, _q: str | None) -> bool:
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                return node.func.attr.value in ("parameters", "named_parameters")
+            if isinstance(node, cst.DictElement):
+                return string_value(node.key) == "params"
+            return False
+
+        return self.flow.reaches(expr, is_params, key="parameters", depth=4)
+
+    @cached_property
+    def schedulers(self) -> list[Scheduler]:
+        out: list[Scheduler] = []
+        for call in self.index.calls:
+            q = self.index.qualname(call.func)
+            if q is None:
+                continue
+            kind = q.replace("transformers.optimization.", "transformers.")
+            if kind not in K.SCHEDULER_LENGTHS:
+                continue
+            peak = None
+            if kind in K.PEAK_LR_SCHEDULERS:
+                arg = Index.argument(call, "max_lr", 1)
+                peak = arg.value if arg is not None else None
+            out.append(Scheduler(call, kind, peak))
+        return out
+
+    def scheduler_lengths(self, sched: Scheduler) -> list[tuple[cst.BaseExpression, str]]:
+        """The arguments that count the schedule's steps, with their role (total / warmup)."""
+        out: list[tuple[cst.BaseExpression, str]] = []
+        for position, keyword, role in K.SCHEDULER_LENGTHS[sched.kind]:
+            arg = Index.argument(sched.call, keyword, position)
+            if arg is None:
+                continue
+            if role == "lambda":
+                # `LambdaLR(opt, warmup_decay(warmup, total))`: the factory's arguments
+                if isinstance(arg.value, cst.Call):
+                    out.extend((a.value, "total") for a in arg.value.args if not a.star)
+                else:
+                    out.append((arg.value, "total"))
+            elif isinstance(arg.value, (cst.List, cst.Tuple)):
+                out.extend((el.value, role) for el in arg.value.elements)
+            else:
+                out.append((arg.value, role))
+        return out

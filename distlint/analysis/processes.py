@@ -1,0 +1,454 @@
+"""How the script trains data-parallel (the mode: Accelerate, Fabric, DDP, torch_xla)
+and what counts its processes (``get_world_size()``, ``num_processes``, launch arguments),
+however it is wrapped; the global batch held constant across process counts.
+
+A provider of :class:`~distlint.analysis.facts.Facts` (``facts.processes``), computed once per
+module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+
+from distlint.analysis import knowledge as K
+from distlint.analysis.common import (
+    _DISTRIBUTED,
+    Provider,
+    _dict_entry,
+    _last_name,
+    _names_batch_or_accumulation,
+    _Spellings,
+)
+from distlint.analysis.index import (
+    Index,
+    call_keyword,
+    string_value,
+    target_key,
+)
+from distlint.analysis.records import (
+    Made,
+    Mode,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+class Processes(Provider):
+    """How the script trains data-parallel (the mode: Accelerate, Fabric, DDP, torch_xla)
+    and what counts its processes (``get_world_size()``, ``num_processes``, launch arguments),
+    however it is wrapped; the global batch held constant across process counts."""
+
+    def is_dataloader_configuration(self, node: cst.CSTNode | None) -> bool:
+        return isinstance(node, cst.Call) and self.index.qualname(node.func) == (
+            K.DATALOADER_CONFIGURATION
+        )
+
+    @cached_property
+    def accelerators(self) -> list[cst.Call]:
+        """`Accelerator(...)` constructions of this module."""
+        return self.facts.calls_to({K.ACCELERATOR})
+
+    @cached_property
+    def creates_accelerator(self) -> bool:
+        """An Accelerator is made here, or by a project helper this module calls."""
+        if self.accelerators:
+            return True
+        if not self._imports_may_train:
+            return False
+        return any(
+            Made.ACCELERATOR in self.facts.summaries._external_makes(c)
+            for c in self.facts.summaries._external_calls
+        )
+
+    @cached_property
+    def _imports_may_train(self) -> bool:
+        """Some module this one imports from the project (directly or through others) writes
+        the name of a callable that makes an Accelerator or trains data-parallel. When none
+        does, no call into them can, and `mode` needs none of their summaries."""
+        return self.imports_may_reach(_DISTRIBUTED)
+
+    def imports_may_reach(self, callables: _Spellings) -> bool:
+        """A call into the project modules this module reaches by imports may end in one of
+        ``callables``: a text among them (or this module's) writes one of their names."""
+        reached = getattr(self.project, "words_reached", None)
+        if reached is None or self.path is None:
+            return self.project is not None
+        return callables.written_in(reached(self.path, callables.words))
+
+    @cached_property
+    def uses_xla(self) -> bool:
+        return self.facts.imports_module(K.XLA_MODULE)
+
+    @cached_property
+    def xla_spmd(self) -> bool:
+        return bool(self.facts.calls_to(K.XLA_SPMD_CALLS)) or self.facts.imports_module(
+            K.XLA_SPMD_MODULE
+        )
+
+    @cached_property
+    def mode(self) -> Mode:
+        if self.xla_spmd:
+            return Mode.XLA_SPMD
+        if self.creates_accelerator:
+            return Mode.ACCELERATE
+        fabrics = self.facts.calls_to({K.FABRIC})
+        if fabrics and not all(self._one_process_fabric(call) for call in fabrics):
+            return Mode.FABRIC
+        if self.facts.calls_to(K.XLA_MULTIPROCESS):
+            return Mode.XLA_MULTIPROCESS
+        if self.facts.calls_to(K.DDP_CALLS):
+            return Mode.DDP
+        # the script hands its model / optimizer to a project class or function that trains
+        # them data-parallel (a Trainer that creates the Accelerator and prepares what it gets)
+        for call in self._training_calls:
+            summary = self.facts.summaries._external_summary(call)
+            if summary is not None and summary.trains is not None:
+                return summary.trains
+        return Mode.NONE
+
+    @cached_property
+    def _training_calls(self) -> list[cst.Call]:
+        """Calls of project classes / functions of other modules that train data-parallel
+        what they are given: they count as preparing their arguments."""
+        out: list[cst.Call] = []
+        if not self._imports_may_train:
+            return out
+        for call in self.facts.summaries._external_calls:
+            summary = self.facts.summaries._external_summary(call)
+            if summary is not None and summary.trains is not None and call.args:
+                out.append(call)
+        return out
+
+    @cached_property
+    def trains_data_parallel(self) -> bool:
+        """The module itself wraps a model for data-parallel training: it prepares / sets up
+        with an Accelerator or Fabric, wraps with DDP / FSDP / deepspeed, or runs torch_xla
+        multiprocessing (a Trainer class does; a helper that only returns an Accelerator
+        does not)."""
+        # direct evidence only: asking for the mode would summarise every call of the module,
+        # and so every module it imports
+        if self.accelerators or self.facts.calls_to({K.FABRIC}):
+            return bool(self.facts.preparation._own_prepare_calls)
+        return bool(
+            self.facts.calls_to(K.DDP_WRAPPERS | K.XLA_MULTIPROCESS | {"deepspeed.initialize"})
+        )
+
+    def _trains_inside(self, node: cst.CSTNode) -> Mode | None:
+        """The mode ``node`` (a function or class of this module) trains in by itself."""
+        index = self.index
+        inside = [c for c in index.calls if index.is_inside(c, node)]
+        quals = {index.qualname(c.func) for c in inside}
+        if quals & (K.DDP_WRAPPERS | {"deepspeed.initialize"}):
+            return Mode.DDP
+        if quals & K.XLA_MULTIPROCESS:
+            return Mode.XLA_MULTIPROCESS
+        if not any(self.facts.preparation.is_prepare_call(c) for c in inside):
+            return None
+        if K.ACCELERATOR in quals:
+            return Mode.ACCELERATE
+        return Mode.FABRIC if K.FABRIC in quals else None
+
+    def _one_process_fabric(self, call: cst.Call) -> bool:
+        """`Fabric(devices=1)` (or `devices=[0]`) on one node starts exactly one process."""
+
+        def only(expr: cst.BaseExpression | None, accept: Any, depth: int = 3) -> bool:
+            if expr is None or depth <= 0:
+                return False
+            if accept(expr):
+                return True
+            if not isinstance(expr, (cst.Name, cst.Attribute)):
+                return False
+            values = self.index.values_of(expr)
+            return bool(values) and all(only(v, accept, depth - 1) for v in values)  # type: ignore[arg-type]
+
+        def is_one(expr: cst.CSTNode) -> bool:
+            return isinstance(expr, cst.Integer) and expr.evaluated_value == 1
+
+        def one_device(expr: cst.CSTNode) -> bool:
+            if is_one(expr):
+                return True
+            return isinstance(expr, (cst.List, cst.Tuple)) and len(expr.elements) == 1
+
+        nodes = call_keyword(call, "num_nodes")
+        return only(call_keyword(call, "devices"), one_device) and (
+            nodes is None or only(nodes, is_one)
+        )
+
+    def accelerator_keyword(self, call: cst.Call, name: str) -> cst.BaseExpression | None:
+        """A keyword given to ``call``, also through ``**{"name": ...}`` or ``**kwargs`` bound to
+        a dict literal / ``dict(...)``."""
+        found = call_keyword(call, name)
+        if found is not None:
+            return found
+        for arg in call.args:
+            if arg.star != "**":
+                continue
+            for value in [arg.value, *self.index.values_of(arg.value)]:
+                got = _dict_entry(self.index, value, name)
+                if got is not None:
+                    return got
+        return None
+
+    @cached_property
+    def split_batches(self) -> bool:
+        """`DataLoaderConfiguration(split_batches=True)` in effect: the loader batch is global.
+        The legacy `Accelerator(split_batches=True)` is ignored by Accelerate >= 1.0."""
+        for call in self.accelerators:
+            config = self.accelerator_keyword(call, "dataloader_config")
+            if config is None:
+                continue
+            for value in [config, *self.index.values_of(config)]:
+                if isinstance(value, cst.Call) and self.index.qualname(value.func) == (
+                    K.DATALOADER_CONFIGURATION
+                ):
+                    flag = call_keyword(value, "split_batches")
+                    if flag is not None and self.index.constant_value(flag) is True:
+                        return True
+        return False
+
+    @cached_property
+    def scheduler_stepped_once(self) -> bool:
+        """`Accelerator(step_scheduler_with_optimizer=False)`."""
+        for call in self.accelerators:
+            flag = self.accelerator_keyword(call, "step_scheduler_with_optimizer")
+            if flag is not None and self.index.constant_value(flag) is False:
+                return True
+        return False
+
+    @cached_property
+    def model_parallel(self) -> bool:
+        """Tensor / context parallelism: only the data-parallel size multiplies the batch."""
+        for call in self.index.calls:
+            q = self.index.qualname(call.func)
+            if q in K.MODEL_PARALLEL_CALLS or (q or "").startswith(K.MODEL_PARALLEL_PREFIXES):
+                return True
+        return any(
+            self.accelerator_keyword(call, kw) is not None
+            for call in self.accelerators
+            for kw in K.MODEL_PARALLEL_KEYWORDS
+        )
+
+    @cached_property
+    def accumulation_settings(self) -> list[cst.BaseExpression]:
+        """The accumulation-steps values the Accelerator(s) are configured with (not 1)."""
+        index = self.index
+        out: list[cst.BaseExpression] = []
+        for acc in self.accelerators:
+            candidates = [self.accelerator_keyword(acc, "gradient_accumulation_steps")]
+            for plugin_qual, (keyword, fieldname) in K.ACCUMULATION_PLUGINS.items():
+                plugin = self.accelerator_keyword(acc, keyword)
+                if plugin is None:
+                    continue
+                for value in [plugin, *index.values_of(plugin)]:
+                    if isinstance(value, cst.Call) and index.qualname(value.func) == plugin_qual:
+                        candidates.append(call_keyword(value, fieldname))
+            out.extend(v for v in candidates if v is not None and index.constant_value(v) != 1)
+        return out
+
+    def is_process_count(self, node: cst.CSTNode, qualname: str | None) -> bool:
+        """Predicate: ``node`` IS the number of processes (or a device count)."""
+        if qualname is not None:
+            if qualname in K.PROCESS_COUNT or qualname in K.DEVICE_COUNTS:
+                return True
+            if qualname.startswith(K.DEVICE_MESH) and qualname.endswith(".size()"):
+                return True
+            if qualname in K.ENV_READERS and isinstance(node, cst.Call) and node.args:
+                return string_value(node.args[0].value) == K.ENV_WORLD_SIZE
+        if isinstance(node, cst.Attribute) and node.attr.value in K.PROCESS_COUNT_ATTRIBUTES:
+            # `accelerator.num_processes` / `fabric.world_size` on an instance made anywhere
+            # (a parameter fed an Accelerator, `self.facts.accelerator`, a helper's return value)
+            if self.is_accelerator(node.value):
+                return True
+            if not self.traceable(node.value) and not self.traceable(node):
+                return True  # an object nothing in the project describes: the API attribute
+        if isinstance(node, cst.Call):
+            if Made.PROCESS_COUNT in self.facts.summaries._external_makes(node):
+                return True
+            # `utils.get_world_size()` from a module the project does not contain
+            name = self._untraced_import_call(node, qualname)
+            if name is not None and name.lower().removeprefix("get_") in K.PROCESS_COUNT_NAMES:
+                return True
+        if isinstance(node, (cst.Name, cst.Attribute)) and self._launch_counts:
+            if self._launch_place(node) in self._launch_counts:
+                return True
+        # Names only for values the analysis cannot trace (see knowledge.PROCESS_COUNT_NAMES).
+        if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+            last = _last_name(node)
+            if last is not None and last.lower() in K.PROCESS_COUNT_NAMES:
+                return not self.traceable(node)
+        return False
+
+    def _untraced_import_call(self, call: cst.Call, qualname: str | None) -> str | None:
+        """The callee's name when ``call`` calls something imported from a module that is
+        neither in the project nor a library the knowledge base describes: nothing says what
+        it returns, so its name is all the evidence there is."""
+        func = call.func
+        head = func.value if isinstance(func, cst.Attribute) else func
+        if not isinstance(head, cst.Name):
+            return None
+        if qualname is not None and qualname.split(".", 1)[0] in K.KNOWN_LIBRARIES:
+            return None
+        bindings = self.index.bindings_of(head)
+        if not bindings:
+            return None
+        for b in bindings:
+            if b.op != "import" or b.record is None:
+                return None
+            record = b.record
+            if self.project is not None and self.path is not None:
+                if record.name is None or isinstance(func, cst.Name):
+                    found = self.project.resolve_import(self.path, record.module, record.level)
+                else:
+                    found = self.project.resolve_from_import(
+                        self.path, record.module, record.name, record.level
+                    ) or self.project.resolve_import(self.path, record.module, record.level)
+                if found is not None:
+                    return None
+        return func.attr.value if isinstance(func, cst.Attribute) else head.value
+
+    @cached_property
+    def _launch_counts(self) -> frozenset[Any]:
+        """The places whose value this module gives a launcher as its number of processes:
+        `devices` in `Fabric(devices=devices)`, `world_size` in `mp.spawn(..., nprocs=world_size)`."""
+        found = set()
+        for call in self.index.calls:
+            spec = K.PROCESS_COUNT_ARGUMENTS.get(self.index.qualname(call.func) or "")
+            if spec is None:
+                continue
+            arg = Index.argument(call, *spec)
+            if arg is not None and isinstance(arg.value, (cst.Name, cst.Attribute)):
+                place = self._launch_place(arg.value)
+                if place is not None:
+                    found.add(place)
+        return frozenset(found)
+
+    def _launch_place(self, node: cst.Name | cst.Attribute) -> Any:
+        """A name by the bindings it reads (the same variable, not the same spelling); a
+        dotted place (`args.devices`) by its text."""
+        if isinstance(node, cst.Name):
+            bindings = self.index.bindings_of(node)
+            return frozenset(id(b) for b in bindings) if bindings else None
+        return target_key(node)
+
+    def key_reads_process_count(self, key: str) -> bool:
+        """A dotted place such as `args.lr` is assigned (anywhere in the module) a value that
+        reads the process count."""
+        assigns = self.index.attr_assignments.get(key, ())
+        return any(a.value is not None and self.reads_process_count(a.value) for a in assigns)
+
+    def reads_process_count(self, expr: cst.CSTNode, prune: Any = None, depth: int = 10) -> bool:
+        """Something flowing into ``expr`` is the process count."""
+        return self.flow.reaches(
+            expr, self.is_process_count, key="process-count", prune=prune, depth=depth
+        )
+
+    def traceable(self, node: cst.CSTNode) -> bool:
+        """Something in the module says what ``node`` holds (an assignment, an import, a call
+        site passing the parameter); False for a parameter nobody passes, `args.x` never set."""
+        if not isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+            return True
+        if isinstance(node, cst.Name):
+            bindings = self.index.bindings_of(node)
+            if any(b.op == "import" for b in bindings):
+                return True
+        return any(v is not None for v in self.index.values_of(node))
+
+    def is_untraced_accumulation(self, node: cst.CSTNode) -> bool:
+        """An accumulation-steps value nothing in the module traces (a helper's parameter
+        `grad_accum_steps` no call passes): then its name is the only evidence."""
+        last = _last_name(node)
+        return last is not None and K.ACCUMULATION_WORD in last.lower() and not self.traceable(node)
+
+    def is_accelerator(self, expr: cst.CSTNode) -> bool:
+        """``expr`` holds an Accelerator / accelerate state / Fabric (by value)."""
+        return self.flow.reaches(expr, self._is_accelerator_value, key="accelerator", depth=6)
+
+    def _is_accelerator_value(self, node: cst.CSTNode, q: str | None) -> bool:
+        if q is not None and q.endswith("()"):
+            base = q[:-2]
+            if base == K.ACCELERATOR or base in K.STATE_CLASSES or base == K.FABRIC:
+                return True
+        return isinstance(
+            node, cst.Call
+        ) and Made.ACCELERATOR in self.facts.summaries._external_makes(node)
+
+    def divided_by_process_count(self, expr: cst.CSTNode, depth: int = 4) -> bool:
+        """``expr`` is (a copy of) ``x // world_size`` / ``x / (n * num_processes)``, or a name
+        divided in place (`bs //= world_size`): a per-device share of a global value."""
+        index = self.index
+        if depth <= 0 or expr is None:
+            return False
+        if isinstance(expr, cst.BinaryOperation):
+            if isinstance(expr.operator, (cst.Divide, cst.FloorDivide)):
+                return self.reads_process_count(expr.right)
+            return False
+        if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Name) and expr.func.value in ("int", "max", "round"):
+                return any(self.divided_by_process_count(a.value, depth - 1) for a in expr.args)
+            return index.qualname(expr.func) in ("math.ceil", "math.floor") and any(
+                self.divided_by_process_count(a.value, depth - 1) for a in expr.args
+            )
+        if isinstance(expr, cst.Name):
+            assigns = index.bindings_of(expr)
+        elif isinstance(expr, (cst.Attribute, cst.Subscript)):
+            assigns = index.attribute_assignments(expr)
+        else:
+            return False
+        for a in assigns:
+            if a.op in ("/=", "//=") and a.value is not None and self.reads_process_count(a.value):
+                return True
+            if (
+                a.op == "="
+                and a.value is not None
+                and self.divided_by_process_count(a.value, depth - 1)
+            ):
+                return True
+        if isinstance(expr, cst.Name) and all(a.op == "param" for a in assigns):
+            return any(
+                v is not None and self.divided_by_process_count(v, depth - 1)
+                for v in index.values_of(expr)
+            )
+        return False
+
+    @cached_property
+    def global_batch_held_constant(self) -> bool:
+        """The per-device batch or the accumulation steps are the world-size share of a global
+        value: the batch per optimizer step is the same on 1 or N processes. Judged on what the
+        loaders and the Accelerator are given, not on bookkeeping elsewhere in the file."""
+        candidates: list[cst.BaseExpression] = []
+        for call in self.index.calls:
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value in K.BATCH_SIZE_KEYWORDS:
+                    candidates.append(arg.value)
+        for loader in self.facts.data.loaders:
+            positional = Index.argument(loader, "batch_size", 1)
+            if positional is not None and positional.keyword is None:
+                candidates.append(positional.value)
+        if any(self.divided_by_process_count(c) for c in candidates):
+            return True
+        # A place that holds the per-device batch or the accumulation steps, whose use may live
+        # in another module (`args.batch_size //= world_size`): its name is what says so, and its
+        # own value must be the world-size share (bookkeeping such as
+        # `steps_per_epoch = len(ds) // (bs * num_processes)` is not).
+        for assigns in self._batch_places():
+            for a in assigns:
+                if a.op in ("/=", "//=") and a.value is not None:
+                    if self.reads_process_count(a.value):
+                        return True
+                elif a.op == "=" and self.divided_by_process_count(a.value, 2):
+                    return True
+        return False
+
+    def _batch_places(self) -> Iterator[Sequence[Any]]:
+        for scope in self.index.scopes:
+            for name, assigns in scope.bindings.items():
+                if _names_batch_or_accumulation(name):
+                    yield assigns
+        for key, assigns in self.index.attr_assignments.items():
+            last = key.split("@")[0].rsplit(".", 1)[-1].rsplit("[", 1)[-1]
+            if _names_batch_or_accumulation(last):
+                yield assigns

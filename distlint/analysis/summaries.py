@@ -1,0 +1,247 @@
+"""What each function and class of the module returns and does, for its callers in this
+and other modules: how the facts compose across the project's modules.
+
+A provider of :class:`~distlint.analysis.facts.Facts` (``facts.summaries``), computed once per
+module."""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+
+from distlint.analysis.common import (
+    _IN_PROGRESS,
+    Provider,
+    _node_in,
+    _param_reached,
+)
+from distlint.analysis.index import (
+    target_key,
+)
+from distlint.analysis.records import (
+    FactoryLR,
+    Made,
+    Optimizer,
+    Summary,
+)
+
+if TYPE_CHECKING:
+    from distlint.analysis.facts import Facts
+
+
+class Summaries(Provider):
+    """What each function and class of the module returns and does, for its callers in this
+    and other modules: how the facts compose across the project's modules."""
+
+    def __init__(self, facts: Facts) -> None:
+        super().__init__(facts)
+        self._summaries: dict[cst.CSTNode, Summary | object] = {}
+
+    def summary(self, fn: cst.CSTNode) -> Summary:
+        """What a function of this module returns and does (a class: what its instances are)."""
+        found = self._summaries.get(fn)
+        if isinstance(found, Summary):
+            return found
+        if found is _IN_PROGRESS:
+            return Summary()  # a cycle: unknown
+        self._summaries[fn] = _IN_PROGRESS
+        result = self._summarise(fn)
+        self._summaries[fn] = result
+        return result
+
+    def summary_of(self, name: str) -> Summary | None:
+        """The summary of the module-level function or class ``name`` (None: not defined here);
+        a name this module imports from another (a re-export) is followed there."""
+        for b in reversed(self.index.module_scope.bindings.get(name, ())):
+            if b.op in ("def", "class"):
+                return self.summary(b.node)
+            if b.op == "import" and b.record is not None:
+                return self._summary_through(b.record, self.path)
+        return None
+
+    def _summarise(self, fn: cst.CSTNode) -> Summary:
+        index = self.index
+        summary = Summary()
+        summary.trained_there = self.facts.processes.trains_data_parallel
+        summary.trains = self.facts.processes._trains_inside(fn) if summary.trained_there else None
+        if isinstance(fn, cst.ClassDef):
+            if self.facts.optimization._is_optimizer_class_def(fn, set()):
+                summary.makes.add(Made.OPTIMIZER)
+            else:
+                summary.lrs = self._class_lrs(fn)
+            summary.method = lambda name: self._method_summary(fn, name)
+            return summary
+        returns = [r.value for r in index.returns.get(fn, ()) if r.value is not None]
+        for value in returns:
+            if self.facts.processes.reads_process_count(value):
+                summary.makes.add(Made.PROCESS_COUNT)
+            if self.facts.processes.is_accelerator(value):
+                summary.makes.add(Made.ACCELERATOR)
+            if self.facts.data.data_sharded_by_rank(value):
+                summary.makes.add(Made.SHARDED)
+        inner = self.facts.optimization._optimizers_in(fn)
+        if inner and any(self.flow.reaches(v, _node_in(inner), depth=6) for v in returns):
+            summary.makes.add(Made.OPTIMIZER)
+            returned = [
+                o
+                for o in inner
+                if len(inner) == 1
+                or any(self.flow.reaches(v, _node_in([o]), depth=6) for v in returns)
+            ]
+            method = index.scope(fn).kind == "class"
+            for opt in returned:
+                lr = self._factory_lr(fn, opt)
+                if method and lr.param is None and not lr.scaled and not self._constant_lr(opt):
+                    # `self.facts.args.lr` in a method: given to the constructor, not to the call
+                    continue
+                if all((lr.param, lr.scaled) != (o.param, o.scaled) for o in summary.lrs):
+                    summary.lrs.append(lr)  # one per LR: an if/elif choosing the class is one
+            if method and not summary.lrs:
+                summary.makes.discard(Made.OPTIMIZER)  # what its LR is, the call cannot say
+        summary.seeds = self.facts.seeding.seeds_in(fn)
+        summary.loaders = self.facts.data._summarise_loaders(fn)
+        return summary
+
+    def _method_summary(self, cls: cst.ClassDef, name: str) -> Summary | None:
+        for st in cls.body.body:
+            if isinstance(st, cst.FunctionDef) and st.name.value == name:
+                return self.summary(st)
+        return None
+
+    def _class_lrs(self, cls: cst.ClassDef) -> list[FactoryLR]:
+        """The LRs of the optimizers a class's methods build, as its constructor's parameters
+        or constants (a `Trainer(model, args)` building AdamW(lr=args.lr) in `__init__` or in
+        a method reading `self.facts.lr`). An LR from a method's own parameter is not the
+        constructor's business and is left out."""
+        init = next(
+            (
+                st
+                for st in cls.body.body
+                if isinstance(st, cst.FunctionDef) and st.name.value == "__init__"
+            ),
+            None,
+        )
+        out: list[FactoryLR] = []
+        for opt in self.facts.optimization._optimizers_in(cls):
+            lr = self._factory_lr(init, opt, cls.name.value) if init is not None else None
+            if lr is None or (lr.param is None and not lr.scaled and not self._constant_lr(opt)):
+                continue
+            if lr not in out:
+                out.append(lr)
+        return out
+
+    def _constant_lr(self, opt: Optimizer) -> bool:
+        """The LR is a number written in the module (a literal or a constant bound to one)."""
+
+        def numeric(node: cst.CSTNode, _q: str | None) -> bool:
+            return isinstance(node, (cst.Integer, cst.Float))
+
+        return opt.lr is None or self.flow.reaches(opt.lr, numeric, key="number", depth=3)
+
+    def _factory_lr(self, fn: cst.CSTNode, opt: Optimizer, shown: str | None = None) -> FactoryLR:
+        """Where the LR of ``opt``, built inside function ``fn`` and returned, comes from."""
+        name = shown or (fn.name.value if isinstance(fn, cst.FunctionDef) else "?")
+        where = f"`{name}()` at {self._place(opt.call)}"
+        if opt.lr_inside:
+            return FactoryLR(None, opt.lr_scaled, opt.where or where)
+        if opt.lr is None:
+            return FactoryLR(None, False, where)
+        if self.facts.processes.reads_process_count(opt.lr):
+            return FactoryLR(None, True, where)
+        param = _param_reached(self.index, fn, opt.lr)
+        if opt.lr_key is not None:
+            # a factory of a factory: `create_optimizer(args, model)` reads `args.lr`
+            if self.facts.processes.key_reads_process_count(opt.lr_key):
+                return FactoryLR(None, True, where)
+            base = target_key(opt.lr)
+            if param is not None and base is not None and opt.lr_key.startswith(base):
+                param = (param[0], param[1], param[2] + opt.lr_key[len(base) :])
+        return FactoryLR(param, False, opt.where or where)
+
+    def _place(self, node: cst.CSTNode) -> str:
+        """`path:line` of ``node`` for a message: the path relative to the working directory
+        when the file lies below it."""
+        from distlint.positions import positions_of
+
+        if self.path is None:
+            return "another module"
+        shown = os.path.relpath(self.path)
+        if shown.startswith(os.pardir):
+            shown = self.path
+        found = positions_of(self.index.module, [node], self.index.source_map).get(node)
+        return f"{shown}:{found.start.line}" if found is not None else shown
+
+    # ------------------------------------------------------------------ across modules
+    @cached_property
+    def _external_calls(self) -> list[cst.Call]:
+        """Calls whose callee is imported from another module of the project."""
+        if self.project is None:
+            return []
+        return [c for c in self.index.calls if self._external_summary(c) is not None]
+
+    def _external_makes(self, call: cst.Call) -> set[Made]:
+        summary = self._external_summary(call)
+        return summary.makes if summary is not None else set()
+
+    def _external_summary(self, call: cst.Call) -> Summary | None:
+        if self.project is None or self.path is None:
+            return None
+        func = call.func
+        if isinstance(func, cst.Name):
+            return self._imported_summary(func)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            # `utils.get_world_size()` with `import utils` / `from pkg import utils`
+            for b in self.index.bindings_of(func.value):
+                if b.op == "import" and b.record is not None:
+                    record = b.record
+                    if record.name is None:
+                        path = self.project.resolve_import(self.path, record.module, 0)
+                    else:
+                        path = self.project.resolve_from_import(
+                            self.path, record.module, record.name, record.level
+                        )
+                    if path is not None:
+                        other = self.facts._facts_of(path)
+                        return other.summary_of(func.attr.value) if other else None
+            # `env.size()` on `env = DistEnv()`, a class of another module
+            busy = self.facts.__dict__.setdefault("_owner_lookups", set())
+            if call in busy:
+                return None  # `a = b.m(); b = a.n()`: no owner to find
+            busy.add(call)
+            try:
+                for value in self.index.values_of(func.value):
+                    if isinstance(value, cst.Call) and value is not call:
+                        owner = self._external_summary(value)
+                        if owner is not None and owner.method is not None:
+                            return owner.method(func.attr.value)
+            finally:
+                busy.discard(call)
+        return None
+
+    def _imported_summary(self, name: cst.Name) -> Summary | None:
+        if self.project is None or self.path is None:
+            return None
+        for b in self.index.bindings_of(name):
+            if b.op == "import" and b.record is not None and b.record.name is not None:
+                return self._summary_through(b.record, self.path)
+        return None
+
+    def _summary_through(self, record: Any, importer: str | None) -> Summary | None:
+        if self.project is None or importer is None or record.name is None:
+            return None
+        path = self.project.resolve_import(importer, record.module, record.level)
+        if path is None:
+            return None
+        key = ("summary", path, record.name)
+        memo = self.project.memo
+        if key in memo:
+            found = memo[key]
+            return None if found is _IN_PROGRESS else found
+        memo[key] = _IN_PROGRESS  # a cycle between modules: unknown
+        other = self.facts._facts_of(path)
+        result = other.summary_of(record.name) if other is not None else None
+        memo[key] = result
+        return result
