@@ -114,9 +114,7 @@ class MetricNotGathered(Rule):
             reported.add(id(sink))
             code = ctx.index.module.code_for_node(sink.func if isinstance(sink, cst.Call) else sink)
             message = (
-                f"`{code.strip()}` builds a metric from an evaluation loop over a sharded loader, and nothing "
-                "gathers or reduces it across processes: each process reports its own shard's metric, not "
-                "the one-process value; gather predictions and labels (`accelerator.gather_for_metrics`) or "
-                "reduce the counts (`torch.distributed.all_reduce`)"
+                f"`{code.strip()}` computes a metric from this process's shard only; gather or reduce "
+                "it across processes"
             )
-            ctx.report(sink, message)
+            ctx.report(sink.func if isinstance(sink, cst.Call) else sink, message)

@@ -142,11 +142,10 @@ class SamplerEpochNotSet(Rule):
                     continue
                 text = index.module.code_for_node(sampler.func)
                 message = (
-                    f"`{text}` shuffles with `seed + epoch`, but `set_epoch` is never called in the epoch loop: "
-                    "every epoch sees the same order on every process, while "
-                    "one process reshuffles each epoch; call `sampler.set_epoch(epoch)` at the top of the epoch loop"
+                    f"`{text}` shuffles by epoch, but `set_epoch` is never called: every epoch "
+                    "repeats the same order"
                 )
-                ctx.report(sampler, message, _fix(ctx, sampler, epoch_loop))
+                ctx.report(sampler.func, message, _fix(ctx, sampler, epoch_loop))
                 break
 
 
