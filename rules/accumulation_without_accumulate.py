@@ -146,10 +146,8 @@ class AccumulationWithoutAccumulate(Rule):
             if not facts.loops.steps(loop.body):
                 continue  # the step is taken around the micro-batch loop: accumulation by hand
             message = (
-                f"the Accelerator is given `{setting}` gradient accumulation steps, but this training loop "
-                "never enters `accelerator.accumulate(...)`: the optimizer steps on every micro-batch with "
-                "a loss `accelerator.backward` divided by the steps, so nothing accumulates and the "
-                "effective learning rate is divided; wrap the loop body in `with accelerator.accumulate(model):`"
+                f"`{setting}` accumulation steps are configured, but this loop never enters "
+                "`accelerator.accumulate(...)`: it steps every micro-batch"
             )
             where = loop.iter if isinstance(loop, cst.For) else loop.test
             ctx.report(where, message, self._fix(ctx, loop))

@@ -139,11 +139,10 @@ class BackwardBypassesAccelerator(Rule):
             loss = call.func.value
             text = ctx.index.module.code_for_node(loss)
             message = (
-                f"`{text}.backward()` bypasses `{owner}.backward({text})`: the loss is not scaled under fp16 "
-                "(the prepared optimizer unscales gradients that were never scaled), not divided for "
-                "gradient accumulation, and DeepSpeed's engine never sees it"
+                f"`{text}.backward()` bypasses `{owner}.backward({text})`: no fp16 loss scaling, "
+                "no division for accumulation"
             )
-            ctx.report(call, message, _backward_fix(ctx, call, owner))
+            ctx.report(call.func, message, _backward_fix(ctx, call, owner))
         for call in facts.calls_to(frozenset(K.CLIP_FUNCTIONS)):
             owner = facts.fabric_expr(call) if fabric else facts.accelerator_expr(call)
             if (
@@ -155,9 +154,8 @@ class BackwardBypassesAccelerator(Rule):
             method = K.CLIP_FUNCTIONS[ctx.index.qualname(call.func) or ""]
             replacement = "clip_gradients" if fabric else method
             message = (
-                f"`{ctx.index.module.code_for_node(call.func)}` clips the gradients of a prepared model by hand: "
-                f"under fp16 they are still scaled by the loss scale (the threshold is off by it), under FSDP "
-                f"each shard is clipped by its own norm; call `{owner}.{replacement}(...)`"
+                f"`{ctx.index.module.code_for_node(call.func)}` clips a prepared model's gradients "
+                f"by hand (still scaled under fp16); use `{owner}.{replacement}(...)`"
             )
             fix = None
             if not fabric and not any(
@@ -165,7 +163,7 @@ class BackwardBypassesAccelerator(Rule):
                 for a in call.args
             ):
                 fix = Fix(replace={call.func: factor_expression(f"{owner}.{method}")})
-            ctx.report(call, message, fix)
+            ctx.report(call.func, message, fix)
 
 
 def _is_framework(facts: Facts, call: cst.Call) -> bool:

@@ -120,11 +120,10 @@ class GatherKeepsDuplicates(Rule):
                     continue
                 text = ctx.index.module.code_for_node(call.func)
                 message = (
-                    f"`{text}` in an evaluation loop keeps the samples a prepared loader repeats to pad the last "
-                    "batch: the metric counts them twice and differs from the one-process run; use "
-                    "`gather_for_metrics`, which drops them"
+                    f"`{text}` keeps the padding duplicates of the last batch in the metric; use "
+                    "`gather_for_metrics`"
                 )
                 fix = None
                 if isinstance(call.func, cst.Attribute):
                     fix = Fix(replace={call.func.attr: _FOR_METRICS})
-                ctx.report(call, message, fix)
+                ctx.report(call.func, message, fix)

@@ -127,7 +127,7 @@ class SeedingFacts:
             return Seeds.XLA
         if not self.helpers_may_seed:
             return Seeds.NONE
-        external = self.facts.summaries._external_summary(call)
+        external = self.facts.summaries._external_summary(call, _SEEDERS)
         if external is not None:
             return external.seeds  # what a helper of another module seeds (ALL, some, none)
         return Seeds.NONE
