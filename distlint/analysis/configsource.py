@@ -119,6 +119,18 @@ _HYDRA_COMPOSE = ("hydra.compose", "hydra.experimental.compose")
 _HYDRA_INIT = ("hydra.initialize", "hydra.experimental.initialize")
 _MAX_DEPTH = 12
 
+# Calls whose result is the path their one argument names.
+_PATH_KEEPING_CALLS = (
+    "os.path.abspath",
+    "os.path.realpath",
+    "os.path.normpath",
+    "os.path.expanduser",
+    "str",
+    "os.fspath",
+    "pathlib.Path",
+    "pathlib.PurePath",
+)
+
 
 class _Here:
     """The linted module, in the shape of a ModuleInfo (for its own helper functions)."""
@@ -464,77 +476,76 @@ class _Resolver:
         return None
 
     def _path_text(self, node: cst.BaseExpression, depth: int) -> str | None:
+        """The text of a path expression when it has one value: a string, `__file__`, `+`/`/`
+        joins, `.parent`, argparse defaults, and the `os.path`/`pathlib` calls that keep it."""
         if depth > _MAX_DEPTH:
             return None
-        index = self.index
         s = string_value(node)
         if s is not None:
             return s
         if isinstance(node, cst.Name):
-            if node.value == "__file__":
-                return self.path
-            values = [v for v in index.values_of(node) if isinstance(v, cst.BaseExpression)]
-            texts = {self._path_text(v, depth + 1) for v in values}
-            if len(texts) == 1:
-                return texts.pop()
-            return None
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
-            left = self._path_text(node.left, depth + 1)
-            right = self._path_text(node.right, depth + 1)
-            return left + right if left is not None and right is not None else None
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
-            left = self._path_text(node.left, depth + 1)
-            right = self._path_text(node.right, depth + 1)
-            if left is not None and right is not None:
-                return os.path.join(left, right)
-            return None
+            return self._name_path_text(node, depth)
+        if isinstance(node, cst.BinaryOperation):
+            return self._joined_path_text(node, depth)
         if isinstance(node, cst.Attribute):
-            if node.attr.value == "parent":
-                inner = self._path_text(node.value, depth + 1)
-                return os.path.dirname(inner) if inner is not None else None
-            # `args.config` with an argparse default
-            for loc in self.locate(node, depth + 1, set()):
-                if loc.root is None and loc.keys:
-                    found = self._argparse_value(loc)
-                    if found is not None and isinstance(found.value, str):
-                        return found.value
-            return None
+            return self._attribute_path_text(node, depth)
         if isinstance(node, cst.Call):
-            q = _qual(index, node.func)
-            args = [a.value for a in node.args if a.keyword is None and not a.star]
-            if q == "os.path.join" and args:
-                parts = [self._path_text(a, depth + 1) for a in args]
-                return None if any(p is None for p in parts) else os.path.join(*parts)  # type: ignore[arg-type]
-            if q in ("os.path.dirname",) and len(args) == 1:
-                inner = self._path_text(args[0], depth + 1)
-                return os.path.dirname(inner) if inner is not None else None
-            if (
-                q
-                in (
-                    "os.path.abspath",
-                    "os.path.realpath",
-                    "os.path.normpath",
-                    "os.path.expanduser",
-                    "str",
-                    "os.fspath",
-                    "pathlib.Path",
-                    "pathlib.PurePath",
-                )
-                and len(args) == 1
-            ):
-                return self._path_text(args[0], depth + 1)
-            if isinstance(node.func, cst.Attribute) and node.func.attr.value in (
-                "resolve",
-                "absolute",
-                "expanduser",
-            ):
-                return self._path_text(node.func.value, depth + 1)
-            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "joinpath":
-                base = self._path_text(node.func.value, depth + 1)
-                parts = [self._path_text(a, depth + 1) for a in args]
-                if base is None or any(p is None for p in parts):
-                    return None
-                return os.path.join(base, *parts)  # type: ignore[arg-type]
+            return self._call_path_text(node, depth)
+        return None
+
+    def _name_path_text(self, node: cst.Name, depth: int) -> str | None:
+        if node.value == "__file__":
+            return self.path
+        values = [v for v in self.index.values_of(node) if isinstance(v, cst.BaseExpression)]
+        texts = {self._path_text(v, depth + 1) for v in values}
+        if len(texts) == 1:
+            return texts.pop()
+        return None
+
+    def _joined_path_text(self, node: cst.BinaryOperation, depth: int) -> str | None:
+        """`a + b` (string concatenation) and `a / b` (a `pathlib` join)."""
+        if not isinstance(node.operator, (cst.Add, cst.Divide)):
+            return None
+        left = self._path_text(node.left, depth + 1)
+        right = self._path_text(node.right, depth + 1)
+        if left is None or right is None:
+            return None
+        return left + right if isinstance(node.operator, cst.Add) else os.path.join(left, right)
+
+    def _attribute_path_text(self, node: cst.Attribute, depth: int) -> str | None:
+        if node.attr.value == "parent":
+            inner = self._path_text(node.value, depth + 1)
+            return os.path.dirname(inner) if inner is not None else None
+        # `args.config` with an argparse default
+        for loc in self.locate(node, depth + 1, set()):
+            if loc.root is None and loc.keys:
+                found = self._argparse_value(loc)
+                if found is not None and isinstance(found.value, str):
+                    return found.value
+        return None
+
+    def _call_path_text(self, node: cst.Call, depth: int) -> str | None:
+        q = _qual(self.index, node.func)
+        args = [a.value for a in node.args if a.keyword is None and not a.star]
+        if q == "os.path.join" and args:
+            parts = [self._path_text(a, depth + 1) for a in args]
+            return None if any(p is None for p in parts) else os.path.join(*parts)  # type: ignore[arg-type]
+        if q == "os.path.dirname" and len(args) == 1:
+            inner = self._path_text(args[0], depth + 1)
+            return os.path.dirname(inner) if inner is not None else None
+        if q in _PATH_KEEPING_CALLS and len(args) == 1:
+            return self._path_text(args[0], depth + 1)
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        if func.attr.value in ("resolve", "absolute", "expanduser"):
+            return self._path_text(func.value, depth + 1)
+        if func.attr.value == "joinpath":
+            base = self._path_text(func.value, depth + 1)
+            parts = [self._path_text(a, depth + 1) for a in args]
+            if base is None or any(p is None for p in parts):
+                return None
+            return os.path.join(base, *parts)  # type: ignore[arg-type]
         return None
 
     def _existing(self, text: str) -> str | None:
