@@ -535,9 +535,14 @@ class _Resolver:
             return os.path.dirname(inner) if inner is not None else None
         if q in _PATH_KEEPING_CALLS and len(args) == 1:
             return self._path_text(args[0], depth + 1)
-        func = node.func
-        if not isinstance(func, cst.Attribute):
-            return None
+        if isinstance(node.func, cst.Attribute):
+            return self._method_path_text(node.func, args, depth)
+        return None
+
+    def _method_path_text(
+        self, func: cst.Attribute, args: list[cst.BaseExpression], depth: int
+    ) -> str | None:
+        """`path.resolve()`, `.absolute()`, `.expanduser()` and `.joinpath(...)`."""
         if func.attr.value in ("resolve", "absolute", "expanduser"):
             return self._path_text(func.value, depth + 1)
         if func.attr.value == "joinpath":
