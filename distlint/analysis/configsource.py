@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import libcst as cst
@@ -384,38 +384,8 @@ class _Resolver:
             base, attr = func.value, func.attr.value
         else:
             return None
-        statements = [b.node for b in index.bindings_of(base) if b.op == "import"]
-        if not statements:  # an index that does not bind relative imports: read them here
-            statements = [
-                sub
-                for sub in _walk_imports(index.module)
-                if isinstance(sub, cst.ImportFrom) and sub.relative
-            ]
-        for stmt in statements:
-            target = None
-            name = base.value
-            if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
-                module = (dotted_name(stmt.module) or "") if stmt.module is not None else ""
-                level = len(stmt.relative)
-                for alias in stmt.names:
-                    name = dotted_name(alias.name) or ""
-                    local = (dotted_name(alias.asname.name) or "") if alias.asname else name
-                    if local == base.value:
-                        sub = project.resolve_from_import(self.path, module, name, level)
-                        if sub is not None and attr is not None:  # `from pkg import config`
-                            target, name = sub, attr
-                        elif attr is None:
-                            target = project.resolve_import(self.path, module, level)
-            elif isinstance(stmt, cst.Import) and attr is not None:
-                for alias in stmt.names:
-                    full = dotted_name(alias.name) or ""
-                    local = (
-                        (dotted_name(alias.asname.name) or "")
-                        if alias.asname
-                        else full.split(".")[0]
-                    )
-                    if local == base.value and (alias.asname is not None or "." not in full):
-                        target, name = project.resolve_import(self.path, full, 0), attr
+        for stmt in self._imports_binding(base):
+            target, name = self._import_target(project, stmt, base, attr)
             if target is None or name is None:
                 continue
             info = project.module(target)
@@ -424,6 +394,66 @@ class _Resolver:
             for fn in info.index.functions.get(name, ())[-1:]:
                 return info, fn
         return None
+
+    def _imports_binding(self, base: cst.Name) -> list[cst.CSTNode]:
+        index = self.index
+        statements = [b.node for b in index.bindings_of(base) if b.op == "import"]
+        if not statements:  # an index that does not bind relative imports: read them here
+            statements = [
+                sub
+                for sub in _walk_imports(index.module)
+                if isinstance(sub, cst.ImportFrom) and sub.relative
+            ]
+        return statements
+
+    def _import_target(
+        self, project: Any, stmt: cst.CSTNode, base: cst.Name, attr: str | None
+    ) -> tuple[Any, str | None]:
+        """The project module an import statement binds `base` to, and the function's name there
+        (`from config import load_config`, `from pkg import config` + `config.load_config`,
+        `import config` + `config.load_config`); None for the module when it binds no such."""
+        if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+            return self._from_import_target(project, stmt, stmt.names, base, attr)
+        if isinstance(stmt, cst.Import) and attr is not None:
+            return self._plain_import_target(project, stmt, base, attr)
+        return None, base.value
+
+    def _from_import_target(
+        self,
+        project: Any,
+        stmt: cst.ImportFrom,
+        names: Sequence[cst.ImportAlias],
+        base: cst.Name,
+        attr: str | None,
+    ) -> tuple[Any, str | None]:
+        assert self.path is not None
+        target = None
+        name: str | None = base.value
+        module = (dotted_name(stmt.module) or "") if stmt.module is not None else ""
+        level = len(stmt.relative)
+        for alias in names:
+            name = dotted_name(alias.name) or ""
+            local = (dotted_name(alias.asname.name) or "") if alias.asname else name
+            if local == base.value:
+                sub = project.resolve_from_import(self.path, module, name, level)
+                if sub is not None and attr is not None:  # `from pkg import config`
+                    target, name = sub, attr
+                elif attr is None:
+                    target = project.resolve_import(self.path, module, level)
+        return target, name
+
+    def _plain_import_target(
+        self, project: Any, stmt: cst.Import, base: cst.Name, attr: str
+    ) -> tuple[Any, str | None]:
+        assert self.path is not None
+        target = None
+        name: str | None = base.value
+        for alias in stmt.names:
+            full = dotted_name(alias.name) or ""
+            local = (dotted_name(alias.asname.name) or "") if alias.asname else full.split(".")[0]
+            if local == base.value and (alias.asname is not None or "." not in full):
+                target, name = project.resolve_import(self.path, full, 0), attr
+        return target, name
 
     def _returns_of(self, found: tuple[Any, cst.FunctionDef], depth: int) -> list[_Located]:
         info, fn = found
