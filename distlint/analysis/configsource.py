@@ -311,60 +311,76 @@ class _Resolver:
         return out
 
     def _call(self, call: cst.Call, depth: int, seen: set[int]) -> list[_Located]:
-        index = self.index
-        q = _qual(index, call.func)
+        q = _qual(self.index, call.func)
         if q in _LOADS_PATH or q in _LOADS_STREAM:
-            first = call.args[0].value if call.args else None
-            if first is None:
-                return []
-            target = self.path_of(first, q in _LOADS_STREAM, depth, seen)
-            if target is None:
-                return []
-            flavor = "omegaconf" if q == "omegaconf.OmegaConf.load" else "yaml"
-            root = self._load(target)
-            return [] if root is None else [_Located(root, (), flavor)]
+            return self._loaded(call, q, depth, seen)
         if q in _PASS_THROUGH:
             for arg in call.args:
                 if arg.keyword is None or arg.star == "**":
                     return self.locate(arg.value, depth + 1, seen)
             return []
         if q == "omegaconf.OmegaConf.merge":
-            merged: Entry | None = None
-            flavor = "omegaconf"
-            for arg in call.args:
-                for loc in self.locate(arg.value, depth + 1, seen):
-                    if loc.root is not None and not loc.keys:
-                        merged = merge(merged, loc.root)
-                        break
-            return [] if merged is None else [_Located(merged, (), flavor)]
+            return self._merged(call, depth, seen)
         if q == "omegaconf.OmegaConf.select" and len(call.args) >= 2:
-            key = string_value(call.args[1].value)
-            if key is None:
-                return []
-            parts = tuple(key.split("."))
-            return [
-                _Located(loc.root, (*loc.keys, *parts), loc.flavor)
-                for loc in self.locate(call.args[0].value, depth + 1, seen)
-                if loc.root is not None
-            ]
+            return self._selected(call, depth, seen)
         if q in _HYDRA_COMPOSE:
             return self._hydra_compose(call)
         imported = self._project_function(call.func)
         if imported is not None:
             return self._returns_of(imported, depth)
         if isinstance(call.func, cst.Attribute):
-            attr = call.func.attr.value
-            if attr == "get" and call.args:
-                key = self._key(call.args[0].value)  # type: ignore[assignment]
-                if key is not None:
-                    return [
-                        _Located(loc.root, (*loc.keys, key), loc.flavor, loc.parser)
-                        for loc in self.locate(call.func.value, depth + 1, seen)
-                    ]
-            if self._is_parse_args(call):
-                parser = self._parser_call(call.func.value)
-                if parser is not None:
-                    return [_Located(None, (), "argparse", parser)]
+            return self._method_call(call, call.func, depth, seen)
+        return []
+
+    def _loaded(self, call: cst.Call, q: str | None, depth: int, seen: set[int]) -> list[_Located]:
+        """`yaml.safe_load(open(path))`, `OmegaConf.load(path)`, ...: the file's top table."""
+        first = call.args[0].value if call.args else None
+        if first is None:
+            return []
+        target = self.path_of(first, q in _LOADS_STREAM, depth, seen)
+        if target is None:
+            return []
+        flavor = "omegaconf" if q == "omegaconf.OmegaConf.load" else "yaml"
+        root = self._load(target)
+        return [] if root is None else [_Located(root, (), flavor)]
+
+    def _merged(self, call: cst.Call, depth: int, seen: set[int]) -> list[_Located]:
+        """`OmegaConf.merge(a, b, ...)`: the tables merged left to right."""
+        merged: Entry | None = None
+        for arg in call.args:
+            for loc in self.locate(arg.value, depth + 1, seen):
+                if loc.root is not None and not loc.keys:
+                    merged = merge(merged, loc.root)
+                    break
+        return [] if merged is None else [_Located(merged, (), "omegaconf")]
+
+    def _selected(self, call: cst.Call, depth: int, seen: set[int]) -> list[_Located]:
+        """`OmegaConf.select(cfg, "a.b")`: the dotted key under what `cfg` is."""
+        key = string_value(call.args[1].value)
+        if key is None:
+            return []
+        parts = tuple(key.split("."))
+        return [
+            _Located(loc.root, (*loc.keys, *parts), loc.flavor)
+            for loc in self.locate(call.args[0].value, depth + 1, seen)
+            if loc.root is not None
+        ]
+
+    def _method_call(
+        self, call: cst.Call, func: cst.Attribute, depth: int, seen: set[int]
+    ) -> list[_Located]:
+        """`cfg.get("key")` and `parser.parse_args()`."""
+        if func.attr.value == "get" and call.args:
+            key = self._key(call.args[0].value)
+            if key is not None:
+                return [
+                    _Located(loc.root, (*loc.keys, key), loc.flavor, loc.parser)
+                    for loc in self.locate(func.value, depth + 1, seen)
+                ]
+        if self._is_parse_args(call):
+            parser = self._parser_call(func.value)
+            if parser is not None:
+                return [_Located(None, (), "argparse", parser)]
         return []
 
     # ------------------------------------------------------------------ other modules
