@@ -204,6 +204,23 @@ def config_component(
     return None
 
 
+def _argparse_dest(call: cst.Call) -> tuple[str | None, list[str]]:
+    """The attribute an `add_argument` call stores into (as argparse picks it: `dest=`, else the
+    first long option, else the first short one, else the positional name), and the option
+    strings of the kind it was picked from."""
+    found_names = [string_value(a.value) for a in call.args if a.keyword is None]
+    names = [n for n in found_names if n]
+    dest_arg = Index.argument(call, "dest")
+    explicit = string_value(dest_arg.value) if dest_arg is not None else None
+    longs = [n for n in names if n.startswith("--")]
+    shorts = [n for n in names if n.startswith("-") and not n.startswith("--")]
+    plain = [n for n in names if not n.startswith("-")]
+    chosen = explicit or (
+        longs[0][2:] if longs else shorts[0][1:] if shorts else plain[0] if plain else None
+    )
+    return chosen, longs or shorts or plain
+
+
 class _Resolver:
     def __init__(self, index: Index, project: Any, path: str | None) -> None:
         self.index = index
@@ -705,39 +722,29 @@ class _Resolver:
         if rest:
             return None
         for call in self._memo("arguments", loc.parser):
-            found_names = [string_value(a.value) for a in call.args if a.keyword is None]
-            names = [n for n in found_names if n]
-            dest_arg = Index.argument(call, "dest")
-            explicit = string_value(dest_arg.value) if dest_arg is not None else None
-            longs = [n for n in names if n.startswith("--")]
-            shorts = [n for n in names if n.startswith("-") and not n.startswith("--")]
-            plain = [n for n in names if not n.startswith("-")]
-            chosen = explicit or (
-                longs[0][2:] if longs else shorts[0][1:] if shorts else plain[0] if plain else None
-            )
+            chosen, labels = _argparse_dest(call)
             if chosen is None or chosen.replace("-", "_") != dest:
                 continue
-            default = Index.argument(call, "default")
-            if default is None:
-                return None
-            value = self._literal(default.value)
-            if value is _UNKNOWN:
-                return None
-            type_arg = Index.argument(call, "type")
-            if isinstance(value, str) and type_arg is not None:
-                q = _qual(self.index, type_arg.value)
-                try:
-                    value = (
-                        {"float": float, "int": int}[q](value) if q in ("float", "int") else value
-                    )
-                except ValueError:
-                    pass
-            text = self.index.module.code_for_node(default.value).strip()
-            label = (longs or shorts or plain or [dest])[0]
-            return ConfigValue(
-                value, self.path or "<stdin>", self._line(call), label, text, "argparse"
-            )
+            return self._argument_default(call, (labels or [dest])[0])
         return None
+
+    def _argument_default(self, call: cst.Call, label: str) -> ConfigValue | None:
+        """The default of an `add_argument` call, converted by its `type=float`/`int`."""
+        default = Index.argument(call, "default")
+        if default is None:
+            return None
+        value = self._literal(default.value)
+        if value is _UNKNOWN:
+            return None
+        type_arg = Index.argument(call, "type")
+        if isinstance(value, str) and type_arg is not None:
+            q = _qual(self.index, type_arg.value)
+            try:
+                value = {"float": float, "int": int}[q](value) if q in ("float", "int") else value
+            except ValueError:
+                pass
+        text = self.index.module.code_for_node(default.value).strip()
+        return ConfigValue(value, self.path or "<stdin>", self._line(call), label, text, "argparse")
 
     def _memo(self, what: str, parser: cst.Call) -> list[Any]:
         """Per-parser answers, once per module (``project.memo``; keyed by node identity)."""
