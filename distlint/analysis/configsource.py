@@ -221,6 +221,15 @@ def _argparse_dest(call: cst.Call) -> tuple[str | None, list[str]]:
     return chosen, longs or shorts or plain
 
 
+def _updated_namespace(index: Index, receiver: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`args` in `args.__dict__.update(...)` or `vars(args).update(...)`."""
+    if isinstance(receiver, cst.Attribute) and receiver.attr.value == "__dict__":
+        return receiver.value
+    if isinstance(receiver, cst.Call) and _qual(index, receiver.func) == "vars":
+        return receiver.args[0].value if receiver.args else None
+    return None
+
+
 class _Resolver:
     def __init__(self, index: Index, project: Any, path: str | None) -> None:
         self.index = index
@@ -774,30 +783,7 @@ class _Resolver:
                 ]
 
             for call in index.calls:
-                func = call.func
-                if not isinstance(func, cst.Attribute):
-                    continue
-                attr = func.attr.value
-                source: cst.BaseExpression | None = None
-                if attr == "set_defaults" and self._parser_call(func.value) is parser:
-                    source = next((a.value for a in call.args if a.star == "**"), None)
-                elif attr == "update" and call.args:
-                    receiver = func.value
-                    ns = None
-                    if isinstance(receiver, cst.Attribute) and receiver.attr.value == "__dict__":
-                        ns = receiver.value
-                    elif isinstance(receiver, cst.Call) and _qual(index, receiver.func) == "vars":
-                        ns = receiver.args[0].value if receiver.args else None
-                    if ns is not None and self._is_namespace_of(ns, parser):
-                        source = call.args[0].value
-                elif attr == "items" and not call.args:
-                    loop = index.parent(call)
-                    if (
-                        isinstance(loop, cst.For)
-                        and loop.iter is call
-                        and self._setattr_loop(loop, parser)
-                    ):
-                        source = func.value
+                source = self._override_source(call, parser)
                 if source is not None:
                     for root, flavor in roots(source):
                         found.append((index.order(call), root, flavor))
@@ -805,6 +791,27 @@ class _Resolver:
             self._busy.discard(parser)
         found.sort(key=lambda item: item[0])
         return [(root, flavor) for _, root, flavor in found]
+
+    def _override_source(self, call: cst.Call, parser: cst.Call) -> cst.BaseExpression | None:
+        """What a call copies over the parser's defaults: `parser.set_defaults(**cfg)`,
+        `vars(args).update(cfg)` / `args.__dict__.update(cfg)`, or a `for k, v in cfg.items():
+        setattr(args, k, v)` loop."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        attr = func.attr.value
+        if attr == "set_defaults" and self._parser_call(func.value) is parser:
+            return next((a.value for a in call.args if a.star == "**"), None)
+        if attr == "update" and call.args:
+            ns = _updated_namespace(self.index, func.value)
+            if ns is not None and self._is_namespace_of(ns, parser):
+                return call.args[0].value
+            return None
+        if attr == "items" and not call.args:
+            loop = self.index.parent(call)
+            if isinstance(loop, cst.For) and loop.iter is call and self._setattr_loop(loop, parser):
+                return func.value
+        return None
 
     def _is_namespace_of(self, ns: cst.BaseExpression, parser: cst.Call) -> bool:
         return any(
