@@ -181,27 +181,34 @@ def config_component(
         return None
     resolver = _Resolver(index, project, path)
     for loc in resolver.locate(arg.value, 0, set()):
-        if loc.root is None:
-            continue
-        entry = loc.root.find(loc.keys)
-        if entry is None or not entry.is_mapping:
-            continue
-        target_entry = entry.get("_target_") or entry.get("_component_")
-        if target_entry is None or not isinstance(target_entry.value, str):
-            continue
-        dotted = ".".join(str(k) for k in loc.keys)
-        kwargs = {}
-        for name, sub in entry.value.items():
-            if isinstance(name, str) and not (name.startswith("_") and name.endswith("_")):
-                kwargs[name] = resolver.to_value(loc.root, sub, f"{dotted}.{name}", loc.flavor)
-        partial = entry.get("_partial_")
-        return Component(
-            target_entry.value,
-            resolver.to_value(loc.root, entry, dotted, loc.flavor),
-            kwargs,
-            bool(partial is not None and partial.value is True),
-        )
+        component = _component_at(resolver, loc)
+        if component is not None:
+            return component
     return None
+
+
+def _component_at(resolver: _Resolver, loc: _Located) -> Component | None:
+    """The component a located config table describes (`_target_:` or `_component_:`)."""
+    if loc.root is None:
+        return None
+    entry = loc.root.find(loc.keys)
+    if entry is None or not entry.is_mapping:
+        return None
+    target_entry = entry.get("_target_") or entry.get("_component_")
+    if target_entry is None or not isinstance(target_entry.value, str):
+        return None
+    dotted = ".".join(str(k) for k in loc.keys)
+    kwargs = {}
+    for name, sub in entry.value.items():
+        if isinstance(name, str) and not (name.startswith("_") and name.endswith("_")):
+            kwargs[name] = resolver.to_value(loc.root, sub, f"{dotted}.{name}", loc.flavor)
+    partial = entry.get("_partial_")
+    return Component(
+        target_entry.value,
+        resolver.to_value(loc.root, entry, dotted, loc.flavor),
+        kwargs,
+        bool(partial is not None and partial.value is True),
+    )
 
 
 def _argparse_dest(call: cst.Call) -> tuple[str | None, list[str]]:
