@@ -381,9 +381,9 @@ class Project:
 
     def _parse(self, full: str, data: bytes, text: str) -> tuple[Any, Any] | None:
         from distlint.analysis.index import Index
-        from distlint.parse import parse_mapped
+        from distlint.parse import parse
 
-        parsed = parse_mapped(text, full, source=data)
+        parsed = parse(text, full, source=data)
         if isinstance(parsed, FileError):
             self._error(full, parsed.message, parsed.line, parsed.column)
             return None
