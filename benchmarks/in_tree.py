@@ -48,12 +48,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run import WORK, install_peers, measure  # noqa: E402
+from run import WORK, install_peers  # noqa: E402
 
 PY = sys.executable
 SDIST = "diffusers==0.31.0"
@@ -132,6 +133,22 @@ def alone(tree: Path, entry: str) -> Path:
 
 
 # ------------------------------------------------------------------------------------ rounds
+def measure(cmd: list, cwd: Path) -> tuple[float, float, float]:
+    """(wall s, CPU s of the process tree, peak RSS MiB of the largest process). Exit 2 is
+    accepted: a real tree holds files that do not parse (a notebook cell), reported per file."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode(errors="replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.stderr.close()
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1, 2) or (code == 2 and "error:" not in err):
+        raise SystemExit(f"{' '.join(map(str, cmd))} failed with {code}:\n{err[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
 def rounds(commands: dict, repeats: int, before: dict | None = None) -> dict:
     """``commands``: name -> (argv, cwd). ``before[name]``: (argv, cwd) run untimed first."""
     out: dict[str, list] = {name: [] for name in commands}
@@ -334,16 +351,16 @@ def method_class(folder: Path, n: int) -> None:
     (folder / "train.py").write_text("\n".join(lines) + "\n")
 
 
-def section_shapes(sizes: list[int], repeats: int, table: Table) -> None:
+def section_shapes(sizes: list[int], class_sizes: list[int], repeats: int, table: Table) -> None:
     base = Path(tempfile.mkdtemp(prefix="shapes-", dir=WORK))
     shapes = {
-        "chain package, entry": (chain_package, ["train.py"]),
-        "chain package, whole": (chain_package, ["."]),
-        "class methods": (method_class, ["train.py"]),
+        "chain package, entry": (chain_package, ["train.py"], sizes),
+        "chain package, whole": (chain_package, ["."], sizes),
+        "class methods": (method_class, ["train.py"], class_sizes),
     }
-    for label, (make, args) in shapes.items():
+    for label, (make, args, ns) in shapes.items():
         times = {}
-        for n in sizes:
+        for n in ns:
             folder = base / f"{make.__name__}-{n}"
             if not folder.exists():
                 make(folder, n)
@@ -365,9 +382,8 @@ def section_shapes(sizes: list[int], repeats: int, table: Table) -> None:
                 f"{times[n][0]:.2f} s CPU (floor {times[n][1]:.2f} s)",
                 f"{paired(res['distlint'], res['floor'], 1):.2f}x floor",
             )
-        small, big = min(sizes), max(sizes)
-        # the start-up (interpreter, imports) is not what grows: subtract the smallest floor's
-        # interpreter start from neither, and report the raw exponent of the total CPU
+        small, big = min(ns), max(ns)
+        # the raw exponent of the whole process's CPU (start-up included: it flatters no one)
         exponent = math.log(times[big][0] / times[small][0]) / math.log(big / small)
         table.note(f"shape: {label}, growth n={small}..{big}", f"n^{exponent:.2f}", "")
     shutil.rmtree(base, ignore_errors=True)
@@ -387,7 +403,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tree-rounds", type=int, default=1)
     parser.add_argument("--sections", default="entry,sample,tree,shapes")
-    parser.add_argument("--sizes", default="250,500,1000", help="shape sizes n,2n,4n")
+    parser.add_argument("--sizes", default="250,500,1000", help="chain sizes n,2n,4n")
+    parser.add_argument("--class-sizes", default="500,1000,2000", help="methods n,2n,4n")
     parser.add_argument("--skip-peers", action="store_true")
     parser.add_argument("--tree-peers", action="store_true", help="peers on the whole tree (slow)")
     args = parser.parse_args()
@@ -421,7 +438,12 @@ def main() -> None:
             extra = peer_commands(peers, paths, tree) if args.tree_peers else {}
             section_files("tree", tree, files, paths, extra, args.tree_rounds, table)
     if "shapes" in sections:
-        section_shapes([int(s) for s in args.sizes.split(",")], max(1, args.rounds - 1), table)
+        section_shapes(
+            [int(s) for s in args.sizes.split(",")],
+            [int(s) for s in args.class_sizes.split(",")],
+            max(1, args.rounds - 1),
+            table,
+        )
     print()
     print(f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; medians of rounds")
     table.show()

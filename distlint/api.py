@@ -508,7 +508,7 @@ def _followed_results(paths: Mapping[str, None], options: LintOptions) -> Iterat
             continue
         if config.follow_imports != "normal" or config.is_excluded(path):
             continue
-        if not _sets_up_training(path, config):
+        if not _sets_up_training(path, config, options):
             continue
         shown = os.path.relpath(path)
         result = lint_file(path if shown.startswith(os.pardir) else shown, config, check_only)
@@ -518,7 +518,9 @@ def _followed_results(paths: Mapping[str, None], options: LintOptions) -> Iterat
             yield result._replace(findings=findings, errors=(), followed=True)
 
 
-def _sets_up_training(path: str, config: Config) -> bool:
+def _sets_up_training(path: str, config: Config, options: LintOptions) -> bool:
+    """Does the module set up data-parallel training itself? Answered once per content (and
+    per content of what the answer consulted) with the cache: a warm run parses nothing."""
     from distlint.analysis.facts import facts_for
     from distlint.analysis.knowledge import TRAINING_SETUP_WORDS
     from distlint.analysis.project import project_for as shared
@@ -528,8 +530,26 @@ def _sets_up_training(path: str, config: Config) -> bool:
     # what such a module must spell out, checked before parsing it
     if data is None or not any(word in data for word in TRAINING_SETUP_WORDS):
         return False
-    info = project.module(path)
-    return info is not None and facts_for(info.index, info.path, project).trains_data_parallel
+    store = key = None
+    if options.cache:
+        store, key = _cache_entry(path, data, config, options)
+        known = store.get_flag(key)
+        if known is not None:
+            return bool(known)
+    with project.tracking(path) as deps:
+        info = project.module(path)
+        trains = info is not None and bool(
+            facts_for(info.index, info.path, project).trains_data_parallel
+        )
+    if store is not None and key is not None and not project.report_errors(deps, exclude=path):
+        store.put_flag(key, trains, [(path, _sha256(data)), *deps.items()])
+    return trains
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def _worker_died(path: str, reason: str) -> FileResult:

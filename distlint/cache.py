@@ -19,11 +19,13 @@ able to run code.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -34,6 +36,7 @@ from distlint.files import read_source
 from distlint.model import Applicability, Edit, FileError, FileResult, Finding, Fix, Range, Severity
 
 CACHE_DIR = ".distlint_cache"
+_DIGESTS_FILE = "digests.json"
 _FORMAT = 5  # bump when the entry layout changes (2: edits; 3: deps; 4: reached; 5: per file)
 # One entry is kept per file and settings (the latest); all of them together stay under this.
 MAX_CACHE_BYTES = 128 << 20
@@ -96,6 +99,10 @@ class Cache:
         self.directory = os.path.join(root, CACHE_DIR)
         self.entries = os.path.join(self.directory, "entries")
         self._ready = False
+        # path -> [mtime_ns, size, sha256] of the files entries depend on (digests.json), so a
+        # warm run stats the modules a result reached instead of reading and hashing them
+        self._digests: dict[str, list[Any]] | None = None
+        self._digests_changed = False
 
     def get(self, key: str, path: str) -> FileResult | None:
         """The cached result for ``key`` shown under ``path``, or None (missing or corrupt)."""
@@ -109,7 +116,7 @@ class Cache:
         except Exception:  # corrupt, truncated or foreign entry: lint the file again
             return None
         # The modules and config files it reached are part of the key: any changed, a miss.
-        if any(_digest_now(dep) != digest for dep, digest in result.dependencies):
+        if any(self.digest_now(dep) != digest for dep, digest in result.dependencies):
             return None
         return result
 
@@ -138,6 +145,87 @@ class Cache:
                     _remove(other.path)
         except OSError:
             pass  # read-only or full disk: run without caching rather than fail the lint
+
+    def get_flag(self, key: str) -> bool | None:
+        """A yes/no answer about one module (does it set up training?) stored by ``put_flag``,
+        while the files it depended on are unchanged; None when unknown."""
+        if not self._usable():
+            return None
+        raw = read_source(self._flag_path(key), MAX_ENTRY_BYTES)
+        if isinstance(raw, FileError):
+            return None
+        try:
+            data = json.loads(raw)
+            flag, deps = data["flag"], data["deps"]
+            if not isinstance(flag, bool) or any(self.digest_now(p) != d for p, d in deps):
+                return None
+            return flag
+        except (ValueError, TypeError, KeyError):
+            return None
+
+    def put_flag(self, key: str, flag: bool, deps: Iterable[tuple[str, str]]) -> None:
+        try:
+            self._prepare()
+            payload = json.dumps({"flag": flag, "deps": [list(d) for d in deps]}).encode("utf-8")
+            target = self._flag_path(key)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            _write_atomic(target, payload)
+        except OSError:
+            pass
+
+    def _flag_path(self, key: str) -> str:
+        return os.path.join(self.directory, "flags", key.replace("/", "-") + ".json")
+
+    def digest_now(self, path: str) -> str:
+        """sha256 of a file's bytes now (``missing`` when unreadable): from digests.json when
+        the file's mtime and size are those recorded with it, else read and hashed."""
+        memo = self._load_digests()
+        try:
+            st = os.stat(path)
+        except OSError:
+            return "missing"
+        known = memo.get(path)
+        if known is not None and known[0] == st.st_mtime_ns and known[1] == st.st_size:
+            return str(known[2])
+        digest = _digest_now(path)
+        # a file modified less than 2 s ago may change again within the same mtime tick on a
+        # coarse clock: not recorded (git's "racily clean" rule)
+        if digest != "missing" and st.st_mtime_ns < time.time_ns() - 2_000_000_000:
+            memo[path] = [st.st_mtime_ns, st.st_size, digest]
+            if not self._digests_changed:
+                self._digests_changed = True
+                atexit.register(self.save_digests)
+        return digest
+
+    def _load_digests(self) -> dict[str, list[Any]]:
+        if self._digests is None:
+            self._digests = {}
+            raw = read_source(os.path.join(self.directory, _DIGESTS_FILE), MAX_ENTRY_BYTES)
+            try:
+                if self._usable() and not isinstance(raw, FileError):
+                    data = json.loads(raw)
+                    if data.get("format") == _FORMAT:
+                        for path, item in data["digests"].items():
+                            m, size, digest = item
+                            if isinstance(digest, str) and type(m) is int and type(size) is int:
+                                self._digests[str(path)] = [m, size, digest]
+            except (ValueError, TypeError, AttributeError, KeyError):
+                pass  # corrupt: hash the files, as without it
+        return self._digests
+
+    def save_digests(self) -> None:
+        """Write digests.json (atomically; best effort, like every entry)."""
+        if not self._digests_changed or self._digests is None:
+            return
+        self._digests_changed = False
+        if not os.path.isdir(self.entries) or not self._usable():
+            return  # nothing cached (or the cache was cleaned meanwhile): nothing to speed up
+        try:
+            payload = json.dumps({"format": _FORMAT, "digests": self._digests}).encode("utf-8")
+            if len(payload) <= MAX_ENTRY_BYTES:
+                _write_atomic(os.path.join(self.directory, _DIGESTS_FILE), payload)
+        except OSError:
+            pass
 
     def _usable(self) -> bool:
         """False when the cache folder (or its entries folder) is a symbolic link: a link
@@ -187,6 +275,19 @@ class Cache:
                 break
             _remove(path)
             total -= size
+
+
+def _write_atomic(target: str, payload: bytes) -> None:
+    """``payload`` into ``target`` by a temporary file renamed into place: a concurrent run
+    never reads half of it."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(target))
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        os.replace(tmp, target)
+    except BaseException:
+        _remove(tmp)
+        raise
 
 
 def _remove(path: str) -> None:

@@ -35,8 +35,9 @@ from distlint.api import (
     lint_text,
     read_stream,
 )
+from distlint.escape import printable
 from distlint.model import FileError, FileResult, Finding
-from distlint.reporting import FORMATS, FORMATS_WITH_RULES, ReportContext, printable, renderer
+from distlint.reporting import FORMATS, FORMATS_WITH_RULES, ReportContext, renderer
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 TEXT_FORMATS = ("text", "concise", "full")

@@ -317,79 +317,115 @@ def config_from_table(
     rule_options: dict[str, dict[str, Any]] = {}
     for key, value in table.items():
         if key in _LIST_KEYS:
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"expected a list of strings, got {_show(value)}", source, key)
-            if key in (
-                "select",
-                "ignore",
-                "extend-select",
-                "extend-safe-fixes",
-                "extend-unsafe-fixes",
-            ):
-                value = [_check_selector(v, source, key) for v in value]
-            if key == "src" and any(not v.strip() or "\0" in v for v in value):
-                raise ConfigError(f"expected folder paths, got {value!r}", source, key)
-            values[key.replace("-", "_")] = tuple(value)
-        elif key == "unsafe-fixes":
-            if not isinstance(value, bool):
-                raise ConfigError(f"expected true or false, got {_show(value)}", source, key)
-            values["unsafe_fixes"] = value
-        elif key == "follow-imports":
-            if value not in FOLLOW_IMPORTS:
-                raise ConfigError(f'expected "normal" or "silent", got {_show(value)}', source, key)
-            values["follow_imports"] = value
-        elif key == "max-file-size":
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(
-                    f"expected a number of bytes (0 for no budget), got {_show(value)}", source, key
-                )
-            values["max_file_size"] = value
-        elif key == "per-file-ignores":
-            if not isinstance(value, dict):
-                raise ConfigError("expected a table of glob = [codes]", source, key)
-            items = []
-            for pattern, sel in value.items():
-                if not isinstance(sel, list) or not all(isinstance(v, str) for v in sel):
-                    raise ConfigError(
-                        f"expected a list of codes for {pattern!r}, got {_show(sel)}", source, key
-                    )
-                where = f"{key}.{pattern!r}"
-                items.append((pattern, tuple(_check_selector(v, source, where) for v in sel)))
-            values["per_file_ignores"] = tuple(items)
+            values[key.replace("-", "_")] = _string_list(key, value, source)
+        elif key in _SETTING_READERS:
+            values[key.replace("-", "_")] = _SETTING_READERS[key](key, value, source)
         elif key in by_key:
-            rule = by_key[key]
-            if not isinstance(value, dict):
-                raise ConfigError("expected a table of rule options", source, key)
-            for opt_name, opt_value in value.items():
-                opt = rule.OPTIONS.get(opt_name)
-                if opt is None:
-                    known = ", ".join(rule.OPTIONS) or "none"
-                    raise ConfigError(
-                        f"unknown option {opt_name!r} for {rule.CODE} (known: {known})",
-                        source,
-                        f"{key}.{opt_name}",
-                    )
-                problem = opt.validate(opt_value)
-                if problem:
-                    raise ConfigError(problem, source, f"{key}.{opt_name}")
-                rule_options.setdefault(rule.CODE, {})[opt_name] = opt_value
+            _read_rule_table(by_key[key], key, value, source, rule_options)
         else:
-            option_owner = [r for r in rules if key in r.OPTIONS]
-            if len(option_owner) == 1:
-                rule = option_owner[0]
-                problem = rule.OPTIONS[key].validate(value)
-                if problem:
-                    raise ConfigError(problem, source, key)
-                rule_options.setdefault(rule.CODE, {})[key] = value
-                continue
-            keys = sorted(_KNOWN_KEYS | {o for r in rules for o in r.OPTIONS})
-            raise ConfigError(f"unknown key {key!r} (known keys: {', '.join(keys)})", source, key)
+            _read_bare_option(rules, key, value, source, rule_options)
     if "exclude" in values:
         values["exclude"] = tuple(values["exclude"])
     values["rule_options"] = tuple(
         (code, tuple(sorted(opts.items()))) for code, opts in sorted(rule_options.items())
     )
     return Config(root=root, source=source, **values)
+
+
+_SELECTOR_LISTS = ("select", "ignore", "extend-select", "extend-safe-fixes", "extend-unsafe-fixes")
+
+
+def _string_list(key: str, value: Any, source: str | None) -> tuple[str, ...]:
+    """A list-of-strings key (`select`, `src`, ...), its selectors checked."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"expected a list of strings, got {_show(value)}", source, key)
+    if key in _SELECTOR_LISTS:
+        value = [_check_selector(v, source, key) for v in value]
+    if key == "src" and any(not v.strip() or "\0" in v for v in value):
+        raise ConfigError(f"expected folder paths, got {value!r}", source, key)
+    return tuple(value)
+
+
+def _unsafe_fixes(key: str, value: Any, source: str | None) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"expected true or false, got {_show(value)}", source, key)
+    return value
+
+
+def _follow_imports(key: str, value: Any, source: str | None) -> Any:
+    if value not in FOLLOW_IMPORTS:
+        raise ConfigError(f'expected "normal" or "silent", got {_show(value)}', source, key)
+    return value
+
+
+def _max_file_size(key: str, value: Any, source: str | None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(
+            f"expected a number of bytes (0 for no budget), got {_show(value)}", source, key
+        )
+    return value
+
+
+def _per_file_ignores(
+    key: str, value: Any, source: str | None
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError("expected a table of glob = [codes]", source, key)
+    items = []
+    for pattern, sel in value.items():
+        if not isinstance(sel, list) or not all(isinstance(v, str) for v in sel):
+            raise ConfigError(
+                f"expected a list of codes for {pattern!r}, got {_show(sel)}", source, key
+            )
+        where = f"{key}.{pattern!r}"
+        items.append((pattern, tuple(_check_selector(v, source, where) for v in sel)))
+    return tuple(items)
+
+
+# The scalar and table keys: each reader checks its value and returns what `Config` holds.
+_SETTING_READERS: dict[str, Callable[[str, Any, str | None], Any]] = {
+    "unsafe-fixes": _unsafe_fixes,
+    "follow-imports": _follow_imports,
+    "max-file-size": _max_file_size,
+    "per-file-ignores": _per_file_ignores,
+}
+
+
+def _read_rule_table(
+    rule: Any, key: str, value: Any, source: str | None, rule_options: dict[str, dict[str, Any]]
+) -> None:
+    """A `[tool.distlint.DL201]` (or by name) table of one rule's options."""
+    if not isinstance(value, dict):
+        raise ConfigError("expected a table of rule options", source, key)
+    for opt_name, opt_value in value.items():
+        opt = rule.OPTIONS.get(opt_name)
+        if opt is None:
+            known = ", ".join(rule.OPTIONS) or "none"
+            raise ConfigError(
+                f"unknown option {opt_name!r} for {rule.CODE} (known: {known})",
+                source,
+                f"{key}.{opt_name}",
+            )
+        problem = opt.validate(opt_value)
+        if problem:
+            raise ConfigError(problem, source, f"{key}.{opt_name}")
+        rule_options.setdefault(rule.CODE, {})[opt_name] = opt_value
+
+
+def _read_bare_option(
+    rules: Any, key: str, value: Any, source: str | None, rule_options: dict[str, dict[str, Any]]
+) -> None:
+    """A top-level key that names one rule's option; anything else is an unknown key."""
+    option_owner = [r for r in rules if key in r.OPTIONS]
+    if len(option_owner) == 1:
+        rule = option_owner[0]
+        problem = rule.OPTIONS[key].validate(value)
+        if problem:
+            raise ConfigError(problem, source, key)
+        rule_options.setdefault(rule.CODE, {})[key] = value
+        return
+    keys = sorted(_KNOWN_KEYS | {o for r in rules for o in r.OPTIONS})
+    raise ConfigError(f"unknown key {key!r} (known keys: {', '.join(keys)})", source, key)
 
 
 def _show(value: Any) -> str:

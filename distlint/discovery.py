@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from typing import Callable
 
 from distlint.config import Config, ConfigError
+from distlint.escape import printable
 from distlint.files import read_source
 from distlint.model import FileError
 
@@ -191,8 +192,6 @@ def _warn_once(error: FileError) -> None:
     key = (error.path, error.message)
     if key not in _WARNED:
         _WARNED.add(key)
-        from distlint.reporting import printable
-
         print(printable(f"{error.path}: warning: {error.message}"), file=sys.stderr)
 
 

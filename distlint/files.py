@@ -129,17 +129,21 @@ def not_regular(path: str, mode: int) -> FileError:
 
 
 def too_big(path: str, size: int | None, limit: int) -> FileError:
-    from distlint.guard import human_size  # the guard's tokenizer loads only to lint
-
     what = human_size(size) if size is not None else "growing"
     return FileError(path, f"file is {what}, over the {human_size(limit)} read limit: not read")
+
+
+def human_size(n: int) -> str:
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.0f} KiB"
+    return f"{n} bytes"
 
 
 def read_stream(stream: BinaryIO | None, name: str, limit: int = READ_LIMIT) -> bytes | FileError:
     """All of ``stream`` (stdin), read in chunks and refused past ``limit`` bytes, so a
     endless or huge pipe costs at most ``limit`` of memory; a closed stream is an error."""
-    from distlint.guard import human_size
-
     if stream is None:
         return FileError(name, "standard input is closed: nothing to lint")
     chunks: list[bytes] = []

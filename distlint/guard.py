@@ -37,6 +37,7 @@ import re
 import sys
 
 from distlint.config import DEFAULT_MAX_FILE_SIZE  # 512 KiB: `max-file-size`
+from distlint.files import human_size
 from distlint.model import FileError
 
 MAX_BRACKETS = 200  # CPython's tokenizer refuses more ("too many nested parentheses")
@@ -147,14 +148,6 @@ def ensure_recursion_headroom() -> None:
     """Let the tree walks reach MAX_DEPTH levels (only ever raises the interpreter's limit)."""
     if sys.getrecursionlimit() < RECURSION_LIMIT:
         sys.setrecursionlimit(RECURSION_LIMIT)
-
-
-def human_size(n: int) -> str:
-    if n >= 1 << 20:
-        return f"{n / (1 << 20):.1f} MiB"
-    if n >= 1 << 10:
-        return f"{n / (1 << 10):.0f} KiB"
-    return f"{n} bytes"
 
 
 def check_size(size: int, path: str, max_file_size: int | None = DEFAULT_MAX_FILE_SIZE):

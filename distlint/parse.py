@@ -48,23 +48,6 @@ def parse(
     max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE,
     tops: list[int] | None = None,
     passes: Counter[str] | None = None,
-) -> cst.Module | FileError:
-    """``text`` (the file ``path``) parsed, or the error to report: :func:`parse_mapped`'s
-    module, for callers that never place a node in the text."""
-    parsed = parse_mapped(
-        text, path, source=source, max_file_size=max_file_size, tops=tops, passes=passes
-    )
-    return parsed if isinstance(parsed, FileError) else parsed[0]
-
-
-def parse_mapped(
-    text: str,
-    path: str,
-    *,
-    source: str | bytes | None = None,
-    max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE,
-    tops: list[int] | None = None,
-    passes: Counter[str] | None = None,
 ) -> tuple[cst.Module, SourceMap] | FileError:
     """``text`` (the file ``path``) parsed, with where LibCST's code stands in the text, or the
     error to report.

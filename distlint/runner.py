@@ -24,7 +24,7 @@ from distlint.edits import LineIndex
 from distlint.incremental import Document
 from distlint.model import Applicability, FileError, FileResult, Finding, Fix, Range
 from distlint.noqa import UNUSED_CODE, Directives, Placement, directive_edit, unused_noqa
-from distlint.parse import decode_source, null_byte, parse_mapped
+from distlint.parse import decode_source, null_byte, parse
 from distlint.positions import DEEP_RECURSION_LIMIT, SourceMap, TooDeep, deep_call, layout
 from distlint.registry import all_rules, codes_by_name
 from distlint.rule import Rule, RuleContext
@@ -229,8 +229,8 @@ def _parse(
     tops: list[int] | None = None,
 ) -> tuple[cst.Module, SourceMap] | FileError:
     """``text`` parsed, with where LibCST's code stands in it (counted in :data:`PASSES`), or
-    the error to report; see :func:`distlint.parse.parse_mapped`."""
-    return parse_mapped(text, path, max_file_size=max_file_size, tops=tops, passes=PASSES)
+    the error to report; see :func:`distlint.parse.parse`."""
+    return parse(text, path, max_file_size=max_file_size, tops=tops, passes=PASSES)
 
 
 def _reuse(

@@ -146,8 +146,8 @@ class AccumulationWithoutAccumulate(Rule):
             if not facts.loops.steps(loop.body):
                 continue  # the step is taken around the micro-batch loop: accumulation by hand
             message = (
-                f"the Accelerator is given `{setting}` accumulation steps, but this training loop "
-                "never enters `accelerator.accumulate(...)`"
+                f"`{setting}` accumulation steps are configured, but this loop never enters "
+                "`accelerator.accumulate(...)`: it steps every micro-batch"
             )
             where = loop.iter if isinstance(loop, cst.For) else loop.test
             ctx.report(where, message, self._fix(ctx, loop))

@@ -139,10 +139,10 @@ class BackwardBypassesAccelerator(Rule):
             loss = call.func.value
             text = ctx.index.module.code_for_node(loss)
             message = (
-                f"`{text}.backward()` bypasses `{owner}.backward({text})`: no loss scaling or "
-                "accumulation"
+                f"`{text}.backward()` bypasses `{owner}.backward({text})`: no fp16 loss scaling, "
+                "no division for accumulation"
             )
-            ctx.report(call, message, _backward_fix(ctx, call, owner))
+            ctx.report(call.func, message, _backward_fix(ctx, call, owner))
         for call in facts.calls_to(frozenset(K.CLIP_FUNCTIONS)):
             owner = facts.fabric_expr(call) if fabric else facts.accelerator_expr(call)
             if (
@@ -155,7 +155,7 @@ class BackwardBypassesAccelerator(Rule):
             replacement = "clip_gradients" if fabric else method
             message = (
                 f"`{ctx.index.module.code_for_node(call.func)}` clips a prepared model's gradients "
-                f"by hand: call `{owner}.{replacement}(...)`"
+                f"by hand (still scaled under fp16); use `{owner}.{replacement}(...)`"
             )
             fix = None
             if not fabric and not any(
@@ -163,7 +163,7 @@ class BackwardBypassesAccelerator(Rule):
                 for a in call.args
             ):
                 fix = Fix(replace={call.func: factor_expression(f"{owner}.{method}")})
-            ctx.report(call, message, fix)
+            ctx.report(call.func, message, fix)
 
 
 def _is_framework(facts: Facts, call: cst.Call) -> bool:

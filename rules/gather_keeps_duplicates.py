@@ -120,10 +120,10 @@ class GatherKeepsDuplicates(Rule):
                     continue
                 text = ctx.index.module.code_for_node(call.func)
                 message = (
-                    f"`{text}` in an evaluation loop keeps the last batch's padding duplicates: "
-                    "use `gather_for_metrics`"
+                    f"`{text}` keeps the padding duplicates of the last batch in the metric; use "
+                    "`gather_for_metrics`"
                 )
                 fix = None
                 if isinstance(call.func, cst.Attribute):
                     fix = Fix(replace={call.func.attr: _FOR_METRICS})
-                ctx.report(call, message, fix)
+                ctx.report(call.func, message, fix)

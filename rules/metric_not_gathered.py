@@ -14,7 +14,8 @@ class MetricNotGathered(Rule):
     Flags a metric computed in an evaluation loop over a sharded loader (prepared by Accelerate,
     set up by Fabric, or given a `DistributedSampler`) when the script never combines values
     across processes: an `evaluate` metric's `add_batch` / `add`, an `sklearn.metrics` function
-    after the loop, or a count of matches (`correct += (pred == y).sum()`), with no
+    after the loop, a count of matches (`correct += (pred == y).sum()`), or a running total
+    divided by the whole dataset's size (`total / len(loader.dataset)`), with no
     `gather_for_metrics`, `gather`, `reduce`, `all_reduce`, `all_gather` (or a helper of another
     package whose name says it gathers, reduces or synchronises) anywhere in the module.
 
@@ -38,7 +39,7 @@ class MetricNotGathered(Rule):
     CODE = "DL401"
     NAME = "metric-not-gathered"
     MESSAGE = "an evaluation metric over a sharded loader is computed from one process's shard"
-    TRIGGERS = ("add_batch", "sklearn", "==", ".eq(", "add(")
+    TRIGGERS = ("add_batch", ".add(", "sklearn", "==", ".eq(", ".dataset")
 
     VALID = (
         Valid(
@@ -79,6 +80,14 @@ class MetricNotGathered(Rule):
             "    correct = 0\n    for x, y in loader:\n        correct += (model(x).argmax(-1) == y).sum().item()\n"
             "    print(correct / len(data))\n"
         ),
+        # a local running total divided by the size of the whole dataset
+        Invalid(
+            "import torch.distributed as dist\nfrom torch.utils.data import DataLoader, DistributedSampler\n\n\n"
+            "def validate(model, data, loss_fn):\n    dist.init_process_group('nccl')\n"
+            "    loader = DataLoader(data, sampler=DistributedSampler(data, shuffle=False))\n"
+            "    total = 0.0\n    for x, y in loader:\n        total += loss_fn(model(x), y).item() * len(y)\n"
+            "    return total / len(loader.dataset)\n"
+        ),
         # predictions collected and scored with scikit-learn after the loop
         Invalid(
             "from sklearn.metrics import f1_score\nfrom accelerate import Accelerator\n\n\ndef test(model, loader):\n"
@@ -105,9 +114,7 @@ class MetricNotGathered(Rule):
             reported.add(id(sink))
             code = ctx.index.module.code_for_node(sink.func if isinstance(sink, cst.Call) else sink)
             message = (
-                f"`{code.strip()}` builds a metric from an evaluation loop over a sharded loader, and nothing "
-                "gathers or reduces it across processes: each process reports its own shard's metric, not "
-                "the one-process value; gather predictions and labels (`accelerator.gather_for_metrics`) or "
-                "reduce the counts (`torch.distributed.all_reduce`)"
+                f"`{code.strip()}` computes a metric from this process's shard only; gather or reduce "
+                "it across processes"
             )
-            ctx.report(sink, message)
+            ctx.report(sink.func if isinstance(sink, cst.Call) else sink, message)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from distlint.analysis import knowledge as K
@@ -128,9 +130,10 @@ class SamplerEpochNotSet(Rule):
                 if facts.is_prepared(loader):
                     continue  # Accelerate / Fabric set the epoch of what they prepare
                 epoch_loop = None
+                made_here = _is_node(loader)
                 for loop in loops.training_loops:
                     if isinstance(loop, cst.For) and facts.flow.reaches(
-                        loops.iterated(loop), lambda n, _q, c=loader: n is c, depth=6
+                        loops.iterated(loop), made_here, depth=6
                     ):
                         epoch_loop = loops.epoch_loop(loop)
                         if epoch_loop is not None:
@@ -139,11 +142,15 @@ class SamplerEpochNotSet(Rule):
                     continue
                 text = index.module.code_for_node(sampler.func)
                 message = (
-                    f"`{text}` shuffles with `seed + epoch`, but `set_epoch` is never called in the "
-                    "epoch loop"
+                    f"`{text}` shuffles by epoch, but `set_epoch` is never called: every epoch "
+                    "repeats the same order"
                 )
-                ctx.report(sampler, message, _fix(ctx, sampler, epoch_loop))
+                ctx.report(sampler.func, message, _fix(ctx, sampler, epoch_loop))
                 break
+
+
+def _is_node(wanted: cst.CSTNode) -> Callable[[cst.CSTNode, str | None], bool]:
+    return lambda node, _q: node is wanted
 
 
 def _shuffles(ctx: RuleContext, sampler: cst.Call) -> bool:
@@ -169,9 +176,7 @@ def _loaders_given(ctx: RuleContext, sampler: cst.Call) -> list[cst.Call]:
     for loader in facts.loaders:
         for keyword in ("sampler", "batch_sampler"):
             arg = index.argument(loader, keyword)
-            if arg is not None and facts.flow.reaches(
-                arg.value, lambda n, _q: n is sampler, depth=6
-            ):
+            if arg is not None and facts.flow.reaches(arg.value, _is_node(sampler), depth=6):
                 out.append(loader)
                 break
     return out

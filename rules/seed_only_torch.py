@@ -19,9 +19,11 @@ class SeedOnlyTorch(Rule):
     """
     ## What it does
     Flags scripts that seed torch by hand (`torch.manual_seed`, `torch.cuda.manual_seed_all`, ...)
-    but leave unseeded another random generator the run depends on: python's `random` or numpy's
-    global generator when the script draws from them, the XLA generator when the script uses
-    torch_xla, and python/numpy whenever the script creates an Accelerate `Accelerator`.
+    but leave unseeded another random generator the run draws from: python's `random` or numpy's
+    global generator (directly, or through augmentation libraries built on them, or a `datasets`
+    shuffle without its own seed), and the XLA generator when a torch_xla script uses dropout or
+    samples on the device. A script that draws from torch only (a mock model's
+    `torch.manual_seed(0)`) is fine.
 
     ## Why is this bad?
     Data shuffling, augmentation and sampling code often draws from `random` or `numpy.random`.
@@ -31,7 +33,10 @@ class SeedOnlyTorch(Rule):
     matter: `random`, `numpy`, torch, every device (CUDA/XPU/NPU/MLU) and torch_xla.
 
     A complete hand-written seeding (random + numpy + torch, also in a helper function of the
-    same file) is fine, as are per-rank seeds such as `seed + rank`. Seeding that runs on one
+    same file) is fine, as are per-rank seeds such as `seed + rank`. A per-rank torch seed
+    (`seed + accelerator.process_index`, `fabric.global_rank`, `xm.get_ordinal()`) is deliberate:
+    it is reported only when the script also draws from an unseeded generator, and with no fix
+    (a same-seed `set_seed` would undo it). Seeding that runs on one
     process only (under `if accelerator.is_main_process:`, `if rank == 0:`: typically
     `generator = torch.manual_seed(0)` to sample images) does not seed the run and is not counted.
 
@@ -88,6 +93,14 @@ class SeedOnlyTorch(Rule):
             "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
             "if accelerator.is_main_process:\n    images = torch.randn(4, generator=torch.manual_seed(0))\n"
         ),
+        Valid(
+            "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+            "torch.manual_seed(0)\nmodel = torch.nn.Linear(2, 2)\n"
+        ),
+        Valid(
+            "import torch\nimport torch_xla.core.xla_model as xm\n\n"
+            "torch.manual_seed(xm.get_ordinal())\nmodel = torch.nn.Linear(2, 2).to(xm.xla_device())\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -105,10 +118,10 @@ class SeedOnlyTorch(Rule):
             ),
         ),
         Invalid(
-            "from torch import manual_seed\nimport accelerate\n\nacc = accelerate.Accelerator()\nmanual_seed(1)\n",
+            "from torch import manual_seed\nimport accelerate\nimport numpy as np\n\nacc = accelerate.Accelerator()\nmanual_seed(1)\nnp.random.shuffle([1, 2])\n",
             fixed=(
-                "from torch import manual_seed\nimport accelerate\nfrom accelerate.utils import set_seed\n\n"
-                "acc = accelerate.Accelerator()\nset_seed(1)\n"
+                "from torch import manual_seed\nimport accelerate\nimport numpy as np\nfrom accelerate.utils import set_seed\n\n"
+                "acc = accelerate.Accelerator()\nset_seed(1)\nnp.random.shuffle([1, 2])\n"
             ),
         ),
         Invalid(
@@ -116,10 +129,11 @@ class SeedOnlyTorch(Rule):
             "import numpy as np\nnp.random.rand(2)\n",
         ),
         Invalid(
-            "import torch\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\ntorch.manual_seed(0)\n",
+            "import torch\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\ntorch.manual_seed(0)\n"
+            "noise = torch.randn(4, device=device)\n",
             fixed=(
                 "import torch\nimport torch_xla.core.xla_model as xm\nfrom accelerate.utils import set_seed\n\n"
-                "device = xm.xla_device()\nset_seed(0)\n"
+                "device = xm.xla_device()\nset_seed(0)\nnoise = torch.randn(4, device=device)\n"
             ),
         ),
         Invalid(
@@ -141,13 +155,14 @@ class SeedOnlyTorch(Rule):
         by_kind = {KINDS[k]: calls for k, calls in seeding.by_kind.items()}
         if not by_kind["torch"]:
             return
-        uses_accelerator = facts.creates_accelerator
+        # only the generators the run draws from matter (directly or through known libraries):
+        # a mock model's `torch.manual_seed(0)` in a script that never touches `random` is fine
         missing: list[str] = []
-        if not by_kind["python"] and (Seeds.PYTHON in seeding.draws or uses_accelerator):
+        if not by_kind["python"] and Seeds.PYTHON in seeding.draws:
             missing.append("python `random`")
-        if not by_kind["numpy"] and (Seeds.NUMPY in seeding.draws or uses_accelerator):
+        if not by_kind["numpy"] and Seeds.NUMPY in seeding.draws:
             missing.append("numpy")
-        if facts.uses_xla and not by_kind["xla"]:
+        if facts.uses_xla and not by_kind["xla"] and Seeds.XLA in seeding.draws:
             missing.append("torch_xla")
         if not missing:
             return
@@ -159,6 +174,13 @@ class SeedOnlyTorch(Rule):
         )
         verb = "is" if len(missing) == 1 else "are"
         short = seed_fn.rsplit(".", 1)[1]
+        per_rank = next((c for c in by_kind["torch"] if seeding.per_rank(c)), None)
+        if per_rank is not None:
+            # a deliberate per-rank seed: a same-seed `set_seed` would undo it, so no fix
+            value = _seed_text(index, per_rank)
+            message = f"torch is seeded per rank (`{value}`) but {what} {verb} not: seed {'it' if len(missing) == 1 else 'them'} too"
+            ctx.report(first, message, None)
+            return
         message = f"torch is seeded by hand but {what} {verb} not: use `{seed_fn}(seed)`"
         ctx.report(first, message, self._fix(facts, first, by_kind, seed_fn, short))
 

@@ -233,8 +233,14 @@ class UnscaledLearningRate(Rule):
             if opt.lr is None:
                 if any(arg.star for arg in opt.call.args) or _param_groups_scaled(facts, opt):
                     continue
-                what = "the optimizer's default learning rate"
-                ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
+                groups = _param_groups_have_lr(facts, opt)
+                what = (
+                    "the LRs of the parameter groups"
+                    if groups
+                    else "the optimizer's default learning rate"
+                )
+                message = self._message(None, what, mode, facts.model_parallel, plural=groups)
+                ctx.report(opt.call, message)
                 continue
             if opt.lr_key is not None:
                 # a factory of another module reads `<arg>.lr`: scaled where it is assigned?
@@ -356,6 +362,17 @@ def _driven_by_peak_lr_scheduler(facts: Facts, optimizers: list[Optimizer], sche
     if not exempt and len(optimizers) == 1:
         exempt.add(optimizers[0].call)
     return exempt
+
+
+def _param_groups_have_lr(facts: Facts, opt: Optimizer) -> bool:
+    """The parameters given are groups that carry their own `lr` (`[{"params": ..., "lr": x}]`)."""
+    if opt.params is None:
+        return False
+
+    def group_lr(node: cst.CSTNode, _q: str | None) -> bool:
+        return isinstance(node, cst.DictElement) and string_value(node.key) == "lr"
+
+    return facts.flow.reaches(opt.params, group_lr, key="group-lr", depth=4)
 
 
 def _param_groups_scaled(facts: Facts, opt: Optimizer) -> bool:

@@ -189,3 +189,58 @@ def test_dl304_single_pass_loader_is_not_reported(snapshot):
         "    for batch in loader:\n        model(batch).backward()\n"
     )
     assert snapshot(lint_snippet("DL304", code)).findings == ()
+
+
+# ------------------------------------------------------------------------------------ DL401 / DL402
+def test_dl401_helper_named_for_reducing_counts_as_a_collective(snapshot):
+    code = (
+        "import torch.distributed as dist\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "from utils import reduce_tensor\n\n"
+        "def test(model, data):\n    dist.init_process_group('nccl')\n"
+        "    loader = DataLoader(data, sampler=DistributedSampler(data, shuffle=False))\n"
+        "    correct = 0\n    for x, y in loader:\n        correct += (model(x).argmax(-1) == y).sum()\n"
+        "    return reduce_tensor(correct)\n"
+    )
+    assert snapshot(lint_snippet("DL401", code)).findings == ()
+
+
+def test_dl401_unsharded_evaluation_loader_is_not_reported(snapshot):
+    code = (
+        "import evaluate\n" + ACC + "\ndef test(model, loader):\n    accelerator = Accelerator()\n"
+        "    model = accelerator.prepare(model)\n    metric = evaluate.load('accuracy')\n"
+        "    for x, y in loader:\n        metric.add_batch(predictions=model(x), references=y)\n"
+    )
+    assert snapshot(lint_snippet("DL401", code)).findings == ()
+
+
+def test_dl402_loader_passed_to_an_evaluation_function_of_the_module(snapshot):
+    code = (
+        ACC + "def evaluate(accelerator, model, loader):\n    out = []\n    for x, y in loader:\n"
+        "        out.append(accelerator.gather(model(x)))\n    return out\n\n"
+        "def main(model, loader):\n    accelerator = Accelerator()\n"
+        "    model, loader = accelerator.prepare(model, loader)\n    return evaluate(accelerator, model, loader)\n"
+    )
+    linted = snapshot(lint_snippet("DL402", code))
+    assert "accelerator.gather_for_metrics(model(x))" in linted.fixed_source
+
+
+@pytest.mark.parametrize(
+    "config,reported",
+    [
+        pytest.param(
+            "dataloader_config=DataLoaderConfiguration(even_batches=False)", False, id="even-off"
+        ),
+        pytest.param(
+            "dataloader_config=DataLoaderConfiguration(even_batches=True)", True, id="even-on"
+        ),
+        pytest.param("", True, id="default"),
+    ],
+)
+def test_dl402_even_batches_off_in_the_dataloader_configuration(config, reported, snapshot):
+    code = (
+        "from accelerate import Accelerator, DataLoaderConfiguration\n\n"
+        f"def main(model, loader):\n    accelerator = Accelerator({config})\n"
+        "    model, loader = accelerator.prepare(model, loader)\n    out = []\n"
+        "    for x in loader:\n        out.append(accelerator.gather(model(x)))\n    return out\n"
+    )
+    assert bool(snapshot(lint_snippet("DL402", code)).findings) is reported

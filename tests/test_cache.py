@@ -257,6 +257,7 @@ def test_the_total_is_trimmed_oldest_first(project):
     assert entries(project) == found[-2:]
 
 
+@pytest.mark.slow
 def test_a_symlinked_cache_folder_is_not_written_through_and_clean_unlinks_it(
     project, tmp_path_factory
 ):

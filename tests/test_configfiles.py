@@ -419,6 +419,7 @@ SCRIPT_READING = (
     ],
     ids=["deep-json", "yaml-alias-bomb"],
 )
+@pytest.mark.slow
 def test_a_data_file_too_big_to_read_is_reported_for_itself_and_the_findings_stand(
     tmp_path, name, module, load, use, data, message
 ):

@@ -76,6 +76,7 @@ def test_a_deeper_gitignore_overrides_the_one_above(tmp_path):
     assert walk(tmp_path) == ["sub/a.py"]
 
 
+@pytest.mark.slow
 def test_thousands_of_patterns_over_thousands_of_files_stay_fast(tmp_path):
     # Every path against every pattern took 63 s here (3,000 patterns, 2,000 files); compiled,
     # it is a fraction of a second. The subprocess's timeout is the bound, far above that.

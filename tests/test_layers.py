@@ -27,8 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 GROUPS: dict[str, tuple[str, ...]] = {
     # plain records and process-level helpers that know nothing of distlint's other parts
     "foundation": (
-        "distlint",  # the package itself: __version__
+        "distlint",  # the package itself (__version__): this name alone, not its submodules
         "distlint.model",
+        "distlint.files",  # reading files and streams within bounds
+        "distlint.escape",  # outside text made safe to print
         "distlint.collector",
         "distlint.incremental",
         "distlint.parallel",
@@ -55,7 +57,13 @@ GROUPS: dict[str, tuple[str, ...]] = {
     # the language server: talks to the api
     "server": ("distlint.lsp", "distlint.lsp_start", "distlint.lsp_worker"),
     # the command line and the plugins of other tools
-    "fronts": ("distlint.cli", "distlint.__main__", "distlint.flake8_plugin"),
+    "fronts": (
+        "distlint.cli",
+        "distlint.__main__",
+        "distlint.flake8_plugin",
+        "distlint.progress",  # the command line's progress line on a terminal
+        "distlint.install_hint",  # how to install an extra, said by the command line
+    ),
     # runs the user's code: never imported on the lint path
     "verify": ("distlint.verify", "distlint.verify_options"),
 }
@@ -109,6 +117,10 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("distlint.cli", "distlint.lsp_worker"): (
         "`distlint lsp` starts the lint worker before click and the rest of the command line "
         "are imported: the worker loads LibCST while the server loads pygls (first diagnostics)"
+    ),
+    ("distlint.noqa", "distlint.registry"): (
+        "a `# noqa:` directive may name a rule by its name (`seed-only-torch`): its codes come "
+        "from the rule set (a lazy import, when a directive is read)"
     ),
 }
 
@@ -186,7 +198,7 @@ def group_of(module: str) -> str | None:
     best = None
     for group, prefixes in GROUPS.items():
         for prefix in prefixes:
-            if module == prefix or module.startswith(prefix + "."):
+            if module == prefix or (prefix != "distlint" and module.startswith(prefix + ".")):
                 if best is None or len(prefix) > len(best[1]):
                     best = (group, prefix)
     return best[0] if best else None

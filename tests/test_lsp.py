@@ -531,7 +531,7 @@ async def test_hover_on_a_never_opened_fifo_does_not_block(tmp_path):
                     position=lsp.Position(line=0, character=0),
                 )
             ),
-            5,
+            15,  # a read of the FIFO would never end; the first request also loads pygls
         )
         assert hover is None
         actions = await s.code_actions(_uri(fifo), whole(""))
@@ -702,7 +702,7 @@ async def test_a_folder_with_shadowing_modules_gets_diagnostics_and_none_of_them
     (folder / "train.py").write_text(SAFE_SCRIPT)
     async with session(folder, server=[distlint_command(), "lsp"]) as s:
         uri = await s.open(folder / "train.py")
-        diagnostics = await asyncio.wait_for(s.diagnostics(uri), 20)
+        diagnostics = await s.diagnostics(uri)  # (before the fix: never)
         assert "DL101" in [d.code for d in diagnostics]
         assert await s.code_actions(uri, whole(SAFE_SCRIPT))  # the full server answers too
     assert ran(markers) == []
@@ -805,26 +805,22 @@ def test_a_worker_that_finds_no_rules_says_so():
 
 @pytest.mark.asyncio
 async def test_a_slow_document_does_not_hold_up_the_others(tmp_path):
-    """One document's lint takes 8 s: an edit of another is linted meanwhile (by a second
+    """One document's lint takes 12 s: an edit of another is linted meanwhile (by a second
     worker, started once the first has been busy for a second), and the slow one gets its
     diagnostics in the end."""
-    import time
-
     hooks = str(Path(__file__).with_name("lsp_hooks.py"))
     server = [sys.executable, "-I", hooks, "serve-with-hooked-worker"]
     (tmp_path / "train.py").write_text(SAFE_SCRIPT)
-    slow_text = SAFE_SCRIPT + "# test: lint takes 8 s\n"
+    slow_text = SAFE_SCRIPT + "# test: lint takes 12 s\n"
     async with session(tmp_path, server=server) as s:
         uri = await s.open(tmp_path / "train.py")
         await s.diagnostics(uri)
         await s.code_actions(uri, whole(SAFE_SCRIPT))  # the full server has taken over
         slow = await s.open(tmp_path / "slow.py", slow_text)
         await asyncio.sleep(0.5)  # its lint has started
-        started = time.monotonic()
         await s.change(uri, SAFE_SCRIPT + "\n")
         assert "DL101" in [d.code for d in await s.diagnostics(uri)]
-        waited = time.monotonic() - started
-        assert waited < 6, f"the edit waited {waited:.1f} s for the slow document"
+        assert slow not in s.client.diagnostics, "the edit waited for the slow document"
         assert "DL101" in [d.code for d in await s.diagnostics(slow)]
 
 
@@ -971,6 +967,7 @@ async def test_open_documents_at_a_fifo_and_at_dev_zero_are_linted_from_their_te
     async with session(tmp_path) as s:
         for name in ("train.py", "eval.py"):
             uri = await s.open(tmp_path / name, SAFE_SCRIPT)
-            diagnostics = await asyncio.wait_for(s.diagnostics(uri), 10)
+            # (before the fix: the worker read the disk, timed out after 20 s, no findings)
+            diagnostics = await s.diagnostics(uri)
             assert "DL101" in [d.code for d in diagnostics], name
         assert not [m.message for m in s.client.log_messages if "not linted" in m.message]

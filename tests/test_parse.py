@@ -8,6 +8,7 @@ import libcst as cst
 import pytest
 
 from distlint.analysis.project import Project
+from distlint.model import FileError
 from distlint.parse import decode_source, parse
 from distlint.runner import lint_source
 
@@ -44,6 +45,8 @@ def test_parse_keeps_the_encoding_of_bytes():
     data = "# -*- coding: latin-1 -*-\nx = 'é'\n".encode("latin-1")
     decoded = decode_source(data, "m.py")
     assert isinstance(decoded, tuple)
-    module = parse(decoded[0], "m.py", source=data)
+    parsed = parse(decoded[0], "m.py", source=data)
+    assert not isinstance(parsed, FileError)
+    module = parsed[0]
     assert isinstance(module, cst.Module) and module.encoding == "iso-8859-1"
     assert module.bytes == data

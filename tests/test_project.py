@@ -394,3 +394,90 @@ def test_mode_still_follows_an_accelerator_made_through_an_aliased_re_export():
     from distlint.analysis.facts import Seeds
 
     assert any(facts.seeding.by_kind[Seeds.PYTHON])
+
+
+# ------------------------------------------------------------------ in a real tree (issue 32)
+def test_a_trainer_module_only_imported_is_not_followed(tmp_path):
+    """The follow-imports report covers what the entry reaches: a module that sets up training
+    but whose names the entry never uses is imported, not reached."""
+    from distlint.api import LintOptions, lint_paths
+
+    entry, trainer = _trainer_project(tmp_path)
+    (tmp_path / "train.py").write_text("import torch\nimport trainer\n\nprint(torch.ones(2))\n")
+    results = list(lint_paths([entry], LintOptions(select=("DL201",))))
+    assert [os.path.abspath(r.path) for r in results] == [entry]
+    assert results[0].reached == ()
+    assert trainer in dict(results[0].dependencies)  # its words were read: still a dependency
+    # the entry calling into it reaches it: reported as before
+    (tmp_path / "train.py").write_text(ENTRY)
+    results = list(lint_paths([entry], LintOptions(select=("DL201",))))
+    assert results[0].reached == (trainer,)
+    assert [os.path.abspath(r.path) for r in results] == [entry, trainer]
+
+
+def _chain(tmp_path, n):
+    (tmp_path / "pyproject.toml").write_text("")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for i in range(n):
+        nxt = f"from pkg.m{i + 1} import step_{i + 1}\n" if i < n - 1 else ""
+        call = f"step_{i + 1}(lr)" if i < n - 1 else "lr"
+        (pkg / f"m{i}.py").write_text(
+            f"import random\n{nxt}\n\ndef step_{i}(lr):\n    return {call}\n"
+        )
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom accelerate import Accelerator\nfrom pkg.m0 import step_0\n\n"
+        "accelerator = Accelerator()\ntorch.manual_seed(step_0(1))\n"
+    )
+
+
+def test_a_run_stats_each_module_once(tmp_path):
+    from distlint.analysis.project import _PROJECTS, forget_projects
+    from distlint.api import LintOptions, lint_paths
+
+    forget_projects()
+    n = 40
+    _chain(tmp_path, n)
+    files = [str(tmp_path / "train.py")] + [str(tmp_path / "pkg" / f"m{i}.py") for i in range(n)]
+    results = list(lint_paths(files, LintOptions(select=("ALL",), jobs=1)))
+    assert len(results) == n + 1 and not any(r.errors for r in results)
+    (project,) = _PROJECTS.values()
+    assert project.stat_count <= n + 2  # every module (and the package) at most once
+    # the next run checks them again: a file changed between runs is read again
+    before = project.stat_count
+    list(lint_paths(files[:1], LintOptions(select=("ALL",), jobs=1)))
+    assert before < project.stat_count <= before + n + 2
+
+
+def test_words_reached_stops_at_the_answer_nearest_first(tmp_path):
+    """A search that has its answer reads no further: the modules it never read are not
+    dependencies, and the next question resumes where it stopped."""
+    _chain(tmp_path, 30)
+    (tmp_path / "pkg" / "m0.py").write_text(
+        "from accelerate import Accelerator\nfrom pkg.m1 import step_1\n"
+    )
+    project = Project(str(tmp_path))
+    words = frozenset({"Accelerator", "random"})
+    train = str(tmp_path / "train.py")
+    with project.tracking(train) as deps:
+        found = project.words_reached(train, words, lambda w: "Accelerator" in w)
+    assert "Accelerator" in found
+    assert str(tmp_path / "pkg" / "m5.py") not in deps  # never read: not a dependency
+    with project.tracking(train) as deps:
+        assert project.words_reached(train, words) == words
+    assert str(tmp_path / "pkg" / "m29.py") in deps
+
+
+def test_tracking_stays_linear_in_what_is_consulted():
+    """Each lint logs a path once, however often it is asked about, and inherits what a
+    memoised result consulted from the lint that computed it."""
+    files = {f"m{i}.py": "" for i in range(200)}
+    project = make(files)
+    for k in range(5):
+        with project.tracking(P(f"m{k}.py")) as deps:
+            for _ in range(10):
+                for i in range(200):
+                    project.module(P(f"m{i}.py"))
+        assert len(deps) == 199
+    assert len(project._log) == 5 * 200

@@ -565,13 +565,19 @@ def test_crashing_and_stalling_inputs_are_refused_by_the_cli(tmp_path):
     proc = run_cli("check", "--isolated", "--no-cache", "-j", "2", str(tmp_path), timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
+    _assert_refused(proc, tmp_path, cases)
+    assert f"{tmp_path / 'good.py'}:3:1: DL101" in proc.stdout
+    assert f"{strings}:3:1: DL101" in proc.stdout  # 1,000 concatenated strings: linted
+
+
+def _assert_refused(proc, tmp_path, cases, message: str = "") -> None:
+    """Each of ``cases`` (file name -> (text, line)) refused in one line of ``proc``'s stderr
+    naming the file and the line."""
     errors = sorted(proc.stderr.splitlines())
     assert len(errors) == len(cases), proc.stderr
     for line, (name, (_, lineno)) in zip(errors, sorted(cases.items())):
-        assert line.startswith(f"{tmp_path / name}:{lineno}: error: "), line
+        assert line.startswith(f"{tmp_path / name}:{lineno}: error: {message}"), line
         assert line.endswith("not linted"), line
-    assert f"{tmp_path / 'good.py'}:3:1: DL101" in proc.stdout
-    assert f"{strings}:3:1: DL101" in proc.stdout  # 1,000 concatenated strings: linted
 
 
 def _drop_root_read(cmd: list[str]) -> list[str]:
@@ -719,11 +725,7 @@ def test_parse_cost_is_bounded_under_a_memory_limit(tmp_path):
     assert time.monotonic() - started < 120
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr
-    errors = sorted(proc.stderr.splitlines())
-    assert len(errors) == len(cases), proc.stderr
-    for line, (name, (_, lineno)) in zip(errors, sorted(cases.items())):
-        assert line.startswith(f"{tmp_path / name}:{lineno}: error: nested expressions too"), line
-        assert line.endswith("not linted"), line
+    _assert_refused(proc, tmp_path, cases, "nested expressions too costly")
     assert f"{one}:3:1: DL101" in proc.stdout
 
 
@@ -797,6 +799,7 @@ def _special(path, kind):
 
 
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
+@pytest.mark.slow
 def test_a_followed_module_that_became_special_is_one_error_no_hang(tmp_path, kind):
     from bounded import bounded
 
@@ -815,6 +818,7 @@ def test_a_followed_module_that_became_special_is_one_error_no_hang(tmp_path, ki
 
 
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
+@pytest.mark.slow
 def test_a_special_gitignore_is_a_warning_and_the_walk_goes_on(tmp_path, kind):
     from bounded import bounded
 
@@ -828,6 +832,7 @@ def test_a_special_gitignore_is_a_warning_and_the_walk_goes_on(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
+@pytest.mark.slow
 def test_a_special_cache_entry_is_a_miss_and_is_replaced(tmp_path, kind):
     from bounded import bounded
 
@@ -842,6 +847,7 @@ def test_a_special_cache_entry_is_a_miss_and_is_replaced(tmp_path, kind):
     assert entry.is_file() and not entry.is_symlink()  # rewritten as a plain entry
 
 
+@pytest.mark.slow
 def test_distlint_toml_whose_tool_is_not_a_table(tmp_path):
     from bounded import bounded
 
@@ -854,6 +860,7 @@ def test_distlint_toml_whose_tool_is_not_a_table(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_output_file_full_device_is_one_error_line(tmp_path):
     from bounded import bounded
 
@@ -865,6 +872,7 @@ def test_output_file_full_device_is_one_error_line(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_output_fifo_without_reader_is_refused_not_waited_for(tmp_path):
     from bounded import bounded
 
@@ -878,6 +886,7 @@ def test_output_fifo_without_reader_is_refused_not_waited_for(tmp_path):
     assert (tmp_path / "train.py").read_text() == ACCEL_SEEDED  # refused before any fix
 
 
+@pytest.mark.slow
 def test_output_fifo_with_a_reader_gets_the_report(tmp_path):
     (tmp_path / "train.py").write_text(ACCEL_SEEDED)
     fifo = tmp_path / "report"
@@ -893,6 +902,7 @@ def test_output_fifo_with_a_reader_gets_the_report(tmp_path):
 
 
 @pytest.mark.parametrize("named", ["u.py", "."])
+@pytest.mark.slow
 def test_output_file_naming_an_input_is_a_usage_error(tmp_path, named):
     from bounded import bounded
 
@@ -905,6 +915,7 @@ def test_output_file_naming_an_input_is_a_usage_error(tmp_path, named):
     assert (tmp_path / "u.py").read_text() == ACCEL_SEEDED
 
 
+@pytest.mark.slow
 def test_read_only_file_is_not_fixed_and_says_so(tmp_path):
     path = tmp_path / "ro.py"
     path.write_text(ACCEL_SEEDED)
@@ -931,6 +942,7 @@ def test_hard_linked_file_is_fixed_in_place_for_every_link(tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["text", "github", "junit"])
+@pytest.mark.slow
 def test_control_characters_in_file_names_never_reach_the_output(tmp_path, fmt):
     import xml.etree.ElementTree as ET
 
@@ -944,6 +956,7 @@ def test_control_characters_in_file_names_never_reach_the_output(tmp_path, fmt):
         ET.fromstring(proc.stdout)  # valid XML
 
 
+@pytest.mark.slow
 def test_control_characters_in_error_lines_are_escaped(tmp_path):
     name = "bad\x1b[2J.py"
     (tmp_path / name).write_bytes(b"import torch\ntorch.manual_seed(0\n")
@@ -952,6 +965,7 @@ def test_control_characters_in_error_lines_are_escaped(tmp_path):
     assert proc.stderr.startswith("bad\\x1b[2J.py:2:") and "\x1b" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_diff_of_a_cr_only_file_shows_one_line_per_line(tmp_path):
     (tmp_path / "cr.py").write_bytes(ACCEL_SEEDED.replace("\n", "\r").encode())
     proc = run_cli("check", "--no-cache", "--diff", "--unsafe-fixes", "cr.py", cwd=tmp_path)

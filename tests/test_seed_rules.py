@@ -332,6 +332,72 @@ DL101_CASES = [
         import torch_xla.core.xla_model as xm
         torch.manual_seed(0)
         device = xm.xla_device()
+        model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.1)).to(device)
+        """,
+    ),
+    (
+        "xla-nothing-draws-from-the-device-generator",
+        """
+        import torch
+        import torch_xla.core.xla_model as xm
+        torch.manual_seed(0)
+        device = xm.xla_device()
+        model = torch.nn.Linear(2, 2).to(device)
+        """,
+    ),
+    (
+        "per-rank-torch-seed-nothing-else-drawn",
+        """
+        import torch
+        from accelerate import Accelerator
+        accelerator = Accelerator()
+        torch.manual_seed(accelerator.process_index)
+        """,
+    ),
+    (
+        "fabric-global-rank-seed-nothing-else-drawn",
+        """
+        import torch
+        import lightning as L
+        fabric = L.Fabric(devices=2)
+        torch.manual_seed(1337 + fabric.global_rank)
+        """,
+    ),
+    (
+        "mock-model-seed-in-an-accelerate-script",
+        """
+        import torch
+        from accelerate import Accelerator
+        accelerator = Accelerator()
+        torch.manual_seed(0)
+        model = accelerator.prepare(torch.nn.Linear(2, 2))
+        """,
+    ),
+    (
+        "augmentation-library-draws-from-random-and-numpy",
+        """
+        import albumentations as A
+        import torch
+        torch.manual_seed(0)
+        transform = A.Compose([A.HorizontalFlip(p=0.5)])
+        """,
+    ),
+    (
+        "datasets-shuffle-without-seed-draws-from-numpy",
+        """
+        import torch
+        from datasets import load_dataset
+        torch.manual_seed(0)
+        ds = load_dataset("imdb")["train"].shuffle()
+        """,
+    ),
+    (
+        "datasets-shuffle-with-its-own-seed",
+        """
+        import torch
+        from datasets import load_dataset
+        torch.manual_seed(0)
+        ds = load_dataset("imdb")["train"].shuffle(seed=0)
         """,
     ),
     (
@@ -503,6 +569,7 @@ DL101_FIXES = [
         "seed-only-when-given",
         """
         import random
+        import numpy as np
         import torch
         from accelerate import Accelerator
 
@@ -511,22 +578,26 @@ DL101_FIXES = [
         if seed is not None:
             random.seed(seed)
             torch.manual_seed(seed)
+        np.random.rand(2)
         """,
     ),
     (
         "existing-set_seed-binding-is-reused",
         """
+        import random
         import torch
         import accelerate.utils
         from accelerate import Accelerator
 
         acc = Accelerator()
         torch.manual_seed(3)
+        random.random()
         """,
     ),
     (
         "per-rank-seed-differs-no-fix",
         """
+        import random
         import numpy as np
         import torch
         from accelerate import Accelerator
@@ -534,6 +605,7 @@ DL101_FIXES = [
         accelerator = Accelerator()
         torch.manual_seed(1 + accelerator.process_index)
         np.random.seed(1)
+        random.random()
         """,
     ),
 ]
@@ -965,8 +1037,8 @@ ONE_PROCESS_TESTS = [
     ("xla-master-ordinal", "xm.is_master_ordinal()", "import torch_xla.core.xla_model as xm\n"),
 ]
 HEADER = (
-    "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
-    "model = accelerator.prepare(torch.nn.Linear(2, 2))\n"
+    "import numpy as np\nimport torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+    "model = accelerator.prepare(torch.nn.Linear(2, 2))\norder = np.random.permutation(4)\n"
 )
 
 

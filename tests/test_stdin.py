@@ -2,6 +2,7 @@
 
 import subprocess
 
+import pytest
 from helpers import FIXTURES
 
 from distlint.config import Config
@@ -168,6 +169,7 @@ def test_statistics_mark_only_what_fix_would_fix(distlint_exe, tmp_path):
 # issue #27: stdin is read in chunks under a cap; every problem is one line naming it, exit 2
 
 
+@pytest.mark.slow
 def test_stdin_larger_than_the_memory_bound_is_refused_in_bounded_memory(tmp_path):
     from bounded import bounded
 
@@ -179,6 +181,7 @@ def test_stdin_larger_than_the_memory_bound_is_refused_in_bounded_memory(tmp_pat
     ]
 
 
+@pytest.mark.slow
 def test_closed_stdin_is_one_error_line(tmp_path):
     from bounded import bounded
 
@@ -187,6 +190,7 @@ def test_closed_stdin_is_one_error_line(tmp_path):
     assert proc.stderr.splitlines() == ["<stdin>: error: standard input is closed: nothing to lint"]
 
 
+@pytest.mark.slow
 def test_deeply_nested_notebook_json_on_stdin_is_one_error_line(tmp_path):
     from bounded import bounded
 
@@ -198,6 +202,7 @@ def test_deeply_nested_notebook_json_on_stdin_is_one_error_line(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_notebook_of_millions_of_tiny_values_is_refused_before_it_is_parsed(tmp_path):
     from bounded import bounded
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import libcst as cst
@@ -119,6 +119,18 @@ _HYDRA_COMPOSE = ("hydra.compose", "hydra.experimental.compose")
 _HYDRA_INIT = ("hydra.initialize", "hydra.experimental.initialize")
 _MAX_DEPTH = 12
 
+# Calls whose result is the path their one argument names.
+_PATH_KEEPING_CALLS = (
+    "os.path.abspath",
+    "os.path.realpath",
+    "os.path.normpath",
+    "os.path.expanduser",
+    "str",
+    "os.fspath",
+    "pathlib.Path",
+    "pathlib.PurePath",
+)
+
 
 class _Here:
     """The linted module, in the shape of a ModuleInfo (for its own helper functions)."""
@@ -169,26 +181,59 @@ def config_component(
         return None
     resolver = _Resolver(index, project, path)
     for loc in resolver.locate(arg.value, 0, set()):
-        if loc.root is None:
-            continue
-        entry = loc.root.find(loc.keys)
-        if entry is None or not entry.is_mapping:
-            continue
-        target_entry = entry.get("_target_") or entry.get("_component_")
-        if target_entry is None or not isinstance(target_entry.value, str):
-            continue
-        dotted = ".".join(str(k) for k in loc.keys)
-        kwargs = {}
-        for name, sub in entry.value.items():
-            if isinstance(name, str) and not (name.startswith("_") and name.endswith("_")):
-                kwargs[name] = resolver.to_value(loc.root, sub, f"{dotted}.{name}", loc.flavor)
-        partial = entry.get("_partial_")
-        return Component(
-            target_entry.value,
-            resolver.to_value(loc.root, entry, dotted, loc.flavor),
-            kwargs,
-            bool(partial is not None and partial.value is True),
-        )
+        component = _component_at(resolver, loc)
+        if component is not None:
+            return component
+    return None
+
+
+def _component_at(resolver: _Resolver, loc: _Located) -> Component | None:
+    """The component a located config table describes (`_target_:` or `_component_:`)."""
+    if loc.root is None:
+        return None
+    entry = loc.root.find(loc.keys)
+    if entry is None or not entry.is_mapping:
+        return None
+    target_entry = entry.get("_target_") or entry.get("_component_")
+    if target_entry is None or not isinstance(target_entry.value, str):
+        return None
+    dotted = ".".join(str(k) for k in loc.keys)
+    kwargs = {}
+    for name, sub in entry.value.items():
+        if isinstance(name, str) and not (name.startswith("_") and name.endswith("_")):
+            kwargs[name] = resolver.to_value(loc.root, sub, f"{dotted}.{name}", loc.flavor)
+    partial = entry.get("_partial_")
+    return Component(
+        target_entry.value,
+        resolver.to_value(loc.root, entry, dotted, loc.flavor),
+        kwargs,
+        bool(partial is not None and partial.value is True),
+    )
+
+
+def _argparse_dest(call: cst.Call) -> tuple[str | None, list[str]]:
+    """The attribute an `add_argument` call stores into (as argparse picks it: `dest=`, else the
+    first long option, else the first short one, else the positional name), and the option
+    strings of the kind it was picked from."""
+    found_names = [string_value(a.value) for a in call.args if a.keyword is None]
+    names = [n for n in found_names if n]
+    dest_arg = Index.argument(call, "dest")
+    explicit = string_value(dest_arg.value) if dest_arg is not None else None
+    longs = [n for n in names if n.startswith("--")]
+    shorts = [n for n in names if n.startswith("-") and not n.startswith("--")]
+    plain = [n for n in names if not n.startswith("-")]
+    chosen = explicit or (
+        longs[0][2:] if longs else shorts[0][1:] if shorts else plain[0] if plain else None
+    )
+    return chosen, longs or shorts or plain
+
+
+def _updated_namespace(index: Index, receiver: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`args` in `args.__dict__.update(...)` or `vars(args).update(...)`."""
+    if isinstance(receiver, cst.Attribute) and receiver.attr.value == "__dict__":
+        return receiver.value
+    if isinstance(receiver, cst.Call) and _qual(index, receiver.func) == "vars":
+        return receiver.args[0].value if receiver.args else None
     return None
 
 
@@ -299,60 +344,76 @@ class _Resolver:
         return out
 
     def _call(self, call: cst.Call, depth: int, seen: set[int]) -> list[_Located]:
-        index = self.index
-        q = _qual(index, call.func)
+        q = _qual(self.index, call.func)
         if q in _LOADS_PATH or q in _LOADS_STREAM:
-            first = call.args[0].value if call.args else None
-            if first is None:
-                return []
-            target = self.path_of(first, q in _LOADS_STREAM, depth, seen)
-            if target is None:
-                return []
-            flavor = "omegaconf" if q == "omegaconf.OmegaConf.load" else "yaml"
-            root = self._load(target)
-            return [] if root is None else [_Located(root, (), flavor)]
+            return self._loaded(call, q, depth, seen)
         if q in _PASS_THROUGH:
             for arg in call.args:
                 if arg.keyword is None or arg.star == "**":
                     return self.locate(arg.value, depth + 1, seen)
             return []
         if q == "omegaconf.OmegaConf.merge":
-            merged: Entry | None = None
-            flavor = "omegaconf"
-            for arg in call.args:
-                for loc in self.locate(arg.value, depth + 1, seen):
-                    if loc.root is not None and not loc.keys:
-                        merged = merge(merged, loc.root)
-                        break
-            return [] if merged is None else [_Located(merged, (), flavor)]
+            return self._merged(call, depth, seen)
         if q == "omegaconf.OmegaConf.select" and len(call.args) >= 2:
-            key = string_value(call.args[1].value)
-            if key is None:
-                return []
-            parts = tuple(key.split("."))
-            return [
-                _Located(loc.root, (*loc.keys, *parts), loc.flavor)
-                for loc in self.locate(call.args[0].value, depth + 1, seen)
-                if loc.root is not None
-            ]
+            return self._selected(call, depth, seen)
         if q in _HYDRA_COMPOSE:
             return self._hydra_compose(call)
         imported = self._project_function(call.func)
         if imported is not None:
             return self._returns_of(imported, depth)
         if isinstance(call.func, cst.Attribute):
-            attr = call.func.attr.value
-            if attr == "get" and call.args:
-                key = self._key(call.args[0].value)  # type: ignore[assignment]
-                if key is not None:
-                    return [
-                        _Located(loc.root, (*loc.keys, key), loc.flavor, loc.parser)
-                        for loc in self.locate(call.func.value, depth + 1, seen)
-                    ]
-            if self._is_parse_args(call):
-                parser = self._parser_call(call.func.value)
-                if parser is not None:
-                    return [_Located(None, (), "argparse", parser)]
+            return self._method_call(call, call.func, depth, seen)
+        return []
+
+    def _loaded(self, call: cst.Call, q: str | None, depth: int, seen: set[int]) -> list[_Located]:
+        """`yaml.safe_load(open(path))`, `OmegaConf.load(path)`, ...: the file's top table."""
+        first = call.args[0].value if call.args else None
+        if first is None:
+            return []
+        target = self.path_of(first, q in _LOADS_STREAM, depth, seen)
+        if target is None:
+            return []
+        flavor = "omegaconf" if q == "omegaconf.OmegaConf.load" else "yaml"
+        root = self._load(target)
+        return [] if root is None else [_Located(root, (), flavor)]
+
+    def _merged(self, call: cst.Call, depth: int, seen: set[int]) -> list[_Located]:
+        """`OmegaConf.merge(a, b, ...)`: the tables merged left to right."""
+        merged: Entry | None = None
+        for arg in call.args:
+            for loc in self.locate(arg.value, depth + 1, seen):
+                if loc.root is not None and not loc.keys:
+                    merged = merge(merged, loc.root)
+                    break
+        return [] if merged is None else [_Located(merged, (), "omegaconf")]
+
+    def _selected(self, call: cst.Call, depth: int, seen: set[int]) -> list[_Located]:
+        """`OmegaConf.select(cfg, "a.b")`: the dotted key under what `cfg` is."""
+        key = string_value(call.args[1].value)
+        if key is None:
+            return []
+        parts = tuple(key.split("."))
+        return [
+            _Located(loc.root, (*loc.keys, *parts), loc.flavor)
+            for loc in self.locate(call.args[0].value, depth + 1, seen)
+            if loc.root is not None
+        ]
+
+    def _method_call(
+        self, call: cst.Call, func: cst.Attribute, depth: int, seen: set[int]
+    ) -> list[_Located]:
+        """`cfg.get("key")` and `parser.parse_args()`."""
+        if func.attr.value == "get" and call.args:
+            key = self._key(call.args[0].value)
+            if key is not None:
+                return [
+                    _Located(loc.root, (*loc.keys, key), loc.flavor, loc.parser)
+                    for loc in self.locate(func.value, depth + 1, seen)
+                ]
+        if self._is_parse_args(call):
+            parser = self._parser_call(func.value)
+            if parser is not None:
+                return [_Located(None, (), "argparse", parser)]
         return []
 
     # ------------------------------------------------------------------ other modules
@@ -372,38 +433,8 @@ class _Resolver:
             base, attr = func.value, func.attr.value
         else:
             return None
-        statements = [b.node for b in index.bindings_of(base) if b.op == "import"]
-        if not statements:  # an index that does not bind relative imports: read them here
-            statements = [
-                sub
-                for sub in _walk_imports(index.module)
-                if isinstance(sub, cst.ImportFrom) and sub.relative
-            ]
-        for stmt in statements:
-            target = None
-            name = base.value
-            if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
-                module = (dotted_name(stmt.module) or "") if stmt.module is not None else ""
-                level = len(stmt.relative)
-                for alias in stmt.names:
-                    name = dotted_name(alias.name) or ""
-                    local = (dotted_name(alias.asname.name) or "") if alias.asname else name
-                    if local == base.value:
-                        sub = project.resolve_from_import(self.path, module, name, level)
-                        if sub is not None and attr is not None:  # `from pkg import config`
-                            target, name = sub, attr
-                        elif attr is None:
-                            target = project.resolve_import(self.path, module, level)
-            elif isinstance(stmt, cst.Import) and attr is not None:
-                for alias in stmt.names:
-                    full = dotted_name(alias.name) or ""
-                    local = (
-                        (dotted_name(alias.asname.name) or "")
-                        if alias.asname
-                        else full.split(".")[0]
-                    )
-                    if local == base.value and (alias.asname is not None or "." not in full):
-                        target, name = project.resolve_import(self.path, full, 0), attr
+        for stmt in self._imports_binding(base):
+            target, name = self._import_target(project, stmt, base, attr)
             if target is None or name is None:
                 continue
             info = project.module(target)
@@ -412,6 +443,66 @@ class _Resolver:
             for fn in info.index.functions.get(name, ())[-1:]:
                 return info, fn
         return None
+
+    def _imports_binding(self, base: cst.Name) -> list[cst.CSTNode]:
+        index = self.index
+        statements = [b.node for b in index.bindings_of(base) if b.op == "import"]
+        if not statements:  # an index that does not bind relative imports: read them here
+            statements = [
+                sub
+                for sub in _walk_imports(index.module)
+                if isinstance(sub, cst.ImportFrom) and sub.relative
+            ]
+        return statements
+
+    def _import_target(
+        self, project: Any, stmt: cst.CSTNode, base: cst.Name, attr: str | None
+    ) -> tuple[Any, str | None]:
+        """The project module an import statement binds `base` to, and the function's name there
+        (`from config import load_config`, `from pkg import config` + `config.load_config`,
+        `import config` + `config.load_config`); None for the module when it binds no such."""
+        if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+            return self._from_import_target(project, stmt, stmt.names, base, attr)
+        if isinstance(stmt, cst.Import) and attr is not None:
+            return self._plain_import_target(project, stmt, base, attr)
+        return None, base.value
+
+    def _from_import_target(
+        self,
+        project: Any,
+        stmt: cst.ImportFrom,
+        names: Sequence[cst.ImportAlias],
+        base: cst.Name,
+        attr: str | None,
+    ) -> tuple[Any, str | None]:
+        assert self.path is not None
+        target = None
+        name: str | None = base.value
+        module = (dotted_name(stmt.module) or "") if stmt.module is not None else ""
+        level = len(stmt.relative)
+        for alias in names:
+            name = dotted_name(alias.name) or ""
+            local = (dotted_name(alias.asname.name) or "") if alias.asname else name
+            if local == base.value:
+                sub = project.resolve_from_import(self.path, module, name, level)
+                if sub is not None and attr is not None:  # `from pkg import config`
+                    target, name = sub, attr
+                elif attr is None:
+                    target = project.resolve_import(self.path, module, level)
+        return target, name
+
+    def _plain_import_target(
+        self, project: Any, stmt: cst.Import, base: cst.Name, attr: str
+    ) -> tuple[Any, str | None]:
+        assert self.path is not None
+        target = None
+        name: str | None = base.value
+        for alias in stmt.names:
+            full = dotted_name(alias.name) or ""
+            local = (dotted_name(alias.asname.name) or "") if alias.asname else full.split(".")[0]
+            if local == base.value and (alias.asname is not None or "." not in full):
+                target, name = project.resolve_import(self.path, full, 0), attr
+        return target, name
 
     def _returns_of(self, found: tuple[Any, cst.FunctionDef], depth: int) -> list[_Located]:
         info, fn = found
@@ -464,77 +555,81 @@ class _Resolver:
         return None
 
     def _path_text(self, node: cst.BaseExpression, depth: int) -> str | None:
+        """The text of a path expression when it has one value: a string, `__file__`, `+`/`/`
+        joins, `.parent`, argparse defaults, and the `os.path`/`pathlib` calls that keep it."""
         if depth > _MAX_DEPTH:
             return None
-        index = self.index
         s = string_value(node)
         if s is not None:
             return s
         if isinstance(node, cst.Name):
-            if node.value == "__file__":
-                return self.path
-            values = [v for v in index.values_of(node) if isinstance(v, cst.BaseExpression)]
-            texts = {self._path_text(v, depth + 1) for v in values}
-            if len(texts) == 1:
-                return texts.pop()
-            return None
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
-            left = self._path_text(node.left, depth + 1)
-            right = self._path_text(node.right, depth + 1)
-            return left + right if left is not None and right is not None else None
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
-            left = self._path_text(node.left, depth + 1)
-            right = self._path_text(node.right, depth + 1)
-            if left is not None and right is not None:
-                return os.path.join(left, right)
-            return None
+            return self._name_path_text(node, depth)
+        if isinstance(node, cst.BinaryOperation):
+            return self._joined_path_text(node, depth)
         if isinstance(node, cst.Attribute):
-            if node.attr.value == "parent":
-                inner = self._path_text(node.value, depth + 1)
-                return os.path.dirname(inner) if inner is not None else None
-            # `args.config` with an argparse default
-            for loc in self.locate(node, depth + 1, set()):
-                if loc.root is None and loc.keys:
-                    found = self._argparse_value(loc)
-                    if found is not None and isinstance(found.value, str):
-                        return found.value
-            return None
+            return self._attribute_path_text(node, depth)
         if isinstance(node, cst.Call):
-            q = _qual(index, node.func)
-            args = [a.value for a in node.args if a.keyword is None and not a.star]
-            if q == "os.path.join" and args:
-                parts = [self._path_text(a, depth + 1) for a in args]
-                return None if any(p is None for p in parts) else os.path.join(*parts)  # type: ignore[arg-type]
-            if q in ("os.path.dirname",) and len(args) == 1:
-                inner = self._path_text(args[0], depth + 1)
-                return os.path.dirname(inner) if inner is not None else None
-            if (
-                q
-                in (
-                    "os.path.abspath",
-                    "os.path.realpath",
-                    "os.path.normpath",
-                    "os.path.expanduser",
-                    "str",
-                    "os.fspath",
-                    "pathlib.Path",
-                    "pathlib.PurePath",
-                )
-                and len(args) == 1
-            ):
-                return self._path_text(args[0], depth + 1)
-            if isinstance(node.func, cst.Attribute) and node.func.attr.value in (
-                "resolve",
-                "absolute",
-                "expanduser",
-            ):
-                return self._path_text(node.func.value, depth + 1)
-            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "joinpath":
-                base = self._path_text(node.func.value, depth + 1)
-                parts = [self._path_text(a, depth + 1) for a in args]
-                if base is None or any(p is None for p in parts):
-                    return None
-                return os.path.join(base, *parts)  # type: ignore[arg-type]
+            return self._call_path_text(node, depth)
+        return None
+
+    def _name_path_text(self, node: cst.Name, depth: int) -> str | None:
+        if node.value == "__file__":
+            return self.path
+        values = [v for v in self.index.values_of(node) if isinstance(v, cst.BaseExpression)]
+        texts = {self._path_text(v, depth + 1) for v in values}
+        if len(texts) == 1:
+            return texts.pop()
+        return None
+
+    def _joined_path_text(self, node: cst.BinaryOperation, depth: int) -> str | None:
+        """`a + b` (string concatenation) and `a / b` (a `pathlib` join)."""
+        if not isinstance(node.operator, (cst.Add, cst.Divide)):
+            return None
+        left = self._path_text(node.left, depth + 1)
+        right = self._path_text(node.right, depth + 1)
+        if left is None or right is None:
+            return None
+        return left + right if isinstance(node.operator, cst.Add) else os.path.join(left, right)
+
+    def _attribute_path_text(self, node: cst.Attribute, depth: int) -> str | None:
+        if node.attr.value == "parent":
+            inner = self._path_text(node.value, depth + 1)
+            return os.path.dirname(inner) if inner is not None else None
+        # `args.config` with an argparse default
+        for loc in self.locate(node, depth + 1, set()):
+            if loc.root is None and loc.keys:
+                found = self._argparse_value(loc)
+                if found is not None and isinstance(found.value, str):
+                    return found.value
+        return None
+
+    def _call_path_text(self, node: cst.Call, depth: int) -> str | None:
+        q = _qual(self.index, node.func)
+        args = [a.value for a in node.args if a.keyword is None and not a.star]
+        if q == "os.path.join" and args:
+            parts = [self._path_text(a, depth + 1) for a in args]
+            return None if any(p is None for p in parts) else os.path.join(*parts)  # type: ignore[arg-type]
+        if q == "os.path.dirname" and len(args) == 1:
+            inner = self._path_text(args[0], depth + 1)
+            return os.path.dirname(inner) if inner is not None else None
+        if q in _PATH_KEEPING_CALLS and len(args) == 1:
+            return self._path_text(args[0], depth + 1)
+        if isinstance(node.func, cst.Attribute):
+            return self._method_path_text(node.func, args, depth)
+        return None
+
+    def _method_path_text(
+        self, func: cst.Attribute, args: list[cst.BaseExpression], depth: int
+    ) -> str | None:
+        """`path.resolve()`, `.absolute()`, `.expanduser()` and `.joinpath(...)`."""
+        if func.attr.value in ("resolve", "absolute", "expanduser"):
+            return self._path_text(func.value, depth + 1)
+        if func.attr.value == "joinpath":
+            base = self._path_text(func.value, depth + 1)
+            parts = [self._path_text(a, depth + 1) for a in args]
+            if base is None or any(p is None for p in parts):
+                return None
+            return os.path.join(base, *parts)  # type: ignore[arg-type]
         return None
 
     def _existing(self, text: str) -> str | None:
@@ -643,39 +738,29 @@ class _Resolver:
         if rest:
             return None
         for call in self._memo("arguments", loc.parser):
-            found_names = [string_value(a.value) for a in call.args if a.keyword is None]
-            names = [n for n in found_names if n]
-            dest_arg = Index.argument(call, "dest")
-            explicit = string_value(dest_arg.value) if dest_arg is not None else None
-            longs = [n for n in names if n.startswith("--")]
-            shorts = [n for n in names if n.startswith("-") and not n.startswith("--")]
-            plain = [n for n in names if not n.startswith("-")]
-            chosen = explicit or (
-                longs[0][2:] if longs else shorts[0][1:] if shorts else plain[0] if plain else None
-            )
+            chosen, labels = _argparse_dest(call)
             if chosen is None or chosen.replace("-", "_") != dest:
                 continue
-            default = Index.argument(call, "default")
-            if default is None:
-                return None
-            value = self._literal(default.value)
-            if value is _UNKNOWN:
-                return None
-            type_arg = Index.argument(call, "type")
-            if isinstance(value, str) and type_arg is not None:
-                q = _qual(self.index, type_arg.value)
-                try:
-                    value = (
-                        {"float": float, "int": int}[q](value) if q in ("float", "int") else value
-                    )
-                except ValueError:
-                    pass
-            text = self.index.module.code_for_node(default.value).strip()
-            label = (longs or shorts or plain or [dest])[0]
-            return ConfigValue(
-                value, self.path or "<stdin>", self._line(call), label, text, "argparse"
-            )
+            return self._argument_default(call, (labels or [dest])[0])
         return None
+
+    def _argument_default(self, call: cst.Call, label: str) -> ConfigValue | None:
+        """The default of an `add_argument` call, converted by its `type=float`/`int`."""
+        default = Index.argument(call, "default")
+        if default is None:
+            return None
+        value = self._literal(default.value)
+        if value is _UNKNOWN:
+            return None
+        type_arg = Index.argument(call, "type")
+        if isinstance(value, str) and type_arg is not None:
+            q = _qual(self.index, type_arg.value)
+            try:
+                value = {"float": float, "int": int}[q](value) if q in ("float", "int") else value
+            except ValueError:
+                pass
+        text = self.index.module.code_for_node(default.value).strip()
+        return ConfigValue(value, self.path or "<stdin>", self._line(call), label, text, "argparse")
 
     def _memo(self, what: str, parser: cst.Call) -> list[Any]:
         """Per-parser answers, once per module (``project.memo``; keyed by node identity)."""
@@ -705,30 +790,7 @@ class _Resolver:
                 ]
 
             for call in index.calls:
-                func = call.func
-                if not isinstance(func, cst.Attribute):
-                    continue
-                attr = func.attr.value
-                source: cst.BaseExpression | None = None
-                if attr == "set_defaults" and self._parser_call(func.value) is parser:
-                    source = next((a.value for a in call.args if a.star == "**"), None)
-                elif attr == "update" and call.args:
-                    receiver = func.value
-                    ns = None
-                    if isinstance(receiver, cst.Attribute) and receiver.attr.value == "__dict__":
-                        ns = receiver.value
-                    elif isinstance(receiver, cst.Call) and _qual(index, receiver.func) == "vars":
-                        ns = receiver.args[0].value if receiver.args else None
-                    if ns is not None and self._is_namespace_of(ns, parser):
-                        source = call.args[0].value
-                elif attr == "items" and not call.args:
-                    loop = index.parent(call)
-                    if (
-                        isinstance(loop, cst.For)
-                        and loop.iter is call
-                        and self._setattr_loop(loop, parser)
-                    ):
-                        source = func.value
+                source = self._override_source(call, parser)
                 if source is not None:
                     for root, flavor in roots(source):
                         found.append((index.order(call), root, flavor))
@@ -736,6 +798,27 @@ class _Resolver:
             self._busy.discard(parser)
         found.sort(key=lambda item: item[0])
         return [(root, flavor) for _, root, flavor in found]
+
+    def _override_source(self, call: cst.Call, parser: cst.Call) -> cst.BaseExpression | None:
+        """What a call copies over the parser's defaults: `parser.set_defaults(**cfg)`,
+        `vars(args).update(cfg)` / `args.__dict__.update(cfg)`, or a `for k, v in cfg.items():
+        setattr(args, k, v)` loop."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        attr = func.attr.value
+        if attr == "set_defaults" and self._parser_call(func.value) is parser:
+            return next((a.value for a in call.args if a.star == "**"), None)
+        if attr == "update" and call.args:
+            ns = _updated_namespace(self.index, func.value)
+            if ns is not None and self._is_namespace_of(ns, parser):
+                return call.args[0].value
+            return None
+        if attr == "items" and not call.args:
+            loop = self.index.parent(call)
+            if isinstance(loop, cst.For) and loop.iter is call and self._setattr_loop(loop, parser):
+                return func.value
+        return None
 
     def _is_namespace_of(self, ns: cst.BaseExpression, parser: cst.Call) -> bool:
         return any(

@@ -195,8 +195,8 @@ class Facts:
     def creates_accelerator(self) -> bool:
         return self.processes.creates_accelerator
 
-    def imports_may_reach(self, callables: _Spellings) -> bool:
-        return self.processes.imports_may_reach(callables)
+    def imports_may_reach(self, callables: _Spellings, path: str | None = None) -> bool:
+        return self.processes.imports_may_reach(callables, path)
 
     @property
     def uses_xla(self) -> bool:

@@ -41,12 +41,11 @@ DDP_WRAPPERS = frozenset(
     }
 )
 # torch_xla multiprocessing: one process per core, each DataLoader yields a per-core batch.
+# Only a launcher starts several processes: `MpDeviceLoader` / `ParallelLoader` also run on one.
 XLA_MULTIPROCESS = frozenset(
     {
         "torch_xla.distributed.xla_multiprocessing.spawn",
         "torch_xla.launch",
-        "torch_xla.distributed.parallel_loader.MpDeviceLoader",
-        "torch_xla.distributed.parallel_loader.ParallelLoader",
     }
 )
 # torch_xla SPMD: one process drives every device; the DataLoader batch is the global batch.
@@ -489,6 +488,29 @@ NUMPY_NON_DRAWING = frozenset(
         "set_state",
     }
 )
+# Library callables (a module prefix, or a full name) that draw from python's `random` ("python")
+# or numpy's global generator ("numpy") when they run: augmentation libraries built on them,
+# timm's Mixup (np.random), transformers' whole-word masking (random.shuffle).
+LIBRARY_DRAWS: dict[str, frozenset[str]] = {
+    "albumentations": frozenset({"python", "numpy"}),
+    "imgaug": frozenset({"numpy"}),
+    "audiomentations": frozenset({"numpy"}),
+    "nlpaug": frozenset({"python", "numpy"}),
+    "timm.data.Mixup": frozenset({"numpy"}),
+    "timm.data.mixup.Mixup": frozenset({"numpy"}),
+    "transformers.DataCollatorForWholeWordMask": frozenset({"python"}),
+}
+# Methods of a `datasets` dataset that draw from numpy's global generator when given no
+# `seed=` / `generator=`.
+DATASETS_NUMPY_DRAWS = frozenset({"shuffle", "train_test_split"})
+# What draws from the XLA device generator: dropout, and torch's random factories on a device.
+XLA_DRAW_LAYERS = re.compile(r"torch\.nn\.(functional\.)?(Feature)?(Alpha)?(Dropout|dropout)\w*$")
+TORCH_RANDOM_FACTORIES = frozenset(
+    {"rand", "randn", "randint", "randperm", "bernoulli", "multinomial", "normal"}
+)
+TORCH_RANDOM_LIKE = frozenset({"rand_like", "randn_like", "randint_like"})
+# Library model loaders: the models they return hold dropout layers.
+PRETRAINED_LIBRARIES = ("transformers.", "diffusers.", "timm.")
 
 # ------------------------------------------------------------------ models (what draws weights)
 TORCH_LAYER = re.compile(

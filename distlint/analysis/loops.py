@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from distlint.analysis import knowledge as K
-from distlint.analysis.index import walk
+from distlint.analysis.index import child_list, walk
 from distlint.analysis.records import Origin
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def body_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(c for c in reversed(current.children) if not isinstance(c, _NESTED))
+        stack.extend(c for c in reversed(child_list(current)) if not isinstance(c, _NESTED))
 
 
 class Loops:
@@ -108,12 +108,11 @@ class Loops:
         inner = []
         for loop in trains:
             # the epoch loop around `train_one_epoch(...)`, whose loop trains, is not one
-            called = {
-                index.local_function(n.func)
+            called = [
+                fn
                 for n in body_nodes(loop.body)
-                if isinstance(n, cst.Call)
-            }
-            called.discard(None)
+                if isinstance(n, cst.Call) and (fn := index.local_function(n.func)) is not None
+            ]
             if not any(
                 other is not loop
                 and (
@@ -183,14 +182,28 @@ class Loops:
 
     def is_loader(self, expr: cst.BaseExpression) -> bool:
         """A DataLoader (made, prepared, or set up) flows into ``expr``."""
-        origins = self.facts.loader_origins(expr, 6)
-        return any(o is not Origin.UNKNOWN for o in origins)
+        return any(o is not Origin.UNKNOWN for o in self.loader_origins(expr))
 
     def is_sharded_loader(self, expr: cst.BaseExpression) -> bool:
         """Every loader flowing into ``expr`` is split across processes (prepared, set up, or
         given a distributed sampler)."""
-        origins = self.facts.loader_origins(expr, 6)
+        origins = self.loader_origins(expr)
         return bool(origins) and all(o is Origin.SHARDED for o in origins)
+
+    def loader_origins(self, expr: cst.BaseExpression) -> list[Origin]:
+        """``Facts.loader_origins``, also through a parameter: what the calls of this module
+        pass for it (`evaluate(model, eval_loader)`)."""
+        index = self.index
+        if isinstance(expr, cst.Name):
+            bindings = index.bindings_of(expr)
+            if bindings and all(b.op == "param" for b in bindings):
+                passed = [
+                    v
+                    for v in index.values_of(expr)
+                    if isinstance(v, (cst.Name, cst.Attribute, cst.Call))
+                ]
+                return [o for v in passed for o in self.facts.loader_origins(v, 6)]
+        return self.facts.loader_origins(expr, 6)
 
 
 # ------------------------------------------------------------------ loops of one function

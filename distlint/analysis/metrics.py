@@ -130,7 +130,24 @@ class Metrics:
             elif isinstance(n, cst.AugAssign) and isinstance(n.operator, cst.AddAssign):
                 if index.is_inside(n, loop) and _counts_matches(n.value):
                     out.append(n)
+            elif (
+                isinstance(n, cst.BinaryOperation)
+                and isinstance(n.operator, cst.Divide)
+                and index.order(n) > index.order(loop)
+                and _is_dataset_length(n.right)
+                and self._summed_in(n.left, loop)
+            ):
+                out.append(n)  # `total_loss / len(loader.dataset)`: a local sum over the whole set
         return out
+
+    def _summed_in(self, expr: cst.BaseExpression, loop: cst.For) -> bool:
+        """``expr`` is a name the loop adds to (`total += loss.item() * x.size(0)`)."""
+        if not isinstance(expr, cst.Name):
+            return False
+        return any(
+            b.op == "+=" and self.index.is_inside(b.node, loop)
+            for b in self.index.scope(expr).bindings.get(expr.value, ())
+        )
 
     def _is_metric(self, expr: cst.BaseExpression) -> bool:
         """``expr`` holds an `evaluate.load(...)` metric."""
@@ -146,6 +163,18 @@ def _reads_length(node: cst.CSTNode) -> bool:
         if isinstance(n, cst.Name) and ("seen" in n.value or "num_samples" in n.value):
             return True
     return False
+
+
+def _is_dataset_length(node: cst.BaseExpression) -> bool:
+    """`len(<x>.dataset)`: the size of the whole dataset behind a loader."""
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "len"
+        and len(node.args) == 1
+        and isinstance(node.args[0].value, cst.Attribute)
+        and node.args[0].value.attr.value == "dataset"
+    )
 
 
 def _counts_matches(value: cst.CSTNode) -> bool:

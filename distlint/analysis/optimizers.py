@@ -74,9 +74,9 @@ class Optimizers(Provider):
 
         def made(how: How) -> Optimizer | None:
             # `AdamW(params, **opt_args)` with `opt_args = dict(lr=args.lr, ...)`
+            if self._wraps_an_optimizer(call):
+                return None  # `Lookahead(optimizer)`, `LARS(base, ...)`: the inner one's LR matters
             value = lr.value if lr else self._unpacked_lr(call)
-            if value is None and params is not None and self._wraps_optimizer(params.value):
-                return None  # `Lookahead(optimizer)`: the inner optimizer's LR is the one
             return Optimizer(call, how, value, params.value if params else None)
 
         if K.is_optimizer_class(q):
@@ -99,6 +99,8 @@ class Optimizers(Provider):
             return self._instantiated_optimizer(call)
         external = self.facts.summaries._external_summary(call)
         if external is not None and (Made.OPTIMIZER in external.makes or external.lrs):
+            if self._wraps_an_optimizer(call):
+                return None  # a wrapper of another module given the optimizer, not parameters
             return Optimizer(call, How.FACTORY, None, None, lr_inside=True)
         local = index.local_function(call.func) is not None or (
             isinstance(call.func, cst.Name)
@@ -112,6 +114,8 @@ class Optimizers(Provider):
             first = call.args[0].value if call.args and call.args[0].keyword is None else None
             source = call_keyword(call, "params") or first
             if keyword_lr is not None and source is not None and self._parameters(source):
+                if self._wraps_an_optimizer(call):
+                    return None  # `LARS(base, lr=...)`: parameters only through the wrapped one
                 return Optimizer(call, How.PARAMETERS_AND_LR, keyword_lr, source)
         return None
 
@@ -145,6 +149,16 @@ class Optimizers(Provider):
             if base is not None and self.index.attr_assignments.get(f"{base}[lr]"):
                 return None
         return found
+
+    def _wraps_an_optimizer(self, call: cst.Call) -> bool:
+        """``call`` is given an optimizer (not parameters): it wraps that optimizer
+        (`AcceleratedOptimizer(optimizer)`, `DeepSpeedOptimizerWrapper(opt)`, an
+        optimizer-in-backward wrapper), and the wrapped one's LR is the one that matters."""
+        return any(
+            arg.star == "" and self._wraps_optimizer(arg.value)
+            for arg in call.args
+            if not (isinstance(arg.value, cst.Call) and self._parameters(arg.value))
+        )
 
     def _wraps_optimizer(self, expr: cst.BaseExpression) -> bool:
         """``expr`` (the first argument of an optimizer class) holds an optimizer itself."""

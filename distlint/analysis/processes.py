@@ -71,13 +71,15 @@ class Processes(Provider):
         does, no call into them can, and `mode` needs none of their summaries."""
         return self.imports_may_reach(_DISTRIBUTED)
 
-    def imports_may_reach(self, callables: _Spellings) -> bool:
-        """A call into the project modules this module reaches by imports may end in one of
-        ``callables``: a text among them (or this module's) writes one of their names."""
+    def imports_may_reach(self, callables: _Spellings, path: str | None = None) -> bool:
+        """A call into the project modules this module (or the module ``path``) reaches by
+        imports may end in one of ``callables``: a text among them (or its own) writes one of
+        their names. The search stops once the answer is yes."""
+        path = path if path is not None else self.path
         reached = getattr(self.project, "words_reached", None)
-        if reached is None or self.path is None:
+        if reached is None or path is None:
             return self.project is not None
-        return callables.written_in(reached(self.path, callables.words))
+        return callables.written_in(reached(path, callables.words, callables.written_in))
 
     @cached_property
     def uses_xla(self) -> bool:

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import lru_cache
+from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any
 
 from distlint.files import file_like, read_regular
@@ -150,9 +152,14 @@ class Project:
         self._words: dict[tuple[frozenset[str], str], frozenset[str]] = {}
         # dependency tracking (see `tracking`)
         self._digests: dict[str, str] = {}
+        # every path touched, once per `tracking` block (see `tracking`), and where each was
+        # first touched; the blocks' (start, end) in the log
         self._log: list[str] = []
         self._first: dict[str, int] = {}
-        self._hints: dict[str, frozenset[str]] = {}
+        self._blocks: list[tuple[int, int]] = []
+        self._block_seen: set[str] | None = None
+        # start path -> the search of the project modules its imports reach (line scan)
+        self._closures: dict[str, _Search] = {}
         self.parse_count = 0  # modules parsed by this project (benchmarks, tests)
         # paths checked against the disk since the run began (see `_stale`, `begin_run`)
         self._fresh: set[str] = set()
@@ -207,6 +214,7 @@ class Project:
         self._resolved.clear()
         self._scans.clear()  # (what an import resolves to may have changed too)
         self._words.clear()
+        self._closures.clear()
         self._error_keys = {k for k in self._error_keys if k[0] != full}
         self.errors = [e for e in self.errors if e.path != full]
         self.memo.clear()  # analysis results may depend on the old content
@@ -381,9 +389,9 @@ class Project:
 
     def _parse(self, full: str, data: bytes, text: str) -> tuple[Any, Any] | None:
         from distlint.analysis.index import Index
-        from distlint.parse import parse_mapped
+        from distlint.parse import parse
 
-        parsed = parse_mapped(text, full, source=data)
+        parsed = parse(text, full, source=data)
         if isinstance(parsed, FileError):
             self._error(full, parsed.message, parsed.line, parsed.column)
             return None
@@ -445,37 +453,67 @@ class Project:
                         following.append(scan[1])
             frontier = following
 
-    def words_reached(self, path: str, vocabulary: frozenset[str]) -> frozenset[str]:
+    def words_reached(
+        self,
+        path: str,
+        vocabulary: frozenset[str],
+        enough: Callable[[frozenset[str]], bool] | None = None,
+    ) -> frozenset[str]:
         """The words of ``vocabulary`` written in module ``path`` or in a project module it
         imports, directly or through others (imports found by the line scan; nothing parsed).
 
         A value made in another module is reached through imports whose texts spell its name:
         when no module reachable from ``path`` writes `Accelerator`, no call ``path`` makes
         into the project can return one, and the analysis need not summarise those calls.
+        ``enough``: the caller's question is answered once it holds of the words found so far,
+        and the search stops there (nearest modules first): more words cannot change a yes.
         Every module read is a dependency of the lint; one changed on disk since it was read
         is read again (a long-lived process)."""
         start = normalise(path)
+        while True:
+            found = self._search(start, vocabulary, enough)
+            if found is not None:
+                return found
+
+    def _search(
+        self,
+        start: str,
+        vocabulary: frozenset[str],
+        enough: Callable[[frozenset[str]], bool] | None,
+    ) -> frozenset[str] | None:
+        """One breadth-first search of `words_reached`, resumed where an earlier one stopped:
+        each module is scanned once, only when a search gets to it. None: a module changed on
+        disk (forgotten with every search): search again."""
+        search = self._closures.get(start)
+        if search is None:
+            search = self._closures[start] = _Search(start)
+        order = search.order
         words: set[str] = set()
-        seen = {start}
-        stack = [start]
-        while stack:
-            full = stack.pop()
-            self._stale(full)  # changed on disk: `refresh` forgets its scan, made again here
+        i = 0
+        while i < len(order):  # (grows while iterated)
+            full = order[i]
+            if self._stale(full):
+                return None
             self._touch(full)
             scan = self._scans.get(full)
             if scan is None:
                 scan = self._scans[full] = self._scan_module(full)
-            text, targets = scan
+            if i >= search.scanned:
+                for target in scan[1]:
+                    if target not in search.seen:
+                        search.seen.add(target)
+                        order.append(target)
+                search.scanned = i + 1
             own = self._words.get((vocabulary, full))
             if own is None:
                 own = self._words[(vocabulary, full)] = frozenset(
-                    w for w in vocabulary if w in text
+                    w for w in vocabulary if w in scan[0]
                 )
-            words |= own
-            for target in targets:
-                if target not in seen:
-                    seen.add(target)
-                    stack.append(target)
+            if own:
+                words |= own
+                if enough is not None and enough(frozenset(words)):
+                    break
+            i += 1
         return frozenset(words)
 
     def _scan_module(self, full: str) -> tuple[str, tuple[str, ...]]:
@@ -617,6 +655,13 @@ class Project:
 
     # ------------------------------------------------------------------ dependencies
     def _touch(self, full: str) -> None:
+        seen = self._block_seen
+        if seen is not None:
+            if full in seen:
+                return  # once per lint: the log grows with what a lint reads, not how often
+            seen.add(full)
+        elif full in self._first:
+            return
         if full not in self._first:
             self._first[full] = len(self._log)
         self._log.append(full)
@@ -643,32 +688,58 @@ class Project:
         self_path = normalise(path) if path is not None else None
         if self_path is None or self_path not in _RUN_FILES:
             self.begin_run()  # an editor's lint, a test's: what changed on disk since counts
+        outer = self._block_seen
+        self._block_seen = set()
         start = len(self._log)
         self._depth += 1
         try:
             yield deps
         finally:
             self._depth -= 1
+            inner, self._block_seen = self._block_seen, outer
+            if outer is not None:
+                outer |= inner
             end = len(self._log)
-            seen = dict.fromkeys(self._log[start:end])
-            for p in seen:
-                first = self._first.get(p, start)
-                if first >= start and p not in self._hints:
-                    self._hints[p] = frozenset(self._log[first + 1 : end])
-            closure: set[str] = set()
-            stack = list(seen)
-            while stack:
-                p = stack.pop()
-                if p in closure:
-                    continue
-                closure.add(p)
-                stack.extend(self._hints.get(p, ()))
+            closure = self._hinted(start, end)
+            self._blocks.append((start, end))
             self.reached = tuple(sorted(p for p in closure if p in self._loaded and p != self_path))
             for p in sorted(closure):
                 if p == self_path:
                     continue
                 digest = self._digest_of(p)
                 deps[p] = digest if digest is not None else "missing"
+
+    def _hinted(self, start: int, end: int) -> set[str]:
+        """What the lint whose touches are ``log[start:end]`` consulted, with what an earlier
+        lint consulted after it first touched a path this one touched (a result memoised then
+        is reused now): paths first touched in block b at i bring ``log[i + 1 : end of b]``."""
+        closure = set(self._log[start:end])
+        starts = [b[0] for b in self._blocks]
+        need: dict[int, int] = {}  # earlier block -> lowest log index it must contribute from
+        heap: list[int] = []
+
+        def want(p: str) -> None:
+            first = self._first.get(p)
+            if first is None or first >= start:
+                return
+            b = bisect_right(starts, first) - 1
+            if b < 0 or first >= self._blocks[b][1]:
+                return  # touched outside any lint
+            if b not in need:
+                heappush(heap, -b)
+                need[b] = first + 1
+            elif first + 1 < need[b]:
+                need[b] = first + 1
+
+        for p in self._log[start:end]:
+            want(p)
+        while heap:  # latest block first: it can only ask for earlier ones
+            b = -heappop(heap)
+            for p in self._log[need[b] : self._blocks[b][1]]:
+                if p not in closure:
+                    closure.add(p)
+                want(p)
+        return closure
 
     def begin_run(self) -> None:
         """Check files against the disk again (each at most once until the next call): a run
@@ -694,6 +765,18 @@ class Project:
         """Of ``results`` (path -> its dependency paths), those that depend on ``changed``."""
         full = normalise(changed)
         return [p for p, deps in results.items() if full in {normalise(d) for d in deps}]
+
+
+class _Search:
+    """A breadth-first search of the modules reached by imports from ``start``, kept between
+    questions: ``order`` the modules found, the first ``scanned`` of them expanded."""
+
+    __slots__ = ("order", "seen", "scanned")
+
+    def __init__(self, start: str) -> None:
+        self.order = [start]
+        self.seen = {start}
+        self.scanned = 0
 
 
 class _ImportLines:

@@ -11,6 +11,7 @@ from distlint.analysis import knowledge as K
 from distlint.analysis.common import (
     _SEEDERS,
 )
+from distlint.analysis.index import Index, call_keyword
 from distlint.analysis.records import (
     Seeds,
 )
@@ -44,12 +45,74 @@ class SeedingFacts:
                     if kind & flag:  # type: ignore[operator]  # (Flag members: mypy sees Literals)
                         self.by_kind[flag].append(call)
             elif q is not None:
-                if q.startswith("random.") and q.count(".") == 1:
-                    if q[7:] not in K.PYTHON_NON_DRAWING:
-                        self.draws |= Seeds.PYTHON
-                elif q.startswith("numpy.random.") and q.count(".") == 2:
-                    if q[13:] not in K.NUMPY_NON_DRAWING:
-                        self.draws |= Seeds.NUMPY
+                self.draws |= self._draws_of(call, q)
+            elif self._shuffles_a_dataset(call):
+                self.draws |= Seeds.NUMPY
+
+    def _draws_of(self, call: cst.Call, q: str) -> Seeds:
+        """The global generators ``call`` (resolved to ``q``) draws from when it runs."""
+        if q.startswith("random.") and q.count(".") == 1:
+            return Seeds.NONE if q[7:] in K.PYTHON_NON_DRAWING else Seeds.PYTHON
+        if q.startswith("numpy.random.") and q.count(".") == 2:
+            return Seeds.NONE if q[13:] in K.NUMPY_NON_DRAWING else Seeds.NUMPY
+        drawn = Seeds.NONE
+        for prefix, kinds in K.LIBRARY_DRAWS.items():
+            if q == prefix or q.startswith(prefix + ".") or q.startswith(prefix + "("):
+                if "python" in kinds:
+                    drawn |= Seeds.PYTHON
+                if "numpy" in kinds:
+                    drawn |= Seeds.NUMPY
+        if q.startswith("datasets.") and self._shuffles_a_dataset(call):
+            drawn |= Seeds.NUMPY
+        if self._draws_on_device(call, q):
+            drawn |= Seeds.XLA
+        return drawn
+
+    def _shuffles_a_dataset(self, call: cst.Call) -> bool:
+        """`ds.shuffle()` / `ds["train"].train_test_split(...)` on a `datasets` dataset without
+        `seed=` / `generator=`: it draws its seed from numpy's global generator."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in K.DATASETS_NUMPY_DRAWS:
+            return False
+        if call_keyword(call, "seed") is not None or call_keyword(call, "generator") is not None:
+            return False
+        index = self.facts.index
+        receivers: list[cst.CSTNode] = [func.value]
+        for _ in range(4):  # a split (`raw["train"]`), a name bound to one
+            node = receivers[-1]
+            if isinstance(node, cst.Subscript):
+                receivers.append(node.value)
+            elif isinstance(node, cst.Name):
+                values = index.values_of(node)
+                if len(values) != 1 or values[0] is None:
+                    break
+                receivers.append(values[0])
+            else:
+                break
+        return any(
+            (index.qualname(r) or "").startswith("datasets.")
+            for r in receivers
+            if isinstance(r, (cst.Name, cst.Attribute, cst.Call))
+        )
+
+    @staticmethod
+    def _draws_on_device(call: cst.Call, q: str) -> bool:
+        """``call`` draws from a device generator (the XLA one in a torch_xla script): a
+        dropout, a random factory given a device or shaped like a device tensor, a library
+        model whose layers hold dropout."""
+        if K.XLA_DRAW_LAYERS.match(q):
+            return True
+        if q.startswith("torch.") and q.count(".") == 1:
+            name = q[6:]
+            if name in K.TORCH_RANDOM_LIKE:
+                return True
+            return name in K.TORCH_RANDOM_FACTORIES and call_keyword(call, "device") is not None
+        return q.startswith(K.PRETRAINED_LIBRARIES) and q.rstrip("()").endswith(".from_pretrained")
+
+    def per_rank(self, call: cst.Call) -> bool:
+        """The seed given to ``call`` differs by process (`seed + rank`, `process_index`)."""
+        arg = Index.argument(call, keyword="seed", position=0)
+        return arg is not None and self.facts.models._is_rank(arg.value)
 
     def kind_of(self, call: cst.Call, q: str | None) -> Seeds:
         if q in K.FULL_SEEDERS:
@@ -64,7 +127,7 @@ class SeedingFacts:
             return Seeds.XLA
         if not self.helpers_may_seed:
             return Seeds.NONE
-        external = self.facts.summaries._external_summary(call)
+        external = self.facts.summaries._external_summary(call, _SEEDERS)
         if external is not None:
             return external.seeds  # what a helper of another module seeds (ALL, some, none)
         return Seeds.NONE

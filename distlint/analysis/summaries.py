@@ -17,6 +17,7 @@ from distlint.analysis.common import (
     Provider,
     _node_in,
     _param_reached,
+    _Spellings,
 )
 from distlint.analysis.index import (
     target_key,
@@ -186,12 +187,15 @@ class Summaries(Provider):
         summary = self._external_summary(call)
         return summary.makes if summary is not None else set()
 
-    def _external_summary(self, call: cst.Call) -> Summary | None:
+    def _external_summary(self, call: cst.Call, needs: _Spellings | None = None) -> Summary | None:
+        """The summary of the project function or class ``call`` calls. ``needs``: only what
+        a call of one of these callables decides is asked, so a module whose imports reach none
+        of their names is not parsed (its summary could not hold them)."""
         if self.project is None or self.path is None:
             return None
         func = call.func
         if isinstance(func, cst.Name):
-            return self._imported_summary(func)
+            return self._imported_summary(func, needs)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             # `utils.get_world_size()` with `import utils` / `from pkg import utils`
             for b in self.index.bindings_of(func.value):
@@ -204,6 +208,8 @@ class Summaries(Provider):
                             self.path, record.module, record.name, record.level
                         )
                     if path is not None:
+                        if needs is not None and not self.facts.imports_may_reach(needs, path):
+                            return None
                         other = self.facts._facts_of(path)
                         return other.summary_of(func.attr.value) if other else None
             # `env.size()` on `env = DistEnv()`, a class of another module
@@ -214,26 +220,30 @@ class Summaries(Provider):
             try:
                 for value in self.index.values_of(func.value):
                     if isinstance(value, cst.Call) and value is not call:
-                        owner = self._external_summary(value)
+                        owner = self._external_summary(value, needs)
                         if owner is not None and owner.method is not None:
                             return owner.method(func.attr.value)
             finally:
                 busy.discard(call)
         return None
 
-    def _imported_summary(self, name: cst.Name) -> Summary | None:
+    def _imported_summary(self, name: cst.Name, needs: _Spellings | None = None) -> Summary | None:
         if self.project is None or self.path is None:
             return None
         for b in self.index.bindings_of(name):
             if b.op == "import" and b.record is not None and b.record.name is not None:
-                return self._summary_through(b.record, self.path)
+                return self._summary_through(b.record, self.path, needs)
         return None
 
-    def _summary_through(self, record: Any, importer: str | None) -> Summary | None:
+    def _summary_through(
+        self, record: Any, importer: str | None, needs: _Spellings | None = None
+    ) -> Summary | None:
         if self.project is None or importer is None or record.name is None:
             return None
         path = self.project.resolve_import(importer, record.module, record.level)
         if path is None:
+            return None
+        if needs is not None and not self.facts.imports_may_reach(needs, path):
             return None
         key = ("summary", path, record.name)
         memo = self.project.memo

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
+from distlint.escape import printable
 from distlint.model import FileResult
-from distlint.reporting import ReportContext, printable
+from distlint.reporting import ReportContext
 
 
 def _escape_data(text: str) -> str:

@@ -7,8 +7,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import TextIO
 
+from distlint.escape import printable
 from distlint.model import FileResult
-from distlint.reporting import ReportContext, printable
+from distlint.reporting import ReportContext
 from distlint.reporting.text_format import location
 
 

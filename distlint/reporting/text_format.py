@@ -6,8 +6,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TextIO
 
+from distlint.escape import printable
 from distlint.model import Applicability, FileResult, Finding
-from distlint.reporting import ReportContext, printable
+from distlint.reporting import ReportContext
 
 
 def location(finding: Finding) -> str:

@@ -164,132 +164,40 @@ def verify(
     if keep_dir is not None:
         keep_dir = os.path.join(user_cwd, os.path.expanduser(keep_dir))  # relative: to the user's
     launcher_args = launch.with_absolute_config_file(launcher_args, user_cwd)
-    if launcher == "accelerate" and nprocs is None:
-        nprocs = launch.accelerate_config_processes(launcher_args)
-    try:
-        devices = launch.plan_devices(device, nprocs, minimum=1 if nodes else 2)
-    except launch.LaunchError as exc:
-        result.problems.append(str(exc))
+    devices = _plan_devices(result, launcher, launcher_args, nprocs, device, nodes)
+    if devices is None:
         return result
     n = devices.nprocs
-    result.nprocs = n * (nodes.nnodes if nodes else 1)
-    result.notes.extend(devices.notes)
     work = keep_dir or tempfile.mkdtemp(prefix="distlint-verify-")
     os.makedirs(work, exist_ok=True)
     background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distlint-verify-scratch")
     previous_handlers = _install_signal_handlers()
     subreaper = launch.set_child_subreaper(True)
     try:
-        try:
-            many_plan = launch.multi_plan(
-                path,
-                script_args,
-                n,
-                devices.multi,
-                launcher,
-                launcher_args,
-                log_dir=os.path.join(work, "many", "logs"),
-                main_function=launch.main_function_of(path) if devices.multi == "xla" else None,
-                nodes=nodes,
-            )
-        except launch.LaunchError as exc:
-            result.problems.append(str(exc))
-            return result
-        result.notes.extend(many_plan.notes)
-        if devices.multi == "xla" and not launch.tpu_available():
-            result.problems.append(launch.XLA_ON_CPU)
-            result.notes.append("the command on a TPU host would be: " + " ".join(many_plan.argv))
-            return result
-        one_launcher = single_launcher or (
-            launcher if launcher in ("torchrun", "accelerate", "fabric") else "python"
-        )
-        one_plan = launch.single_plan(
+        plans = _make_plans(
+            result,
             path,
             script_args,
-            devices.single,
-            one_launcher,
+            devices,
+            launcher,
             launcher_args,
-            log_dir=os.path.join(work, "one", "logs"),
+            work,
+            nodes,
+            single_launcher,
         )
-        copies: dict[str, Future] = {}
+        if plans is None:
+            return result
+        many_plan, one_plan = plans
         base_env = {launch.schema.ENV_SCRIPT: path, **(env or {})}
-        own = scratch.own_outputs()
-        watched = scratch.snapshot(user_cwd, skip=[work], ignore=own)
-        changed: list[str] = []
-
-        def run(plan: launch.LaunchPlan, name: str, run_env: dict[str, str]) -> RunSummary | None:
-            remaining = timeout - (time.monotonic() - started)
-            if remaining <= 1:
-                result.problems.append(
-                    f"no time left for the {plan.label} run (--timeout {timeout:g} s)"
-                )
-                return None
-            run_dir = os.path.join(work, name)
-            scratch_dir = os.path.join(run_dir, "cwd")
-            if name in copies:
-                copies.pop(name).result()  # copied while the other run went
-            else:
-                scratch.mirror_tree(user_cwd, scratch_dir, skip=[work])
-            if name == "many" and not (nodes and nodes.node_rank):
-                # The 1-process run's copy is made while the N-process run goes (I/O beside
-                # CPU-bound ranks), so it costs the runs little wall time.
-                copies["one"] = background.submit(
-                    scratch.mirror_tree, user_cwd, os.path.join(work, "one", "cwd"), [work]
-                )
-            if progress:
-                progress("start", plan)
-            record_dir = os.path.join(run_dir, "records")
-            poll = (
-                (lambda elapsed: progress("poll", (plan, record_dir, elapsed)))
-                if progress
-                else None
-            )
-            scratch_env = {launch.schema.ENV_SCRATCH: os.path.abspath(scratch_dir)}
-            outcome = launch.run_plan(
-                plan,
-                run_dir,
-                remaining,
-                {**base_env, **run_env, **scratch_env},
-                poll,
-                cwd=scratch_dir,
-            )
-            now = scratch.snapshot(user_cwd, skip=[work], ignore=own)
-            changed.extend(c for c in scratch.changes(watched, now) if c not in changed)
-            if keep_dir is None:  # removed while the next run goes
-                background.submit(shutil.rmtree, scratch_dir, True)
-            records = read_run(outcome.record_dir, single_pid=None)
-            follower = bool(nodes and nodes.node_rank) and plan is many_plan
-            summary = compare.summarize_run(
-                outcome,
-                records,
-                plan.local if follower else plan.nprocs,
-                int(run_env[launch.schema.ENV_MAX_STEPS]),
-                world=plan.nprocs,
-            )
-            if progress:
-                progress("end", summary)
-            return summary
-
-        result.many = run(many_plan, "many", {launch.schema.ENV_MAX_STEPS: str(max_steps)})
+        runs = _Runs(result, work, user_cwd, keep_dir, nodes, progress, timeout, started)
+        runs.background, runs.base_env = background, base_env
+        result.many = runs.run(many_plan, "many", {launch.schema.ENV_MAX_STEPS: str(max_steps)})
         if nodes and nodes.node_rank:
             return result  # a follower node: node 0 makes the 1-process run and compares
         one_env = _plan_single(result, max_steps, n, exact)
         if one_env is not None:
-            result.one = run(one_plan, "one", one_env)
-        if result.one and result.many and result.one.ok and result.many.ok:
-            compare_runs(result, loss_rtol)
-            for run_summary in result.runs:
-                if run_summary.device.startswith("cuda"):
-                    result.notes.append(
-                        f"the {run_summary.label} run ran on the GPU ({run_summary.device})"
-                    )
-        if changed:
-            result.checks.append(files_check(changed, user_cwd))
-            for run_summary in result.runs:
-                if run_summary.device.startswith("cuda"):
-                    result.notes.append(
-                        f"the {run_summary.label} run ran on the GPU ({run_summary.device})"
-                    )
+            result.one = runs.run(one_plan, "one", one_env)
+        _conclude(result, runs.changed, user_cwd, loss_rtol)
     except Interrupted as exc:
         result.interrupted = exc.signum
         result.problems.append(
@@ -301,17 +209,198 @@ def verify(
         result.problems.append("stopped by SIGINT (Ctrl-C): every process of the runs was killed")
     finally:
         result.wall_s = time.monotonic() - started
-        if subreaper:
-            launch.set_child_subreaper(False)
-        for sig, handler in previous_handlers.items():
-            try:
-                signal.signal(sig, handler)
-            except (ValueError, OSError):
-                pass
+        _restore_process_state(subreaper, previous_handlers)
         background.shutdown(wait=True)
         if keep_dir is None:
             shutil.rmtree(work, ignore_errors=True)
     return result
+
+
+def _plan_devices(
+    result: VerifyResult,
+    launcher: str,
+    launcher_args: Sequence[str],
+    nprocs: int | None,
+    device: str,
+    nodes: launch.Nodes | None,
+) -> launch.DevicePlan | None:
+    """The devices of both runs (None, with the problem told, when there are none to use)."""
+    if launcher == "accelerate" and nprocs is None:
+        nprocs = launch.accelerate_config_processes(launcher_args)
+    try:
+        devices = launch.plan_devices(device, nprocs, minimum=1 if nodes else 2)
+    except launch.LaunchError as exc:
+        result.problems.append(str(exc))
+        return None
+    result.nprocs = devices.nprocs * (nodes.nnodes if nodes else 1)
+    result.notes.extend(devices.notes)
+    return devices
+
+
+def _make_plans(
+    result: VerifyResult,
+    path: str,
+    script_args: Sequence[str],
+    devices: launch.DevicePlan,
+    launcher: str,
+    launcher_args: Sequence[str],
+    work: str,
+    nodes: launch.Nodes | None,
+    single_launcher: str | None,
+) -> tuple[launch.LaunchPlan, launch.LaunchPlan] | None:
+    """The N-process and the 1-process launch plans (None, with the problem told, when the
+    N-process run cannot be made here)."""
+    try:
+        many_plan = launch.multi_plan(
+            path,
+            script_args,
+            devices.nprocs,
+            devices.multi,
+            launcher,
+            launcher_args,
+            log_dir=os.path.join(work, "many", "logs"),
+            main_function=launch.main_function_of(path) if devices.multi == "xla" else None,
+            nodes=nodes,
+        )
+    except launch.LaunchError as exc:
+        result.problems.append(str(exc))
+        return None
+    result.notes.extend(many_plan.notes)
+    if devices.multi == "xla" and not launch.tpu_available():
+        result.problems.append(launch.XLA_ON_CPU)
+        result.notes.append("the command on a TPU host would be: " + " ".join(many_plan.argv))
+        return None
+    one_launcher = single_launcher or (
+        launcher if launcher in ("torchrun", "accelerate", "fabric") else "python"
+    )
+    one_plan = launch.single_plan(
+        path,
+        script_args,
+        devices.single,
+        one_launcher,
+        launcher_args,
+        log_dir=os.path.join(work, "one", "logs"),
+    )
+    return many_plan, one_plan
+
+
+class _Runs:
+    """Makes each run in its own copy of the user's folder and watches that folder for writes."""
+
+    def __init__(
+        self,
+        result: VerifyResult,
+        work: str,
+        user_cwd: str,
+        keep_dir: str | None,
+        nodes: launch.Nodes | None,
+        progress: ProgressFn | None,
+        timeout: float,
+        started: float,
+    ) -> None:
+        self.result = result
+        self.work = work
+        self.user_cwd = user_cwd
+        self.keep_dir = keep_dir
+        self.nodes = nodes
+        self.progress = progress
+        self.timeout = timeout
+        self.started = started
+        self.background: ThreadPoolExecutor | None = None
+        self.base_env: dict[str, str] = {}
+        self.copies: dict[str, Future] = {}
+        self.own = scratch.own_outputs()
+        self.watched = scratch.snapshot(user_cwd, skip=[work], ignore=self.own)
+        self.changed: list[str] = []
+
+    def run(self, plan: launch.LaunchPlan, name: str, run_env: dict[str, str]) -> RunSummary | None:
+        remaining = self.timeout - (time.monotonic() - self.started)
+        if remaining <= 1:
+            self.result.problems.append(
+                f"no time left for the {plan.label} run (--timeout {self.timeout:g} s)"
+            )
+            return None
+        run_dir = os.path.join(self.work, name)
+        scratch_dir = os.path.join(run_dir, "cwd")
+        self._copy_folder(name, scratch_dir)
+        progress = self.progress
+        if progress:
+            progress("start", plan)
+        record_dir = os.path.join(run_dir, "records")
+        poll = (lambda elapsed: progress("poll", (plan, record_dir, elapsed))) if progress else None
+        scratch_env = {launch.schema.ENV_SCRATCH: os.path.abspath(scratch_dir)}
+        outcome = launch.run_plan(
+            plan,
+            run_dir,
+            remaining,
+            {**self.base_env, **run_env, **scratch_env},
+            poll,
+            cwd=scratch_dir,
+        )
+        self._note_changes(scratch_dir)
+        records = read_run(outcome.record_dir, single_pid=None)
+        follower = bool(self.nodes and self.nodes.node_rank) and name == "many"
+        summary = compare.summarize_run(
+            outcome,
+            records,
+            plan.local if follower else plan.nprocs,
+            int(run_env[launch.schema.ENV_MAX_STEPS]),
+            world=plan.nprocs,
+        )
+        if progress:
+            progress("end", summary)
+        return summary
+
+    def _copy_folder(self, name: str, scratch_dir: str) -> None:
+        assert self.background is not None
+        work = self.work
+        if name in self.copies:
+            self.copies.pop(name).result()  # copied while the other run went
+        else:
+            scratch.mirror_tree(self.user_cwd, scratch_dir, skip=[work])
+        if name == "many" and not (self.nodes and self.nodes.node_rank):
+            # The 1-process run's copy is made while the N-process run goes (I/O beside
+            # CPU-bound ranks), so it costs the runs little wall time.
+            self.copies["one"] = self.background.submit(
+                scratch.mirror_tree, self.user_cwd, os.path.join(work, "one", "cwd"), [work]
+            )
+
+    def _note_changes(self, scratch_dir: str) -> None:
+        assert self.background is not None
+        now = scratch.snapshot(self.user_cwd, skip=[self.work], ignore=self.own)
+        self.changed.extend(c for c in scratch.changes(self.watched, now) if c not in self.changed)
+        if self.keep_dir is None:  # removed while the next run goes
+            self.background.submit(shutil.rmtree, scratch_dir, True)
+
+
+def _conclude(
+    result: VerifyResult, changed: list[str], user_cwd: str, loss_rtol: float | None
+) -> None:
+    """Both runs went: compare them, and tell which files the script wrote in the user's folder."""
+    if result.one and result.many and result.one.ok and result.many.ok:
+        compare_runs(result, loss_rtol)
+        _note_gpu_runs(result)
+    if changed:
+        result.checks.append(files_check(changed, user_cwd))
+        _note_gpu_runs(result)
+
+
+def _note_gpu_runs(result: VerifyResult) -> None:
+    for run_summary in result.runs:
+        if run_summary.device.startswith("cuda"):
+            result.notes.append(
+                f"the {run_summary.label} run ran on the GPU ({run_summary.device})"
+            )
+
+
+def _restore_process_state(subreaper: bool, previous_handlers: dict[int, Any]) -> None:
+    if subreaper:
+        launch.set_child_subreaper(False)
+    for sig, handler in previous_handlers.items():
+        try:
+            signal.signal(sig, handler)
+        except (ValueError, OSError):
+            pass
 
 
 def compare_runs(result: VerifyResult, loss_rtol: float | None = None) -> None:

@@ -7,11 +7,12 @@ import os
 import signal
 import sys
 import textwrap
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from distlint.verify import checks as checks_mod
 from distlint.verify.checks import loss_window, window_losses
-from distlint.verify.compare import TAIL_LINES, RunSummary, rule_name
+from distlint.verify.compare import TAIL_LINES, Check, RunSummary, rule_name
 from distlint.verify.core import VerifyResult
 
 STATUS = {"pass": "PASS", "info": "INFO", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
@@ -189,94 +190,16 @@ def render_text(result: VerifyResult) -> str:
     out.append("")
     out.extend(_script_failure(result))
     if result.runs:
-        scaled = result.exact and result.one is not None and _batch_scaled(result.one)
-        window = (
-            loss_window(result.one, result.many)
-            if result.one and result.many and result.one.curve and result.many.curve
-            else None
-        )
-        dup = checks_mod.duplicated(result.checks)
-        if dup:
-            window = None  # no loss at equal samples from a run that repeated one rank's inputs
-        cols = [
-            _run_rows(result.one, " (x N, --exact)" if scaled else "", window),
-            _run_rows(result.many, "", window, duplicated=dup),
-        ]
-        labels = [r.label if r else "-" for r in (result.one, result.many)]
-        keys = list(next(c for c in cols if c).keys())
-        w0 = max(len(k) for k in keys) + 2
-        w1 = max([len(labels[0])] + [len(v) for v in cols[0].values()]) + 3
-        out.append(" " * (w0 + 2) + labels[0].ljust(w1) + labels[1])
-        for key in keys:
-            out.append(
-                "  " + key.ljust(w0) + cols[0].get(key, "-").ljust(w1) + cols[1].get(key, "-")
-            )
-        out.append("")
+        out.extend(_runs_table(result))
     for run in result.runs:
-        if run.ok:
-            continue
-        out.append(f"The {run.label} run could not be made (the launcher's view):")
-        for problem in run.problems:
-            out.append(_wrap(problem, 2))
-        shown_first = run is _first_failed(result)
-        for failure in run.failures[1:] if shown_first else run.failures:
-            who = f"rank {failure.rank}" if failure.rank is not None else "process"
-            out.append(_wrap(f"{who}: {failure.reason}", 2))
-            detail = failure.detail.strip("\n")
-            if detail:
-                lines = detail.splitlines()[-12:]
-                out.extend("      | " + line for line in lines)
-        code = run.outcome.returncode
-        if run.outcome.launcher_stopped:
-            pass  # every rank had exited; verify ended the launcher's own teardown
-        elif code is not None and code < 0:
-            name = _signal_name(-code)
-            sender = "verify, at the timeout" if run.outcome.timed_out else "outside verify"
-            out.append(_wrap(f"the launcher ended by {name} (sent by {sender})", 2))
-        elif code:
-            out.append(f"  the launcher exited with status {code}")
-        out.append(f"  command: {' '.join(run.command)}")
-        out.append("")
+        if not run.ok:
+            out.extend(_failed_run(result, run))
     if result.checks:
-        out.append("Checks")
-        for check in result.checks:
-            rule = ""
-            if check.rule:
-                rule = f"  [{check.rule} {rule_name(check.rule) or '?'}"
-                if check.static == "confirmed":
-                    rule += f": confirms the static finding at {', '.join(check.static_where)}"
-                elif check.static == "refuted":
-                    rule += f": refutes the static finding at {', '.join(check.static_where)}"
-                elif check.static == "missed":
-                    rule += ": happened at run time; not reported by the static check"
-                rule += "]"
-            out.append(f"  {STATUS[check.status]}  {check.title}{rule}")
-            out.append(_wrap(check.detail, 8))
-        out.append("")
+        out.extend(_checks_section(result))
     if result.table:
-        t = result.table
-        out.append(
-            f"Equivalent setups (the guide's table for this script: {t['what']}, per-device "
-            "batch_size below):"
-        )
-        heads = [row["setup"] + (" (per device)" if i else "") for i, row in enumerate(t["rows"])]
-        vals = [_fmt(row["per_device_batch"]) for row in t["rows"]]
-        widths = [max(len(h), len(v)) + 3 for h, v in zip(heads, vals)]
-        out.append("  " + "".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip())
-        out.append("  " + "".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip())
-        if t.get("note"):
-            out.append("  (" + t["note"] + ")")
-        if t.get("lr_advice"):
-            out.append(_wrap(t["lr_advice"][0].upper() + t["lr_advice"][1:] + ".", 2))
-        out.append("")
+        out.extend(_setups_table(result.table))
     if result.static_findings is not None:
-        if result.static_findings:
-            out.append("Static findings cited (distlint check)")
-            for f in result.static_findings:
-                out.append(_wrap(f"{f.path}:{f.line}: {f.code} {f.message}", 2))
-        else:
-            out.append("Static findings cited (distlint check): none")
-        out.append("")
+        out.extend(_static_section(result.static_findings))
     notes = result.problems + result.notes + [n for r in result.runs for n in r.notes]
     if notes:
         out.append("Notes")
@@ -284,6 +207,111 @@ def render_text(result: VerifyResult) -> str:
         out.append("")
     out.append(f"Verdict: {result.verdict} (exit {result.exit_code}) in {result.wall_s:.1f} s")
     return "\n".join(out) + "\n"
+
+
+def _runs_table(result: VerifyResult) -> list[str]:
+    """The two runs side by side, one row per measure."""
+    scaled = result.exact and result.one is not None and _batch_scaled(result.one)
+    window = (
+        loss_window(result.one, result.many)
+        if result.one and result.many and result.one.curve and result.many.curve
+        else None
+    )
+    dup = checks_mod.duplicated(result.checks)
+    if dup:
+        window = None  # no loss at equal samples from a run that repeated one rank's inputs
+    cols = [
+        _run_rows(result.one, " (x N, --exact)" if scaled else "", window),
+        _run_rows(result.many, "", window, duplicated=dup),
+    ]
+    labels = [r.label if r else "-" for r in (result.one, result.many)]
+    keys = list(next(c for c in cols if c).keys())
+    w0 = max(len(k) for k in keys) + 2
+    w1 = max([len(labels[0])] + [len(v) for v in cols[0].values()]) + 3
+    out = [" " * (w0 + 2) + labels[0].ljust(w1) + labels[1]]
+    for key in keys:
+        out.append("  " + key.ljust(w0) + cols[0].get(key, "-").ljust(w1) + cols[1].get(key, "-"))
+    out.append("")
+    return out
+
+
+def _failed_run(result: VerifyResult, run: RunSummary) -> list[str]:
+    """Why a run could not be made: its problems, its ranks' failures, how the launcher ended."""
+    out = [f"The {run.label} run could not be made (the launcher's view):"]
+    for problem in run.problems:
+        out.append(_wrap(problem, 2))
+    shown_first = run is _first_failed(result)
+    for failure in run.failures[1:] if shown_first else run.failures:
+        who = f"rank {failure.rank}" if failure.rank is not None else "process"
+        out.append(_wrap(f"{who}: {failure.reason}", 2))
+        detail = failure.detail.strip("\n")
+        if detail:
+            lines = detail.splitlines()[-12:]
+            out.extend("      | " + line for line in lines)
+    code = run.outcome.returncode
+    if run.outcome.launcher_stopped:
+        pass  # every rank had exited; verify ended the launcher's own teardown
+    elif code is not None and code < 0:
+        name = _signal_name(-code)
+        sender = "verify, at the timeout" if run.outcome.timed_out else "outside verify"
+        out.append(_wrap(f"the launcher ended by {name} (sent by {sender})", 2))
+    elif code:
+        out.append(f"  the launcher exited with status {code}")
+    out.append(f"  command: {' '.join(run.command)}")
+    out.append("")
+    return out
+
+
+def _checks_section(result: VerifyResult) -> list[str]:
+    out = ["Checks"]
+    for check in result.checks:
+        out.append(f"  {STATUS[check.status]}  {check.title}{_rule_note(check)}")
+        out.append(_wrap(check.detail, 8))
+    out.append("")
+    return out
+
+
+def _rule_note(check: Check) -> str:
+    """`[DL201 name: confirms the static finding at ...]` after a check's title."""
+    if not check.rule:
+        return ""
+    rule = f"  [{check.rule} {rule_name(check.rule) or '?'}"
+    if check.static == "confirmed":
+        rule += f": confirms the static finding at {', '.join(check.static_where)}"
+    elif check.static == "refuted":
+        rule += f": refutes the static finding at {', '.join(check.static_where)}"
+    elif check.static == "missed":
+        rule += ": happened at run time; not reported by the static check"
+    return rule + "]"
+
+
+def _setups_table(t: dict[str, Any]) -> list[str]:
+    """The guide's table of equivalent setups for the script."""
+    out = [
+        f"Equivalent setups (the guide's table for this script: {t['what']}, per-device "
+        "batch_size below):"
+    ]
+    heads = [row["setup"] + (" (per device)" if i else "") for i, row in enumerate(t["rows"])]
+    vals = [_fmt(row["per_device_batch"]) for row in t["rows"]]
+    widths = [max(len(h), len(v)) + 3 for h, v in zip(heads, vals)]
+    out.append("  " + "".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip())
+    out.append("  " + "".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip())
+    if t.get("note"):
+        out.append("  (" + t["note"] + ")")
+    if t.get("lr_advice"):
+        out.append(_wrap(t["lr_advice"][0].upper() + t["lr_advice"][1:] + ".", 2))
+    out.append("")
+    return out
+
+
+def _static_section(findings: Sequence[Any]) -> list[str]:
+    if not findings:
+        return ["Static findings cited (distlint check): none", ""]
+    out = ["Static findings cited (distlint check)"]
+    for f in findings:
+        out.append(_wrap(f"{f.path}:{f.line}: {f.code} {f.message}", 2))
+    out.append("")
+    return out
 
 
 def render_json(result: VerifyResult) -> str:

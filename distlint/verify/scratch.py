@@ -8,7 +8,8 @@ the probe replaces such a link by a file of its own before open() / torch.save /
 write to it (copy on write), and writes that bypass those (os.open on a link) are caught by the
 watch: the user's tree is snapshotted (size, modification time, kind) before the runs and
 compared afterwards, and any change is a failed check naming the file. verify's own outputs
-(a redirected stdout / stderr, the --keep folder) are not the script's changes.
+(a redirected stdout / stderr, the --keep folder) and distlint's result cache are not the
+script's changes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from distlint.cache import CACHE_DIR
 from distlint.verify_options import COPY_BUDGET, FILE_COPY_LIMIT
 
 ENTRY_BUDGET = 20_000  # folders and files mirrored / watched; deeper folders are linked whole
@@ -34,7 +36,9 @@ class Mirror:
 
 
 def _skipped(path: str, name: str, skip: frozenset[str]) -> bool:
-    return name.startswith(PREFIX) or os.path.realpath(path) in skip
+    """verify's own folders (its temporary and --keep folders) and distlint's result cache,
+    which `check --verify` and any other distlint run may write to while the runs go."""
+    return name.startswith(PREFIX) or name == CACHE_DIR or os.path.realpath(path) in skip
 
 
 def mirror_tree(

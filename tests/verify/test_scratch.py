@@ -87,6 +87,8 @@ def test_writes_to_the_users_tree_fail_and_verifys_own_outputs_are_not_changes(t
     script = tmp_path / "train.py"
     script.write_text(
         f"open({str(deep / 'file.txt')!r}, 'a').write('absolute path: the user file')\n"
+        f"import os; os.makedirs({str(user / '.distlint_cache' / 'entries')!r}, exist_ok=True)\n"
+        f"open({str(user / '.distlint_cache' / 'entries' / 'x.json')!r}, 'w').write('{{}}')\n"
         "open('a/b/c/relative.txt', 'w').write('in scratch')\n"
     )
     err = user / "v.err"  # `distlint verify train.py 2> v.err` in the user's folder
@@ -103,6 +105,7 @@ def test_writes_to_the_users_tree_fail_and_verifys_own_outputs_are_not_changes(t
     report = json.loads(done.stdout)
     assert report == {"files": ["a/b/c/file.txt (changed)"], "status": "fail"}
     assert "progress start" in err.read_text()  # verify wrote there, and it is not reported
+    assert (user / ".distlint_cache" / "entries" / "x.json").exists()  # distlint's own cache
     assert not (user / "a" / "b" / "c" / "relative.txt").exists()
     # --keep keep1 is relative to the user's folder, not to a run's scratch folder
     assert (user / "keep1" / "many" / "cwd" / "a" / "b" / "c" / "relative.txt").exists()
