@@ -118,10 +118,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "`distlint lsp` starts the lint worker before click and the rest of the command line "
         "are imported: the worker loads LibCST while the server loads pygls (first diagnostics)"
     ),
-    ("distlint.noqa", "distlint.registry"): (
-        "a `# noqa:` directive may name a rule by its name (`seed-only-torch`): its codes come "
-        "from the rule set (a lazy import, when a directive is read)"
-    ),
 }
 
 # Where the lint path starts: none of these may reach distlint.verify, directly or not.

@@ -114,31 +114,36 @@ class Metrics:
         of matches (`correct += (pred == y).sum()`)."""
         index = self.index
         function = index.enclosing_function(loop) or index.module
-        out: list[cst.CSTNode] = []
-        for n in body_nodes(function):
-            if isinstance(n, cst.Call):
-                q = index.qualname(n.func) or ""
-                if q.startswith(K.METRIC_FUNCTION_PREFIXES) and index.order(n) > index.order(loop):
-                    out.append(n)
-                elif (
-                    isinstance(n.func, cst.Attribute)
-                    and n.func.attr.value in K.METRIC_ADD_METHODS
-                    and index.is_inside(n, loop)
-                    and self._is_metric(n.func.value)
-                ):
-                    out.append(n)
-            elif isinstance(n, cst.AugAssign) and isinstance(n.operator, cst.AddAssign):
-                if index.is_inside(n, loop) and _counts_matches(n.value):
-                    out.append(n)
-            elif (
-                isinstance(n, cst.BinaryOperation)
-                and isinstance(n.operator, cst.Divide)
-                and index.order(n) > index.order(loop)
-                and _is_dataset_length(n.right)
-                and self._summed_in(n.left, loop)
-            ):
-                out.append(n)  # `total_loss / len(loader.dataset)`: a local sum over the whole set
-        return out
+        return [n for n in body_nodes(function) if self._is_sink(n, loop)]
+
+    def _is_sink(self, n: cst.CSTNode, loop: cst.For) -> bool:
+        index = self.index
+        if isinstance(n, cst.Call):
+            return self._is_metric_call(n, loop)
+        if isinstance(n, cst.AugAssign) and isinstance(n.operator, cst.AddAssign):
+            return index.is_inside(n, loop) and _counts_matches(n.value)
+        # `total_loss / len(loader.dataset)`: a local sum over the whole set
+        return (
+            isinstance(n, cst.BinaryOperation)
+            and isinstance(n.operator, cst.Divide)
+            and index.order(n) > index.order(loop)
+            and _is_dataset_length(n.right)
+            and self._summed_in(n.left, loop)
+        )
+
+    def _is_metric_call(self, n: cst.Call, loop: cst.For) -> bool:
+        """An `sklearn.metrics`-like function after the loop, or `metric.add_batch(...)` on an
+        `evaluate` metric inside it."""
+        index = self.index
+        q = index.qualname(n.func) or ""
+        if q.startswith(K.METRIC_FUNCTION_PREFIXES) and index.order(n) > index.order(loop):
+            return True
+        return (
+            isinstance(n.func, cst.Attribute)
+            and n.func.attr.value in K.METRIC_ADD_METHODS
+            and index.is_inside(n, loop)
+            and self._is_metric(n.func.value)
+        )
 
     def _summed_in(self, expr: cst.BaseExpression, loop: cst.For) -> bool:
         """``expr`` is a name the loop adds to (`total += loss.item() * x.size(0)`)."""
