@@ -25,7 +25,7 @@ def test_plugin_reports_dl_codes(tmp_path):
     proc = flake8("--select", "DL", "bad.py", "good.py", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines() == [
-        "bad.py:20:5: DL101 torch is seeded by hand but python `random` and numpy are not: "
+        "bad.py:20:5: DL101 torch is seeded by hand but numpy is not: "
         "use `accelerate.utils.set_seed(seed)`"
     ]
 
