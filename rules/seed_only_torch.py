@@ -120,7 +120,7 @@ class SeedOnlyTorch(Rule):
         Invalid(
             "from torch import manual_seed\nimport accelerate\nimport numpy as np\n\nacc = accelerate.Accelerator()\nmanual_seed(1)\nnp.random.shuffle([1, 2])\n",
             fixed=(
-                "from torch import manual_seed\nimport accelerate\nimport numpy as np\nfrom accelerate.utils import set_seed\n\n"
+                "from torch import manual_seed\nimport accelerate\nfrom accelerate.utils import set_seed\nimport numpy as np\n\n"
                 "acc = accelerate.Accelerator()\nset_seed(1)\nnp.random.shuffle([1, 2])\n"
             ),
         ),
@@ -130,18 +130,19 @@ class SeedOnlyTorch(Rule):
         ),
         Invalid(
             "import torch\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\ntorch.manual_seed(0)\n"
-            "noise = torch.randn(4, device=device)\n",
+            "model = torch.nn.Dropout(0.1).to(device)\n",
             fixed=(
                 "import torch\nimport torch_xla.core.xla_model as xm\nfrom accelerate.utils import set_seed\n\n"
-                "device = xm.xla_device()\nset_seed(0)\nnoise = torch.randn(4, device=device)\n"
+                "device = xm.xla_device()\nset_seed(0)\nmodel = torch.nn.Dropout(0.1).to(device)\n"
             ),
         ),
         Invalid(
             "import random\nimport torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
-            "torch.manual_seed(0)\nif torch.cuda.is_available():\n    torch.cuda.manual_seed_all(0)\nrandom.seed(0)\n",
+            "torch.manual_seed(0)\nif torch.cuda.is_available():\n    torch.cuda.manual_seed_all(0)\nrandom.seed(0)\n"
+            "import numpy as np\nnp.random.rand(2)\n",
             fixed=(
                 "import random\nimport torch\nfrom accelerate import Accelerator\nfrom accelerate.utils import set_seed\n\n"
-                "accelerator = Accelerator()\nset_seed(0)\n"
+                "accelerator = Accelerator()\nset_seed(0)\nimport numpy as np\nnp.random.rand(2)\n"
             ),
         ),
     )

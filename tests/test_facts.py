@@ -367,6 +367,8 @@ def test_xla_seeding_counts():
         "import random\nimport numpy as np\nimport torch\nimport torch_xla\n"
         "import torch_xla.core.xla_model as xm\nrandom.seed(0)\nnp.random.seed(0)\ntorch.manual_seed(0)\n"
     )
+    assert codes(SeedOnlyTorch, base) == []  # nothing draws from the XLA generator
+    base += "drop = torch.nn.Dropout(0.1)\n"
     assert codes(SeedOnlyTorch, base) == [8]
     assert codes(SeedOnlyTorch, base + "torch_xla.manual_seed(0)\n") == []
     assert codes(SeedOnlyTorch, base + "xm.set_rng_state(0)\n") == []

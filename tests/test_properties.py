@@ -301,6 +301,8 @@ def blocks(draw, n: Names, acc: str) -> list[list[str]]:
             seeding.append(f"{n.np_random}.seed({seed})")
         elif n.set_seed:
             seeding.append(f"{n.set_seed}({seed})")
+    if draw(st.booleans()):  # the data order drawn from numpy: DL101 counts only what is drawn
+        seeding.append(f"order = {n.np_random}.permutation(8)")
     split = draw(st.sampled_from(["", "split_batches=True", "split_batches=flag", "config"]))
     if split == "config" and n.dl_config:
         split = f"dataloader_config={n.dl_config}(split_batches={draw(st.sampled_from(['True', 'False', 'flag']))})"
