@@ -21,6 +21,9 @@ from accelerate import Accelerator
 accelerator = Accelerator()
 torch.manual_seed(0)
 model = torch.nn.Linear(2, 2)
+import random
+
+random.shuffle(data := [1, 2])
 """
 
 # The modules a `distlint check` process has imported when it exits (run with -I so that

@@ -22,7 +22,7 @@ from distlint.runner import lint_source
 
 SEEDED = (
     "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
-    "torch.manual_seed(0)\nx = 1\n"
+    "torch.manual_seed(0)\nimport random\n\nrandom.shuffle(order := [0, 1])\nx = 1\n"
 )
 FIX = LintOptions(fix=True, isolated=True)
 
@@ -126,7 +126,10 @@ def test_a_file_read_while_its_size_changes_is_read_again(tmp_path, monkeypatch)
 
 
 def elif_chain(branches: int) -> str:
-    head = "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\nx = 3\n"
+    head = (
+        "import random\nimport torch\nfrom accelerate import Accelerator\n"
+        "accelerator = Accelerator()\nx = random.randint(3, 3)\n"
+    )
     chain = "if x == 0:\n    y = 0\n" + "".join(
         f"elif x == {i}:\n    y = {i}\n" for i in range(1, branches)
     )
@@ -164,6 +167,7 @@ def test_added_import_goes_beside_the_same_package():
         "accelerator = Accelerator()\n"
         "torch.manual_seed(0)\n"
         "loader = DataLoader(range(4))\n"
+        "import numpy as np\n\norder = np.random.permutation(4)\n"
     )
     fixed = lint_source(source, "t.py", Config(), fix=True).fixed_source
     assert fixed.splitlines()[3:6] == [
@@ -179,6 +183,7 @@ def test_added_import_merges_into_a_from_import_of_the_same_module():
         "from accelerate.utils import ProjectConfiguration\n\n"
         "accelerator = Accelerator(project_config=ProjectConfiguration())\n"
         "torch.manual_seed(0)\n"
+        "import random\n\nrandom.shuffle([0])\n"
     )
     fixed = lint_source(source, "t.py", Config(), fix=True).fixed_source
     assert "from accelerate.utils import set_seed, ProjectConfiguration\n" in fixed

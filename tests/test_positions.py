@@ -315,6 +315,7 @@ def test_lines_written_to_fool_the_search():
 # ---------------------------------------------------------------------------------------------
 
 REPRO = (
+    "import random\n"
     "import torch\n"
     "from accelerate import Accelerator\n"
     "\n\n"
@@ -323,6 +324,7 @@ REPRO = (
     "    \\\n"
     "        model = torch.nn.Linear(4, 1)\n"
     "    torch.manual_seed(0)\n"
+    "    random.shuffle(args.files)\n"
 )
 
 
@@ -338,12 +340,13 @@ def test_a_fix_after_a_backslash_only_line_edits_its_own_line():
 
     found = lint_source(REPRO, "train.py")
     assert [(f.code, f.line, f.column) for f in found.findings] == [
-        ("DL101", 9, 5),
-        ("DL102", 9, 5),
+        ("DL101", 10, 5),
+        ("DL102", 10, 5),
     ]
     fixed = _fix(REPRO)
     assert not fixed.errors
     assert fixed.fixed_source == (
+        "import random\n"
         "import torch\n"
         "from accelerate import Accelerator\n"
         "from accelerate.utils import set_seed\n"
@@ -353,6 +356,7 @@ def test_a_fix_after_a_backslash_only_line_edits_its_own_line():
         "    \\\n"
         "        model = torch.nn.Linear(4, 1)\n"
         "    set_seed(0)\n"
+        "    random.shuffle(args.files)\n"
     )
     assert _fix(fixed.fixed_source).fixed_source is None
 
@@ -364,7 +368,7 @@ def test_add_noqa_after_a_backslash_only_line_comments_the_reported_line():
     found = lint_source(REPRO, "train.py")
     text, count = add_noqa(REPRO, found.findings)
     assert count == 1
-    assert text.splitlines()[8] == "    torch.manual_seed(0)  # noqa: DL101, DL102"
+    assert text.splitlines()[9] == "    torch.manual_seed(0)  # noqa: DL101, DL102"
     assert lint_source(text, "train.py").findings == ()
 
 
@@ -414,8 +418,8 @@ def test_valid_code_with_odd_indentation_is_linted(text):
     from distlint.runner import lint_source
 
     compile(text, "t.py", "exec")
-    head = "import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\n"
-    result = lint_source(head + text + "torch.manual_seed(0)\n", "t.py")
+    head = "import random, torch\nfrom accelerate import Accelerator\nacc = Accelerator()\n"
+    result = lint_source(head + text + "torch.manual_seed(0)\nrandom.shuffle([x])\n", "t.py")
     assert result.errors == ()
     assert [(f.code, f.line) for f in result.findings] == [("DL101", 4 + text.count("\n"))]
 
