@@ -156,15 +156,7 @@ class SeedOnlyTorch(Rule):
         by_kind = {KINDS[k]: calls for k, calls in seeding.by_kind.items()}
         if not by_kind["torch"]:
             return
-        # only the generators the run draws from matter (directly or through known libraries):
-        # a mock model's `torch.manual_seed(0)` in a script that never touches `random` is fine
-        missing: list[str] = []
-        if not by_kind["python"] and Seeds.PYTHON in seeding.draws:
-            missing.append("python `random`")
-        if not by_kind["numpy"] and Seeds.NUMPY in seeding.draws:
-            missing.append("numpy")
-        if facts.uses_xla and not by_kind["xla"] and Seeds.XLA in seeding.draws:
-            missing.append("torch_xla")
+        missing = _unseeded_draws(facts, by_kind)
         if not missing:
             return
         first = min(by_kind["torch"], key=index.order)
@@ -301,3 +293,18 @@ def _plain_call_statement(index: Index, call: cst.Call) -> cst.SimpleStatementLi
     if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
         return line
     return None
+
+
+def _unseeded_draws(facts: Facts, by_kind: dict) -> list[str]:
+    """The generators the run draws from (directly or through known libraries) that nothing
+    seeds: a mock model's `torch.manual_seed(0)` in a script that never touches `random` is
+    fine, a numpy augmentation after it is not."""
+    seeding = facts.seeding
+    missing: list[str] = []
+    if not by_kind["python"] and Seeds.PYTHON in seeding.draws:
+        missing.append("python `random`")
+    if not by_kind["numpy"] and Seeds.NUMPY in seeding.draws:
+        missing.append("numpy")
+    if facts.uses_xla and not by_kind["xla"] and Seeds.XLA in seeding.draws:
+        missing.append("torch_xla")
+    return missing

@@ -55,13 +55,7 @@ class SeedingFacts:
             return Seeds.NONE if q[7:] in K.PYTHON_NON_DRAWING else Seeds.PYTHON
         if q.startswith("numpy.random.") and q.count(".") == 2:
             return Seeds.NONE if q[13:] in K.NUMPY_NON_DRAWING else Seeds.NUMPY
-        drawn = Seeds.NONE
-        for prefix, kinds in K.LIBRARY_DRAWS.items():
-            if q == prefix or q.startswith(prefix + ".") or q.startswith(prefix + "("):
-                if "python" in kinds:
-                    drawn |= Seeds.PYTHON
-                if "numpy" in kinds:
-                    drawn |= Seeds.NUMPY
+        drawn = _library_draws(q)
         if q.startswith("datasets.") and self._shuffles_a_dataset(call):
             drawn |= Seeds.NUMPY
         if self._draws_on_device(call, q):
@@ -148,3 +142,15 @@ class SeedingFacts:
 
 
 # ------------------------------------------------------------------ helpers
+
+
+def _library_draws(q: str) -> Seeds:
+    """The global generators a call of a known library (resolved to ``q``) draws from."""
+    drawn = Seeds.NONE
+    for prefix, kinds in K.LIBRARY_DRAWS.items():
+        if q == prefix or q.startswith(prefix + ".") or q.startswith(prefix + "("):
+            if "python" in kinds:
+                drawn |= Seeds.PYTHON
+            if "numpy" in kinds:
+                drawn |= Seeds.NUMPY
+    return drawn
