@@ -393,6 +393,7 @@ SCRIPT_READING = (
     'cfg = {load}(open("{name}"))\naccelerator = Accelerator()\ntorch.manual_seed(0)\n'
     "model = torch.nn.Linear(4, 1)\n"
     "optimizer = torch.optim.SGD(model.parameters(), lr={use})\n"
+    "order = torch.randperm(4).tolist()\nimport random\n\nrandom.shuffle(order)\n"
 )
 
 

@@ -40,14 +40,17 @@ FIX_ON_SAVE = LUA_BLOCKS["fix on save (Neovim 0.7+)"]
 
 # Plain Accelerate script: DL101's fix is SAFE (accelerate is imported), so fix-all applies it.
 SCRIPT = """\
+import numpy as np
 import torch
 from accelerate import Accelerator
 
 accelerator = Accelerator()
 torch.manual_seed(0)
 model = torch.nn.Linear(2, 2)
+order = np.random.permutation(8)
 """
-# Nothing to fix: DL101 is satisfied by set_seed.
+# Nothing to fix: DL101 is satisfied by set_seed (numpy draws the data order: DL101 asks which
+# generators the run draws from).
 CLEAN = """\
 import torch
 from accelerate import Accelerator

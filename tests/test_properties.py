@@ -676,8 +676,8 @@ def test_form_feeds_and_cr_only_endings_survive_fixes(script, cr_only):
 def test_comments_before_a_whitespace_only_last_line_survive_a_fix():
     """Issue #16 item 0: LibCST dropped these two comments when it re-serialised the module."""
     source = (
-        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
-        "torch.manual_seed(0)\nx = 1\n    # comment A\n    # comment B\n "
+        "import random, torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "torch.manual_seed(0)\nrandom.shuffle(order := [0, 1])\nx = 1\n    # comment A\n    # comment B\n "
     )
     fixed = lint_source(source, "t.py", Config(), fix=True)
     assert fixed.fixes_applied == 1 and not fixed.errors
@@ -697,8 +697,8 @@ def test_a_fixed_text_changed_outside_its_edits_is_refused(monkeypatch):
 
     monkeypatch.setattr(edits, "splice", sloppy)
     source = (
-        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
-        "torch.manual_seed(0)\nx = 1\n"
+        "import random, torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "torch.manual_seed(0)\nrandom.shuffle(order := [0, 1])\nx = 1\n"
     )
     result = lint_source(source.encode(), "t.py", Config(), fix=True)
     assert result.fixed_source is None and result.fixed_bytes is None
