@@ -8,8 +8,8 @@ the probe replaces such a link by a file of its own before open() / torch.save /
 write to it (copy on write), and writes that bypass those (os.open on a link) are caught by the
 watch: the user's tree is snapshotted (size, modification time, kind) before the runs and
 compared afterwards, and any change is a failed check naming the file. verify's own outputs
-(a redirected stdout / stderr, the --keep folder) and distlint's result cache are not the
-script's changes.
+(a redirected stdout / stderr, the --keep folder), distlint's result cache and Python's
+`__pycache__` folders are not the script's changes.
 """
 
 from __future__ import annotations
@@ -36,9 +36,15 @@ class Mirror:
 
 
 def _skipped(path: str, name: str, skip: frozenset[str]) -> bool:
-    """verify's own folders (its temporary and --keep folders) and distlint's result cache,
-    which `check --verify` and any other distlint run may write to while the runs go."""
-    return name.startswith(PREFIX) or name == CACHE_DIR or os.path.realpath(path) in skip
+    """verify's own folders (its temporary and --keep folders), distlint's result cache, which
+    `check --verify` and any other distlint run may write to while the runs go, and Python's
+    bytecode caches, which any interpreter importing from the tree (an editor, a test run)
+    writes and which are rebuilt from the sources: never a script's results."""
+    return (
+        name.startswith(PREFIX)
+        or name in (CACHE_DIR, "__pycache__")
+        or os.path.realpath(path) in skip
+    )
 
 
 def mirror_tree(

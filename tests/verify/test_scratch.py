@@ -89,6 +89,8 @@ def test_writes_to_the_users_tree_fail_and_verifys_own_outputs_are_not_changes(t
         f"open({str(deep / 'file.txt')!r}, 'a').write('absolute path: the user file')\n"
         f"import os; os.makedirs({str(user / '.distlint_cache' / 'entries')!r}, exist_ok=True)\n"
         f"open({str(user / '.distlint_cache' / 'entries' / 'x.json')!r}, 'w').write('{{}}')\n"
+        f"os.makedirs({str(user / '__pycache__')!r}, exist_ok=True)\n"
+        f"open({str(user / '__pycache__' / 'm.cpython-311.pyc')!r}, 'wb').write(b'')\n"
         "open('a/b/c/relative.txt', 'w').write('in scratch')\n"
     )
     err = user / "v.err"  # `distlint verify train.py 2> v.err` in the user's folder
