@@ -69,10 +69,6 @@ class FixPlan:
         self.isolation = isolation
 
 
-# The name rules use.
-Fix = FixPlan
-
-
 def import_name(
     index: Index, qualname: str, at: cst.CSTNode | None = None
 ) -> tuple[str, ImportSpec | None]:

@@ -20,7 +20,7 @@ import libcst as cst
 
 from distlint.analysis import Index
 from distlint.analysis.facts import Facts, facts_for
-from distlint.fixes import Fix
+from distlint.fixes import FixPlan
 from distlint.model import Applicability, RuleInfo
 
 _NO_OPTIONS: Mapping[str, Any] = MappingProxyType({})
@@ -76,7 +76,7 @@ class Report(NamedTuple):
     rule: Rule
     node: cst.CSTNode
     message: str
-    fix: Fix | None
+    fix: FixPlan | None
 
 
 class RuleContext:
@@ -103,7 +103,9 @@ class RuleContext:
     def module(self) -> cst.Module:
         return self.index.module
 
-    def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None) -> None:
+    def report(
+        self, node: cst.CSTNode, message: str | None = None, fix: FixPlan | None = None
+    ) -> None:
         rule = self._rule
         assert rule is not None
         if fix is not None and not fix.title:

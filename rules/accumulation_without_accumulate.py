@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.analysis.facts import Mode
-from distlint.fixes import Fix
+from distlint.fixes import FixPlan
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid, factor_expression
 
@@ -153,7 +153,7 @@ class AccumulationWithoutAccumulate(Rule):
             ctx.report(where, message, self._fix(ctx, loop))
 
     @staticmethod
-    def _fix(ctx: RuleContext, loop: cst.For | cst.While) -> Fix | None:
+    def _fix(ctx: RuleContext, loop: cst.For | cst.While) -> FixPlan | None:
         facts = ctx.facts
         body = loop.body
         if not isinstance(body, cst.IndentedBlock):
@@ -169,4 +169,4 @@ class AccumulationWithoutAccumulate(Rule):
             body=cst.IndentedBlock(body=body.body, footer=body.footer),
         )
         new_body = body.with_changes(body=[inner], footer=[])
-        return Fix(replace={loop: loop.with_changes(body=new_body)})
+        return FixPlan(replace={loop: loop.with_changes(body=new_body)})

@@ -6,7 +6,7 @@ import libcst as cst
 
 from distlint.analysis import knowledge as K
 from distlint.analysis.facts import Facts, Mode
-from distlint.fixes import Fix
+from distlint.fixes import FixPlan
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid, factor_expression
 
@@ -162,7 +162,7 @@ class BackwardBypassesAccelerator(Rule):
                 a.keyword is not None and a.keyword.value in K.CLIP_TORCH_ONLY_KEYWORDS
                 for a in call.args
             ):
-                fix = Fix(replace={call.func: factor_expression(f"{owner}.{method}")})
+                fix = FixPlan(replace={call.func: factor_expression(f"{owner}.{method}")})
             ctx.report(call.func, message, fix)
 
 
@@ -179,11 +179,11 @@ def _positional(call: cst.Call) -> bool:
     return any(a.keyword is None and not a.star for a in call.args)
 
 
-def _backward_fix(ctx: RuleContext, call: cst.Call, owner: str) -> Fix | None:
+def _backward_fix(ctx: RuleContext, call: cst.Call, owner: str) -> FixPlan | None:
     assert isinstance(call.func, cst.Attribute)
     loss = call.func.value
     if not isinstance(loss, (cst.Name, cst.Attribute, cst.Subscript)):
         return None
     text = ctx.index.module.code_for_node(loss)
     rest = "".join(", " + ctx.index.module.code_for_node(a).rstrip(", ") for a in call.args)
-    return Fix(replace={call: factor_expression(f"{owner}.backward({text}{rest})")})
+    return FixPlan(replace={call: factor_expression(f"{owner}.backward({text}{rest})")})

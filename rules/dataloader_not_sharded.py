@@ -7,7 +7,7 @@ import libcst as cst
 from distlint.analysis.facts import Facts, Mode, Origin
 from distlint.analysis.loops import iterators_drawn_in, runs_backward_directly
 from distlint.analysis.prepared import rebound_by_prepare_after
-from distlint.fixes import Fix
+from distlint.fixes import FixPlan
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid, fix_statement
 
@@ -261,7 +261,7 @@ def _unwrap(facts: Facts, expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _fix(facts: Facts, loop: cst.For, loader: cst.BaseExpression) -> Fix | None:
+def _fix(facts: Facts, loop: cst.For, loader: cst.BaseExpression) -> FixPlan | None:
     index = facts.index
     if not isinstance(loader, cst.Name):
         return None
@@ -287,8 +287,8 @@ def _fix(facts: Facts, loop: cst.For, loader: cst.BaseExpression) -> Fix | None:
     if discarded is not None:
         # `accelerator.prepare(loader)` whose result was thrown away: keep it, assigned
         assert isinstance(statement, cst.SimpleStatementLine)
-        return Fix(replace={discarded: discarded.with_changes(body=statement.body)})
-    return Fix(insert_before={anchor: [statement]})
+        return FixPlan(replace={discarded: discarded.with_changes(body=statement.body)})
+    return FixPlan(insert_before={anchor: [statement]})
 
 
 def _discarded_prepare(

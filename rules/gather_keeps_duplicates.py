@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.analysis.facts import Mode
-from distlint.fixes import Fix
+from distlint.fixes import FixPlan
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid
 
@@ -125,5 +125,5 @@ class GatherKeepsDuplicates(Rule):
                 )
                 fix = None
                 if isinstance(call.func, cst.Attribute):
-                    fix = Fix(replace={call.func.attr: _FOR_METRICS})
+                    fix = FixPlan(replace={call.func.attr: _FOR_METRICS})
                 ctx.report(call.func, message, fix)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from distlint.analysis import call_keyword
 from distlint.analysis.facts import Facts
-from distlint.fixes import Fix, import_name
+from distlint.fixes import FixPlan, import_name
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid
 
@@ -143,7 +143,7 @@ class IgnoredSplitBatchesKeyword(Rule):
                 continue
             ctx.report(arg, fix=self._fix(facts, call, arg))
 
-    def _fix(self, facts: Facts, call: cst.Call, arg: cst.Arg) -> Fix | None:
+    def _fix(self, facts: Facts, call: cst.Call, arg: cst.Arg) -> FixPlan | None:
         index = facts.index
         config_arg = _keyword_arg(call, "dataloader_config")
         if config_arg is None:
@@ -154,7 +154,7 @@ class IgnoredSplitBatchesKeyword(Rule):
                 args=[new_value.args[0].with_changes(value=arg.value)]
             )
             replacement = arg.with_changes(keyword=cst.Name("dataloader_config"), value=new_value)
-            return Fix(replace={arg: replacement}, imports=[spec] if spec else [])
+            return FixPlan(replace={arg: replacement}, imports=[spec] if spec else [])
 
         config = config_arg.value
         if facts.is_dataloader_configuration(config):
@@ -163,7 +163,7 @@ class IgnoredSplitBatchesKeyword(Rule):
                 return _drop_only(call, arg)
             new_config = _with_split_batches(config, arg.value)
             args = [a.with_changes(value=new_config) if a is config_arg else a for a in call.args]
-            return Fix(replace={call: call.with_changes(args=_without(args, arg))})
+            return FixPlan(replace={call: call.with_changes(args=_without(args, arg))})
 
         # `dataloader_config=name` bound once to a DataLoaderConfiguration(...) call
         if isinstance(config, cst.Name):
@@ -180,7 +180,7 @@ class IgnoredSplitBatchesKeyword(Rule):
                 # A non-literal value may not be defined where the configuration is built.
                 if index.constant_value(arg.value) is not True:
                     return None
-                return Fix(
+                return FixPlan(
                     replace={
                         target: _with_split_batches(target, arg.value),
                         call: call.with_changes(args=_without(list(call.args), arg)),
@@ -227,9 +227,9 @@ def _without(args: list[cst.Arg], removed: cst.Arg) -> list[cst.Arg]:
     return rest
 
 
-def _drop_only(call: cst.Call, arg: cst.Arg) -> Fix:
+def _drop_only(call: cst.Call, arg: cst.Arg) -> FixPlan:
     # `dataloader_config` already sets split_batches: the ignored keyword has no effect at all.
-    return Fix(
+    return FixPlan(
         replace={call: call.with_changes(args=_without(list(call.args), arg))},
         applicability=Applicability.SAFE,
     )

@@ -6,7 +6,7 @@ import libcst as cst
 
 from distlint.analysis import Index, iter_children
 from distlint.analysis.facts import Facts
-from distlint.fixes import Fix
+from distlint.fixes import FixPlan
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid
 
@@ -234,8 +234,8 @@ class LossDividedForAccumulation(Rule):
         return bool(_source_texts(index, divisor) & setting_texts)
 
     @staticmethod
-    def _fix(index: Index, division: cst.CSTNode) -> Fix:
-        fix = Fix()
+    def _fix(index: Index, division: cst.CSTNode) -> FixPlan:
+        fix = FixPlan()
         if isinstance(division, cst.AugAssign):
             _remove_statement(index, division, fix)
             return fix
@@ -263,7 +263,7 @@ def _children(node: cst.CSTNode):
     return iter_children(node)
 
 
-def _remove_statement(index: Index, small: cst.CSTNode, fix: Fix) -> None:
+def _remove_statement(index: Index, small: cst.CSTNode, fix: FixPlan) -> None:
     line = index.parent(small)
     if isinstance(line, cst.SimpleStatementLine) and len(line.body) > 1:
         fix.replace[small] = cst.RemovalSentinel.REMOVE

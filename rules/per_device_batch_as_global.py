@@ -17,7 +17,7 @@ from distlint.analysis.batch import (
     uses_of,
 )
 from distlint.analysis.facts import Facts, Mode
-from distlint.fixes import Fix
+from distlint.fixes import FixPlan
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid, factor_expression
 
@@ -319,7 +319,7 @@ def _message(index: Index, use: Use, role: str, factor: str | None, model_parall
     return f"per-device batch `{code}` is used as {what}: {advice}"
 
 
-def _fix(index: Index, use: Use, factor: str | None) -> Fix | None:
+def _fix(index: Index, use: Use, factor: str | None) -> FixPlan | None:
     if factor is None:
         return None
     node = use.node
@@ -332,7 +332,7 @@ def _fix(index: Index, use: Use, factor: str | None) -> Fix | None:
     )
     if _needs_parentheses(index, node):
         product = product.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    return Fix(replace={node: product})
+    return FixPlan(replace={node: product})
 
 
 def _needs_parentheses(index: Index, node: cst.CSTNode) -> bool:

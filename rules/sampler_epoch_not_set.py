@@ -7,7 +7,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from distlint.analysis import knowledge as K
-from distlint.fixes import Fix
+from distlint.fixes import FixPlan
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid, fix_statement
 
@@ -182,7 +182,7 @@ def _loaders_given(ctx: RuleContext, sampler: cst.Call) -> list[cst.Call]:
     return out
 
 
-def _fix(ctx: RuleContext, sampler: cst.Call, epoch_loop: cst.For | cst.While) -> Fix | None:
+def _fix(ctx: RuleContext, sampler: cst.Call, epoch_loop: cst.For | cst.While) -> FixPlan | None:
     index = ctx.index
     if not isinstance(epoch_loop, cst.For) or not isinstance(epoch_loop.target, cst.Name):
         return None
@@ -201,4 +201,4 @@ def _fix(ctx: RuleContext, sampler: cst.Call, epoch_loop: cst.For | cst.While) -
     ):
         return None
     statement = fix_statement(f"{name}.set_epoch({epoch_loop.target.value})\n")
-    return Fix(insert_before={epoch_loop.body.body[0]: [statement]})
+    return FixPlan(insert_before={epoch_loop.body.body[0]: [statement]})

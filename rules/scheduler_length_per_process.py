@@ -8,7 +8,7 @@ import libcst as cst
 
 from distlint.analysis.facts import Facts, Scheduler
 from distlint.analysis.prepared import returned_by_prepare
-from distlint.fixes import Fix
+from distlint.fixes import FixPlan
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid, scaled_expression
 
@@ -224,11 +224,11 @@ def _per_process(facts: Facts, sched: Scheduler, value: cst.BaseExpression) -> b
     return not facts.reads_process_count(value, prune=_is_len)
 
 
-def _fix(facts: Facts, sched: cst.Call, values: list[cst.BaseExpression]) -> Fix | None:
+def _fix(facts: Facts, sched: cst.Call, values: list[cst.BaseExpression]) -> FixPlan | None:
     acc = facts.accelerator_expr(sched)
     if acc is None:
         return None
-    fix = Fix()
+    fix = FixPlan()
     for value in values:
         fix.replace[value] = scaled_expression(value, f"{acc}.num_processes")
     return fix

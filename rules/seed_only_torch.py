@@ -7,7 +7,7 @@ import libcst as cst
 from distlint.analysis import Index
 from distlint.analysis import knowledge as K
 from distlint.analysis.facts import Facts, Seeds
-from distlint.fixes import Fix, import_name
+from distlint.fixes import FixPlan, import_name
 from distlint.model import Applicability
 from distlint.rule import Invalid, Option, Rule, RuleContext, Valid, factor_expression
 
@@ -184,7 +184,7 @@ class SeedOnlyTorch(Rule):
         by_kind: dict[str, list[cst.Call]],
         seed_fn: str,
         short: str,
-    ) -> Fix | None:
+    ) -> FixPlan | None:
         index = facts.index
         seeders = sorted(
             (c for kind in ("torch", "python", "numpy", "xla") for c in by_kind[kind]),
@@ -199,7 +199,7 @@ class SeedOnlyTorch(Rule):
         # `set_seed` seeds every device itself, so it belongs outside `if torch.cuda.is_available():`;
         # it goes where the first unguarded seeding call was.
         unguarded = [s for s in statements if _device_guard(index, s) is None]
-        fix = Fix()
+        fix = FixPlan()
         if unguarded:
             anchor: cst.CSTNode = unguarded[0]
         else:

@@ -7,7 +7,7 @@ import libcst as cst
 from distlint.analysis import Index, string_value
 from distlint.analysis.facts import Facts, Mode, Optimizer
 from distlint.analysis.prepared import parameters_prepared
-from distlint.fixes import Fix, import_name
+from distlint.fixes import FixPlan, import_name
 from distlint.model import Applicability
 from distlint.rule import (
     Invalid,
@@ -298,7 +298,7 @@ class UnscaledLearningRate(Rule):
         message = self._message(None, what, facts.mode, facts.model_parallel, len(reads) > 1)
         ctx.report(opts[0].lr, message, fix)
 
-    def _fix_reads(self, facts: Facts, call: cst.Call, reads: list[str]) -> Fix | None:
+    def _fix_reads(self, facts: Facts, call: cst.Call, reads: list[str]) -> FixPlan | None:
         """A factory of another module reads ``reads`` (``args.lr``): scale them here, in the
         linted file, just before the call (``args.lr *= accelerator.num_processes``)."""
         stmt = facts.index.statement(call)
@@ -309,13 +309,13 @@ class UnscaledLearningRate(Rule):
         fix.insert_before[stmt] = [fix_statement(f"{r} *= {factor}\n") for r in reads]
         return fix
 
-    def _scaling(self, facts: Facts, call: cst.Call) -> tuple[Fix, str] | None:
+    def _scaling(self, facts: Facts, call: cst.Call) -> tuple[FixPlan, str] | None:
         """A fix holding the import the factor needs, and the factor (the process count at
         ``call``, or its square root with ``lr-scaling = "sqrt"``); None when there is none."""
         found = facts.process_count_at(call)
         if found is None:
             return None
-        fix = Fix()
+        fix = FixPlan()
         if found.function is not None:
             name, spec = import_name(facts.index, found.function, call)
             factor = f"{name}()"
@@ -328,7 +328,7 @@ class UnscaledLearningRate(Rule):
             factor = f"{factor} ** 0.5"
         return fix, factor
 
-    def _fix(self, facts: Facts, call: cst.Call, value: cst.BaseExpression) -> Fix | None:
+    def _fix(self, facts: Facts, call: cst.Call, value: cst.BaseExpression) -> FixPlan | None:
         started = self._scaling(facts, call)
         if started is None:
             return None
