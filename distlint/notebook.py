@@ -183,34 +183,52 @@ def _assign_magic_at(line: str) -> bool:
     """``target = %magic ...`` or ``target = !cmd``: IPython's MagicAssign / SystemAssign, found
     at the first plain ``=`` outside brackets and strings."""
     depth = 0
-    quote = ""
+    strings = _Strings()
     k = 0
     while k < len(line):
         ch = line[k]
-        if quote:
-            if ch == "\\":
-                k += 1
-            elif line.startswith(quote, k):
-                k += len(quote) - 1
-                quote = ""
-        elif ch in "\"'":
-            quote = ch * 3 if line.startswith(ch * 3, k) else ch
-            k += len(quote) - 1
-        elif ch == "#":
+        k, code = strings.step(line, k)
+        if not code:
+            continue
+        if ch == "#":
             return False
-        elif ch in "([{":
+        if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
         elif ch == "=" and depth == 0:
-            if line[k + 1 : k + 2] == "=" or (k and line[k - 1] in "=<>!+-*/%&|^@:~"):
+            at = k - 1
+            if line[at + 1 : at + 2] == "=" or (at and line[at - 1] in "=<>!+-*/%&|^@:~"):
                 return False  # a comparison, an augmented assignment or a walrus
-            rest = line[k + 1 :].lstrip(" \t")
+            rest = line[at + 1 :].lstrip(" \t")
             if rest.startswith("%"):
                 return bool(re.match(r"%(?!\d)\w", rest))
             return rest.startswith("!") and not rest.startswith("!=")
-        k += 1
     return False
+
+
+class _Strings:
+    """Where a line's strings are, as the lexer walks it (an open triple-quoted string carries
+    over to the next line)."""
+
+    def __init__(self) -> None:
+        self.quote = ""  # the open string's delimiter
+
+    def step(self, line: str, k: int) -> tuple[int, bool]:
+        """Move past ``line[k]`` (an escape, a string's delimiter or one character); the second
+        value says whether ``line[k]`` is code, outside every string."""
+        quote = self.quote
+        if quote:
+            if line[k] == "\\":
+                return k + 2, False
+            if line.startswith(quote, k):
+                self.quote = ""
+                return k + len(quote), False
+            return k + 1, False
+        if line[k] in "\"'":
+            self.quote = line[k] * 3 if line.startswith(line[k] * 3, k) else line[k]
+            return k + len(self.quote), False
+        return k + 1, True
 
 
 def _continued(lines: Sequence[str], i: int) -> int:
@@ -227,13 +245,13 @@ def ipython_constructs(lines: Sequence[str]) -> list[tuple[int, int]]:
     string, a bracket or a backslash continuation of Python code."""
     found: list[tuple[int, int]] = []
     depth = 0
-    quote = ""  # the open string's delimiter
+    strings = _Strings()
     continued = False  # the previous line ended in a backslash outside a string
     start = 0  # first line of the current logical line
     i = 0
     while i < len(lines):
         line = lines[i].rstrip("\r\n")
-        if not (depth or quote or continued):
+        if not (depth or strings.quote or continued):
             start = i
             body = line.lstrip(" \t\f")
             if body[:1] in _ESCAPES or _assign_magic_at(body):
@@ -247,31 +265,22 @@ def ipython_constructs(lines: Sequence[str]) -> list[tuple[int, int]]:
         k = 0
         while k < len(line):
             ch = line[k]
-            if quote:
-                if ch == "\\":
-                    k += 1
-                elif line.startswith(quote, k):
-                    k += len(quote) - 1
-                    quote = ""
-            elif ch in "\"'":
-                quote = ch * 3 if line.startswith(ch * 3, k) else ch
-                k += len(quote) - 1
-            elif ch == "#":
+            k, code = strings.step(line, k)
+            if code and ch == "#":
                 comment = True
                 break
-            elif ch in "([{":
+            if code and ch in "([{":
                 depth += 1
-            elif ch in ")]}":
+            elif code and ch in ")]}":
                 depth = max(0, depth - 1)
             if not ch.isspace():
                 last = ch
-            k += 1
-        if quote:
-            if len(quote) == 1 and not line.endswith("\\"):
-                quote = ""  # an unterminated one-line string ends at the line's end
+        if strings.quote:
+            if len(strings.quote) == 1 and not line.endswith("\\"):
+                strings.quote = ""  # an unterminated one-line string ends at the line's end
         elif line.endswith("\\") and not comment:
             continued = True
-        if not (depth or quote or continued) and last == "?" and start == i:
+        if not (depth or strings.quote or continued) and last == "?" and start == i:
             if _HELP_END.fullmatch(line.strip()):
                 found.append((i, i))
         i += 1
