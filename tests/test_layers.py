@@ -69,6 +69,17 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 BELOW_ANALYSIS = {"foundation", "tree"}
+BELOW_ENGINE = {
+    "foundation",
+    "text",
+    "settings",
+    "tree",
+    "analysis",
+    "fixes",
+    "rule",
+    "rules",
+    "registry",
+}
 MAY_IMPORT: dict[str, set[str] | None] = {
     "foundation": set(),
     "text": {"foundation"},
@@ -79,29 +90,8 @@ MAY_IMPORT: dict[str, set[str] | None] = {
     "rule": {"foundation", "analysis", "fixes"},
     "rules": {"foundation", "text", "analysis", "fixes", "rule"},
     "registry": {"rule", "rules"},
-    "engine": {
-        "foundation",
-        "text",
-        "settings",
-        "tree",
-        "analysis",
-        "fixes",
-        "rule",
-        "rules",
-        "registry",
-    },
-    "api": {
-        "foundation",
-        "text",
-        "settings",
-        "tree",
-        "analysis",
-        "fixes",
-        "rule",
-        "rules",
-        "registry",
-        "engine",
-    },
+    "engine": BELOW_ENGINE,
+    "api": BELOW_ENGINE | {"engine"},
     "reporting": {"foundation", "text"},
     "server": {"foundation", "api"},
     "fronts": {"foundation", "api", "reporting", "server", "verify"},
