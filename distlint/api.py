@@ -303,13 +303,27 @@ def _lint_file(
             return _finish(path, data, state, prior, config, options)
     result = _lint_data(path, data, config, options, prior, state)
     if store is not None and key is not None and not result.errors:
-        if result.fixed_bytes is None and prior is None:
-            store.put(key, result)  # nothing was fixed: the result is the file's
-        elif result.fixed_bytes is not None and options.write and result.fixes_applied:
-            # the file now holds the fixed bytes and the result is theirs: the next run is warm
-            fixed_store, fixed_key = _cache_entry(path, result.fixed_bytes, config, options)
-            fixed_store.put(fixed_key, result)
+        _remember(store, key, path, result, prior is not None, config, options)
     return _finish(path, data, state, result, config, options)
+
+
+def _remember(
+    store: Any,
+    key: str,
+    path: str,
+    result: FileResult,
+    from_prior: bool,
+    config: Config,
+    options: LintOptions,
+) -> None:
+    """Keep ``result`` in the cache: under the file's bytes (``key``) when nothing was fixed
+    (``from_prior``: it came from there), under the fixed bytes once they are written."""
+    if result.fixed_bytes is None and not from_prior:
+        store.put(key, result)  # nothing was fixed: the result is the file's
+    elif result.fixed_bytes is not None and options.write and result.fixes_applied:
+        # the file now holds the fixed bytes and the result is theirs: the next run is warm
+        fixed_store, fixed_key = _cache_entry(path, result.fixed_bytes, config, options)
+        fixed_store.put(fixed_key, result)
 
 
 def _finish(
