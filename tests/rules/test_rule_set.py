@@ -1,40 +1,34 @@
-"""Every rule's VALID / INVALID snippets, each run with that rule alone (helpers.lint_snippet).
+"""Across the rule set: every rule has snippets, docs and its own test file
+(tests/rules/test_<CODE>.py, which runs its VALID / INVALID snippets and its fixtures; see
+tests/rule_tests.py), and the snippet checks can fail."""
 
-The snippets are the rule docs' examples; the exact fixed text lives with the snippet
-(`Invalid.fixed`), so this checks counts and fixes, not snapshots.
-"""
+import ast
 
 import pytest
-from helpers import lint_snippet, undefined_names
+from helpers import FIXTURES, ROOT
+from rule_tests import assert_invalid
 
 from distlint.registry import all_rules
+from distlint.rule import Invalid
 
-VALID = [(r, i, v) for r in all_rules() for i, v in enumerate(r.VALID)]
-INVALID = [(r, i, v) for r in all_rules() for i, v in enumerate(r.INVALID)]
-
-
-@pytest.mark.parametrize(
-    "rule_cls,i,snippet", VALID, ids=[f"{r.CODE}-valid-{i}" for r, i, _ in VALID]
-)
-def test_valid_snippet_has_no_finding(rule_cls, i, snippet):
-    linted = lint_snippet(rule_cls.CODE, snippet.code, snippet.options, path="snippet.py")
-    assert [f.message for f in linted.findings] == []
+RULE_TESTS = ROOT / "tests" / "rules"
 
 
-@pytest.mark.parametrize(
-    "rule_cls,i,snippet", INVALID, ids=[f"{r.CODE}-invalid-{i}" for r, i, _ in INVALID]
-)
-def test_invalid_snippet_is_reported_and_fixed(rule_cls, i, snippet):
-    # lint_snippet also checks the fix is sound: it compiles, a second fix changes nothing
-    linted = lint_snippet(rule_cls.CODE, snippet.code, snippet.options, path="snippet.py")
-    assert [f.code for f in linted.findings] == [rule_cls.CODE] * snippet.count
-    if snippet.fixed is None:
-        assert linted.fixed_source is None, "a fix was applied where the snippet expects none"
-        assert all(f.fix is None for f in linted.findings)
-        return
-    assert linted.fixed_source == snippet.fixed
-    assert linted.fix.findings == ()
-    assert undefined_names(linted.fixed_source) == []
+def _test_class_bases(code):
+    """The base classes of ``class Test<CODE>`` in tests/rules/test_<CODE>.py, and its CODE."""
+    path = RULE_TESTS / f"test_{code}.py"
+    assert path.exists(), f"{code} has no test file {path.relative_to(ROOT)}"
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef) and node.name == f"Test{code}":
+            declared = [
+                s.value.value
+                for s in node.body
+                if isinstance(s, ast.Assign)
+                and [getattr(t, "id", None) for t in s.targets] == ["CODE"]
+                and isinstance(s.value, ast.Constant)
+            ]
+            return {getattr(b, "id", None) for b in node.bases}, declared
+    raise AssertionError(f"{path.relative_to(ROOT)} has no class Test{code}")
 
 
 def test_every_rule_has_snippets_and_docs():
@@ -53,3 +47,44 @@ def test_every_rule_has_snippets_and_docs():
             assert any(s.fixed is not None for s in rule.INVALID), (
                 f"{rule.CODE} has a fix but no fixed snippet"
             )
+
+
+def test_every_rule_has_its_test_file_running_its_snippets_and_fixtures():
+    codes = {rule.CODE for rule in all_rules()}
+    for code in sorted(codes):
+        bases, declared = _test_class_bases(code)
+        assert declared == [code], (code, declared)
+        assert "SnippetTests" in bases, code
+        assert ("FixtureTests" in bases) == (FIXTURES / code).is_dir(), code
+    folders = {p.name for p in FIXTURES.glob("DL[0-9][0-9][0-9]") if p.is_dir()}
+    assert folders <= codes, f"fixture folders of no rule: {sorted(folders - codes)}"
+
+
+SNIPPET = "import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\nopt = torch.optim.SGD([], lr=0.1)\n"
+FIXED = SNIPPET.replace("lr=0.1", "lr=0.1 * acc.num_processes")
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        pytest.param(Invalid(SNIPPET, fixed=FIXED, range="4:30-4:33"), id="right"),
+        pytest.param(Invalid(SNIPPET, fixed=FIXED, range="4:29-4:33"), id="column-off"),
+        pytest.param(Invalid(SNIPPET, fixed=FIXED, range="3:30-3:33"), id="line-off"),
+        pytest.param(Invalid(SNIPPET, fixed=FIXED, range=("4:30-4:33",) * 2), id="one-too-many"),
+        pytest.param(Invalid(SNIPPET, fixed=FIXED), id="no-range"),
+        pytest.param(Invalid(SNIPPET, range="4:30-4:33"), id="fix-not-expected"),
+    ],
+)
+def test_an_invalid_snippet_passes_only_at_its_range_with_its_fix(snippet, request):
+    if request.node.callspec.id == "right":
+        assert_invalid("DL201", snippet)
+    else:
+        with pytest.raises(AssertionError):
+            assert_invalid("DL201", snippet)
+
+
+def test_count_and_ranges_must_agree():
+    assert Invalid("x", range=("1:1-1:2", "2:1-2:2")).count == 2
+    assert Invalid("x", count=3).count == 3 and Invalid("x").count == 1
+    with pytest.raises(ValueError, match="count=1 but 2 ranges"):
+        Invalid("x", count=1, range=("1:1-1:2", "2:1-2:2"))
