@@ -120,6 +120,13 @@ def assert_fix_is_sound(
     assert [f for f in again.findings if f.fix is not None] == [], "fixable findings left"
 
 
+def fixed_and_bound(linted: Linted) -> str:
+    """The fixed text of a snippet whose every name is bound, which must be bound after the fix."""
+    assert linted.fixed_source is not None, "no fix applied"
+    assert undefined_names(linted.fixed_source) == []
+    return linted.fixed_source
+
+
 def _unbound(source: str) -> list[str]:
     # "t.py:3:5: undefined name 'x'" -> "undefined name 'x'" (lines move when a fix inserts)
     return [p.split(": ", 1)[-1] for p in undefined_names(source)]
