@@ -218,7 +218,6 @@ class TestDL201(SnippetTests, FixtureTests):
     }
 
 
-# ------------------------------------------------------------------------------------- DL201
 @pytest.mark.parametrize(
     "imports,ctor",
     [

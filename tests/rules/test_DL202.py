@@ -32,7 +32,6 @@ class TestDL202(SnippetTests, FixtureTests):
     }
 
 
-# ------------------------------------------------------------------------------------- DL202
 def test_dl202_prepared_loader_passed_to_a_helper(snapshot):
     code = """
     import torch
