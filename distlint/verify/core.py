@@ -377,11 +377,12 @@ def _conclude(
     result: VerifyResult, changed: list[str], user_cwd: str, loss_rtol: float | None
 ) -> None:
     """Both runs went: compare them, and tell which files the script wrote in the user's folder."""
-    if result.one and result.many and result.one.ok and result.many.ok:
+    compared = bool(result.one and result.many and result.one.ok and result.many.ok)
+    if compared:
         compare_runs(result, loss_rtol)
-        _note_gpu_runs(result)
     if changed:
         result.checks.append(files_check(changed, user_cwd))
+    if compared or changed:  # once, whatever else the runs gave to say
         _note_gpu_runs(result)
 
 
