@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from distlint.verify import checks as checks_mod
-from distlint.verify import compare, launch, scratch
+from distlint.verify import compare, launch, scratch, static
 from distlint.verify.compare import Check, RunSummary
 from distlint.verify.records import read_run
 
@@ -40,6 +40,7 @@ class VerifyResult:
     wall_s: float = 0.0
     node_rank: int | None = None  # several nodes: this machine's node rank
     interrupted: int | None = None  # the signal that stopped verify (SIGTERM, SIGHUP, SIGINT)
+    script_facts: static.ScriptFacts | None = None  # what the lint path's analysis read
 
     @property
     def exit_code(self) -> int:
@@ -89,6 +90,7 @@ class VerifyResult:
             "wall_s": round(self.wall_s, 3),
             "node_rank": self.node_rank,
             "interrupted": self.interrupted,
+            "script_facts": self.script_facts.to_json() if self.script_facts else None,
         }
 
 
@@ -409,6 +411,9 @@ def compare_runs(result: VerifyResult, loss_rtol: float | None = None) -> None:
     one, many = result.one, result.many
     assert one is not None and many is not None
     result.checks = checks_mod.run_all(one, many, result.exact, loss_rtol)
+    schedule = result.check("schedule")
+    if schedule is not None:
+        static.cross_check_schedule(schedule, result.script_facts, many)
     checks_mod.join_static(result.checks, result.static_findings)
     if checks_mod.duplicated(result.checks):
         result.notes.append(

@@ -175,6 +175,9 @@ def test_scheduler_counted_per_process_fails_dl202():
     assert "the decay runs ×2 as fast per sample" in schedule.detail
     assert "len(train_dataloader) before prepare" in schedule.detail  # a prepared scheduler
     assert schedule.data["speed_ratio"] == pytest.approx(2, rel=0.15)
+    # the source agrees: the lambda's length is the prepared (per-process) loader's
+    assert schedule.data["static"]["agrees"] is True
+    assert "Static facts: the scheduler at line 26 agrees" in schedule.detail
 
 
 def test_constant_loss_is_a_skip():
@@ -506,6 +509,7 @@ def test_a_warmup_multiplied_by_the_process_count_is_named():
     assert "warmup 64 samples" in schedule.detail and "warmup 128 samples" in schedule.detail
     assert "num_warmup_steps was multiplied by the process count" in schedule.detail
     assert "len(train_dataloader)" not in schedule.detail  # not the length's advice
+    assert schedule.data["static"]["agrees"] is True  # the closure's warmup × num_processes
 
 
 def test_bf16_autocast_is_observed_and_sets_the_exact_tolerance():
