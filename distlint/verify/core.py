@@ -163,6 +163,7 @@ def verify(
         result.problems.append(f"{script}: no such file")
         return result
     user_cwd = os.path.abspath(cwd or os.getcwd())
+    result.script_facts = static.script_facts(path)
     if keep_dir is not None:
         keep_dir = os.path.join(user_cwd, os.path.expanduser(keep_dir))  # relative: to the user's
     launcher_args = launch.with_absolute_config_file(launcher_args, user_cwd)
@@ -272,9 +273,7 @@ def _make_plans(
         result.problems.append(launch.XLA_ON_CPU)
         result.notes.append("the command on a TPU host would be: " + " ".join(many_plan.argv))
         return None
-    one_launcher = single_launcher or (
-        launcher if launcher in ("torchrun", "accelerate", "fabric") else "python"
-    )
+    one_launcher = single_launcher or _single_launcher(result, launcher)
     one_plan = launch.single_plan(
         path,
         script_args,
@@ -284,6 +283,31 @@ def _make_plans(
         log_dir=os.path.join(work, "one", "logs"),
     )
     return many_plan, one_plan
+
+
+def _single_launcher(result: VerifyResult, launcher: str) -> str:
+    """How the 1-process run is launched: as the user would run the script alone. A script that
+    forms its processes through Accelerate or Fabric and reads none of torchrun's environment
+    runs as plain `python` (under `torchrun --nproc_per_node 1` Accelerate would form a
+    process group of one, a setup nobody trains in); one written for torchrun runs under it."""
+    if launcher not in ("torchrun", "accelerate", "fabric"):
+        return "python"
+    facts = result.script_facts
+    if launcher != "torchrun" or facts is None or facts.mode not in ("accelerate", "fabric"):
+        return launcher
+    framework = {"accelerate": "Accelerate", "fabric": "Lightning Fabric"}[facts.mode]
+    if facts.needs_launcher:
+        result.notes.append(
+            f"the 1-process run goes through torchrun with one process: the script reads "
+            f"torchrun's environment itself ({', '.join(facts.launcher_reads[:3])})"
+        )
+        return launcher
+    result.notes.append(
+        f"the 1-process run is plain `python`, as the script runs alone: it forms its "
+        f"processes through {framework} and reads none of torchrun's environment (under "
+        "torchrun with one process it would train in a process group of one)"
+    )
+    return "python"
 
 
 class _Runs:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sys
 import textwrap
@@ -191,6 +192,7 @@ def render_text(result: VerifyResult) -> str:
     out.extend(_script_failure(result))
     if result.runs:
         out.extend(_runs_table(result))
+        out.extend(_commands(result))
     for run in result.runs:
         if not run.ok:
             out.extend(_failed_run(result, run))
@@ -231,6 +233,16 @@ def _runs_table(result: VerifyResult) -> list[str]:
     out = [" " * (w0 + 2) + labels[0].ljust(w1) + labels[1]]
     for key in keys:
         out.append("  " + key.ljust(w0) + cols[0].get(key, "-").ljust(w1) + cols[1].get(key, "-"))
+    out.append("")
+    return out
+
+
+def _commands(result: VerifyResult) -> list[str]:
+    """The exact command of each run, in the order made (each ran in its own scratch copy)."""
+    runs = [r for r in (result.many, result.one) if r is not None]
+    width = max(len(r.label) for r in runs) + 1
+    out = ["Commands (each run in its own scratch copy of your working directory)"]
+    out.extend(f"  {(r.label + ':').ljust(width)} {shlex.join(r.command)}" for r in runs)
     out.append("")
     return out
 

@@ -2,6 +2,7 @@
 the verdict and the key numbers of the report, without starting a process."""
 
 import json
+import shlex
 
 import pytest
 from verify_helpers import load_case
@@ -60,6 +61,15 @@ def test_exact_matches_step_by_step_and_labels_the_scaled_batch():
 def test_exact_does_not_say_x_n_when_nothing_was_scaled():
     r = load_case("correct")  # not --exact
     assert "x N" not in render_text(r)
+
+
+def test_the_report_shows_each_runs_exact_command_in_the_order_made():
+    r = load_case("correct")
+    text = render_text(r)
+    lines = text.splitlines()
+    at = lines.index("Commands (each run in its own scratch copy of your working directory)")
+    assert lines[at + 1] == "  2 processes: " + shlex.join(r.many.command)
+    assert lines[at + 2] == "  1 process:   " + shlex.join(r.one.command)
 
 
 def test_unscaled_lr_confirms_the_static_dl201():

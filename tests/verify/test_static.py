@@ -93,3 +93,52 @@ def test_an_unreadable_script_gives_no_facts(tmp_path):
     bad.write_text("def broken(:\n", encoding="utf-8")
     assert static.script_facts(str(bad)) is None
     assert static.script_facts(str(tmp_path / "missing.py")) is None
+
+
+ACCELERATE_ALONE = """\
+from accelerate import Accelerator
+
+accelerator = Accelerator()
+"""
+READS_LOCAL_RANK = ACCELERATE_ALONE + 'import os\nlocal = int(os.environ["LOCAL_RANK"])\n'
+PLAIN_DDP = """\
+import os
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank = int(os.getenv("RANK", "0"))
+"""
+
+
+@pytest.mark.parametrize(
+    "source, launcher, expected, note",
+    [
+        (ACCELERATE_ALONE, "torchrun", "python", "plain `python`, as the script runs alone"),
+        (READS_LOCAL_RANK, "torchrun", "torchrun", "(LOCAL_RANK at line 5)"),
+        (PLAIN_DDP, "torchrun", "torchrun", None),
+        (ACCELERATE_ALONE, "accelerate", "accelerate", None),
+    ],
+    ids=["accelerate-alone", "accelerate-reads-torchrun-env", "plain-ddp", "accelerate-launch"],
+)
+def test_the_one_process_run_is_launched_as_the_script_runs_alone(
+    tmp_path, source, launcher, expected, note
+):
+    from distlint.verify import launch
+    from distlint.verify.core import VerifyResult, _make_plans
+
+    script = tmp_path / "train.py"
+    script.write_text(source, encoding="utf-8")
+    result = VerifyResult(
+        str(script), [], 2, 3, False, script_facts=static.script_facts(str(script))
+    )
+    devices = launch.DevicePlan("cpu", "cpu", 2, [])
+    plans = _make_plans(
+        result, str(script), ["--x"], devices, launcher, [], str(tmp_path), None, None
+    )
+    assert plans is not None
+    one = plans[1]
+    assert one.launcher == expected
+    if expected == "python":
+        assert one.argv[1:] == [str(script), "--x"]  # no launcher: no group of one
+    notes = [n for n in result.notes if "1-process run" in n]
+    assert (note in notes[0]) if note else not notes
