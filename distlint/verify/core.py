@@ -286,28 +286,33 @@ def _make_plans(
 
 
 def _single_launcher(result: VerifyResult, launcher: str) -> str:
-    """How the 1-process run is launched: as the user would run the script alone. A script that
-    forms its processes through Accelerate or Fabric and reads none of torchrun's environment
-    runs as plain `python` (under `torchrun --nproc_per_node 1` Accelerate would form a
-    process group of one, a setup nobody trains in); one written for torchrun runs under it."""
+    chosen, note = one_process_launcher(result.script_facts, launcher)
+    if note:
+        result.notes.append(note)
+    return chosen
+
+
+def one_process_launcher(facts: static.ScriptFacts | None, launcher: str) -> tuple[str, str | None]:
+    """How the 1-process run is launched, as the user would run the script alone, and why (a
+    note, when it differs from the N-process run's launcher or could have). A script that forms
+    its processes through Accelerate or Fabric and reads none of torchrun's environment runs as
+    plain `python` (under `torchrun --nproc_per_node 1` Accelerate would form a process group
+    of one, a setup nobody trains in); one written for torchrun runs under it."""
     if launcher not in ("torchrun", "accelerate", "fabric"):
-        return "python"
-    facts = result.script_facts
+        return "python", None
     if launcher != "torchrun" or facts is None or facts.mode not in ("accelerate", "fabric"):
-        return launcher
+        return launcher, None
     framework = {"accelerate": "Accelerate", "fabric": "Lightning Fabric"}[facts.mode]
     if facts.needs_launcher:
-        result.notes.append(
+        return launcher, (
             f"the 1-process run goes through torchrun with one process: the script reads "
             f"torchrun's environment itself ({', '.join(facts.launcher_reads[:3])})"
         )
-        return launcher
-    result.notes.append(
+    return "python", (
         f"the 1-process run is plain `python`, as the script runs alone: it forms its "
         f"processes through {framework} and reads none of torchrun's environment (under "
         "torchrun with one process it would train in a process group of one)"
     )
-    return "python"
 
 
 class _Runs:
