@@ -159,6 +159,7 @@ class RunSummary:
         params = sorted({str(p.get("param")) for p in ups if p.get("param")})
         grads = sorted({str(p.get("grad")) for p in ups if p.get("grad")})
         scaled = sum(1 for p in ups if p.get("scaler"))
+        opaque = sum(1 for p in ups if p.get("opaque"))
         dtypes = set(casts) | set(params) | set(grads)
         kind = "fp16" if "float16" in dtypes else "bf16" if "bfloat16" in dtypes else "fp32"
         setting = self.config("mixed_precision")
@@ -172,6 +173,7 @@ class RunSummary:
             "params": params,
             "grads": grads,
             "scaler_updates": scaled,
+            "opaque_updates": opaque,  # a forward with no module inside: autocast unseen
             # what the Accelerator / Fabric that trained was set to apply
             "setting": setting,
             "setting_of": SETTING_OF.get(str(self.config("source"))),
@@ -184,6 +186,8 @@ class RunSummary:
         want = setting_kind(p["setting"])
         if not p["observed"] or want == "fp32" or p["kind"] != "fp32" or not p["setting_of"]:
             return None
+        if p["opaque_updates"]:
+            return None  # autocast entered inside a module with no submodule cannot be seen
         through = {
             "Fabric precision": "the module fabric.setup() returned",
             "Accelerator mixed_precision": "the model accelerator.prepare() returned",

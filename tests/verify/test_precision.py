@@ -65,6 +65,14 @@ def test_fabric_precision_not_applied_is_said_with_the_fix(tmp_path):
     assert "forward through the module fabric.setup() returned" in note
 
 
+def test_no_note_when_autocast_could_not_be_seen(tmp_path):
+    """A model with no submodule (one Linear) whose forward the framework patched to enter
+    autocast: nothing runs inside it to see the autocast, so nothing is claimed."""
+    run = _fabric_run(tmp_path, "many", 2, {**FP32, "opaque": 1})
+    assert run.precision["opaque_updates"] == 2
+    assert not [n for n in run.notes if "Fabric precision" in n]
+
+
 def test_unobserved_precision_falls_back_to_the_framework_setting(tmp_path):
     run = _fabric_run(tmp_path, "many", 2, None, setting="bf16-true")
     assert run.precision["observed"] is False and run.precision["kind"] == "bf16"

@@ -106,8 +106,9 @@ class Hooks:
 
             def pre(module, args):
                 if rec.module_depth == 0:
-                    rec.inner_autocast = None
+                    rec.inner_autocast, rec.inner_calls = None, 0
                 elif rec.inner_autocast is None:
+                    rec.inner_calls += 1
                     # autocast entered inside the top-level forward (Fabric's and Accelerate's
                     # wrappers enter it there, and convert the outputs back to fp32)
                     rec.inner_autocast = rec.autocast_now()

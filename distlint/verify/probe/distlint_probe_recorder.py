@@ -126,6 +126,7 @@ class Recorder:
         self.loaders_since_step = []
         self.trainable = {}  # id(module) -> bool
         self.inner_autocast = None  # autocast seen inside the current top-level forward
+        self.inner_calls = 0  # modules called inside it before autocast was seen
         self.fabrics = set()  # id() of each Fabric recorded (its setup calls record it once)
         self.loader_ids = {}  # id(DataLoader) -> small int
         self.patches = None  # the Patcher (set by the hooks)
@@ -353,6 +354,9 @@ class Recorder:
         size, numel, checksum = self.summarize((args, kwargs))
         entry = {"size": size, "numel": numel, "checksum": checksum, "trained": False}
         entry["autocast"] = autocast_dtype(torch, outs[0].device.type) or self.inner_autocast
+        # no module ran inside it: an autocast entered within its own forward (a wrapper's
+        # patched forward) cannot be seen
+        entry["opaque"] = not entry["autocast"] and not self.inner_calls
         entry["out_dtype"] = str(outs[0].dtype).replace("torch.", "")
         self.forwards.append(entry)
         if len(self.forwards) > 4096:
@@ -391,7 +395,9 @@ class Recorder:
                 break
         scaled = self.scaled_since_step
         self.scaled_since_step = 0
-        return {"autocast": casts, "outputs": outs, "param": param, "grad": grad, "scaler": scaled}
+        opaque = sum(1 for f in trained if f.get("opaque"))
+        return {"autocast": casts, "outputs": outs, "param": param, "grad": grad,
+                "scaler": scaled, "opaque": opaque}  # fmt: skip
 
     # -- losses ----------------------------------------------------------------------------
 
