@@ -145,8 +145,9 @@ def verify(
 
     The N-process run goes first: its samples per update are measured, and the 1-process run is
     stopped once it has trained on as many samples (whether the script grows the global batch
-    with N or holds it constant). `progress(event, payload)` is called with ("start", plan),
-    ("poll", (plan, record_dir, elapsed)) and ("end", summary) for each run.
+    with N or holds it constant). `progress(event, payload)` is called with ("start", (plan,
+    {"updates": planned, "samples": planned or 0})), ("poll", (plan, record_dir, elapsed)) and
+    ("end", summary) for each run, then ("compare", None) and ("done", None).
     """
     started = time.monotonic()
     path = os.path.abspath(script)
@@ -200,6 +201,8 @@ def verify(
         one_env = _plan_single(result, max_steps, n, exact)
         if one_env is not None:
             result.one = runs.run(one_plan, "one", one_env)
+        if progress:
+            progress("compare", None)
         _conclude(result, runs.changed, user_cwd, loss_rtol)
     except Interrupted as exc:
         result.interrupted = exc.signum
@@ -211,6 +214,8 @@ def verify(
         result.interrupted = int(signal.SIGINT)
         result.problems.append("stopped by SIGINT (Ctrl-C): every process of the runs was killed")
     finally:
+        if progress:
+            progress("done", None)
         result.wall_s = time.monotonic() - started
         _restore_process_state(subreaper, previous_handlers)
         background.shutdown(wait=True)
@@ -356,7 +361,12 @@ class _Runs:
         self._copy_folder(name, scratch_dir)
         progress = self.progress
         if progress:
-            progress("start", plan)
+            env = launch.schema
+            target = {
+                "updates": int(run_env.get(env.ENV_MAX_STEPS) or 0),
+                "samples": int(run_env.get(env.ENV_MAX_SAMPLES) or 0),
+            }
+            progress("start", (plan, target))
         record_dir = os.path.join(run_dir, "records")
         poll = (lambda elapsed: progress("poll", (plan, record_dir, elapsed))) if progress else None
         scratch_env = {launch.schema.ENV_SCRATCH: os.path.abspath(scratch_dir)}
