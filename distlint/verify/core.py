@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -192,7 +193,11 @@ def verify(
         if plans is None:
             return result
         many_plan, one_plan = plans
-        base_env = {launch.schema.ENV_SCRIPT: path, **(env or {})}
+        base_env = {
+            launch.schema.ENV_SCRIPT: path,
+            launch.schema.ENV_USER_DIR: user_cwd,
+            **(env or {}),
+        }
         runs = _Runs(result, work, user_cwd, keep_dir, nodes, progress, timeout, started)
         runs.background, runs.base_env = background, base_env
         result.many = runs.run(many_plan, "many", {launch.schema.ENV_MAX_STEPS: str(max_steps)})
@@ -203,7 +208,7 @@ def verify(
             result.one = runs.run(one_plan, "one", one_env)
         if progress:
             progress("compare", None)
-        _conclude(result, runs.changed, user_cwd, loss_rtol)
+        _conclude(result, runs.changed, user_cwd, loss_rtol, runs.who)
     except Interrupted as exc:
         result.interrupted = exc.signum
         result.problems.append(
@@ -348,6 +353,7 @@ class _Runs:
         self.own = scratch.own_outputs()
         self.watched = scratch.snapshot(user_cwd, skip=[work], ignore=self.own)
         self.changed: list[str] = []
+        self.who: dict[str, str] = {}  # a change -> which run made it, as far as can be told
 
     def run(self, plan: launch.LaunchPlan, name: str, run_env: dict[str, str]) -> RunSummary | None:
         remaining = self.timeout - (time.monotonic() - self.started)
@@ -370,6 +376,7 @@ class _Runs:
         record_dir = os.path.join(run_dir, "records")
         poll = (lambda elapsed: progress("poll", (plan, record_dir, elapsed))) if progress else None
         scratch_env = {launch.schema.ENV_SCRATCH: os.path.abspath(scratch_dir)}
+        began = time.time_ns()
         outcome = launch.run_plan(
             plan,
             run_dir,
@@ -378,7 +385,8 @@ class _Runs:
             poll,
             cwd=scratch_dir,
         )
-        self._note_changes(scratch_dir)
+        ended = time.time_ns()
+        new = self._note_changes(scratch_dir)
         records = read_run(outcome.record_dir, single_pid=None)
         follower = bool(self.nodes and self.nodes.node_rank) and name == "many"
         summary = compare.summarize_run(
@@ -388,6 +396,8 @@ class _Runs:
             int(run_env[launch.schema.ENV_MAX_STEPS]),
             world=plan.nprocs,
         )
+        if new:
+            self.who.update(attribute_changes(new, summary, began, ended))
         if progress:
             progress("end", summary)
         return summary
@@ -406,23 +416,82 @@ class _Runs:
                 scratch.mirror_tree, self.user_cwd, os.path.join(work, "one", "cwd"), [work]
             )
 
-    def _note_changes(self, scratch_dir: str) -> None:
+    def _note_changes(self, scratch_dir: str) -> dict[str, int | None]:
+        """The changes of the user's tree first seen after this run, with their mtimes (ns)."""
         assert self.background is not None
         now = scratch.snapshot(self.user_cwd, skip=[self.work], ignore=self.own)
-        self.changed.extend(c for c in scratch.changes(self.watched, now) if c not in self.changed)
+        new = [c for c in scratch.changes(self.watched, now) if c not in self.changed]
+        self.changed.extend(new)
         if self.keep_dir is None:  # removed while the next run goes
             self.background.submit(shutil.rmtree, scratch_dir, True)
+        entries = now.entries
+        return {c: entries[c.rsplit(" (", 1)[0]][2] if c.rsplit(" (", 1)[0] in entries else None
+                for c in new}  # fmt: skip
+
+
+def _writes(record_dir: str) -> list[dict[str, Any]]:
+    """What the probe noted of writes aimed into the user's folder (`<pid>.writes`)."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(record_dir, "*" + launch.schema.WRITES_SUFFIX))):
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        for text in lines:
+            try:
+                out.append(json.loads(text))
+            except ValueError:
+                continue  # a line cut short by a killed process
+    return out
+
+
+MTIME_SLACK_NS = 2_000_000_000  # filesystems with coarse timestamps (FAT: 2 s)
+
+
+def attribute_changes(
+    new: dict[str, int | None], run: RunSummary, began: int, ended: int
+) -> dict[str, str]:
+    """Who made each change first seen after `run`, as far as can honestly be told: a rank of
+    the run noted it opened the path to write (the probe sees open(), torch.save, safetensors);
+    else its modification time falls within the run (a write the probe does not see, or
+    another program working at the same time) or outside it (while no process of the runs was
+    alive: another program). A removed file has no time to tell."""
+    opened: dict[str, str] = {}
+    for line in _writes(run.outcome.record_dir):
+        path, rank = str(line.get("path")), line.get("rank")
+        who = f"rank {rank}" if rank is not None else f"a process (pid {line.get('pid')})"
+        opened.setdefault(path, f"{who} of the {run.label} run opened it to write")
+    out = {}
+    for change, mtime in new.items():
+        path = change.rsplit(" (", 1)[0]
+        if path in opened:
+            out[change] = opened[path]
+        elif mtime is None:
+            out[change] = f"seen after the {run.label} run; no time to place it"
+        elif began - MTIME_SLACK_NS <= mtime <= ended + MTIME_SLACK_NS:
+            out[change] = (
+                f"written during the {run.label} run, not through open(): the script "
+                "(os.open, native code) or another program at the same time"
+            )
+        else:
+            out[change] = "written while no run was going: another program, not the script"
+    return out
 
 
 def _conclude(
-    result: VerifyResult, changed: list[str], user_cwd: str, loss_rtol: float | None
+    result: VerifyResult,
+    changed: list[str],
+    user_cwd: str,
+    loss_rtol: float | None,
+    who: dict[str, str] | None = None,
 ) -> None:
     """Both runs went: compare them, and tell which files the script wrote in the user's folder."""
     compared = bool(result.one and result.many and result.one.ok and result.many.ok)
     if compared:
         compare_runs(result, loss_rtol)
     if changed:
-        result.checks.append(files_check(changed, user_cwd))
+        result.checks.append(files_check(changed, user_cwd, who))
     if compared or changed:  # once, whatever else the runs gave to say
         _note_gpu_runs(result)
 
@@ -463,11 +532,24 @@ def compare_runs(result: VerifyResult, loss_rtol: float | None = None) -> None:
         result.table = checks_mod.equivalence_table(many, one)
 
 
-def files_check(changed: Sequence[str], user_cwd: str) -> Check:
-    """A run changed the user's own tree (a write that bypassed the scratch copy): a failure."""
-    shown = ", ".join(changed[:10]) + (
-        f" and {len(changed) - 10} more" if len(changed) > 10 else ""
-    )
+def files_check(changed: Sequence[str], user_cwd: str, who: dict[str, str] | None = None) -> Check:
+    """The user's own tree changed while verify ran (a write that bypassed the scratch copy):
+    a failure, each path with who made it as far as can be told (see `attribute_changes`); a
+    warning when every change was made while no run was going (another program's)."""
+    who = who or {}
+    listed = [f"{c}: {who[c]}" if c in who else c for c in changed[:10]]
+    shown = "; ".join(listed) + (f"; and {len(changed) - 10} more" if len(changed) > 10 else "")
+    others = [c for c in changed if who.get(c, "").startswith("written while no run was going")]
+    if len(others) == len(changed):
+        return Check(
+            "files",
+            "your files",
+            "warn",
+            f"{len(changed)} path(s) of your working directory ({user_cwd}) changed while "
+            f"verify ran, all at times no process of the runs was alive: {shown}. Not the "
+            "script's writes; check what else works in this folder.",
+            data={"changed": list(changed), "who": who},
+        )
     return Check(
         "files",
         "your files",
@@ -476,7 +558,7 @@ def files_check(changed: Sequence[str], user_cwd: str) -> Check:
         f"outside verify's scratch copy: {shown}. The script wrote there by an absolute path, "
         "a link, or a write the probe does not see (os.open on a linked file over the copy "
         "budget); restore these from version control or a backup.",
-        data={"changed": list(changed)},
+        data={"changed": list(changed), "who": who},
     )
 
 
