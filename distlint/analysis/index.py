@@ -382,8 +382,7 @@ class Index:
             info[id(node)] = (parent, scope, order)
             append_node(node)
             tp = type(node)
-            bind = binders.get(tp)
-            if bind is None:  # most nodes: just their children
+            if tp not in binders:  # most nodes: just their children
                 if tp is cst.Call:
                     append_call(node)
                 elif tp in _LEAF_TYPES:
@@ -391,7 +390,7 @@ class Index:
                 for child in reversed(child_list(node)):
                     push((child, node, scope))
                 continue
-            child_scope = bind(self, node, order, scope, push)
+            child_scope = binders[tp](self, node, order, scope, push)
             if child_scope is not None:
                 for child in reversed(child_list(node)):
                     push((child, node, child_scope))
