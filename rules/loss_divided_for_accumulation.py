@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.analysis import Index, iter_children
+from distlint.analysis import Index, Op, iter_children
 from distlint.analysis.facts import Facts
 from distlint.fixes import FixPlan
 from distlint.model import Applicability
@@ -222,10 +222,10 @@ class LossDividedForAccumulation(Rule):
         for b in index.bindings_of(name):
             if b.scope is not index.scope(name):
                 continue
-            if b.op == "/=" and isinstance(b.node, cst.AugAssign):
+            if b.op is Op.DIVIDE and isinstance(b.node, cst.AugAssign):
                 if self._is_accumulation(facts, b.node.value, setting_texts):
                     found.append(b.node)
-            elif b.op == "=" and b.value is not None:
+            elif b.op is Op.ASSIGN and b.value is not None:
                 values.append(b.value)
         return values
 
