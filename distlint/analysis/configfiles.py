@@ -14,6 +14,7 @@ group files, ``# @package`` headers), without command-line overrides (they are n
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import re
@@ -315,8 +316,16 @@ def at_package(package: str, entry: Entry) -> Entry:
 
 
 # --------------------------------------------------------------------------------- hydra
+class _Entries(enum.Enum):
+    """What an item of a defaults list brings in."""
+
+    SELF = "self"  # `_self_`: the config's own keys
+    GROUP = "group"  # `db: mysql`: an option of a config group
+    CONFIG = "config"  # `other`: another config of the same group
+
+
 class _Default(NamedTuple):
-    kind: str  # self | group | config
+    kind: _Entries
     group: str = ""  # for group: `optimizer`, `/db`, `server/db`
     option: Any = None  # str, list of str (multi-select), or None (`group: null`)
     package: str | None = None
@@ -332,10 +341,10 @@ def _defaults(entry: Entry | None) -> list[_Default]:
         value = item.value
         if isinstance(value, str):
             if value == "_self_":
-                out.append(_Default("self"))
+                out.append(_Default(_Entries.SELF))
             else:
                 name, _, package = value.partition("@")
-                out.append(_Default("config", option=name, package=package or None))
+                out.append(_Default(_Entries.CONFIG, option=name, package=package or None))
         elif isinstance(value, dict) and len(value) == 1:
             ((key, option_entry),) = value.items()
             key = str(key)
@@ -345,7 +354,7 @@ def _defaults(entry: Entry | None) -> list[_Default]:
             group, _, package = key.partition("@")
             out.append(
                 _Default(
-                    "group",
+                    _Entries.GROUP,
                     group,
                     option_entry.plain(),
                     package or None,
@@ -364,7 +373,7 @@ def compose_hydra(project: Any, config_dir: str, config_name: str) -> Entry | No
     if primary is None:
         return None
     for d in _defaults(primary.root.get("defaults")):
-        if d.kind == "group" and d.override:
+        if d.kind is _Entries.GROUP and d.override:
             overrides[d.group.lstrip("/")] = d.option
     return _Composer(project, config_dir, overrides).compose("", primary, "", set())
 
@@ -403,13 +412,13 @@ class _Composer:
                 {k: v for k, v in body.value.items() if k != "defaults"}, body.file, body.line
             )
         items = _defaults(doc.root.get("defaults"))
-        if not any(d.kind == "self" for d in items):
-            items.append(_Default("self"))  # hydra >= 1.1: the config's own keys come last
+        if not any(d.kind is _Entries.SELF for d in items):
+            items.append(_Default(_Entries.SELF))  # hydra >= 1.1: the config's own keys come last
         result: Entry | None = None
         for d in items:
-            if d.kind == "self":
+            if d.kind is _Entries.SELF:
                 result = merge(result, at_package(package, body) if body.value else None)
-            elif d.kind == "config":
+            elif d.kind is _Entries.CONFIG:
                 result = merge(result, self._config(group, d, package, seen))
             elif not d.override:
                 for entry in self._group(group, d, package, seen):
