@@ -450,3 +450,37 @@ def test_recorded_numbers_of_the_evaluation_and_epoch_runs():
     assert "its `epoch` stayed 0" in order.detail
     accumulation = next(c for c in replay("dl204_bad").checks if c.rule == "DL204")
     assert "2 processes: 8 updates for 8 backward calls on each rank" in accumulation.detail
+
+
+@pytest.mark.slow
+@pytest.mark.verify
+@pytest.mark.usefixtures("linux_proc")
+def test_real_run_confirms_gather_duplicates_after_going_on_to_epoch_two(tmp_path):
+    """The whole route: `check --verify` sees DL402 statically, so the 2-process run goes on to
+    its second epoch (--epochs 2 by itself), evaluates at the end of the first, and the probe's
+    pass, gather and order records confirm the duplicates (about 30 s here)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from verify_helpers import fixture_script
+
+    exe = shutil.which("distlint")
+    argv = [exe] if exe else [sys.executable, "-m", "distlint"]
+    proc = subprocess.run(
+        [*argv, "check", "--verify", "--device", "cpu", "--format", "json"]
+        + [fixture_script("eval_gather.py")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert any("--epochs 2" in n and "DL402" in n for n in report["notes"])
+    shown = {c["rule"]: c for c in report["checks"]}
+    assert shown["DL402"]["status"] == "fail" and shown["DL402"]["static"] == "confirmed"
+    assert "returned 32 samples for an evaluation set of 30" in shown["DL402"]["detail"]
+    assert "DL401" not in shown  # gathered: nothing to say unasked
+    many = report["runs"]["many"]
+    assert len(many["per_update"]) == 5  # 4 updates of epoch 1, stopped at epoch 2's first

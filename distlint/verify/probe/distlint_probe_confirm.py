@@ -73,6 +73,25 @@ def first_dim(obj, depth=0):
     return None
 
 
+def framework_backward(rec, p, label, source):
+    """A wrapper of a framework's `backward(loss)` (Accelerator, Fabric): the loss is recorded
+    with `source`, and the Tensor.backward the framework makes inside is not recorded again."""
+
+    def replace(original):
+        def wrapper(owner, loss, *args, **kwargs):
+            if rec.backward_depth == 0 and rec.enabled:
+                p.guard(label, rec.record_loss, loss, source)
+            rec.backward_depth += 1
+            try:
+                return original(owner, loss, *args, **kwargs)
+            finally:
+                rec.backward_depth -= 1
+
+        return wrapper
+
+    return replace
+
+
 class _Tap:
     """Iterates a sampler's iterator and records the first indices it hands out."""
 
@@ -337,19 +356,12 @@ class Confirm:
             return
         rec, p = self.rec, self.p
 
-        def backward(original):
-            def wrapper(fabric, tensor, *args, **kwargs):
-                if rec.backward_depth == 0 and rec.enabled:
-                    p.guard("Fabric.backward", rec.record_loss, tensor, "fabric.backward")
-                rec.backward_depth += 1
-                try:
-                    return original(fabric, tensor, *args, **kwargs)
-                finally:
-                    rec.backward_depth -= 1
-
-            return wrapper
-
-        p.wrap(cls, "backward", "Fabric.backward", replace=backward)
+        p.wrap(
+            cls,
+            "backward",
+            "Fabric.backward",
+            replace=framework_backward(rec, p, "Fabric.backward", "fabric.backward"),
+        )
         for name in ("all_gather", "all_reduce"):
             p.wrap(cls, name, f"Fabric.{name}", replace=self._collective(f"fabric.{name}", True))
         p.wrap(

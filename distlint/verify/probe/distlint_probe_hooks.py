@@ -9,7 +9,7 @@ import os
 import sys
 
 from distlint_probe_confirm import PATCHES as CONFIRM_PATCHES
-from distlint_probe_confirm import Confirm
+from distlint_probe_confirm import Confirm, framework_backward
 from distlint_probe_interventions import Interventions
 from distlint_probe_patching import Patcher
 from distlint_probe_recorder import Recorder, record_stem
@@ -234,19 +234,12 @@ class Hooks:
 
         p.wrap(cls, "prepare", "Accelerator.prepare", replace=prepare)
 
-        def backward(original):
-            def wrapper(acc, loss, *args, **kwargs):
-                if rec.backward_depth == 0 and rec.enabled:
-                    p.guard("Accelerator.backward", rec.record_loss, loss, "accelerator.backward")
-                rec.backward_depth += 1
-                try:
-                    return original(acc, loss, *args, **kwargs)
-                finally:
-                    rec.backward_depth -= 1
-
-            return wrapper
-
-        p.wrap(cls, "backward", "Accelerator.backward", replace=backward)
+        p.wrap(
+            cls,
+            "backward",
+            "Accelerator.backward",
+            replace=framework_backward(rec, p, "Accelerator.backward", "accelerator.backward"),
+        )
         del exact
 
     def before_prepare(self, args):
