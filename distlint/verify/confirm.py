@@ -65,7 +65,7 @@ def _stopped_early(run: RunSummary) -> str:
     r0 = run.rank0
     updates = len(r0.updates) if r0 else 0
     if r0 is not None and r0.stop_reason == "epochs":
-        return f"the {run.label} run ended at the start of the pass --epochs asked for"
+        return f"the {run.label} run stopped at the start of the epoch --epochs asked for"
     if r0 is not None and r0.stopped:
         return (
             f"verify stopped the {run.label} run after {updates} updates; `--epochs 2` runs it "

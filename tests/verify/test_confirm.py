@@ -484,3 +484,68 @@ def test_real_run_confirms_gather_duplicates_after_going_on_to_epoch_two(tmp_pat
     assert "DL401" not in shown  # gathered: nothing to say unasked
     many = report["runs"]["many"]
     assert len(many["per_update"]) == 5  # 4 updates of epoch 1, stopped at epoch 2's first
+
+
+# -- the probe's side, in-process (no run) ------------------------------------------------------
+
+
+@pytest.fixture
+def probe_confirm(monkeypatch):
+    from distlint.verify import launch
+
+    monkeypatch.syspath_prepend(launch.PROBE_DIR)
+    import distlint_probe_confirm
+
+    return distlint_probe_confirm
+
+
+class FakeRecorder:
+    def __init__(self):
+        self.records = []
+        self.enabled, self.stopping, self.updates = True, False, 0
+
+    def emit(self, kind, **data):
+        self.records.append({"kind": kind, **data})
+
+    def note(self, message):
+        self.records.append({"kind": "note", "message": message})
+
+
+def test_samples_returned_by_a_gather(probe_confirm):
+    import torch
+
+    t = torch.zeros
+    assert probe_confirm.first_dim(t(5, 3)) == 5
+    assert probe_confirm.first_dim((t(4), t(4))) == 4  # (predictions, labels)
+    assert probe_confirm.first_dim({"logits": t(6, 2)}) == 6
+    assert probe_confirm.first_dim([t(2), t(3)], 1) == 5  # all_gather's output list
+    assert probe_confirm.first_dim(t(())) == 1 and probe_confirm.first_dim("x") is None
+
+
+def test_sampler_order_is_recorded_without_changing_it(probe_confirm):
+    from distlint_probe_patching import Patcher
+
+    rec = FakeRecorder()
+    confirm_ = probe_confirm.Confirm(rec, Patcher(rec.note))
+    info = {"sampler": 1, "cls": "RandomSampler", "n": 1, "shuffle": True, "epoch": None}
+    indices = list(range(40, 0, -1))
+    assert list(probe_confirm._Tap(confirm_, iter(indices), info)) == indices
+    prefixes = [r["prefix"] for r in rec.records if r["kind"] == "order"]
+    assert [len(p) for p in prefixes] == [4, 8, 16, 32]  # nothing new at the end: 32 kept
+    assert prefixes[-1] == indices[:32]
+    rec.records.clear()
+    assert list(probe_confirm._Tap(confirm_, iter([3, 1, 2]), info)) == [3, 1, 2]
+    assert [(r["prefix"], r["finished"]) for r in rec.records] == [([3, 1, 2], True)]
+
+
+def test_epochs_bound_counts_the_passes_updates_were_made_on(probe_confirm, monkeypatch):
+    from distlint_probe_patching import Patcher
+
+    monkeypatch.setenv(schema.ENV_EPOCHS, "2")
+    rec = FakeRecorder()
+    confirm_ = probe_confirm.Confirm(rec, Patcher(rec.note))
+    assert rec.epoch_bound == confirm_.reached_epoch
+    confirm_.loader_passes[7] = 2  # a peek, then the first epoch
+    assert not confirm_.reached_epoch([7]) and not confirm_.reached_epoch([7])
+    confirm_.loader_passes[7] = 4  # the next peek, then the second epoch
+    assert confirm_.reached_epoch([7])
