@@ -407,13 +407,14 @@ def check_epoch_order(one: RunSummary, many: RunSummary) -> Check:
 @dataclass
 class Evaluation:
     """One pass of a loader that did not feed the trained model, up to the next update or the
-    next pass of the training loader, and the gathers and reduces made meanwhile."""
+    next batch of the training loader, and the gathers and reduces made meanwhile."""
 
     loader: int
     dataset: int | None
     samples: int = 0
     batches: int = 0
     collectives: list[dict[str, Any]] = field(default_factory=list)
+    trained: bool = False  # a backward ran in the span: a second training loader, not evaluation
 
 
 def evaluations(rank: RankRecord, feeding: Sequence[int]) -> list[Evaluation]:
@@ -421,7 +422,8 @@ def evaluations(rank: RankRecord, feeding: Sequence[int]) -> list[Evaluation]:
     current: Evaluation | None = None
     for e in events(rank):
         kind = e.get("kind")
-        if kind == "step" or (kind == "pass" and e.get("loader") in feeding):
+        ends = kind in ("pass", "batch") and e.get("loader") in feeding
+        if kind == "step" or ends:
             current = None
         elif kind == "pass":
             current = Evaluation(int(e["loader"]), e.get("dataset"))
@@ -431,9 +433,11 @@ def evaluations(rank: RankRecord, feeding: Sequence[int]) -> list[Evaluation]:
         elif kind == "batch" and e.get("loader") == current.loader:
             current.batches += 1
             current.samples += int(e.get("size") or 0)
+        elif kind == "loss":
+            current.trained = True
         elif kind == "collective":
             current.collectives.append(e)
-    return [ev for ev in found if ev.batches]
+    return [ev for ev in found if ev.batches and not ev.trained]
 
 
 def _gathered(ev: Evaluation) -> list[tuple[str, str, int]]:

@@ -315,6 +315,26 @@ def test_gather_for_metrics_passes_both(tmp_path):
     assert "returned 30 samples for an evaluation set of 30: no duplicates" in dup.detail
 
 
+def test_a_second_training_loader_is_not_an_evaluation(tmp_path):
+    def events_of(rank, world):
+        events = training(3)  # loader 1 feeds 3 updates, loader 2 one: both are trained on
+        return events + [a_pass(2, dataset=30), batch(2), loss(), step(4)]
+
+    one, many = runs(tmp_path, events_of)
+    assert [c.status for c in confirm.check_evaluation(one, many)] == ["skip", "skip"]
+
+
+def test_plain_all_gather_of_padded_shards_fails_with_torch_advice(tmp_path):
+    def events_of(rank, world):
+        return with_evaluation(rank, world, [collective("dist.all_gather", 8 * world)] * 2)
+
+    one, many = runs(tmp_path, events_of, source="torch.distributed")
+    local, dup = confirm.check_evaluation(one, many)
+    assert local.status == "pass" and dup.status == "fail"
+    assert "dist.all_gather at train.py:40 returned 32 samples" in dup.detail
+    assert "DistributedSampler pads" in dup.detail
+
+
 def test_reduced_counts_pass_and_no_evaluation_is_a_skip(tmp_path):
     one, many = runs(
         tmp_path, lambda r, w: with_evaluation(r, w, [collective("dist.all_reduce", 1)])
