@@ -51,6 +51,7 @@ def verify_options(f: Callable) -> Callable:
             "--epochs",
             type=click.IntRange(min=0),
             default=None,
+            metavar="E",
             help="Run the N-process run past --max-steps to the first update of its training "
             "data's E-th pass (what the epoch-order and evaluation checks need) [default: 2 when "
             "distlint check reported DL304, DL401 or DL402, else off; 0: off].",

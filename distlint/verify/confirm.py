@@ -441,13 +441,14 @@ def evaluations(rank: RankRecord, feeding: Sequence[int]) -> list[Evaluation]:
 
 
 def _gathered(ev: Evaluation) -> list[tuple[str, str, int]]:
-    """(api, where, samples returned) per gathering call site of the evaluation."""
-    sites: dict[tuple[str, str], int] = {}
+    """(api, where, samples returned) per gathering call site of the evaluation (a site is a
+    call expression: two gathers on one line are two)."""
+    sites: dict[tuple[str, str, Any], int] = {}
     for c in ev.collectives:
         if c.get("api") in GATHERS and c.get("out") is not None:
-            key = (str(c["api"]), str(c.get("where") or "?"))
+            key = (str(c["api"]), str(c.get("where") or "?"), c.get("offset"))
             sites[key] = sites.get(key, 0) + int(c["out"])
-    return [(api, where, n) for (api, where), n in sites.items()]
+    return [(api, where, n) for (api, where, _), n in sites.items()]
 
 
 REDUCE_FIX = {

@@ -62,13 +62,14 @@ def order(n, prefix, sampler=1, cls="DistributedSampler", shuffle=True, epoch=0,
     }
 
 
-def collective(api, out, where="train.py:40"):
+def collective(api, out, where="train.py:40", offset=10):
     return {
         "kind": "collective",
         "api": api,
         "given": out,
         "out": out,
         "where": where,
+        "offset": offset,
         "updates": 4,
     }
 
@@ -322,6 +323,24 @@ def test_a_second_training_loader_is_not_an_evaluation(tmp_path):
 
     one, many = runs(tmp_path, events_of)
     assert [c.status for c in confirm.check_evaluation(one, many)] == ["skip", "skip"]
+
+
+def test_two_gathers_on_one_line_are_two_call_sites(tmp_path):
+    """accelerate's old nlp_example: `gather(predictions) == gather(labels)` on one line, 32
+    samples over 2 processes: no padding, and no duplicates to report."""
+
+    def events_of(rank, world):
+        events = training(2) + [a_pass(2, dataset=32, batches=2)]
+        for _ in range(2 if world == 2 else 4):
+            events += [batch(2)]
+            events += [collective("accelerator.gather", 8 * world, offset=o) for o in (10, 24)]
+        return events
+
+    one, many = runs(tmp_path, events_of)
+    dup = confirm.check_evaluation(one, many)[1]
+    assert (
+        dup.status == "warn" and "returned 32 samples, as many as the evaluation set" in dup.detail
+    )
 
 
 def test_plain_all_gather_of_padded_shards_fails_with_torch_advice(tmp_path):

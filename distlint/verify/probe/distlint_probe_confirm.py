@@ -56,6 +56,16 @@ TORCH_COLLECTIVES = (
 )
 
 
+def call_site():
+    """(file:line, bytecode offset) of the user's call: two gathers on one line (`gather(preds)
+    == gather(labels)`) are two call sites."""
+    where = user_frame(2)
+    frame = sys._getframe(1)
+    while frame is not None and f"{frame.f_code.co_filename}:{frame.f_lineno}" != where:
+        frame = frame.f_back
+    return where, frame.f_lasti if frame is not None else None
+
+
 def first_dim(obj, depth=0):
     """Samples in `obj`: the first dimension of its first tensor (a list of tensors, as
     torch.distributed.all_gather fills, counts all of them); None when there is none."""
@@ -292,7 +302,8 @@ class Confirm:
             given = first_dim(data[0]) if data else None
             if out is None:  # in place (all_reduce, reduce)
                 out = given
-        record = {"api": api, "given": given, "out": out, "where": user_frame(1)}
+        where, offset = call_site()
+        record = {"api": api, "given": given, "out": out, "where": where, "offset": offset}
         if accelerator:
             state = getattr(args[0], "gradient_state", None)
             active = getattr(state, "active_dataloader", None)

@@ -63,7 +63,8 @@ KINDS = {
     "stop": ("updates", "reason"),
     # for DL204/DL205/DL304/DL401/DL402 (distlint_probe_confirm): a DataLoader pass began; the
     # first indices of a shuffling sampler's pass; a gather/reduce across processes; a gradient
-    # clipping call; an entry into accelerator.accumulate; a prepared model and whether the
+    # clipping call (`offset`: the call's bytecode offset, telling apart two calls on one
+    # line); an entry into accelerator.accumulate; a prepared model and whether the
     # Accelerator scales the loss (an fp16 GradScaler)
     "pass": ("loader", "n", "dataset", "batches", "grad", "updates"),
     "order": ("sampler", "cls", "n", "shuffle", "epoch", "prefix"),
