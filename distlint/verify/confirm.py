@@ -253,9 +253,11 @@ def check_backward(one: RunSummary, many: RunSummary) -> Check:
     fp16 = any(e.get("scaler") for r in many.records.ranks for e in _of(events(r), "amp"))
     skipped = []
     if gas > 1:
-        skipped.append(f"the division by gradient_accumulation_steps={gas} (gradients ×{gas})")
+        skipped.append(
+            f"the division by gradient_accumulation_steps={gas} was skipped (gradients ×{gas})"
+        )
     if fp16:
-        skipped.append("the fp16 gradient scaler")
+        skipped.append("the fp16 gradient scaler was skipped")
     parts = []
     if bypassed:
         parts.append(f"{bypassed} of {total} backward calls in both runs were loss.backward()")
@@ -267,17 +269,18 @@ def check_backward(one: RunSummary, many: RunSummary) -> Check:
         )
     asked = str(many.config("mixed_precision") or "").endswith("fp16") and not fp16
     effect = (
-        "so the framework's " + " and ".join(skipped) + " were skipped"
+        "so " + " and ".join(skipped)
         if skipped
         else "the gradients are the same in this setup (no accumulation, no fp16 scaler"
         + (f": mixed_precision='fp16' runs without one on {many.device}" if asked else "")
         + "), but not under accumulation, an fp16 scaler, DeepSpeed or FSDP"
     )
+    sep = ", " if skipped else ": "
     return Check(
         "backward",
         "backward",
         "fail" if skipped else "warn",
-        f"{'; '.join(parts)} with a model the framework prepared: {effect}. Use "
+        f"{'; '.join(parts)} with a model the framework prepared{sep}{effect}. Use "
         f"`{backward_call}`" + (f" and `{clip_call}`" if clipped else "") + ".",
         "DL205",
         True,

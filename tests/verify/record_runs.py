@@ -71,6 +71,7 @@ CASES: dict[str, tuple[str, list[str], dict]] = {
     "dl204_fixed": ("../DL204/bad.fixed.py", [], {}),
     "dl205_bad": ("../DL205/bad.py", [], {}),
     "dl205_fixed": ("../DL205/bad.fixed.py", [], {}),
+    "dl205_accumulation": ("backward_bypass_accumulation.py", [], {}),
     "dl304_bad": ("../DL304/bad.py", [], {"epochs": 2}),
     "dl304_fixed": ("../DL304/bad.fixed.py", [], {"epochs": 2}),
     "eval_local_metric": ("eval_local_metric.py", [], {"epochs": 2}),

@@ -445,6 +445,7 @@ def verdicts(result, rules):
     [
         ("dl204_bad", "DL204", "fail", "confirmed"),  # fixtures/DL204/bad.py
         ("dl205_bad", "DL205", "warn", "confirmed"),  # fp16 asked, but no scaler on CPU
+        ("dl205_accumulation", "DL205", "fail", "confirmed"),  # the division by 2 skipped
         ("dl304_bad", "DL304", "fail", "confirmed"),
         ("eval_local_metric", "DL401", "fail", "confirmed"),
         ("eval_gather", "DL402", "fail", "confirmed"),
@@ -487,6 +488,10 @@ def test_recorded_numbers_of_the_evaluation_and_epoch_runs():
     assert "returned 32 samples for an evaluation set of 30: 2 were the padding" in gather.detail
     order = next(c for c in replay("dl304_bad").checks if c.rule == "DL304")
     assert "its `epoch` stayed 0" in order.detail
+    backward = next(c for c in replay("dl205_accumulation").checks if c.rule == "DL205")
+    assert "the division by gradient_accumulation_steps=2 was skipped (gradients ×2)" in (
+        backward.detail
+    )
     accumulation = next(c for c in replay("dl204_bad").checks if c.rule == "DL204")
     assert "2 processes: 8 updates for 8 backward calls on each rank" in accumulation.detail
 
