@@ -205,7 +205,7 @@ class PerDeviceBatchAsGlobal(Rule):
         # SPMD: one process drives every device; split_batches: the DataLoader batch is global
         if not mode.per_process_batches or (mode is Mode.ACCELERATE and facts.split_batches):
             return
-        places = per_device_places(index, facts.loaders)
+        places = per_device_places(index, facts.data.batch.per_device_values)
         if not places:
             return
         reported: set[int] = set()

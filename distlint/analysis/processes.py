@@ -432,6 +432,11 @@ class Processes(Provider):
                 candidates.append(positional.value)
         if any(self.divided_by_process_count(c) for c in candidates):
             return True
+        batch = self.facts.data.batch
+        if batch.held_constant_by_helpers or batch.shares_held(self._launch_counts):
+            return True
+        if self._imported_shares_held():
+            return True
         # A place that holds the per-device batch or the accumulation steps, whose use may live
         # in another module (`args.batch_size //= world_size`): its name is what says so, and its
         # own value must be the world-size share (bookkeeping such as
@@ -454,3 +459,58 @@ class Processes(Provider):
             last = key.split("@")[0].rsplit(".", 1)[-1].rsplit("[", 1)[-1]
             if _names_batch_or_accumulation(last):
                 yield assigns
+
+    def _imported_shares_held(self) -> bool:
+        """A module this one imports its batch sizes from (a hyper-parameter module) sets one
+        to a world-size share: `batch_size = global_batch_size // (devices * num_nodes)`, with
+        the process count or with names this module gives its launcher (`Fabric(devices=devices)`)."""
+        if self.project is None or self.path is None:
+            return False
+        launched = {i for place in self._launch_counts if isinstance(place, frozenset) for i in place}
+        modules: dict[str, tuple[set[str], bool]] = {}
+        for assigns in self.index.module_scope.bindings.values():
+            for b in assigns:
+                record = b.record
+                if b.op != "import" or record is None or record.name is None:
+                    continue
+                path = self.project.resolve_import(self.path, record.module, record.level)
+                if path is None:
+                    continue
+                counts, batchy = modules.get(path, (set(), False))
+                if id(b) in launched:
+                    counts.add(record.name)
+                modules[path] = (counts, batchy or _names_batch_or_accumulation(record.name))
+        for path, (counts, batchy) in modules.items():
+            other = self.facts._facts_of(path) if batchy else None
+            if other is not None and other.processes.holds_share(frozenset(counts)):
+                return True
+        return False
+
+    def holds_share(self, counts: frozenset[str]) -> bool:
+        """A module-level batch or accumulation value of this module is a share of the process
+        count, or of one of the module-level names ``counts`` (which an importer gives its
+        launcher as the number of devices)."""
+        index = self.index
+        scope = index.module_scope
+
+        def is_count(node: cst.CSTNode, q: str | None) -> bool:
+            if isinstance(node, cst.Name) and node.value in counts:
+                if any(b.scope is scope for b in index.bindings_of(node)):
+                    return True
+            return self.is_process_count(node, q)
+
+        for name, assigns in scope.bindings.items():
+            if not _names_batch_or_accumulation(name):
+                continue
+            for a in assigns:
+                value = a.value
+                if a.op != "=" or value is None:
+                    continue
+                while isinstance(value, cst.Call) and len(value.args) == 1:
+                    value = value.args[0].value
+                if isinstance(value, cst.BinaryOperation) and isinstance(
+                    value.operator, (cst.Divide, cst.FloorDivide)
+                ):
+                    if self.flow.reaches(value.right, is_count, key=("count", counts), depth=6):
+                        return True
+        return False
