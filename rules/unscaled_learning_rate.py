@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.analysis import Index, string_value
-from distlint.analysis.facts import Facts, Mode, Optimizer
+from distlint.analysis.facts import Facts, How, Mode, Optimizer
 from distlint.analysis.prepared import parameters_prepared
 from distlint.fixes import FixPlan, import_name
 from distlint.model import Applicability
@@ -228,6 +228,12 @@ class UnscaledLearningRate(Rule):
                 # the lr is written in a config file: scaled in code before the call?
                 if opt.lr_key is None or not facts.key_reads_process_count(opt.lr_key):
                     what = f"the learning rate ({opt.lr_config})"
+                    ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
+                continue
+            if opt.how is How.BY_USE and opt.lr is None:
+                # built from a config nothing here can read: the LR is unknown, the hazard is not
+                if not facts.optimization.scaled_on_the_way(opt):
+                    what = "the learning rate (from configuration distlint could not read)"
                     ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
                 continue
             if opt.lr is None:

@@ -427,12 +427,12 @@ class BatchFlow(Provider):
             return BatchUse(slices_items_of=items_of)
         loaders = [c for c in self.facts.data.loaders if index.is_inside(c, fn)]
         given = [a.value for c in loaders for a in [Index.argument(c, "batch_size", 1)] if a]
-        params = []
+        params: list[Param] = []
         for place in per_device_places(index, given):
             if place[0] != "name":
                 continue
             for b in self._param_bindings(fn):
-                if id(b) in place[1] and b.key not in [p[0] for p in params]:  # type: ignore[operator]
+                if id(b) in place[1] and b.key not in [p[0] for p in params]:
                     params.append(_as_param(index, fn, b.key))
         return BatchUse(
             loader_params=tuple(params),
@@ -465,7 +465,9 @@ class BatchFlow(Provider):
             for callee in [index.local_function(call.func)]
         )
 
-    def _returned_shares(self, fn: cst.FunctionDef) -> tuple[tuple[str, bool, tuple[str, ...]], ...]:
+    def _returned_shares(
+        self, fn: cst.FunctionDef
+    ) -> tuple[tuple[str, bool, tuple[str, ...]], ...]:
         """`args.batch_size = args.global_batch_size // (args.devices * args.num_nodes)` on
         the `args` that ``fn`` returns."""
         index = self.index
@@ -500,7 +502,9 @@ class BatchFlow(Provider):
         return tuple(out)
 
     # -------------------------------------------------------------- per-rank slices
-    def _slicing(self, fn: cst.FunctionDef | cst.ClassDef) -> tuple[tuple[Param, ...], tuple[Param, ...]]:
+    def _slicing(
+        self, fn: cst.FunctionDef | cst.ClassDef
+    ) -> tuple[tuple[Param, ...], tuple[Param, ...]]:
         """(parameters whose items ``fn`` yields as per-rank slices, parameters it returns a
         per-rank slice of). A class answers for its constructor's parameters."""
         index = self.index
@@ -548,12 +552,16 @@ class BatchFlow(Provider):
             return False
 
         target = expr
-        if isinstance(expr, cst.Call) and expr.args and self.facts.data.passes_batches_through(expr.func):
+        if (
+            isinstance(expr, cst.Call)
+            and expr.args
+            and self.facts.data.passes_batches_through(expr.func)
+        ):
             target = expr.args[0].value  # enumerate(loader), tqdm(loader)
         self.flow.reaches(target, is_param, depth=3)
         return found[0] if found else None
 
-    def _derived_loops(self, loop: cst.CSTNode, loops: list[cst.CSTNode]) -> list[cst.CSTNode]:
+    def _derived_loops(self, loop: cst.CSTNode, loops: Sequence[cst.CSTNode]) -> list[cst.CSTNode]:
         """``loop`` and the loops and comprehensions over what it binds
         (`{k: v[...] for k, v in batch.items()}`)."""
         derived = [loop]
@@ -577,7 +585,8 @@ class BatchFlow(Provider):
             return any(b.op in ("for", "unpack") and b.node in loops for b in bindings)
         # a comprehension's element reads its own targets
         for loop in loops:
-            if isinstance(loop, cst.CompFor) and self.index.is_inside(name, self.index.parent(loop)):
+            owner = self.index.parent(loop)
+            if isinstance(loop, cst.CompFor) and owner and self.index.is_inside(name, owner):
                 if any(n.value == name.value for n in _names_in(self.index, loop.target)):
                     return True
         return False
@@ -596,7 +605,6 @@ class BatchFlow(Provider):
         """A value flowing into ``expr`` is a per-rank slice of a name ``binds`` accepts
         (`batch[rank::world_size]`, `batch.chunk(world_size)[rank]`, `slice(batch, rank, ws)`
         of a helper that returns a per-rank slice)."""
-        index = self.index
 
         def of_name(node: cst.CSTNode) -> bool:
             return isinstance(node, cst.Name) and binds(node)
@@ -667,12 +675,11 @@ class BatchFlow(Provider):
                 arg = Index.argument(call, name, position)
                 if arg is None:
                     continue
-                found.extend(
-                    loader
-                    for loader in loaders
-                    if loader not in found
-                    and self.flow.reaches(arg.value, lambda n, _q, lo=loader: n is lo, depth=6)
-                )
+                for loader in loaders:
+                    if loader not in found and self.flow.reaches(
+                        arg.value, _node_is(loader), depth=6
+                    ):
+                        found.append(loader)
         return found
 
     @cached_property
@@ -727,6 +734,10 @@ class BatchFlow(Provider):
                     if any(f"{name}{d}" in launch_places for d in divisors):
                         return True
         return False
+
+
+def _node_is(wanted: cst.CSTNode) -> Any:
+    return lambda node, _q: node is wanted
 
 
 def _as_param(index: Index, fn: cst.FunctionDef, name: str) -> Param:

@@ -69,6 +69,26 @@ class Optimizers(Provider):
     def _optimizer(self, call: cst.Call) -> Optimizer | None:
         index = self.index
         q = index.qualname(call.func)
+        found = self._known_optimizer(call, q)
+        if found is not None or q in K.OPTIMIZER_FACTORIES or q in K.CONFIG_INSTANTIATE:
+            return found
+        external = self.facts.summaries._external_summary(call)
+        if external is not None and (Made.OPTIMIZER in external.makes or external.lrs):
+            if self._wraps_an_optimizer(call):
+                return None  # a wrapper of another module given the optimizer, not parameters
+            return Optimizer(call, How.FACTORY, None, None, lr_inside=True)
+        local = index.local_function(call.func) is not None or (
+            isinstance(call.func, cst.Name)
+            and any(b.op == "class" for b in index.bindings_of(call.func))
+        )
+        if local or (q is not None and q.startswith(("torch.", "accelerate.", "transformers."))):
+            return None
+        return self._unresolved_optimizer(call)
+
+    def _known_optimizer(self, call: cst.Call, q: str | None) -> Optimizer | None:
+        """A library optimizer class or factory, a project subclass of `Optimizer`, a class
+        picked from candidates, a config node naming an optimizer class."""
+        index = self.index
         lr = Index.argument(call, "lr", 1)
         params = Index.argument(call, "params", 0)
 
@@ -95,29 +115,113 @@ class Optimizers(Provider):
                     return made(How.PROJECT_CLASS)
         if q is None and self._picked_optimizer_class(call.func):
             return made(How.PICKED)
-        if q in K.CONFIG_INSTANTIATE:
-            return self._instantiated_optimizer(call)
-        external = self.facts.summaries._external_summary(call)
-        if external is not None and (Made.OPTIMIZER in external.makes or external.lrs):
-            if self._wraps_an_optimizer(call):
-                return None  # a wrapper of another module given the optimizer, not parameters
-            return Optimizer(call, How.FACTORY, None, None, lr_inside=True)
-        local = index.local_function(call.func) is not None or (
-            isinstance(call.func, cst.Name)
-            and any(b.op == "class" for b in index.bindings_of(call.func))
-        )
-        if not local and (
-            q is None or not q.startswith(("torch.", "accelerate.", "transformers."))
-        ):
-            # anything else given the model's parameters and an lr
-            keyword_lr = call_keyword(call, "lr")
-            first = call.args[0].value if call.args and call.args[0].keyword is None else None
-            source = call_keyword(call, "params") or first
-            if keyword_lr is not None and source is not None and self._parameters(source):
-                if self._wraps_an_optimizer(call):
-                    return None  # `LARS(base, lr=...)`: parameters only through the wrapped one
-                return Optimizer(call, How.PARAMETERS_AND_LR, keyword_lr, source)
+        if q in K.CONFIG_INSTANTIATE or self._project_instantiate(call):
+            return self._instantiated_optimizer(call) or self._unresolved_optimizer(call)
         return None
+
+    def _project_instantiate(self, call: cst.Call) -> bool:
+        """``call`` calls the project's own `instantiate()` (it imports what a config node's
+        `_component_` / `_target_` names)."""
+        local = self.index.local_function(call.func)
+        if local is not None:
+            return self.instantiates_component(local)
+        summary = self.facts.summaries._external_summary(call)
+        return summary is not None and Made.CONFIGURED in summary.makes
+
+    def instantiates_component(self, fn: cst.CSTNode) -> bool:
+        """``fn`` builds what a config node names: it reads the node's `_target_` /
+        `_component_` and imports it (`importlib.import_module` + `getattr`, `pydoc.locate`)."""
+        if not isinstance(fn, cst.FunctionDef):
+            return False
+        index = self.index
+        keys = any(
+            string_value(s) in K.COMPONENT_KEYS
+            for s in index.nodes_of(cst.SimpleString)
+            if index.is_inside(s, fn)
+        )
+        return keys and self._imports_by_name(fn, 2)
+
+    def _imports_by_name(self, fn: cst.CSTNode, depth: int) -> bool:
+        """``fn`` (or a helper of this module it calls) imports something by its dotted name."""
+        index = self.index
+        for call in index.calls:
+            if not index.is_inside(call, fn):
+                continue
+            if index.qualname(call.func) in K.IMPORT_BY_NAME:
+                return True
+            helper = index.local_function(call.func) if depth > 1 else None
+            if helper is not None and helper is not fn and self._imports_by_name(helper, depth - 1):
+                return True
+        return False
+
+    def _unresolved_optimizer(self, call: cst.Call) -> Optimizer | None:
+        """A call nothing resolves (a registry, a config object built at run time, an unknown
+        library) given the model's parameters: an optimizer when it gets an `lr` too, or when
+        its result is then used as an optimizer (stepped and zeroed, or scheduled)."""
+        keyword_lr = call_keyword(call, "lr")
+        sources = [a.value for a in call.args if not a.star and a.keyword is None][:2]
+        given = call_keyword(call, "params")
+        sources = [given] if given is not None else sources
+        source = next((v for v in sources if self._parameters(v)), None)
+        if source is None or self._wraps_an_optimizer(call):
+            return None  # `LARS(base, lr=...)`: parameters only through the wrapped one
+        first = call.args[0].value if call.args and call.args[0].keyword is None else None
+        if keyword_lr is not None and (source is first or source is given):
+            return Optimizer(call, How.PARAMETERS_AND_LR, keyword_lr, source)
+        if self._used_as_optimizer(call):
+            return Optimizer(call, How.BY_USE, keyword_lr, source)
+        return None
+
+    def _used_as_optimizer(self, call: cst.Call) -> bool:
+        """What ``call`` returns is stepped, and zeroed, read for its `param_groups` or handed
+        to an LR scheduler (the same variable: a name of the same scope, or a dotted place)."""
+        index = self.index
+        parent = index.parent(call)
+        if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
+            return False
+        target = parent.targets[0].target
+        text = target_key(target) if isinstance(target, (cst.Attribute, cst.Name)) else None
+        if text is None:
+            return False
+        scope = index.scope(call)
+
+        def same(node: cst.CSTNode) -> bool:
+            if isinstance(target, cst.Name):
+                return (
+                    isinstance(node, cst.Name) and node.value == text and index.scope(node) is scope
+                )
+            return isinstance(node, cst.Attribute) and target_key(node) == text
+
+        uses: set[str] = set()
+        for node in index.nodes_of(cst.Attribute):
+            assert isinstance(node, cst.Attribute)
+            if same(node.value):
+                uses.add(node.attr.value)
+        for sched in index.calls:
+            q = index.qualname(sched.func) or ""
+            first = Index.argument(sched, "optimizer", 0)
+            if first is not None and same(first.value) and q.startswith(K.SCHEDULER_MODULES):
+                uses.add("scheduled")
+        return "step" in uses and bool(uses & {"zero_grad", "param_groups", "scheduled"})
+
+    def scaled_on_the_way(self, opt: Optimizer) -> bool:
+        """Something on the way to an optimizer built from an unreadable config depends on the
+        process count: an argument of the call, or a field of the config objects it reads
+        (`cfg.optimizer.lr = cfg.optimizer.lr * world_size` before `cfg.optimizer.build(...)`)."""
+        processes = self.facts.processes
+        call = opt.call
+        if any(processes.reads_process_count(a.value) for a in call.args):
+            return True
+        func = call.func
+        roots = [func.value] if isinstance(func, cst.Attribute) else []
+        roots += [a.value for a in call.args]
+        bases = {k for r in roots if (k := target_key(r)) is not None}
+        for key, assigns in self.index.attr_assignments.items():
+            if not any(key.startswith((b + ".", b + "[")) for b in bases):
+                continue
+            if any(a.value is not None and processes.reads_process_count(a.value) for a in assigns):
+                return True
+        return False
 
     @staticmethod
     def _factory_reading(call: cst.Call, lr: FactoryLR) -> Optimizer:
@@ -182,7 +286,7 @@ class Optimizers(Provider):
             return None
         from distlint.analysis.configsource import config_component
 
-        component = config_component(self, call, self.project, self.path)
+        component = config_component(self, call, self.project, self.path, any_callee=True)
         if component is None or not K.is_optimizer_class(component.target):
             return None
         params = call.args[1].value if len(call.args) > 1 and call.args[1].keyword is None else None

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     pass
 
 
+_PROCESS_GROUP = _Spellings.of(K.PROCESS_GROUP_STARTS)
+
+
 class Processes(Provider):
     """How the script trains data-parallel (the mode: Accelerate, Fabric, DDP, torch_xla)
     and what counts its processes (``get_world_size()``, ``num_processes``, launch arguments),
@@ -110,7 +113,81 @@ class Processes(Provider):
             summary = self.facts.summaries._external_summary(call)
             if summary is not None and summary.trains is not None:
                 return summary.trains
+        return self._mode_by_use()
+
+    def _mode_by_use(self) -> Mode:
+        """Where no construction says it: a process group started by a project helper a few
+        calls deep; an object nothing resolves that is used as an Accelerator
+        (`.prepare(...)` and `.backward(loss)`); a model that is used as a DDP model
+        (`model.no_sync()`)."""
+        if self.project is not None and self.imports_may_reach(_PROCESS_GROUP):
+            for call in self.index.calls:
+                found = self.facts.summaries._external_summary(call, _PROCESS_GROUP)
+                if found is not None and Made.PROCESS_GROUP in found.makes:
+                    return Mode.DDP
+        methods: dict[str, set[str]] = {}
+        for call in self.index.calls:
+            func = call.func
+            if not isinstance(func, cst.Attribute) or func.attr.value not in K.ROLE_METHODS:
+                continue
+            key = (
+                target_key(func.value)
+                if isinstance(func.value, (cst.Name, cst.Attribute))
+                else None
+            )
+            if key is None or (func.attr.value != "no_sync") != bool(call.args):
+                continue  # `accelerator.prepare(model)`, `loss.backward()` has no argument
+            if self._unresolved(func.value):
+                methods.setdefault(key, set()).add(func.attr.value)
+        if any({"prepare", "backward"} <= used for used in methods.values()):
+            return Mode.ACCELERATE
+        if any("no_sync" in used for used in methods.values()):
+            return Mode.DDP
         return Mode.NONE
+
+    def starts_process_group(self, fn: cst.CSTNode) -> bool:
+        """``fn`` (a function or class of this module) starts the torch.distributed process
+        group, itself or through the project helpers it calls."""
+        index = self.index
+        inside = [c for c in index.calls if index.is_inside(c, fn)]
+        if any(index.qualname(c.func) in K.PROCESS_GROUP_STARTS for c in inside):
+            return True
+        for call in inside:
+            local = index.local_function(call.func)
+            if local is not None and local is not fn:
+                if Made.PROCESS_GROUP in self.facts.summary(local).makes:
+                    return True
+            elif local is None and self.project is not None:
+                found = self.facts.summaries._external_summary(call, _PROCESS_GROUP)
+                if found is not None and Made.PROCESS_GROUP in found.makes:
+                    return True
+        return False
+
+    def _unresolved(self, expr: cst.BaseExpression) -> bool:
+        """Nothing in the project says what ``expr`` holds: every value it is given is a call
+        of something unresolved (not a class or function of the project, not a library the
+        knowledge base describes)."""
+        index = self.index
+        values = [v for v in index.values_of(expr) if v is not None]
+        if isinstance(expr, cst.Name) and any(b.op == "param" for b in index.bindings_of(expr)):
+            return False  # a parameter: its callers say what it is
+        if not values:
+            return False
+        for value in values:
+            if not isinstance(value, cst.Call):
+                return False
+            q = index.qualname(value.func)
+            if q is not None and q.split(".", 1)[0] in K.KNOWN_LIBRARIES:
+                return False
+            if index.local_function(value.func) is not None:
+                return False
+            if isinstance(value.func, cst.Name) and any(
+                b.op in ("class", "def") for b in index.bindings_of(value.func)
+            ):
+                return False
+            if self.facts.summaries._external_summary(value) is not None:
+                return False
+        return True
 
     @cached_property
     def _training_calls(self) -> list[cst.Call]:
@@ -466,7 +543,9 @@ class Processes(Provider):
         the process count or with names this module gives its launcher (`Fabric(devices=devices)`)."""
         if self.project is None or self.path is None:
             return False
-        launched = {i for place in self._launch_counts if isinstance(place, frozenset) for i in place}
+        launched = {
+            i for place in self._launch_counts if isinstance(place, frozenset) for i in place
+        }
         modules: dict[str, tuple[set[str], bool]] = {}
         for assigns in self.index.module_scope.bindings.values():
             for b in assigns:

@@ -47,6 +47,8 @@ class Made(enum.Enum):
     DATALOADER = "dataloader"
     SHARDED = "sharded"  # a dataset or loader split by process
     WRAPPED_MODEL = "wrapped-model"  # DDP / FSDP
+    CONFIGURED = "configured"  # built from what a config node's `_target_` / `_component_` names
+    PROCESS_GROUP = "process-group"  # (a call of it) starts the torch.distributed process group
 
 
 class Origin(enum.Enum):
@@ -66,6 +68,9 @@ class How(enum.Enum):
     PICKED = "class picked from candidates"
     PARAMETERS_AND_LR = "receives the parameters and an lr"
     CONFIG_COMPONENT = "instantiated from a config node naming an optimizer class"
+    # built where nothing says what it is (a registry, a config chosen at run time), given the
+    # model's parameters, then used as optimizers are: stepped and zeroed, scheduled
+    BY_USE = "receives the parameters and is used as an optimizer"
 
 
 class Optimizer:
