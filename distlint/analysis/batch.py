@@ -428,7 +428,7 @@ class BatchFlow(Provider):
         loaders = [c for c in self.facts.data.loaders if index.is_inside(c, fn)]
         given = [a.value for c in loaders for a in [Index.argument(c, "batch_size", 1)] if a]
         params: list[Param] = []
-        for place in per_device_places(index, given):
+        for place in per_device_places(index, given) if given else ():
             if place[0] != "name":
                 continue
             for b in self._param_bindings(fn):
@@ -459,7 +459,7 @@ class BatchFlow(Provider):
             return False
         # through the loader builders of this module (`build_batch_data_loader(...)`)
         return any(
-            callee is not None and callee is not fn and self.facts.summary(callee).batch.divides
+            callee is not None and callee is not fn and self._local_use(callee).divides
             for call in index.calls
             if index.is_inside(call, fn)
             for callee in [index.local_function(call.func)]
@@ -514,29 +514,34 @@ class BatchFlow(Provider):
         param_ids = {id(b): b.key for b in self._param_bindings(init)}
         if not param_ids:
             return (), ()
-        loops = [
-            n
-            for n in index.nodes_of(cst.For, cst.CompFor)
-            if index.is_inside(n, fn) and isinstance(n, (cst.For, cst.CompFor))
-        ]
         items_of: list[Param] = []
-        for loop in loops:
-            source = self._param_source(loop.iter, param_ids)
-            if source is None or _as_param(index, init, source) in items_of:
-                continue
-            derived = self._derived_loops(loop, loops)
-            if self._yields_rank_slice(fn, derived):
-                items_of.append(_as_param(index, init, source))
+        if "yield" in index.source and any(
+            index.is_inside(y, fn) for y in index.nodes_of(cst.Yield)
+        ):
+            # an iterator: the loops over a parameter whose items it yields as per-rank slices
+            loops = [
+                n
+                for n in index.nodes_of(cst.For, cst.CompFor)
+                if isinstance(n, (cst.For, cst.CompFor)) and index.is_inside(n, fn)
+            ]
+            for loop in loops:
+                source = self._param_source(loop.iter, param_ids)
+                if source is None or _as_param(index, init, source) in items_of:
+                    continue
+                if self._yields_rank_slice(fn, self._derived_loops(loop, loops)):
+                    items_of.append(_as_param(index, init, source))
         slices: list[Param] = []
         if isinstance(fn, cst.FunctionDef):
             for ret in index.returns.get(fn, ()):
-                if ret.value is None:
+                value = ret.value
+                if isinstance(value, cst.Name):  # `part = batch[...]; return part`
+                    bound = index.bindings_of(value)
+                    value = bound[0].value if len(bound) == 1 else None
+                if not isinstance(value, cst.Subscript) or not isinstance(value.value, cst.Name):
                     continue
-                for b_id, name in param_ids.items():
-                    if self._is_rank_slice_of(
-                        ret.value, lambda n, i=b_id: any(id(b) == i for b in index.bindings_of(n))
-                    ):
-                        slices.append(_as_param(index, fn, name))
+                for b in index.bindings_of(value.value):
+                    if id(b) in param_ids and self._is_rank_slice_of(value, lambda n: True):
+                        slices.append(_as_param(index, fn, b.key))
         return tuple(items_of), tuple(dict.fromkeys(slices))
 
     def _param_source(self, expr: cst.CSTNode, param_ids: dict[int, str]) -> str | None:
@@ -622,7 +627,7 @@ class BatchFlow(Provider):
                 elif not of_name(base):
                     return False
                 return any(self.facts.data.data_sharded_by_rank(c) for c in _slice_parts(node))
-            if isinstance(node, cst.Call):
+            if isinstance(node, cst.Call) and any(of_name(a.value) for a in node.args):
                 use = self.callee_use(node)
                 if use is not None and use.slices:
                     return any(
@@ -644,17 +649,28 @@ class BatchFlow(Provider):
         if isinstance(func, cst.Name):
             for b in index.bindings_of(func):
                 if b.op in ("def", "class") and isinstance(b.node, (cst.FunctionDef, cst.ClassDef)):
-                    return self.facts.summary(b.node).batch
+                    return self._local_use(b.node)
         fn = index.local_function(func)
         if fn is not None:
-            return self.facts.summary(fn).batch
+            return self._local_use(fn)
         summary = self.facts.summaries._external_summary(call)
         return summary.batch if summary is not None else None
+
+    def _local_use(self, fn: cst.CSTNode) -> BatchUse:
+        """`use_of` for a function or class of this module, once (not its whole summary)."""
+        memo = self.__dict__.setdefault("_uses", {})
+        if fn not in memo:
+            memo[fn] = BatchUse()  # a cycle: nothing known
+            memo[fn] = self.use_of(fn)
+        found: BatchUse = memo[fn]
+        return found
 
     @cached_property
     def _calls_with_use(self) -> list[tuple[cst.Call, BatchUse]]:
         out = []
         for call in self.index.calls:
+            if not call.args and not _assigned_names(self.index, call):
+                continue  # gives nothing, keeps nothing
             if self.facts.data.is_dataloader(self.index.qualname(call.func)):
                 continue
             use = self.callee_use(call)

@@ -28,6 +28,7 @@ from distlint.analysis.records import (
     Made,
     Optimizer,
     Scheduler,
+    Summary,
 )
 
 if TYPE_CHECKING:
@@ -73,6 +74,8 @@ class Optimizers(Provider):
         if found is not None or q in K.OPTIMIZER_FACTORIES or q in K.CONFIG_INSTANTIATE:
             return found
         external = self.facts.summaries._external_summary(call)
+        if self._project_instantiate(call, external):
+            return self._instantiated_optimizer(call) or self._unresolved_optimizer(call)
         if external is not None and (Made.OPTIMIZER in external.makes or external.lrs):
             if self._wraps_an_optimizer(call):
                 return None  # a wrapper of another module given the optimizer, not parameters
@@ -115,18 +118,21 @@ class Optimizers(Provider):
                     return made(How.PROJECT_CLASS)
         if q is None and self._picked_optimizer_class(call.func):
             return made(How.PICKED)
-        if q in K.CONFIG_INSTANTIATE or self._project_instantiate(call):
+        if q in K.CONFIG_INSTANTIATE:
             return self._instantiated_optimizer(call) or self._unresolved_optimizer(call)
         return None
 
-    def _project_instantiate(self, call: cst.Call) -> bool:
+    def _project_instantiate(self, call: cst.Call, external: Summary | None) -> bool:
         """``call`` calls the project's own `instantiate()` (it imports what a config node's
-        `_component_` / `_target_` names)."""
+        `_component_` / `_target_` names); ``external``: the callee's summary, if any."""
+        if len(call.args) < 2:
+            return False  # `instantiate(cfg.optimizer, model.parameters())`
         local = self.index.local_function(call.func)
         if local is not None:
-            return self.instantiates_component(local)
-        summary = self.facts.summaries._external_summary(call)
-        return summary is not None and Made.CONFIGURED in summary.makes
+            found = self.instantiates_component(local)
+        else:
+            found = external is not None and Made.CONFIGURED in external.makes
+        return found and any(self._parameters(a.value) for a in call.args[1:])
 
     def instantiates_component(self, fn: cst.CSTNode) -> bool:
         """``fn`` builds what a config node names: it reads the node's `_target_` /
@@ -134,12 +140,20 @@ class Optimizers(Provider):
         if not isinstance(fn, cst.FunctionDef):
             return False
         index = self.index
-        keys = any(
-            string_value(s) in K.COMPONENT_KEYS
-            for s in index.nodes_of(cst.SimpleString)
-            if index.is_inside(s, fn)
-        )
+        keys = any(index.is_inside(s, fn) for s in self._component_keys)
         return keys and self._imports_by_name(fn, 2)
+
+    @cached_property
+    def _component_keys(self) -> list[cst.CSTNode]:
+        if not any(k in self.index.source for k in K.COMPONENT_KEYS):
+            return []
+        return [
+            s
+            for s in self.index.nodes_of(cst.SimpleString)
+            if isinstance(s, cst.SimpleString)
+            and any(k in s.value for k in K.COMPONENT_KEYS)  # cheap before evaluating it
+            and string_value(s) in K.COMPONENT_KEYS
+        ]
 
     def _imports_by_name(self, fn: cst.CSTNode, depth: int) -> bool:
         """``fn`` (or a helper of this module it calls) imports something by its dotted name."""
@@ -159,6 +173,8 @@ class Optimizers(Provider):
         library) given the model's parameters: an optimizer when it gets an `lr` too, or when
         its result is then used as an optimizer (stepped and zeroed, or scheduled)."""
         keyword_lr = call_keyword(call, "lr")
+        if keyword_lr is None and self._optimizer_place(call) not in self._used_as_optimizers:
+            return None
         sources = [a.value for a in call.args if not a.star and a.keyword is None][:2]
         given = call_keyword(call, "params")
         sources = [given] if given is not None else sources
@@ -168,41 +184,45 @@ class Optimizers(Provider):
         first = call.args[0].value if call.args and call.args[0].keyword is None else None
         if keyword_lr is not None and (source is first or source is given):
             return Optimizer(call, How.PARAMETERS_AND_LR, keyword_lr, source)
-        if self._used_as_optimizer(call):
+        if self._optimizer_place(call) in self._used_as_optimizers:
             return Optimizer(call, How.BY_USE, keyword_lr, source)
         return None
 
-    def _used_as_optimizer(self, call: cst.Call) -> bool:
-        """What ``call`` returns is stepped, and zeroed, read for its `param_groups` or handed
-        to an LR scheduler (the same variable: a name of the same scope, or a dotted place)."""
+    def _optimizer_place(self, call: cst.Call) -> tuple[str, int] | None:
+        """Where ``call``'s result is kept: a name of a scope, or a dotted place."""
         index = self.index
         parent = index.parent(call)
         if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
-            return False
-        target = parent.targets[0].target
-        text = target_key(target) if isinstance(target, (cst.Attribute, cst.Name)) else None
-        if text is None:
-            return False
-        scope = index.scope(call)
+            return None
+        return _place(index, parent.targets[0].target)
 
-        def same(node: cst.CSTNode) -> bool:
-            if isinstance(target, cst.Name):
-                return (
-                    isinstance(node, cst.Name) and node.value == text and index.scope(node) is scope
-                )
-            return isinstance(node, cst.Attribute) and target_key(node) == text
-
-        uses: set[str] = set()
+    @cached_property
+    def _used_as_optimizers(self) -> set[tuple[str, int] | None]:
+        """The places (see `_optimizer_place`) whose value is used as optimizers are: stepped,
+        and zeroed, read for its `param_groups` or handed to an LR scheduler."""
+        index = self.index
+        uses: dict[tuple[str, int], set[str]] = {}
+        if ".step(" not in index.source:
+            return set()
         for node in index.nodes_of(cst.Attribute):
             assert isinstance(node, cst.Attribute)
-            if same(node.value):
-                uses.add(node.attr.value)
-        for sched in index.calls:
-            q = index.qualname(sched.func) or ""
-            first = Index.argument(sched, "optimizer", 0)
-            if first is not None and same(first.value) and q.startswith(K.SCHEDULER_MODULES):
-                uses.add("scheduled")
-        return "step" in uses and bool(uses & {"zero_grad", "param_groups", "scheduled"})
+            if node.attr.value in ("step", "zero_grad", "param_groups"):
+                place = _place(index, node.value)
+                if place is not None:
+                    uses.setdefault(place, set()).add(node.attr.value)
+        for call in index.calls:
+            first = Index.argument(call, "optimizer", 0)
+            if first is not None and (index.qualname(call.func) or "").startswith(
+                K.SCHEDULER_MODULES
+            ):
+                place = _place(index, first.value)
+                if place is not None:
+                    uses.setdefault(place, set()).add("scheduled")
+        return {
+            place
+            for place, used in uses.items()
+            if "step" in used and used & {"zero_grad", "param_groups", "scheduled"}
+        }
 
     def scaled_on_the_way(self, opt: Optimizer) -> bool:
         """Something on the way to an optimizer built from an unreadable config depends on the
@@ -377,3 +397,14 @@ class Optimizers(Provider):
             else:
                 out.append((arg.value, role))
         return out
+
+
+def _place(index: Index, node: cst.CSTNode) -> tuple[str, int] | None:
+    """A name by its spelling and scope (rebinding it from `accelerator.prepare(...)` keeps
+    the place), a dotted place (`self.optimizer`) by its text."""
+    if isinstance(node, cst.Name):
+        return (node.value, id(index.scope(node)))
+    if isinstance(node, cst.Attribute):
+        key = target_key(node)
+        return (key, 0) if key is not None else None
+    return None

@@ -145,21 +145,26 @@ class Processes(Provider):
             return Mode.DDP
         return Mode.NONE
 
+    @cached_property
+    def _process_group_starts(self) -> list[cst.Call]:
+        return self.facts.calls_to(K.PROCESS_GROUP_STARTS)
+
     def starts_process_group(self, fn: cst.CSTNode) -> bool:
         """``fn`` (a function or class of this module) starts the torch.distributed process
-        group, itself or through the project helpers it calls."""
+        group, itself or through the helpers of this module it calls (a caller in another
+        module asks this summary: the chain may cross one module boundary)."""
         index = self.index
-        inside = [c for c in index.calls if index.is_inside(c, fn)]
-        if any(index.qualname(c.func) in K.PROCESS_GROUP_STARTS for c in inside):
+        starts = self._process_group_starts
+        if not starts:
+            return False
+        if any(index.is_inside(c, fn) for c in starts):
             return True
-        for call in inside:
+        for call in index.calls:
+            if not index.is_inside(call, fn):
+                continue
             local = index.local_function(call.func)
             if local is not None and local is not fn:
                 if Made.PROCESS_GROUP in self.facts.summary(local).makes:
-                    return True
-            elif local is None and self.project is not None:
-                found = self.facts.summaries._external_summary(call, _PROCESS_GROUP)
-                if found is not None and Made.PROCESS_GROUP in found.makes:
                     return True
         return False
 
