@@ -20,13 +20,6 @@ from distlint.rule import (
     scaled_expression,
 )
 
-FACTOR_TEXT = {
-    Mode.ACCELERATE: "`accelerator.num_processes`",
-    Mode.DDP: "`torch.distributed.get_world_size()`",
-    Mode.XLA_MULTIPROCESS: "`xr.world_size()`",
-    Mode.FABRIC: "`fabric.world_size`",
-}
-
 
 class UnscaledLearningRate(Rule):
     """
@@ -287,7 +280,7 @@ class UnscaledLearningRate(Rule):
         head = f"{subject} {verb} not scaled by the number of processes"
         if model_parallel:
             return f"{head}: multiply {it} by the data-parallel size (processes / (tp * cp))"
-        return f"{head}: multiply {it} by {FACTOR_TEXT[mode]}"
+        return f"{head}: multiply {it} by {mode.process_count_text}"
 
     def _report_reads(self, ctx: RuleContext, call: cst.Call, opts: list[Optimizer]) -> None:
         """A factory reads one or more LRs from its arguments (`args.lr`): one finding at the

@@ -216,3 +216,43 @@ def test_a_project_instantiate_is_recognised_by_what_it_does():
     lookup = module["lookup"][0].node
     assert facts.optimization.instantiates_component(instantiate)
     assert not facts.optimization.instantiates_component(lookup)
+
+
+@pytest.mark.parametrize(
+    "setup, model_parallel",
+    [
+        pytest.param("ParallelismConfig(tp_size=args.tp)", False, id="tp-default-1"),
+        pytest.param("ParallelismConfig(tp_size=2)", True, id="tp-2"),
+        pytest.param("ParallelismConfig(dp_shard_size=8)", False, id="fsdp-only"),
+        pytest.param("ParallelismConfig(cp_size=args.tp * 2)", True, id="cp-not-1"),
+    ],
+)
+def test_tensor_parallel_wording_only_when_the_default_size_is_not_1(setup, model_parallel):
+    facts = facts_of(
+        f"""
+        import argparse
+        from accelerate import Accelerator, ParallelismConfig
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--tp", type=int, default=1)
+        args = parser.parse_args()
+        accelerator = Accelerator(parallelism_config={setup})
+        """
+    )
+    assert facts.model_parallel is model_parallel
+
+
+@pytest.mark.parametrize("default, model_parallel", [(1, False), (2, True)])
+def test_a_tensor_parallel_path_guarded_by_its_size(default, model_parallel):
+    facts = facts_of(
+        f"""
+        TP = {default}
+
+        def build(model, mesh):
+            if TP > 1:
+                from torch.distributed.tensor.parallel import parallelize_module
+
+                parallelize_module(model, mesh, {{}})
+        """
+    )
+    assert facts.model_parallel is model_parallel

@@ -480,26 +480,30 @@ class BatchFlow(Provider):
             if head not in returned or not attr.isidentifier():
                 continue
             for a in assigns:
-                value = a.value
-                if a.op != "=" or value is None or not index.is_inside(a.node, fn):
-                    continue
-                while isinstance(value, cst.Call) and len(value.args) == 1:
-                    value = value.args[0].value  # int(...), math.ceil(...)
-                if not isinstance(value, cst.BinaryOperation) or not isinstance(
-                    value.operator, (cst.Divide, cst.FloorDivide)
-                ):
-                    continue
-                divisors = tuple(
-                    k[len(head) :]
-                    for n in [value.right, *_descendants(index, value.right)]
-                    if isinstance(n, cst.Attribute)
-                    for k in [target_key(n)]
-                    if k is not None and k.startswith(head + ".")
-                )
-                counted = self.facts.processes.reads_process_count(value.right)
-                if counted or divisors:
-                    out.append((attr, counted, divisors))
+                if a.op == "=" and a.value is not None and index.is_inside(a.node, fn):
+                    share = self._share(a.value, head)
+                    if share is not None:
+                        out.append((attr, *share))
         return tuple(out)
+
+    def _share(self, value: cst.BaseExpression, head: str) -> tuple[bool, tuple[str, ...]] | None:
+        """For `x // divisor` (or `int(x / divisor)`): whether the divisor is the process count,
+        and the attribute paths of ``head`` it reads (".devices"); None for anything else."""
+        while isinstance(value, cst.Call) and len(value.args) == 1:
+            value = value.args[0].value  # int(...), math.ceil(...)
+        if not isinstance(value, cst.BinaryOperation) or not isinstance(
+            value.operator, (cst.Divide, cst.FloorDivide)
+        ):
+            return None
+        divisors = tuple(
+            k[len(head) :]
+            for n in [value.right, *_descendants(self.index, value.right)]
+            if isinstance(n, cst.Attribute)
+            for k in [target_key(n)]
+            if k is not None and k.startswith(head + ".")
+        )
+        counted = self.facts.processes.reads_process_count(value.right)
+        return (counted, divisors) if counted or divisors else None
 
     # -------------------------------------------------------------- per-rank slices
     def _slicing(
@@ -507,42 +511,54 @@ class BatchFlow(Provider):
     ) -> tuple[tuple[Param, ...], tuple[Param, ...]]:
         """(parameters whose items ``fn`` yields as per-rank slices, parameters it returns a
         per-rank slice of). A class answers for its constructor's parameters."""
-        index = self.index
         init = fn if isinstance(fn, cst.FunctionDef) else _method(fn, "__init__")
         if init is None:
             return (), ()
         param_ids = {id(b): b.key for b in self._param_bindings(init)}
         if not param_ids:
             return (), ()
-        items_of: list[Param] = []
-        if "yield" in index.source and any(
+        items_of = self._iterated_slices(fn, init, param_ids)
+        slices = self._returned_slices(fn, param_ids) if isinstance(fn, cst.FunctionDef) else ()
+        return items_of, slices
+
+    def _iterated_slices(
+        self, fn: cst.CSTNode, init: cst.FunctionDef, param_ids: dict[int, str]
+    ) -> tuple[Param, ...]:
+        """An iterator: the parameters it loops over, yielding each item's per-rank slice."""
+        index = self.index
+        if "yield" not in index.source or not any(
             index.is_inside(y, fn) for y in index.nodes_of(cst.Yield)
         ):
-            # an iterator: the loops over a parameter whose items it yields as per-rank slices
-            loops = [
-                n
-                for n in index.nodes_of(cst.For, cst.CompFor)
-                if isinstance(n, (cst.For, cst.CompFor)) and index.is_inside(n, fn)
-            ]
-            for loop in loops:
-                source = self._param_source(loop.iter, param_ids)
-                if source is None or _as_param(index, init, source) in items_of:
-                    continue
-                if self._yields_rank_slice(fn, self._derived_loops(loop, loops)):
-                    items_of.append(_as_param(index, init, source))
+            return ()
+        loops = [
+            n
+            for n in index.nodes_of(cst.For, cst.CompFor)
+            if isinstance(n, (cst.For, cst.CompFor)) and index.is_inside(n, fn)
+        ]
+        items_of: list[Param] = []
+        for loop in loops:
+            source = self._param_source(loop.iter, param_ids)
+            if source is None or _as_param(index, init, source) in items_of:
+                continue
+            if self._yields_rank_slice(fn, self._derived_loops(loop, loops)):
+                items_of.append(_as_param(index, init, source))
+        return tuple(items_of)
+
+    def _returned_slices(self, fn: cst.FunctionDef, param_ids: dict[int, str]) -> tuple[Param, ...]:
+        """The parameters ``fn`` returns a per-rank slice of (`return batch[rank::world]`)."""
+        index = self.index
         slices: list[Param] = []
-        if isinstance(fn, cst.FunctionDef):
-            for ret in index.returns.get(fn, ()):
-                value = ret.value
-                if isinstance(value, cst.Name):  # `part = batch[...]; return part`
-                    bound = index.bindings_of(value)
-                    value = bound[0].value if len(bound) == 1 else None
-                if not isinstance(value, cst.Subscript) or not isinstance(value.value, cst.Name):
-                    continue
-                for b in index.bindings_of(value.value):
-                    if id(b) in param_ids and self._is_rank_slice_of(value, lambda n: True):
-                        slices.append(_as_param(index, fn, b.key))
-        return tuple(items_of), tuple(dict.fromkeys(slices))
+        for ret in index.returns.get(fn, ()):
+            value = ret.value
+            if isinstance(value, cst.Name):  # `part = batch[...]; return part`
+                bound = index.bindings_of(value)
+                value = bound[0].value if len(bound) == 1 else None
+            if not isinstance(value, cst.Subscript) or not isinstance(value.value, cst.Name):
+                continue
+            for b in index.bindings_of(value.value):
+                if id(b) in param_ids and self._is_rank_slice_of(value, lambda n: True):
+                    slices.append(_as_param(index, fn, b.key))
+        return tuple(dict.fromkeys(slices))
 
     def _param_source(self, expr: cst.CSTNode, param_ids: dict[int, str]) -> str | None:
         """The parameter (of the function, or of the class's constructor) ``expr`` iterates."""

@@ -72,6 +72,19 @@ MODEL_PARALLEL_CALLS = frozenset(
 )
 MODEL_PARALLEL_PREFIXES = ("torch.distributed.tensor.parallel.",)
 MODEL_PARALLEL_KEYWORDS = frozenset({"parallelism_config", "torch_tp_plugin", "megatron_lm_plugin"})
+# The model-parallel sizes such a call is given by keyword (each 1 unless given)...
+PARALLEL_SIZES = frozenset(
+    {"tp_size", "cp_size", "sp_size", "tp_degree", "tensor_parallel_size", "context_parallel_size"}
+)
+# ... and the configurations that are data-parallel only when every such size is left at 1.
+PARALLEL_SIZE_CONFIGS = frozenset(
+    {
+        "accelerate.ParallelismConfig",
+        "accelerate.parallelism_config.ParallelismConfig",
+        "accelerate.utils.ParallelismConfig",
+        "accelerate.utils.TorchTensorParallelPlugin",
+    }
+)
 
 # Words a module that sets up data-parallel training on its own spells out (an Accelerator, a
 # Fabric, a DDP/FSDP wrapper, DeepSpeed, torch_xla): a followed module without any of them is

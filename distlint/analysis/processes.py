@@ -305,16 +305,78 @@ class Processes(Provider):
 
     @cached_property
     def model_parallel(self) -> bool:
-        """Tensor / context parallelism: only the data-parallel size multiplies the batch."""
+        """Tensor / context parallelism, as the script runs by default: only the data-parallel
+        size multiplies the batch. An optional path whose size defaults to 1 (`--tp-size 1`,
+        `if args.tp > 1: parallelize_module(...)`) is plain data-parallel."""
         for call in self.index.calls:
             q = self.index.qualname(call.func)
             if q in K.MODEL_PARALLEL_CALLS or (q or "").startswith(K.MODEL_PARALLEL_PREFIXES):
-                return True
-        return any(
-            self.accelerator_keyword(call, kw) is not None
-            for call in self.accelerators
-            for kw in K.MODEL_PARALLEL_KEYWORDS
-        )
+                if not self._off_by_default(call, q):
+                    return True
+        for call in self.accelerators:
+            for kw in K.MODEL_PARALLEL_KEYWORDS:
+                value = self.accelerator_keyword(call, kw)
+                if value is not None and not self._parallel_value_off(value):
+                    return True
+        return False
+
+    def _parallel_value_off(self, value: cst.BaseExpression, depth: int = 3) -> bool:
+        """A `parallelism_config=` value that is None or a config whose sizes are all 1, as the
+        script runs by default (names followed to what they are bound to)."""
+        if isinstance(value, cst.Name) and value.value == "None":
+            return True
+        if isinstance(value, cst.Call):
+            return self._off_by_default(value, self.index.qualname(value.func))
+        if isinstance(value, cst.IfExp):  # `config if args.tp > 1 else None`
+            return all(self._parallel_value_off(v, depth) for v in (value.body, value.orelse))
+        values = [v for v in self.index.values_of(value) if v is not None] if depth > 0 else []
+        return bool(values) and all(self._parallel_value_off(v, depth - 1) for v in values)  # type: ignore[arg-type]
+
+    def _off_by_default(self, call: cst.Call, q: str | None) -> bool:
+        """A model-parallel call whose parallel sizes are 1 as the script runs by default."""
+        sizes = [a.value for a in call.args if a.keyword and a.keyword.value in K.PARALLEL_SIZES]
+        if sizes:
+            return all(self._defaults_to_one(v) for v in sizes)
+        if q in K.PARALLEL_SIZE_CONFIGS:
+            return (
+                True  # every size left at its default of 1 (`ParallelismConfig(dp_shard_size=8)`)
+            )
+        return self._guarded_by_size_above_one(call)
+
+    def _guarded_by_size_above_one(self, node: cst.CSTNode) -> bool:
+        """``node`` only runs under `if size > 1:` (or `!= 1`, `>= 2`) with a size of 1 by
+        default."""
+        index = self.index
+        child, parent = node, index.parent(node)
+        while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module)):
+            if isinstance(parent, cst.If) and parent.body is child:
+                test = parent.test
+                if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+                    op, right = test.comparisons[0].operator, test.comparisons[0].comparator
+                    bound = index.constant_value(right)
+                    above = (isinstance(op, (cst.GreaterThan, cst.NotEqual)) and bound == 1) or (
+                        isinstance(op, cst.GreaterThanEqual) and bound == 2
+                    )
+                    if above and self._defaults_to_one(test.left):
+                        return True
+            child, parent = parent, index.parent(parent)
+        return False
+
+    def _defaults_to_one(self, expr: cst.CSTNode, depth: int = 4) -> bool:
+        """``expr`` is 1 as the script runs by default: a constant, an argparse or config-file
+        default, or names bound only to such values."""
+        if depth <= 0:
+            return False
+        constant = self.index.constant_value(expr)
+        if constant is not None:
+            return constant == 1
+        from distlint.analysis.configsource import config_value
+
+        found = config_value(self, expr, self.project, self.path)  # argparse defaults too
+        if found is not None:
+            return bool(found.value == 1)
+        values = [v for v in self.index.values_of(expr) if v is not None]
+        return bool(values) and all(self._defaults_to_one(v, depth - 1) for v in values)
 
     @cached_property
     def accumulation_settings(self) -> list[cst.BaseExpression]:
@@ -546,8 +608,17 @@ class Processes(Provider):
         """A module this one imports its batch sizes from (a hyper-parameter module) sets one
         to a world-size share: `batch_size = global_batch_size // (devices * num_nodes)`, with
         the process count or with names this module gives its launcher (`Fabric(devices=devices)`)."""
+        for path, (counts, batchy) in self._imported_modules().items():
+            other = self.facts._facts_of(path) if batchy else None
+            if other is not None and other.processes.holds_share(frozenset(counts)):
+                return True
+        return False
+
+    def _imported_modules(self) -> dict[str, tuple[set[str], bool]]:
+        """The project modules this one imports names from: path -> (the names it gives its
+        launcher as the device count, whether it imports a batch or accumulation value)."""
         if self.project is None or self.path is None:
-            return False
+            return {}
         launched = {
             i for place in self._launch_counts if isinstance(place, frozenset) for i in place
         }
@@ -564,11 +635,7 @@ class Processes(Provider):
                 if id(b) in launched:
                     counts.add(record.name)
                 modules[path] = (counts, batchy or _names_batch_or_accumulation(record.name))
-        for path, (counts, batchy) in modules.items():
-            other = self.facts._facts_of(path) if batchy else None
-            if other is not None and other.processes.holds_share(frozenset(counts)):
-                return True
-        return False
+        return modules
 
     def holds_share(self, counts: frozenset[str]) -> bool:
         """A module-level batch or accumulation value of this module is a share of the process

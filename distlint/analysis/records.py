@@ -28,6 +28,19 @@ class Mode(enum.Enum):
         """Each process draws its own batch (the observed batch grows with the processes)."""
         return self not in (Mode.NONE, Mode.XLA_SPMD)
 
+    @property
+    def process_count_text(self) -> str:
+        """How the script's framework spells its number of processes, for static advice."""
+        return _PROCESS_COUNT_TEXT.get(self.value, "the number of processes")
+
+
+_PROCESS_COUNT_TEXT = {
+    "accelerate": "`accelerator.num_processes`",
+    "ddp": "`torch.distributed.get_world_size()`",
+    "xla": "`xr.world_size()`",
+    "fabric": "`fabric.world_size`",
+}
+
 
 class Seeds(enum.Flag):
     NONE = 0
