@@ -99,7 +99,7 @@ class BackwardBypassesAccelerator(Rule):
                 "    for batch in loader:\n        loss = model(batch)\n        accelerator.backward(loss)\n"
                 "        accelerator.clip_grad_norm_(model.parameters(), 1.0)\n        optimizer.step()\n"
             ),
-            count=2,
+            range=("10:9-10:22", "11:9-11:39"),
         ),
         # Lightning Fabric, keyword arguments kept
         Invalid(
@@ -111,12 +111,14 @@ class BackwardBypassesAccelerator(Rule):
                 "    fabric = L.Fabric(devices=2)\n    model, optimizer = fabric.setup(model, optimizer)\n"
                 "    loss = model(batch)\n    fabric.backward(loss, retain_graph=True)\n"
             ),
+            range="8:5-8:18",
         ),
         # a scaled loss by hand: report only
         Invalid(
             "import torch\nfrom accelerate import Accelerator\n\n\ndef train(model, optimizer, scaler):\n"
             "    accelerator = Accelerator()\n    model, optimizer = accelerator.prepare(model, optimizer)\n"
-            "    scaler.scale(model(1)).backward()\n"
+            "    scaler.scale(model(1)).backward()\n",
+            range="8:5-8:36",
         ),
     )
 
@@ -125,6 +127,14 @@ class BackwardBypassesAccelerator(Rule):
         if facts.mode not in (Mode.ACCELERATE, Mode.FABRIC) or not facts.prepare_calls:
             return
         fabric = facts.mode is Mode.FABRIC
+        self._check_backward(ctx, fabric)
+        self._check_clipping(ctx, fabric)
+
+    @staticmethod
+    def _check_backward(ctx: RuleContext, fabric: bool) -> None:
+        """`loss.backward()` on a prepared model's loss, where the framework's backward scales
+        and divides it."""
+        facts = ctx.facts
         framework_backward = [c for c in facts.loops.backward_calls if _is_framework(facts, c)]
         own = {ctx.index.enclosing_function(c) for c in framework_backward}
         for call in facts.loops.backward_calls:
@@ -143,6 +153,12 @@ class BackwardBypassesAccelerator(Rule):
                 "no division for accumulation"
             )
             ctx.report(call.func, message, _backward_fix(ctx, call, owner))
+
+    @staticmethod
+    def _check_clipping(ctx: RuleContext, fabric: bool) -> None:
+        """`torch.nn.utils.clip_grad_norm_` on a prepared model's gradients that nothing
+        unscaled first."""
+        facts = ctx.facts
         for call in facts.calls_to(frozenset(K.CLIP_FUNCTIONS)):
             owner = facts.fabric_expr(call) if fabric else facts.accelerator_expr(call)
             if (

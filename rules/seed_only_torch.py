@@ -110,12 +110,14 @@ class SeedOnlyTorch(Rule):
                 "import numpy as np\nimport torch\nfrom accelerate import Accelerator\nfrom accelerate.utils import set_seed\n\n"
                 "accelerator = Accelerator()\nset_seed(42)\norder = np.random.permutation(100)\n"
             ),
+            range="6:1-6:22",
         ),
         Invalid(
             "import random\nimport torch as T\n\nT.manual_seed(0)\nT.cuda.manual_seed_all(0)\nrandom.shuffle([1, 2, 3])\n",
             fixed=(
                 "import random\nimport torch as T\nfrom accelerate.utils import set_seed\n\nset_seed(0)\nrandom.shuffle([1, 2, 3])\n"
             ),
+            range="4:1-4:17",
         ),
         Invalid(
             "from torch import manual_seed\nimport accelerate\nimport numpy as np\n\nacc = accelerate.Accelerator()\nmanual_seed(1)\nnp.random.shuffle([1, 2])\n",
@@ -123,10 +125,12 @@ class SeedOnlyTorch(Rule):
                 "from torch import manual_seed\nimport accelerate\nfrom accelerate.utils import set_seed\nimport numpy as np\n\n"
                 "acc = accelerate.Accelerator()\nset_seed(1)\nnp.random.shuffle([1, 2])\n"
             ),
+            range="6:1-6:15",
         ),
         Invalid(
             "import random\nimport torch\n\nrank = 1\ntorch.manual_seed(5 + rank)\nrandom.seed(5)\nrandom.random()\n"
             "import numpy as np\nnp.random.rand(2)\n",
+            range="5:1-5:28",
         ),
         Invalid(
             "import torch\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\ntorch.manual_seed(0)\n"
@@ -135,6 +139,7 @@ class SeedOnlyTorch(Rule):
                 "import torch\nimport torch_xla.core.xla_model as xm\nfrom accelerate.utils import set_seed\n\n"
                 "device = xm.xla_device()\nset_seed(0)\nmodel = torch.nn.Dropout(0.1).to(device)\n"
             ),
+            range="5:1-5:21",
         ),
         Invalid(
             "import random\nimport torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
@@ -144,6 +149,7 @@ class SeedOnlyTorch(Rule):
                 "import random\nimport torch\nfrom accelerate import Accelerator\nfrom accelerate.utils import set_seed\n\n"
                 "accelerator = Accelerator()\nset_seed(0)\nimport numpy as np\nnp.random.rand(2)\n"
             ),
+            range="6:1-6:21",
         ),
     )
 
@@ -196,53 +202,74 @@ class SeedOnlyTorch(Rule):
         statements = [
             s for s in (_plain_call_statement(index, c) for c in seeders) if s is not None
         ]
-        # `set_seed` seeds every device itself, so it belongs outside `if torch.cuda.is_available():`;
-        # it goes where the first unguarded seeding call was.
-        unguarded = [s for s in statements if _device_guard(index, s) is None]
+        anchor = _anchor(index, statements)
+        if anchor is None:
+            return None
         fix = FixPlan()
-        if unguarded:
-            anchor: cst.CSTNode = unguarded[0]
-        else:
-            # All seeding sits under device checks: replace the whole check when it does nothing else.
-            guard = _device_guard(index, statements[0]) if statements else None
-            if guard is None or not _only_seeding(guard, statements):
-                return None
-            anchor = guard
-        block = index.parent(anchor)
-        removable = [s for s in statements if s is not anchor and not index.is_inside(s, anchor)]
-        for stmt in removable:
-            parent = index.parent(stmt)
-            if parent is block:
-                fix.replace[stmt] = cst.RemovalSentinel.REMOVE
-                continue
-            guard = _device_guard(index, stmt)
-            if guard is None or index.parent(guard) is not block:
-                continue  # seeding elsewhere (another function, another branch): left alone, harmless
-            if _only_seeding(guard, statements):
-                fix.replace[guard] = cst.RemovalSentinel.REMOVE  # never leave an empty `if` behind
-            elif any(not _is_seeding_stmt(s, statements) for s in getattr(parent, "body", ())):
-                fix.replace[stmt] = cst.RemovalSentinel.REMOVE
+        _remove_other_seeding(index, fix, anchor, statements)
         anchor_call = first if anchor is _plain_call_statement(index, first) else None
         if anchor_call is None:
             anchor_call = next(c for c in seeders if index.is_inside(c, anchor))
-        arg = Index.argument(anchor_call, keyword="seed", position=0) or Index.argument(
-            anchor_call, keyword="new_state", position=0
-        )
-        seed_arg = arg.value if arg is not None else cst.Name("seed")
-        name, spec = import_name(index, seed_fn, anchor)
-        new_call = cst.Call(func=factor_expression(name), args=[cst.Arg(seed_arg)])
-        if isinstance(anchor, cst.SimpleStatementLine):
-            fix.replace[anchor_call] = new_call
-        else:
-            fix.replace[anchor] = cst.SimpleStatementLine(
-                body=[cst.Expr(new_call)], leading_lines=getattr(anchor, "leading_lines", ())
-            )
-        if spec is not None:
-            fix.imports.append(spec)
+        _seed_at(index, fix, anchor, anchor_call, seed_fn)
         if not facts.imports_module("accelerate") and seed_fn.startswith("accelerate"):
             fix.applicability = Applicability.UNSAFE
         fix.title = f"Replace the hand-written seeding with `{short}(...)`"
         return fix
+
+
+def _anchor(index: Index, statements: list[cst.SimpleStatementLine]) -> cst.CSTNode | None:
+    """Where the seed function's call goes. `set_seed` seeds every device itself, so it belongs
+    outside `if torch.cuda.is_available():`: where the first unguarded seeding call was; when
+    all seeding sits under device checks, in place of the whole check if it does nothing else."""
+    unguarded = [s for s in statements if _device_guard(index, s) is None]
+    if unguarded:
+        return unguarded[0]
+    guard = _device_guard(index, statements[0]) if statements else None
+    if guard is None or not _only_seeding(guard, statements):
+        return None
+    return guard
+
+
+def _remove_other_seeding(
+    index: Index, fix: FixPlan, anchor: cst.CSTNode, statements: list[cst.SimpleStatementLine]
+) -> None:
+    """Remove the seeding statements the one call replaces, in the anchor's block (with their
+    device check when it holds nothing else)."""
+    block = index.parent(anchor)
+    removable = [s for s in statements if s is not anchor and not index.is_inside(s, anchor)]
+    for stmt in removable:
+        parent = index.parent(stmt)
+        if parent is block:
+            fix.replace[stmt] = cst.RemovalSentinel.REMOVE
+            continue
+        guard = _device_guard(index, stmt)
+        if guard is None or index.parent(guard) is not block:
+            continue  # seeding elsewhere (another function, another branch): left alone, harmless
+        if _only_seeding(guard, statements):
+            fix.replace[guard] = cst.RemovalSentinel.REMOVE  # never leave an empty `if` behind
+        elif any(not _is_seeding_stmt(s, statements) for s in getattr(parent, "body", ())):
+            fix.replace[stmt] = cst.RemovalSentinel.REMOVE
+
+
+def _seed_at(
+    index: Index, fix: FixPlan, anchor: cst.CSTNode, anchor_call: cst.Call, seed_fn: str
+) -> None:
+    """Replace the seeding call at the anchor (or the device check there) with one call of the
+    seed function, given the same seed, imported if need be."""
+    arg = Index.argument(anchor_call, keyword="seed", position=0) or Index.argument(
+        anchor_call, keyword="new_state", position=0
+    )
+    seed_arg = arg.value if arg is not None else cst.Name("seed")
+    name, spec = import_name(index, seed_fn, anchor)
+    new_call = cst.Call(func=factor_expression(name), args=[cst.Arg(seed_arg)])
+    if isinstance(anchor, cst.SimpleStatementLine):
+        fix.replace[anchor_call] = new_call
+    else:
+        fix.replace[anchor] = cst.SimpleStatementLine(
+            body=[cst.Expr(new_call)], leading_lines=getattr(anchor, "leading_lines", ())
+        )
+    if spec is not None:
+        fix.imports.append(spec)
 
 
 def _device_guard(index: Index, stmt: cst.CSTNode) -> cst.If | None:

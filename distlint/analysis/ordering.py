@@ -16,7 +16,7 @@ from typing import NamedTuple
 import libcst as cst
 
 from distlint.analysis.facts import Facts, Seeds
-from distlint.analysis.index import Assignment, iter_names
+from distlint.analysis.index import Assignment, Op, ScopeKind, iter_names
 
 
 class Happens(enum.Enum):
@@ -51,9 +51,9 @@ class Ordering:
 
     def _owner(self, node: cst.CSTNode) -> cst.CSTNode | None:
         scope = self.index.scope(node)
-        while scope.kind == "comprehension":
+        while scope.kind is ScopeKind.COMPREHENSION:
             scope = scope.parent  # type: ignore[assignment]
-        if scope.kind in ("function", "module"):
+        if scope.kind in (ScopeKind.FUNCTION, ScopeKind.MODULE):
             return scope.node
         return None  # lambda bodies and class bodies do not run in order with the rest
 
@@ -78,7 +78,7 @@ class Ordering:
 
     def _init_of_class_of(self, fn: cst.FunctionDef) -> cst.FunctionDef | None:
         scope = self.index.scope(fn)  # the scope the `def` statement sits in
-        cls = scope if scope.kind == "class" else None
+        cls = scope if scope.kind is ScopeKind.CLASS else None
         if cls is None:
             return None
         inits = self.index.functions.get(f"{cls.name}.__init__")
@@ -96,34 +96,37 @@ class Ordering:
             if self.facts.seeding.kind_of(call, q) in (Seeds.TORCH, Seeds.ALL):
                 if not self._per_iteration(call, fn) and not self.facts.on_one_process(call):
                     out.append(Event(Happens.SEED, call, call))
-                continue
-            if self.facts.builds_model(call, q) or self.facts.is_random_split(call):
+            elif self.facts.builds_model(call, q) or self.facts.is_random_split(call):
                 out.append(Event(Happens.MODEL, call, call))
-                continue
-            for target in self.targets(call):
-                model_class = False
-                if isinstance(target, cst.ClassDef):
-                    model_class = self.facts.is_model_class(target)
-                    init = self.index.functions.get(f"{target.name.value}.__init__")
-                    if not init:
-                        if model_class:
-                            out.append(Event(Happens.MODEL, call, call))
-                        continue
-                    target = init[-1]
-                inner = self.events(target)
-                if model_class and not (inner and inner[0].kind is Happens.SEED):
-                    out.append(
-                        Event(Happens.MODEL, call, call)
-                    )  # layers may be built by a base class
-                    break
-                if inner and inner[0].kind is Happens.SEED:
-                    out.append(
-                        Event(Happens.SEED, call, call)
-                    )  # a seeding helper: the call is the seeding
-                else:
-                    out.extend(Event(e.kind, call, e.origin) for e in inner)
-                break
+            else:
+                out.extend(self._events_through(call))
         memo[fn] = out
+        return out
+
+    def _events_through(self, call: cst.Call) -> list[Event]:
+        """What happens through ``call`` of a function, class or method of the file: a model
+        class without an ``__init__`` of its own builds a model; the first target with a body
+        tells the rest."""
+        out: list[Event] = []
+        for target in self.targets(call):
+            model_class = False
+            if isinstance(target, cst.ClassDef):
+                model_class = self.facts.is_model_class(target)
+                init = self.index.functions.get(f"{target.name.value}.__init__")
+                if not init:
+                    if model_class:
+                        out.append(Event(Happens.MODEL, call, call))
+                    continue
+                target = init[-1]
+            inner = self.events(target)
+            seeds = bool(inner) and inner[0].kind is Happens.SEED
+            if model_class and not seeds:
+                out.append(Event(Happens.MODEL, call, call))  # layers may be built by a base class
+            elif seeds:  # a seeding helper: the call is the seeding
+                out.append(Event(Happens.SEED, call, call))
+            else:
+                out.extend(Event(e.kind, call, e.origin) for e in inner)
+            break
         return out
 
     def _per_iteration(self, call: cst.Call, fn: cst.CSTNode) -> bool:
@@ -165,12 +168,12 @@ class Ordering:
             # the uses of a module-level name inside functions share one list of bindings
             known = self._instances.get(id(bindings))
             if known is None or known[0] is not bindings:
-                made = self._class_made([b.value for b in bindings if b.op == "="])
+                made = self._class_made([b.value for b in bindings if b.op is Op.ASSIGN])
                 known = self._instances[id(bindings)] = (bindings, made)
             return known[1]
         values: list[cst.CSTNode | None] = [expr] if isinstance(expr, cst.Call) else []
         if isinstance(expr, cst.Attribute):  # `self.trainer = Trainer(...)`
-            values = [a.value for a in self.index.attribute_assignments(expr) if a.op == "="]
+            values = [a.value for a in self.index.attribute_assignments(expr) if a.op is Op.ASSIGN]
         return self._class_made(values)
 
     def _class_made(self, values: Sequence[cst.CSTNode | None]) -> cst.ClassDef | None:
@@ -186,6 +189,6 @@ class Ordering:
         """The class statements among ``bindings`` (judged once per list: see above)."""
         known = self._classes.get(id(bindings))
         if known is None or known[0] is not bindings:
-            found = tuple(b.node for b in bindings if b.op == "class")
+            found = tuple(b.node for b in bindings if b.op is Op.CLASS)
             known = self._classes[id(bindings)] = (bindings, found)
         return known[1]

@@ -8,6 +8,8 @@ through the Patcher (guarded, recorded in the `patches` record, restorable).
 import os
 import sys
 
+from distlint_probe_confirm import PATCHES as CONFIRM_PATCHES
+from distlint_probe_confirm import Confirm, framework_backward
 from distlint_probe_interventions import Interventions
 from distlint_probe_patching import Patcher
 from distlint_probe_recorder import Recorder, record_stem
@@ -23,6 +25,13 @@ class Hooks:
         self.prepared_optimizers = 0
         self.fault_file = None
         self.cow = None  # CopyOnWrite (the scratch folder), set at activation
+        self.confirm = None  # Confirm (records of the DL2xx-DL4xx confirmations), at activation
+
+    def patch(self, name, module):
+        """Everything that patches module `name` once it is loaded."""
+        for owner, table in ((self, PATCHES), (self.confirm, CONFIRM_PATCHES)):
+            if owner is not None and name in table:
+                getattr(owner, table[name])(module)
 
     def enable_faulthandler(self, out_dir):
         """A rank killed by SIGSEGV/SIGABRT/SIGBUS/SIGFPE/SIGILL leaves its signal in <pid>.fault."""
@@ -105,6 +114,13 @@ class Hooks:
             from torch.nn.modules import module as nn_module
 
             def pre(module, args):
+                if rec.module_depth == 0:
+                    rec.inner_autocast, rec.inner_calls = None, 0
+                elif rec.inner_autocast is None:
+                    rec.inner_calls += 1
+                    # autocast entered inside the top-level forward (Fabric's and Accelerate's
+                    # wrappers enter it there, and convert the outputs back to fp32)
+                    rec.inner_autocast = rec.autocast_now()
                 rec.module_depth += 1
 
             def post(module, args, kwargs, output):
@@ -225,19 +241,12 @@ class Hooks:
 
         p.wrap(cls, "prepare", "Accelerator.prepare", replace=prepare)
 
-        def backward(original):
-            def wrapper(acc, loss, *args, **kwargs):
-                if rec.backward_depth == 0 and rec.enabled:
-                    p.guard("Accelerator.backward", rec.record_loss, loss, "accelerator.backward")
-                rec.backward_depth += 1
-                try:
-                    return original(acc, loss, *args, **kwargs)
-                finally:
-                    rec.backward_depth -= 1
-
-            return wrapper
-
-        p.wrap(cls, "backward", "Accelerator.backward", replace=backward)
+        p.wrap(
+            cls,
+            "backward",
+            "Accelerator.backward",
+            replace=framework_backward(rec, p, "Accelerator.backward", "accelerator.backward"),
+        )
         del exact
 
     def before_prepare(self, args):
@@ -312,6 +321,23 @@ class Hooks:
                 self.exact.step_scheduler_as_on_n(obj, self.rec.note)
         self.rec.rng("prepare")
 
+    # -- Lightning Fabric --------------------------------------------------------------------
+
+    def patch_fabric(self, module):
+        """`Fabric.setup` / `setup_module` / `setup_optimizers`: the Fabric that trains (its
+        precision and world size are recorded as the run's config, once per Fabric)."""
+        rec, p = self.rec, self.p
+        cls = getattr(module, "Fabric", None)
+        if cls is None:
+            return
+        for name in ("setup", "setup_module", "setup_optimizers"):
+            p.wrap(
+                cls,
+                name,
+                f"Fabric.{name}",
+                after=lambda result, args, kwargs: rec.record_fabric(args[0]),
+            )
+
     def patch_safetensors(self, module):
         if self.cow is not None:
             self.cow.wrap_saver(
@@ -359,6 +385,8 @@ PATCHES = {
     "accelerate.data_loader": "patch_data_loader",
     "torch_xla.core.xla_model": "patch_xla",
     "safetensors.torch": "patch_safetensors",
+    "lightning.fabric.fabric": "patch_fabric",
+    "lightning_fabric.fabric": "patch_fabric",
 }
 
 
@@ -388,8 +416,7 @@ class _Finder:
         self.hooks = hooks
 
     def find_spec(self, name, path=None, target=None):
-        method = PATCHES.get(name)
-        if method is None:
+        if name not in PATCHES and name not in CONFIRM_PATCHES:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -401,7 +428,7 @@ class _Finder:
             return None
         if spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        spec.loader = _PatchingLoader(spec.loader, getattr(self.hooks, method))
+        spec.loader = _PatchingLoader(spec.loader, lambda module: self.hooks.patch(name, module))
         return spec
 
 
@@ -443,10 +470,11 @@ def activate(out_dir):
     hooks.enable_faulthandler(out_dir)
     hooks.cow = CopyOnWrite(patcher, recorder.note)
     hooks.cow.install()
-    for name, method in PATCHES.items():
+    hooks.confirm = Confirm(recorder, patcher)
+    for name in {**PATCHES, **CONFIRM_PATCHES}:
         module = sys.modules.get(name)
         if module is not None:
-            getattr(hooks, method)(module)
+            hooks.patch(name, module)
     sys.meta_path.insert(0, _Finder(hooks))
     sys.excepthook = recorder.excepthook(sys.excepthook)
     atexit.register(recorder.at_exit)
