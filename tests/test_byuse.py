@@ -256,3 +256,29 @@ def test_a_tensor_parallel_path_guarded_by_its_size(default, model_parallel):
         """
     )
     assert facts.model_parallel is model_parallel
+
+
+@pytest.mark.parametrize("default, model_parallel", [(1, False), (4, True)])
+def test_an_optional_sequence_parallel_path_of_a_dataclass_argument(default, model_parallel):
+    """open-instruct's shape: `sequence_parallel_size: int = field(default=1)` parsed into
+    `args`, and the ParallelismConfig built only under `if args.sequence_parallel_size > 1 and ...`."""
+    facts = facts_of(
+        f"""
+        from dataclasses import dataclass, field
+        from accelerate import Accelerator, ParallelismConfig
+
+        @dataclass
+        class Args:
+            sequence_parallel_size: int = field(default={default})
+
+        def main(args: Args, world_size):
+            parallelism_config = None
+            if args.sequence_parallel_size > 1 and not args.cache_only:
+                parallelism_config = ParallelismConfig(
+                    sp_size=args.sequence_parallel_size,
+                    dp_shard_size=world_size // args.sequence_parallel_size,
+                )
+            return Accelerator(parallelism_config=parallelism_config)
+        """
+    )
+    assert facts.model_parallel is model_parallel

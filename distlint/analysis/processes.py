@@ -335,12 +335,10 @@ class Processes(Provider):
     def _off_by_default(self, call: cst.Call, q: str | None) -> bool:
         """A model-parallel call whose parallel sizes are 1 as the script runs by default."""
         sizes = [a.value for a in call.args if a.keyword and a.keyword.value in K.PARALLEL_SIZES]
-        if sizes:
-            return all(self._defaults_to_one(v) for v in sizes)
-        if q in K.PARALLEL_SIZE_CONFIGS:
-            return (
-                True  # every size left at its default of 1 (`ParallelismConfig(dp_shard_size=8)`)
-            )
+        if sizes and all(self._defaults_to_one(v) for v in sizes):
+            return True
+        if not sizes and q in K.PARALLEL_SIZE_CONFIGS:
+            return True  # every size left at 1 (`ParallelismConfig(dp_shard_size=8)`)
         return self._guarded_by_size_above_one(call)
 
     def _guarded_by_size_above_one(self, node: cst.CSTNode) -> bool:
@@ -350,17 +348,21 @@ class Processes(Provider):
         child, parent = node, index.parent(node)
         while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module)):
             if isinstance(parent, cst.If) and parent.body is child:
-                test = parent.test
-                if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-                    op, right = test.comparisons[0].operator, test.comparisons[0].comparator
-                    bound = index.constant_value(right)
-                    above = (isinstance(op, (cst.GreaterThan, cst.NotEqual)) and bound == 1) or (
-                        isinstance(op, cst.GreaterThanEqual) and bound == 2
-                    )
-                    if above and self._defaults_to_one(test.left):
-                        return True
+                if any(self._size_above_one(t) for t in _conjuncts(parent.test)):
+                    return True
             child, parent = parent, index.parent(parent)
         return False
+
+    def _size_above_one(self, test: cst.BaseExpression) -> bool:
+        """`size > 1` (`!= 1`, `>= 2`) with a size of 1 by default."""
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            return False
+        op, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        bound = self.index.constant_value(right)
+        above = (isinstance(op, (cst.GreaterThan, cst.NotEqual)) and bound == 1) or (
+            isinstance(op, cst.GreaterThanEqual) and bound == 2
+        )
+        return above and self._defaults_to_one(test.left)
 
     def _defaults_to_one(self, expr: cst.CSTNode, depth: int = 4) -> bool:
         """``expr`` is 1 as the script runs by default: a constant, an argparse or config-file
@@ -376,7 +378,28 @@ class Processes(Provider):
         if found is not None:
             return bool(found.value == 1)
         values = [v for v in self.index.values_of(expr) if v is not None]
+        if not values and isinstance(expr, cst.Attribute):
+            values = self._field_defaults(expr.attr.value)  # `args.x` parsed into a dataclass
         return bool(values) and all(self._defaults_to_one(v, depth - 1) for v in values)
+
+    def _field_defaults(self, name: str) -> list[cst.BaseExpression]:
+        """The defaults of the class fields ``name`` of this module (`x: int = 1`,
+        `x: int = field(default=1)`): what an argument parser filling those classes gives."""
+        out: list[cst.BaseExpression] = []
+        for node in self.index.nodes_of(cst.AnnAssign):
+            assert isinstance(node, cst.AnnAssign)
+            target, value = node.target, node.value
+            if not isinstance(target, cst.Name) or target.value != name or value is None:
+                continue
+            if self.index.scope(node).kind != "class":
+                continue
+            if isinstance(value, cst.Call):
+                default = call_keyword(value, "default")
+                if default is None:
+                    return []
+                value = default
+            out.append(value)
+        return out
 
     @cached_property
     def accumulation_settings(self) -> list[cst.BaseExpression]:
@@ -665,3 +688,10 @@ class Processes(Provider):
                     if self.flow.reaches(value.right, is_count, key=("count", counts), depth=6):
                         return True
         return False
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of `a and b and c` (the test itself otherwise)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test]
