@@ -32,6 +32,10 @@ DDP_CALLS = frozenset(
         "deepspeed.initialize",
     }
 )
+# Calls that start the process group of a multi-process torch.distributed run.
+PROCESS_GROUP_STARTS = frozenset(
+    {"torch.distributed.init_process_group", "deepspeed.init_distributed"}
+)
 DDP_WRAPPERS = frozenset(
     {
         "torch.nn.parallel.DistributedDataParallel",
@@ -68,6 +72,19 @@ MODEL_PARALLEL_CALLS = frozenset(
 )
 MODEL_PARALLEL_PREFIXES = ("torch.distributed.tensor.parallel.",)
 MODEL_PARALLEL_KEYWORDS = frozenset({"parallelism_config", "torch_tp_plugin", "megatron_lm_plugin"})
+# The model-parallel sizes such a call is given by keyword (each 1 unless given)...
+PARALLEL_SIZES = frozenset(
+    {"tp_size", "cp_size", "sp_size", "tp_degree", "tensor_parallel_size", "context_parallel_size"}
+)
+# ... and the configurations that are data-parallel only when every such size is left at 1.
+PARALLEL_SIZE_CONFIGS = frozenset(
+    {
+        "accelerate.ParallelismConfig",
+        "accelerate.parallelism_config.ParallelismConfig",
+        "accelerate.utils.ParallelismConfig",
+        "accelerate.utils.TorchTensorParallelPlugin",
+    }
+)
 
 # Words a module that sets up data-parallel training on its own spells out (an Accelerator, a
 # Fabric, a DDP/FSDP wrapper, DeepSpeed, torch_xla): a followed module without any of them is
@@ -180,6 +197,10 @@ KNOWN_LIBRARIES = frozenset(
         "torch_xla", "torchtune", "transformers",
     }
 )  # fmt: skip
+# Methods whose use says what an object is, when nothing resolves its construction:
+# `x.prepare(...)` and `x.backward(loss)` together are Accelerate's API; `model.no_sync()` (no
+# argument) is DistributedDataParallel's / FSDP's (DataParallel has none).
+ROLE_METHODS = frozenset({"prepare", "backward", "no_sync"})
 # Same policy as PROCESS_COUNT_NAMES for the gradient accumulation steps (a helper's untraced
 # `grad_accum` parameter).
 ACCUMULATION_WORD = "accum"
@@ -251,6 +272,10 @@ OPTIMIZER_FACTORIES_READING: dict[str, tuple[str, int, str]] = {
 }
 
 # Calls that build an object from a config node naming its class (`_target_` / `_component_`).
+# A config node names the class to build under one of these keys (hydra, torchtune)...
+COMPONENT_KEYS = frozenset({"_target_", "_component_"})
+# ... and a project's own `instantiate()` imports it by that name.
+IMPORT_BY_NAME = frozenset({"importlib.import_module", "pydoc.locate", "hydra.utils.get_class"})
 CONFIG_INSTANTIATE = frozenset(
     {
         "hydra.utils.instantiate",
@@ -262,6 +287,11 @@ CONFIG_INSTANTIATE = frozenset(
 
 # ------------------------------------------------------------------ schedulers
 _TORCH = "torch.optim.lr_scheduler."
+# LR schedulers by where they live: what is handed to one (its first argument) is an optimizer.
+SCHEDULER_MODULES = (
+    _TORCH, "transformers.get_", "transformers.optimization.get_", "diffusers.optimization.",
+    "timm.scheduler.", "torchtune.training.lr_schedulers.",
+)  # fmt: skip
 # Schedulers whose `max_lr` is the learning rate the run actually peaks at.
 PEAK_LR_SCHEDULERS = frozenset({_TORCH + "OneCycleLR", _TORCH + "CyclicLR"})
 _HF_WARMUP = ((1, "num_warmup_steps", "warmup"), (2, "num_training_steps", "total"))

@@ -68,6 +68,11 @@ class Summaries(Provider):
         summary = Summary()
         summary.trained_there = self.facts.processes.trains_data_parallel
         summary.trains = self.facts.processes._trains_inside(fn) if summary.trained_there else None
+        summary.batch = self.facts.data.batch._local_use(fn)
+        if self.facts.processes.starts_process_group(fn):
+            summary.makes.add(Made.PROCESS_GROUP)
+        if self.facts.optimization.instantiates_component(fn):
+            summary.makes.add(Made.CONFIGURED)
         if isinstance(fn, cst.ClassDef):
             if self.facts.optimization._is_optimizer_class_def(fn, set()):
                 summary.makes.add(Made.OPTIMIZER)
