@@ -13,6 +13,7 @@ import libcst as cst
 
 from distlint.analysis import knowledge as K
 from distlint.analysis.common import (
+    _OPTIMIZING,
     Provider,
     _is_call,
 )
@@ -59,7 +60,7 @@ class Optimizers(Provider):
         if found is None or found.how is not How.FACTORY or not found.lr_inside:
             return [found] if found is not None else []
         # a factory or Trainer class of another module: one per optimizer it builds
-        external = self.facts.summaries._external_summary(call)
+        external = self.facts.summaries._external_summary(call, _OPTIMIZING)
         if external is not None and external.lrs:
             if external.trained_there:
                 return []  # reported in that module
@@ -97,7 +98,7 @@ class Optimizers(Provider):
             return made(How.PICKED)
         if q in K.CONFIG_INSTANTIATE:
             return self._instantiated_optimizer(call)
-        external = self.facts.summaries._external_summary(call)
+        external = self.facts.summaries._external_summary(call, _OPTIMIZING)
         if external is not None and (Made.OPTIMIZER in external.makes or external.lrs):
             if self._wraps_an_optimizer(call):
                 return None  # a wrapper of another module given the optimizer, not parameters
@@ -210,7 +211,7 @@ class Optimizers(Provider):
                     if b.op == "class" and self._is_optimizer_class_def(b.node, seen):
                         return True
                     if b.op == "import":
-                        summary = self.facts.summaries._imported_summary(base.value)
+                        summary = self.facts.summaries._imported_summary(base.value, _OPTIMIZING)
                         if summary is not None and Made.OPTIMIZER in summary.makes:
                             return True
         return False

@@ -23,6 +23,7 @@ from functools import lru_cache
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any
 
+from distlint.analysis.outline import Outline, outline
 from distlint.files import file_like, read_regular
 from distlint.model import FileError
 
@@ -160,6 +161,11 @@ class Project:
         self._block_seen: set[str] | None = None
         # start path -> the search of the project modules its imports reach (line scan)
         self._closures: dict[str, _Search] = {}
+        # path -> its text outline (None: not readable with confidence; see `name_may_write`)
+        self._outlines: dict[str, Outline | None] = {}
+        self._may_write: dict[tuple[frozenset[tuple[str, str]], str, str], bool] = {}
+        # (path, name) -> (words its definition writes, the (path, name) pairs they may mean)
+        self._uses: dict[tuple[str, str], tuple[frozenset[str], tuple[tuple[str, str], ...]]] = {}
         self.parse_count = 0  # modules parsed by this project (benchmarks, tests)
         # paths checked against the disk since the run began (see `_stale`, `begin_run`)
         self._fresh: set[str] = set()
@@ -215,6 +221,9 @@ class Project:
         self._scans.clear()  # (what an import resolves to may have changed too)
         self._words.clear()
         self._closures.clear()
+        self._outlines.pop(full, None)
+        self._may_write.clear()
+        self._uses.clear()
         self._error_keys = {k for k in self._error_keys if k[0] != full}
         self.errors = [e for e in self.errors if e.path != full]
         self.memo.clear()  # analysis results may depend on the old content
@@ -546,6 +555,119 @@ class Project:
             sub = self.resolve_from_import(importer, module, name, level)
             if sub is not None:
                 yield sub
+
+    # ------------------------------------------------------------------ one name's text
+    def name_may_write(self, path: str, name: str, spellings: Any) -> bool:
+        """The definition of ``name`` in module ``path`` may reach one of ``spellings`` (a
+        :class:`~distlint.analysis.common._Spellings`): its text, the module-level code and
+        the imports of the names it uses, and the definitions of those in other project
+        modules, followed transitively, write both parts of one of the spellings. False means
+        no summary of ``name`` can hold what the spellings name, so the module need not be
+        parsed for it; a text the outline cannot read answers True (parse it)."""
+        full = normalise(path)
+        key = (spellings.pairs, full, name)
+        found = self._may_write.get(key)
+        if found is None:
+            while True:
+                found = self._name_closure(full, name, spellings)
+                if found is not None:
+                    break
+            self._may_write[key] = found
+        return found
+
+    def _name_closure(self, start: str, name: str, spellings: Any) -> bool | None:
+        """One search of `name_may_write`; None: a module changed on disk (search again)."""
+        wanted = spellings.words
+        words: set[str] = set()
+        seen: set[tuple[str, str]] = set()
+        todo = [(start, name)]
+        while todo:
+            item = todo.pop()
+            if item in seen:
+                continue
+            seen.add(item)
+            path = item[0]
+            if self._stale(path):
+                return None
+            self._touch(path)
+            uses = self._uses.get(item)
+            if uses is None:
+                info = self._outline(path)
+                if info is None:
+                    if path in self._outlines:
+                        return True  # a text the outline cannot read: ask the parse
+                    continue  # unreadable: no summary either
+                uses = self._uses[item] = self._uses_of(path, info, item[1])
+            written, following = uses
+            if not written.isdisjoint(wanted):
+                words |= written & wanted
+                if spellings.written_in(words):
+                    return True
+            todo += following
+        return False
+
+    def _uses_of(
+        self, path: str, info: Outline, ident: str
+    ) -> tuple[frozenset[str], tuple[tuple[str, str], ...]]:
+        """What the name ``ident`` of module ``path`` is written with, and the (module, name)
+        pairs those words may stand for."""
+        texts = list(info.defs.get(ident, ()))
+        texts += [info.module_lines[i] for i in info.by_ident.get(ident, ())]
+        used: set[str] = {ident}
+        called: set[str] = {ident}
+        for begin, end in texts:
+            used |= info.words(begin, end)
+            called |= info.called(begin, end)
+        for begin, end in info.headers.get(ident, ()):
+            called |= info.words(begin, end)  # a base class, a decorator
+        words = set(used)
+        # the module's own definitions and variables it names (a value may flow from them)
+        out = [
+            (path, w)
+            for w in used
+            if w != ident and (w in info.defs or w in info.by_ident or w in info.globals)
+        ]
+        out += [(path, fn) for fn in info.globals.get(ident, ())]
+        for w in used:
+            for imp in info.imports.get(w, ()):
+                words |= imp.words
+                if w in called:  # another module is reached through what is called
+                    out += self._import_uses(path, info, w, imp)
+        if not texts and ident not in info.imports:
+            for star in info.stars:  # `from pkg.helpers import *` may bind it
+                target = self.resolve_import(path, star.module, star.level)
+                if target is not None:
+                    out.append((target, ident))
+        return frozenset(words), tuple(out)
+
+    def _import_uses(self, path: str, info: Outline, bound: str, imp: Any) -> list[tuple[str, str]]:
+        """The (module, name) pairs an import binding ``bound`` in ``path`` may stand for: the
+        name it imports, and the attributes read from it when it is a module."""
+        out: list[tuple[str, str]] = []
+        if imp.name is None:  # `import pkg.mod [as bound]`
+            target = self.resolve_import(path, imp.module, 0)
+            if target is not None:
+                out += [(target, a) for a in info.attributes(bound)]
+                if bound != imp.module and "." in imp.module:
+                    out += [(target, a) for a in info.attributes(imp.module)]
+            return out
+        if imp.module or imp.level:
+            package = self.resolve_import(path, imp.module, imp.level)
+            if package is not None:
+                out.append((package, imp.name))
+        sub = self.resolve_from_import(path, imp.module, imp.name, imp.level)
+        if sub is not None:  # `from pkg import mod`: a module, its attributes read
+            out += [(sub, a) for a in info.attributes(bound)]
+        return out
+
+    def _outline(self, full: str) -> Outline | None:
+        if full in self._outlines:
+            return self._outlines[full]
+        data = self.read_bytes(full)
+        if data is None:
+            return None  # (not recorded: unreadable, not unknown)
+        found = self._outlines[full] = outline(data.decode("utf-8", "replace"))
+        return found
 
     # ------------------------------------------------------------------ resolution
     def resolve_import(self, importer: str, module: str, level: int = 0) -> str | None:
