@@ -3,8 +3,9 @@
     python benchmarks/verify_overhead.py [--script fixtures/verify/correct.py] [--repeat 3] [--nprocs 2]
 
 For each repetition, interleaved so that background load hits all three alike:
-  bare 1   `torchrun --standalone --nproc_per_node 1 SCRIPT --steps K*N` (verify's 1-process run:
-           the same launcher, as many samples)
+  bare 1   verify's 1-process command with `--steps K*N` (as many samples): `python SCRIPT` for
+           a script that runs alone that way (Accelerate, Fabric), else `torchrun
+           --standalone --nproc_per_node 1 SCRIPT`
   bare N   `torchrun --standalone --nproc_per_node N SCRIPT --steps K` with ACCELERATE_USE_CPU=1
   verify   `python -m distlint.verify --device cpu --format json SCRIPT` (--max-steps K)
 
@@ -45,17 +46,16 @@ def main() -> int:
 
     n, k = args.nprocs, args.max_steps
     cpu_env = dict(os.environ, ACCELERATE_USE_CPU="1", CUDA_VISIBLE_DEVICES="")
-    bare_one = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "1",
-        args.script,
-        "--steps",
-        str(k * n),
-    ]
+    # verify's own 1-process command: plain python for a script that runs alone that way
+    # (Accelerate / Fabric, no torchrun variable read), torchrun with one process otherwise
+    sys.path.insert(0, ROOT)
+    from distlint.verify.core import one_process_launcher
+    from distlint.verify.static import script_facts
+
+    alone, _why = one_process_launcher(script_facts(args.script), "torchrun")
+    launcher_one = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1"]
+    bare_one = [sys.executable, *(launcher_one if alone == "torchrun" else [])]
+    bare_one += [args.script, "--steps", str(k * n)]
     bare_many = [
         sys.executable,
         "-m",
@@ -82,6 +82,7 @@ def main() -> int:
         args.script,
     ]
 
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     samples = {"bare_1": [], "bare_n": [], "verify": [], "verify_run_1": [], "verify_run_n": []}
     for i in range(args.repeat):
         for name, argv, env in (
@@ -111,10 +112,12 @@ def main() -> int:
     bare = med["bare_1"] + med["bare_n"]
     result = {
         "script": os.path.relpath(args.script, ROOT),
+        "bare_1_command": " ".join(bare_one),
         "nprocs": n,
         "max_steps": k,
         "repeat": args.repeat,
         "cpus": os.cpu_count(),
+        "load_average_before": load_before,
         "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
         "median_s": {name: round(v, 3) for name, v in med.items()},
         "bare_total_s": round(bare, 3),
@@ -126,10 +129,11 @@ def main() -> int:
     else:
         print(
             f"script {result['script']}  N={n}  max-steps={k}  repeat={args.repeat}  cpus={result['cpus']}  "
-            f"load {result['load_average'][0]:.1f}"
-            if result["load_average"]
+            f"load (1 min) {load_before[0]:.1f} before, {result['load_average'][0]:.1f} after"
+            if load_before and result["load_average"]
             else ""
         )
+        print(f"  bare 1-process command  {' '.join(bare_one)}")
         print(f"  bare 1-process run     {med['bare_1']:6.2f} s")
         print(f"  bare {n}-process run     {med['bare_n']:6.2f} s")
         print(

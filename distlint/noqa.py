@@ -246,7 +246,10 @@ def unused_noqa(
         drop = set(unused) | set(unknown)
         edit = _without_codes(lines, line, start, end, comment, drop, directives.names)
         fix = Fix(UNUSED_FIX_TITLE, applicability, (edit,)) if edit is not None else None
-        rng = Range(line, col + 1, line, col + 1 + len(comment))
+        # the directive, not the whole comment: `# noqa: DL101  # why` points at `# noqa: DL101`
+        directive = NOQA_RE.search(comment)
+        first, last = directive.span() if directive is not None else (0, len(comment))
+        rng = Range(line, col + 1 + first, line, col + 1 + last)
         message = f"{UNUSED_MESSAGE} ({'; '.join(parts)})"
         out.append(Finding(path, rng, UNUSED_CODE, UNUSED_NAME, message, fix))
     return out

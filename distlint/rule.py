@@ -47,24 +47,43 @@ class Option(NamedTuple):
 
 
 class Invalid:
-    """An INVALID snippet: code that must be reported, and (if the rule fixes it) the fix."""
+    """An INVALID snippet: code that must be reported, where, and (if the rule fixes it) the fix.
 
-    __slots__ = ("code", "fixed", "count", "options")
+    ``range`` is where the finding points, as distlint prints it: ``"line:column-end_line:end_column"``
+    in the snippet's own coordinates (1-based lines and columns, the end exclusive), or a tuple of
+    them, in order, for a snippet with several findings (Fixit's ``Invalid(..., range=)``). The
+    rule's test (tests/rules/test_<CODE>.py) asserts it; ``count`` is then the number of ranges.
+    """
+
+    __slots__ = ("code", "fixed", "ranges", "options", "_count")
 
     def __init__(
         self,
         code: str,
         fixed: str | None = None,  # expected output of the fix (unsafe fixes included)
-        count: int = 1,  # how many findings this snippet yields
+        count: int | None = None,  # how many findings this snippet yields (or give their ranges)
         options: Mapping[str, Any] = _NO_OPTIONS,
+        *,
+        range: str | Sequence[str] | None = None,  # Fixit's name for it
     ) -> None:
         self.code = code
         self.fixed = fixed
-        self.count = count
+        self.ranges: tuple[str, ...] = (range,) if isinstance(range, str) else tuple(range or ())
+        if count is not None and self.ranges and count != len(self.ranges):
+            raise ValueError(f"Invalid snippet: count={count} but {len(self.ranges)} ranges")
+        self._count = count
         self.options = options
 
+    @property
+    def count(self) -> int:
+        """How many findings this snippet yields."""
+        return len(self.ranges) or self._count or 1
+
     def __repr__(self) -> str:
-        return f"Invalid({self.code!r}, fixed={self.fixed!r}, count={self.count}, options={self.options!r})"
+        return (
+            f"Invalid({self.code!r}, fixed={self.fixed!r}, count={self.count}, "
+            f"options={self.options!r}, range={self.ranges!r})"
+        )
 
 
 class Valid(NamedTuple):

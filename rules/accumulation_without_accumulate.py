@@ -103,6 +103,7 @@ class AccumulationWithoutAccumulate(Rule):
                 "            loss = model(batch)\n            accelerator.backward(loss)\n"
                 "            optimizer.step()\n            optimizer.zero_grad()\n"
             ),
+            range="7:18-7:24",
         ),
         # an argument, a plugin; the loop in a function with the accelerator as an attribute
         Invalid(
@@ -123,13 +124,15 @@ class AccumulationWithoutAccumulate(Rule):
                 "            with self.accelerator.accumulate(self.model):\n"
                 "                self.accelerator.backward(self.model(batch))\n                self.optimizer.step()\n"
             ),
+            range="11:22-11:33",
         ),
         # the model is not visible at the loop: report only
         Invalid(
             "from accelerate import Accelerator\n\ndef step(accelerator, optimizer, batch):\n"
             "    accelerator.backward(batch)\n    optimizer.step()\n\n"
             "def main(args):\n    accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)\n"
-            "    while True:\n        step(accelerator, args.optimizer, next(batches))\n"
+            "    while True:\n        step(accelerator, args.optimizer, next(batches))\n",
+            range="9:11-9:15",
         ),
     )
 

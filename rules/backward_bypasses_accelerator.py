@@ -99,7 +99,7 @@ class BackwardBypassesAccelerator(Rule):
                 "    for batch in loader:\n        loss = model(batch)\n        accelerator.backward(loss)\n"
                 "        accelerator.clip_grad_norm_(model.parameters(), 1.0)\n        optimizer.step()\n"
             ),
-            count=2,
+            range=("10:9-10:22", "11:9-11:39"),
         ),
         # Lightning Fabric, keyword arguments kept
         Invalid(
@@ -111,12 +111,14 @@ class BackwardBypassesAccelerator(Rule):
                 "    fabric = L.Fabric(devices=2)\n    model, optimizer = fabric.setup(model, optimizer)\n"
                 "    loss = model(batch)\n    fabric.backward(loss, retain_graph=True)\n"
             ),
+            range="8:5-8:18",
         ),
         # a scaled loss by hand: report only
         Invalid(
             "import torch\nfrom accelerate import Accelerator\n\n\ndef train(model, optimizer, scaler):\n"
             "    accelerator = Accelerator()\n    model, optimizer = accelerator.prepare(model, optimizer)\n"
-            "    scaler.scale(model(1)).backward()\n"
+            "    scaler.scale(model(1)).backward()\n",
+            range="8:5-8:36",
         ),
     )
 

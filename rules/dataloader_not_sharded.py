@@ -129,6 +129,7 @@ class DataloaderNotSharded(Rule):
                 "loader = accelerator.prepare(loader)\n"
                 "for epoch in range(2):\n    for batch in loader:\n        accelerator.backward(model(batch))\n"
             ),
+            range="8:18-8:24",
         ),
         # built in a helper, unpacked, iterated through tqdm(enumerate(...))
         Invalid(
@@ -147,20 +148,23 @@ class DataloaderNotSharded(Rule):
                 "    train_dl = acc.prepare(train_dl)\n"
                 "    for step, batch in tqdm(enumerate(train_dl)):\n        acc.backward(batch)\n"
             ),
+            range="13:39-13:47",
         ),
         # DDP without a sampler: report only
         Invalid(
             "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
             "from torch.utils.data import DataLoader\n\n"
             "dist.init_process_group('nccl')\nmodel = DDP(net)\nloader = DataLoader(data, batch_size=8, shuffle=True)\n"
-            "for x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n"
+            "for x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n",
+            range="8:13-8:19",
         ),
         # batches drawn with next() from an iterator taken before the loader was prepared
         Invalid(
             "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n\n"
             "accelerator = Accelerator()\nloader = DataLoader(range(8), batch_size=2, shuffle=True)\n"
             "batches = iter(loader)\nmodel, loader = accelerator.prepare(object(), loader)\n"
-            "for step in range(100):\n    accelerator.backward(model(next(batches)))\n"
+            "for step in range(100):\n    accelerator.backward(model(next(batches)))\n",
+            range="6:16-6:22",
         ),
         # ... or from a loader never prepared, taken again when it runs out
         Invalid(
@@ -169,14 +173,16 @@ class DataloaderNotSharded(Rule):
             "loader = DataLoader(range(8), batch_size=2)\nbatches = iter(loader)\nstep = 0\n"
             "while step < 100:\n    try:\n        batch = next(batches)\n    except StopIteration:\n"
             "        batches = iter(loader)\n        batch = next(batches)\n"
-            "    accelerator.backward(model(batch))\n    step += 1\n"
+            "    accelerator.backward(model(batch))\n    step += 1\n",
+            range="7:16-7:22",
         ),
         # a whole-dataset sampler under DDP, in a trainer class
         Invalid(
             "import torch.distributed as dist\nfrom torch.utils.data import DataLoader, RandomSampler\n\n"
             "class Trainer:\n    def __init__(self, data):\n        dist.init_process_group('gloo')\n"
             "        self.loader = DataLoader(data, sampler=RandomSampler(data))\n\n"
-            "    def fit(self):\n        for batch in self.loader:\n            batch.sum().backward()\n"
+            "    def fit(self):\n        for batch in self.loader:\n            batch.sum().backward()\n",
+            range="10:22-10:33",
         ),
     )
 

@@ -96,6 +96,7 @@ class GatherKeepsDuplicates(Rule):
                 "        preds, refs = accelerator.gather_for_metrics((preds, batch['y']))\n"
                 "        metric.add_batch(predictions=preds, references=refs)\n    return metric.compute()\n"
             ),
+            range="9:23-9:41",
         ),
         # accelerate.utils.gather: report only (the function has no `_for_metrics` twin)
         Invalid(
@@ -103,7 +104,8 @@ class GatherKeepsDuplicates(Rule):
             "def evaluate(model, loader):\n    accelerator = Accelerator()\n"
             "    model, loader = accelerator.prepare(model, loader)\n    correct = total = 0\n"
             "    for x, y in loader:\n        pred, y = gather((model(x).argmax(-1), y))\n"
-            "        correct += (pred == y).sum().item()\n        total += y.numel()\n    return correct / total\n"
+            "        correct += (pred == y).sum().item()\n        total += y.numel()\n    return correct / total\n",
+            range="11:19-11:25",
         ),
     )
 

@@ -90,6 +90,7 @@ class IgnoredSplitBatchesKeyword(Rule):
                 "from accelerate import Accelerator\nfrom accelerate.utils import DataLoaderConfiguration\n\n"
                 "accelerator = Accelerator(dataloader_config=DataLoaderConfiguration(split_batches=True))\n"
             ),
+            range="3:27-3:45",
         ),
         Invalid(
             "import accelerate\nfrom accelerate.utils import DataLoaderConfiguration\n\nsplit = True\n"
@@ -100,6 +101,7 @@ class IgnoredSplitBatchesKeyword(Rule):
                 "acc = accelerate.Accelerator(\n    mixed_precision='bf16',\n"
                 "    dataloader_config=DataLoaderConfiguration(even_batches=False, split_batches=split),\n)\n"
             ),
+            range="8:5-8:24",
         ),
         Invalid(
             "from accelerate import Accelerator as Acc, DataLoaderConfiguration\n\n"
@@ -110,6 +112,7 @@ class IgnoredSplitBatchesKeyword(Rule):
                 "dl_config = DataLoaderConfiguration(dispatch_batches=False, split_batches=True)\n"
                 "acc = Acc(dataloader_config=dl_config)\n"
             ),
+            range="4:11-4:29",
         ),
         # the configuration already decides: deleting the ignored keyword changes nothing
         Invalid(
@@ -119,11 +122,13 @@ class IgnoredSplitBatchesKeyword(Rule):
                 "from accelerate import Accelerator\nfrom accelerate.utils import DataLoaderConfiguration\n\n"
                 "accelerator = Accelerator(dataloader_config=DataLoaderConfiguration(split_batches=False))\n"
             ),
+            range="4:91-4:109",
         ),
         # the configuration comes from elsewhere: report only
         Invalid(
             "from accelerate import Accelerator\n\ndef make(config):\n"
-            "    return Accelerator(split_batches=True, dataloader_config=config)\n"
+            "    return Accelerator(split_batches=True, dataloader_config=config)\n",
+            range="4:24-4:42",
         ),
     )
 

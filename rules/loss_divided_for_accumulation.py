@@ -121,6 +121,7 @@ class LossDividedForAccumulation(Rule):
                 "def step(model, batch):\n    with accelerator.accumulate(model):\n        loss = model(batch)\n"
                 "        accelerator.backward(loss)\n"
             ),
+            range="9:16-9:50",
         ),
         Invalid(
             "import accelerate\n\ndef train(args, model, batch):\n"
@@ -131,6 +132,7 @@ class LossDividedForAccumulation(Rule):
                 "    acc = accelerate.Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)\n"
                 "    loss = model(batch).loss\n    acc.backward(loss)\n"
             ),
+            range="6:5-6:45",
         ),
         # inline division, divisor read back from the accelerator
         Invalid(
@@ -142,6 +144,7 @@ class LossDividedForAccumulation(Rule):
                 "        self.accelerator = A(gradient_accumulation_steps=steps)\n"
                 "    def step(self, loss):\n        self.accelerator.backward(loss)\n"
             ),
+            range="7:35-7:86",
         ),
         # a GradientAccumulationPlugin, and a local alias of the setting
         Invalid(
@@ -155,6 +158,7 @@ class LossDividedForAccumulation(Rule):
                 "    accelerator = Accelerator(gradient_accumulation_plugin=plugin)\n    n = cfg['accum']\n"
                 "    loss = model(batch)\n    accelerator.backward(loss)\n"
             ),
+            range="8:12-8:28",
         ),
     )
 

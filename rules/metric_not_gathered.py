@@ -71,14 +71,16 @@ class MetricNotGathered(Rule):
             "    accelerator = Accelerator()\n    metric = evaluate.load('accuracy')\n"
             "    model, loader = accelerator.prepare(model, loader)\n"
             "    for batch in loader:\n        preds = model(batch['x']).argmax(-1)\n"
-            "        metric.add_batch(predictions=preds, references=batch['y'])\n    return metric.compute()\n"
+            "        metric.add_batch(predictions=preds, references=batch['y'])\n    return metric.compute()\n",
+            range="11:9-11:25",
         ),
         Invalid(
             "import torch.distributed as dist\nfrom torch.utils.data import DataLoader, DistributedSampler\n\n\n"
             "def test(model, data):\n    dist.init_process_group('nccl')\n"
             "    loader = DataLoader(data, sampler=DistributedSampler(data, shuffle=False))\n"
             "    correct = 0\n    for x, y in loader:\n        correct += (model(x).argmax(-1) == y).sum().item()\n"
-            "    print(correct / len(data))\n"
+            "    print(correct / len(data))\n",
+            range="10:9-10:59",
         ),
         # a local running total divided by the size of the whole dataset
         Invalid(
@@ -86,7 +88,8 @@ class MetricNotGathered(Rule):
             "def validate(model, data, loss_fn):\n    dist.init_process_group('nccl')\n"
             "    loader = DataLoader(data, sampler=DistributedSampler(data, shuffle=False))\n"
             "    total = 0.0\n    for x, y in loader:\n        total += loss_fn(model(x), y).item() * len(y)\n"
-            "    return total / len(loader.dataset)\n"
+            "    return total / len(loader.dataset)\n",
+            range="11:12-11:39",
         ),
         # predictions collected and scored with scikit-learn after the loop
         Invalid(
@@ -94,7 +97,8 @@ class MetricNotGathered(Rule):
             "    accelerator = Accelerator()\n    model, loader = accelerator.prepare(model, loader)\n"
             "    preds, labels = [], []\n    for x, y in loader:\n"
             "        preds += model(x).argmax(-1).tolist()\n        labels += y.tolist()\n"
-            "    return f1_score(labels, preds)\n"
+            "    return f1_score(labels, preds)\n",
+            range="12:12-12:20",
         ),
     )
 

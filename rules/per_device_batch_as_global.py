@@ -140,6 +140,7 @@ class PerDeviceBatchAsGlobal(Rule):
                 "accelerator = Accelerator()\nbatch_size = 16\nloader = DataLoader(range(64), batch_size=batch_size)\n"
                 "accelerator.print(f'Global batch size: {batch_size * accelerator.num_processes}')\n"
             ),
+            range="7:41-7:51",
         ),
         Invalid(
             "import argparse\nimport accelerate\nimport torch.utils.data as tud\n\n"
@@ -154,6 +155,7 @@ class PerDeviceBatchAsGlobal(Rule):
                 "loader = tud.DataLoader(range(64), batch_size=args.per_device_train_batch_size)\n"
                 "total_batch_size = args.per_device_train_batch_size * acc.num_processes * args.gradient_accumulation_steps\n"
             ),
+            range="8:20-8:87",
         ),
         # DDP, %-style logging, dist imported under a name
         Invalid(
@@ -167,6 +169,7 @@ class PerDeviceBatchAsGlobal(Rule):
                 "loader = DataLoader(data, batch_size=batch_size, sampler=DistributedSampler(data))\n"
                 "logging.info('effective batch size: %d', batch_size * dist.get_world_size())\n"
             ),
+            range="9:42-9:52",
         ),
         # throughput from a helper-built loader, in a trainer class
         Invalid(
@@ -184,18 +187,21 @@ class PerDeviceBatchAsGlobal(Rule):
                 "    def report(self, steps, seconds):\n        samples_per_sec = steps * self.bs * self.accelerator.num_processes / seconds\n"
                 "        return samples_per_sec\n"
             ),
+            range="14:27-14:52",
         ),
         # DDP without a torch.distributed binding in scope: report only
         Invalid(
             "from torch.distributed import init_process_group\nfrom torch.utils.data import DataLoader\n\n"
             "init_process_group('nccl')\nBATCH = 32\nloader = DataLoader(range(64), batch_size=BATCH)\n"
-            "print('Global batch size: {}'.format(BATCH))\n"
+            "print('Global batch size: {}'.format(BATCH))\n",
+            range="7:38-7:43",
         ),
         # tensor parallelism: the data-parallel size is the factor; report only
         Invalid(
             "from accelerate import Accelerator, ParallelismConfig\nfrom torch.utils.data import DataLoader\n\n"
             "accelerator = Accelerator(parallelism_config=ParallelismConfig(tp_size=2))\nbs = 4\n"
-            "loader = DataLoader(range(64), batch_size=bs)\nprint('total batch size %d' % bs)\n"
+            "loader = DataLoader(range(64), batch_size=bs)\nprint('total batch size %d' % bs)\n",
+            range="7:31-7:33",
         ),
     )
 

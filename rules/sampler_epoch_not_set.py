@@ -92,6 +92,7 @@ class SamplerEpochNotSet(Rule):
                 "        sampler.set_epoch(epoch)\n"
                 "        for batch in loader:\n            model(batch).backward()\n"
             ),
+            range="5:15-5:33",
         ),
         # the epoch loop calls a helper that iterates the loader; set_epoch with a constant
         Invalid(
@@ -107,13 +108,15 @@ class SamplerEpochNotSet(Rule):
                 "    sampler.set_epoch(0)\n    loader = tud.DataLoader(data, sampler=sampler)\n"
                 "    for epoch in range(10):\n        sampler.set_epoch(epoch)\n        one_epoch(model, loader)\n"
             ),
+            range="10:15-10:49",
         ),
         # a while loop over epochs: report only
         Invalid(
             "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
             "def train(model, data):\n    loader = DataLoader(data, sampler=DistributedSampler(data))\n"
             "    step = 0\n    while step < 1000:\n        for batch in loader:\n"
-            "            model(batch).backward()\n            step += 1\n"
+            "            model(batch).backward()\n            step += 1\n",
+            range="5:39-5:57",
         ),
     )
 

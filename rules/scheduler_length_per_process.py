@@ -118,6 +118,7 @@ class SchedulerLengthPerProcess(Rule):
                 "sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max_steps * accelerator.num_processes)\n"
                 "sched = accelerator.prepare(sched)\n"
             ),
+            range="7:63-7:72",
         ),
         # transformers helper, warmup and total both per process; `import accelerate` form
         Invalid(
@@ -135,6 +136,7 @@ class SchedulerLengthPerProcess(Rule):
                 "    sched = transformers.get_linear_schedule_with_warmup(opt, total // 10 * acc.num_processes, total * acc.num_processes)\n"
                 "    sched = acc.prepare(sched)\n"
             ),
+            range="9:76-9:81",
         ),
         # a LambdaLR factory receives the per-process length; trainer class with self.accelerator
         Invalid(
@@ -154,6 +156,7 @@ class SchedulerLengthPerProcess(Rule):
                 "        sched = torch.optim.lr_scheduler.LambdaLR(self.opt, warmup_decay(10 * len(self.loader) * self.accelerator.num_processes))\n"
                 "        self.sched = self.accelerator.prepare(sched)\n"
             ),
+            range="12:74-12:95",
         ),
         # SequentialLR wrapper prepared: the inner schedulers are stepped N times too
         Invalid(
@@ -171,6 +174,7 @@ class SchedulerLengthPerProcess(Rule):
                 "    sched = SequentialLR(opt, [LinearLR(opt, total_iters=5), CosineAnnealingLR(opt, T_max=len(loader) * accelerator.num_processes)], milestones=[5])\n"
                 "    return accelerator.prepare(sched)\n"
             ),
+            range="7:91-7:102",
         ),
     )
 

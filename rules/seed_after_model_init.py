@@ -71,17 +71,20 @@ class SeedAfterModelInit(Rule):
     INVALID = (
         Invalid(
             "import torch\nfrom accelerate.utils import set_seed\n\n"
-            "model = torch.nn.Linear(4, 2)\nset_seed(0)\n"
+            "model = torch.nn.Linear(4, 2)\nset_seed(0)\n",
+            range="5:1-5:12",
         ),
         Invalid(
             "import torch\nfrom torch import nn\n\n"
             "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n"
             "def seed_all(seed):\n    torch.manual_seed(seed)\n\n"
-            "def main():\n    model = Net()\n    seed_all(0)\n"
+            "def main():\n    model = Net()\n    seed_all(0)\n",
+            range="14:5-14:16",
         ),
         Invalid(
             "import torch\nfrom torch.utils.data import random_split\n\n"
-            "train, val = random_split(list(range(10)), [8, 2])\ntorch.manual_seed(0)\n"
+            "train, val = random_split(list(range(10)), [8, 2])\ntorch.manual_seed(0)\n",
+            range="5:1-5:21",
         ),
     )
 

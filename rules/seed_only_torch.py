@@ -110,12 +110,14 @@ class SeedOnlyTorch(Rule):
                 "import numpy as np\nimport torch\nfrom accelerate import Accelerator\nfrom accelerate.utils import set_seed\n\n"
                 "accelerator = Accelerator()\nset_seed(42)\norder = np.random.permutation(100)\n"
             ),
+            range="6:1-6:22",
         ),
         Invalid(
             "import random\nimport torch as T\n\nT.manual_seed(0)\nT.cuda.manual_seed_all(0)\nrandom.shuffle([1, 2, 3])\n",
             fixed=(
                 "import random\nimport torch as T\nfrom accelerate.utils import set_seed\n\nset_seed(0)\nrandom.shuffle([1, 2, 3])\n"
             ),
+            range="4:1-4:17",
         ),
         Invalid(
             "from torch import manual_seed\nimport accelerate\nimport numpy as np\n\nacc = accelerate.Accelerator()\nmanual_seed(1)\nnp.random.shuffle([1, 2])\n",
@@ -123,10 +125,12 @@ class SeedOnlyTorch(Rule):
                 "from torch import manual_seed\nimport accelerate\nfrom accelerate.utils import set_seed\nimport numpy as np\n\n"
                 "acc = accelerate.Accelerator()\nset_seed(1)\nnp.random.shuffle([1, 2])\n"
             ),
+            range="6:1-6:15",
         ),
         Invalid(
             "import random\nimport torch\n\nrank = 1\ntorch.manual_seed(5 + rank)\nrandom.seed(5)\nrandom.random()\n"
             "import numpy as np\nnp.random.rand(2)\n",
+            range="5:1-5:28",
         ),
         Invalid(
             "import torch\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\ntorch.manual_seed(0)\n"
@@ -135,6 +139,7 @@ class SeedOnlyTorch(Rule):
                 "import torch\nimport torch_xla.core.xla_model as xm\nfrom accelerate.utils import set_seed\n\n"
                 "device = xm.xla_device()\nset_seed(0)\nmodel = torch.nn.Dropout(0.1).to(device)\n"
             ),
+            range="5:1-5:21",
         ),
         Invalid(
             "import random\nimport torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
@@ -144,6 +149,7 @@ class SeedOnlyTorch(Rule):
                 "import random\nimport torch\nfrom accelerate import Accelerator\nfrom accelerate.utils import set_seed\n\n"
                 "accelerator = Accelerator()\nset_seed(0)\nimport numpy as np\nnp.random.rand(2)\n"
             ),
+            range="6:1-6:21",
         ),
     )
 

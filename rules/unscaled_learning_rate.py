@@ -155,6 +155,7 @@ class UnscaledLearningRate(Rule):
                 "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\nmodel = torch.nn.Linear(2, 2)\n"
                 "lr = 1e-3\nlr *= accelerator.num_processes\noptimizer = torch.optim.AdamW(model.parameters(), lr=lr)\n"
             ),
+            range="7:54-7:56",
         ),
         # the scaled value is computed but the optimizer gets the unscaled one
         Invalid(
@@ -166,6 +167,7 @@ class UnscaledLearningRate(Rule):
                 "    acc = accelerate.Accelerator()\n    scaled = BASE_LR * acc.num_processes\n"
                 "    return Opt(model.parameters(), (BASE_LR + 0.0) * acc.num_processes)\n"
             ),
+            range="9:36-9:49",
         ),
         Invalid(
             "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
@@ -177,6 +179,7 @@ class UnscaledLearningRate(Rule):
                 "scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.4 * accelerator.num_processes ** 0.5, total_steps=100)\n"
             ),
             options={"lr-scaling": "sqrt"},
+            range="6:67-6:70",
         ),
         # legacy split_batches keyword is ignored by Accelerate 1.x: the batch still grows
         Invalid(
@@ -188,10 +191,12 @@ class UnscaledLearningRate(Rule):
                 "accelerator = Accelerator(split_batches=True)\nconfig = {'lr': 2e-5}\n"
                 "optimizer = bnb.optim.AdamW8bit([], lr=config['lr'] * accelerator.num_processes)\n"
             ),
+            range="6:40-6:52",
         ),
         # no lr at all: the class default is unscaled; reported without a fix
         Invalid(
-            "import torch as T\nfrom accelerate import Accelerator\n\nacc = Accelerator()\nopt = T.optim.Adam(T.nn.Linear(2, 2).parameters())\n"
+            "import torch as T\nfrom accelerate import Accelerator\n\nacc = Accelerator()\nopt = T.optim.Adam(T.nn.Linear(2, 2).parameters())\n",
+            range="5:7-5:51",
         ),
     )
 

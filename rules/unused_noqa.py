@@ -55,10 +55,11 @@ class UnusedNoqa(Rule):
         Valid("x = 1  # noqa: DL101\n"),  # DL101 is not enabled when this rule runs alone
     )
     INVALID = (
-        Invalid("x = 1  # noqa: DL000\n", fixed="x = 1\n"),
+        Invalid("x = 1  # noqa: DL000\n", fixed="x = 1\n", range="1:8-1:21"),
         Invalid(
             "import os  # noqa: F401, DL000  # kept for the CLI\n",
             fixed="import os  # noqa: F401  # kept for the CLI\n",
+            range="1:12-1:31",
         ),
     )
 

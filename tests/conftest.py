@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 from helpers import FIXTURES, ROOT, compare_snapshot, snapshot_path  # noqa: F401
+from rule_tests import parametrize_cases
 from suite import is_slow
 
 
@@ -14,7 +15,7 @@ def pytest_addoption(parser):
         dest="update_snapshots",
         action="store_true",
         default=False,
-        help="Write the expected files (tests/snapshots/**.txt, fixtures/<CODE>/bad.fixed.py) "
+        help="Write the expected files (tests/**/snapshots/**.txt, fixtures/<CODE>/bad.fixed.py) "
         "from the current output instead of comparing; review them with `git diff`.",
     )
 
@@ -27,15 +28,24 @@ def pytest_collection_modifyitems(session, config, items):
     """Remember which tests take a snapshot, per module, for the orphaned-snapshot check
     (tests/test_snapshots.py). A module named with `::` on the command line is only partly
     collected and is left out."""
-    partial = {Path(arg.split("::")[0]).stem for arg in config.args if "::" in arg}
-    names: dict = {}
+    partial = {Path(arg.split("::")[0]).resolve() for arg in config.args if "::" in arg}
+    names: dict = {}  # snapshot folder -> the file names its tests take
     for item in items:
         if is_slow(item):
             item.add_marker(pytest.mark.slow)
-        module = item.path.stem
-        if "snapshot" in getattr(item, "fixturenames", ()) and module not in partial:
-            names.setdefault(module, set()).add(snapshot_path(module, item.name).name)
+        if "snapshot" in getattr(item, "fixturenames", ()) and item.path not in partial:
+            path = snapshot_path(item.path, item.name)
+            names.setdefault(path.parent, set()).add(path.name)
     config.stash[SNAPSHOT_TESTS] = names
+
+
+def pytest_generate_tests(metafunc):
+    """The tests every rule has (tests/rule_tests.py), parametrized from each rule test file's
+    rule: its snippets and its fixtures."""
+    if metafunc.cls is None:
+        return
+    for name, cases in parametrize_cases(metafunc.cls, metafunc.fixturenames):
+        metafunc.parametrize(name, [c.value for c in cases], ids=[c.id for c in cases])
 
 
 @pytest.fixture
@@ -46,10 +56,10 @@ def update_fixtures(request):
 @pytest.fixture
 def snapshot(request):
     """``snapshot(value)``: compare ``value`` (text, or anything with ``render()``) with
-    tests/snapshots/<module>/<test name>.txt and return ``value``. A missing or different
+    snapshots/<module>/<test name>.txt beside the test module and return ``value``. A missing or different
     snapshot fails with the command that writes it; ``--update-snapshots`` writes it instead.
     One snapshot per test."""
-    path = snapshot_path(request.path.stem, request.node.name)
+    path = snapshot_path(request.path, request.node.name)
     command = f"python -m pytest '{request.node.nodeid}' --update-snapshots"
     used = []
 

@@ -14,7 +14,6 @@ from distlint.api import Config, FileResult, Finding
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-SNAPSHOTS = ROOT / "tests" / "snapshots"
 
 EXPECT_RE = re.compile(r"#\s*expect:\s*(?P<codes>DL\d{3}(?:\s*,\s*DL\d{3})*)")
 
@@ -47,7 +46,7 @@ def undefined_names(source: str, filename: str = "<fixed>") -> list[str]:
 # ------------------------------------------------------------------------------- rule snippets
 # One helper for every rule test: lint a dedented snippet through the public API
 # (`distlint.api`), then render what was found and what the fix does as plain text, compared
-# with tests/snapshots/<module>/<test>.txt by the `snapshot` fixture of conftest.py.
+# with snapshots/<module>/<test>.txt beside the test module by the `snapshot` fixture of conftest.py.
 
 
 @dataclass(frozen=True)
@@ -121,6 +120,13 @@ def assert_fix_is_sound(
     assert [f for f in again.findings if f.fix is not None] == [], "fixable findings left"
 
 
+def fixed_and_bound(linted: Linted) -> str:
+    """The fixed text of a snippet whose every name is bound, which must be bound after the fix."""
+    assert linted.fixed_source is not None, "no fix applied"
+    assert undefined_names(linted.fixed_source) == []
+    return linted.fixed_source
+
+
 def _unbound(source: str) -> list[str]:
     # "t.py:3:5: undefined name 'x'" -> "undefined name 'x'" (lines move when a fix inserts)
     return [p.split(": ", 1)[-1] for p in undefined_names(source)]
@@ -187,9 +193,16 @@ def render(linted: Linted) -> str:
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
-def snapshot_path(module: str, test_name: str) -> Path:
-    """tests/snapshots/<test module>/<test name>[<param id>].txt, odd characters as `_`."""
-    return SNAPSHOTS / module / (re.sub(r"[^A-Za-z0-9_.\[\]-]", "_", test_name) + ".txt")
+def snapshot_path(test_file: Path, test_name: str) -> Path:
+    """snapshots/<test module>/<test name>[<param id>].txt in the test module's folder (for
+    tests/rules/test_DL201.py: tests/rules/snapshots/test_DL201/), odd characters as `_`."""
+    name = re.sub(r"[^A-Za-z0-9_.\[\]-]", "_", test_name) + ".txt"
+    return test_file.parent / "snapshots" / test_file.stem / name
+
+
+def snapshot_folders() -> list[Path]:
+    """Every snapshots/<test module>/ folder of the suite."""
+    return sorted(p for p in (ROOT / "tests").glob("**/snapshots/*") if p.is_dir())
 
 
 def compare_snapshot(path: Path, text: str, *, update: bool, command: str) -> None:

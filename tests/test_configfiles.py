@@ -435,3 +435,15 @@ def test_a_data_file_too_big_to_read_is_reported_for_itself_and_the_findings_sta
     assert proc.returncode == 2
     assert proc.stdout.startswith("train.py:7:1: DL101 "), proc.stdout + proc.stderr
     assert proc.stderr.splitlines() == [f"{tmp_path / name}: error: {message}"]
+
+
+def test_a_function_imported_beside_other_names_is_the_one_called():
+    files = {
+        "configs/base.yaml": "optimizer:\n  lr: 1.5e-4\n",
+        "config.py": "from omegaconf import OmegaConf\n\n"
+        "def load_config():\n    return OmegaConf.load('configs/base.yaml')\n\n"
+        "def other():\n    return OmegaConf.load('configs/none.yaml')\n",
+        "train.py": "from config import load_config as lc, other\na = lc().optimizer.lr\n",
+    }
+    value, _ = value_of(files, "lc().optimizer.lr")
+    assert value is not None and value.value == 1.5e-4 and value.file == P("configs/base.yaml")

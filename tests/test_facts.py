@@ -533,3 +533,68 @@ def test_factory_choosing_a_class_by_name_with_lr_in_a_kwargs_dict_and_a_wrapper
         "    args.lr *= dist.get_world_size()\n    optimizer = create_optimizer",
     )
     assert run_rule(UnscaledLearningRate, scaled) == []
+
+
+# ------------------------------------------------ training loops and accumulation by hand
+def test_training_loops_are_the_innermost_loops_that_run_backward_through_helpers():
+    facts = facts_of(
+        """
+        def step(model, batch):
+            model(batch).backward()
+
+        def fit(model, loader, epochs):
+            for epoch in range(epochs):
+                for batch in loader:
+                    step(model, batch)
+                for batch in loader:
+                    print(batch)
+        """
+    )
+    loops = facts.loops.training_loops
+    assert len(loops) == 1 and isinstance(loops[0], cst.For)
+    assert facts.index.module.code_for_node(loops[0].target) == "batch"
+    epoch = facts.loops.epoch_loop(loops[0])
+    assert epoch is not None and facts.index.module.code_for_node(epoch.target) == "epoch"
+
+
+def test_epoch_loop_of_a_helper_is_the_loop_around_its_call():
+    facts = facts_of(
+        """
+        def one_epoch(model, loader):
+            for x in loader:
+                model(x).backward()
+
+        def main(model, loader):
+            for epoch in range(3):
+                one_epoch(model, loader)
+        """
+    )
+    (loop,) = facts.loops.training_loops
+    epoch = facts.loops.epoch_loop(loop)
+    assert epoch is not None and facts.index.module.code_for_node(epoch.target) == "epoch"
+
+
+@pytest.mark.parametrize(
+    "body,accumulates",
+    [
+        pytest.param(
+            "with accelerator.accumulate(model):\n        loss.backward()", True, id="accumulate"
+        ),
+        pytest.param(
+            "ctx = model.no_sync if i % 2 else nullcontext\n    loss.backward()",
+            True,
+            id="no_sync-picked",
+        ),
+        pytest.param(
+            "if accelerator.sync_gradients:\n        opt.step()", True, id="sync_gradients"
+        ),
+        pytest.param(
+            "do = (i + 1) % k == 0\n    if do:\n        opt.step()", True, id="modulo-through-name"
+        ),
+        pytest.param("if i % 100 == 0:\n        print(i)", False, id="modulo-for-logging"),
+        pytest.param("print('%d' % i)\n    opt.step()", False, id="string-format"),
+    ],
+)
+def test_accumulation_done_by_the_module(body, accumulates):
+    facts = facts_of(f"for i, batch in enumerate(loader):\n    {body}\n")
+    assert facts.accumulation.done_by_the_module is accumulates

@@ -6,18 +6,18 @@ import textwrap
 
 import pytest
 from conftest import SNAPSHOT_TESTS
-from helpers import ROOT, SNAPSHOTS, compare_snapshot, lint_snippet, snapshot_path
+from helpers import ROOT, compare_snapshot, lint_snippet, snapshot_folders, snapshot_path
 
 
 def test_every_snapshot_belongs_to_a_test(request):
     collected = request.config.stash.get(SNAPSHOT_TESTS, {})
     update = request.config.getoption("update_snapshots")
     orphans = []
-    for folder in sorted(p for p in SNAPSHOTS.iterdir() if p.is_dir()):
-        module_exists = (ROOT / "tests" / f"{folder.name}.py").exists()
-        if module_exists and folder.name not in collected:
+    for folder in snapshot_folders():
+        module_exists = (folder.parent.parent / f"{folder.name}.py").exists()
+        if module_exists and folder not in collected:
             continue  # not collected in this run (or named with `::`): nothing to compare
-        wanted = collected.get(folder.name, set())
+        wanted = collected.get(folder, set())
         orphans += [p for p in sorted(folder.iterdir()) if p.name not in wanted]
     if update:
         for path in orphans:
@@ -33,8 +33,8 @@ def test_every_snapshot_belongs_to_a_test(request):
 
 
 def test_snapshot_names_keep_the_param_id_and_tame_odd_characters():
-    path = snapshot_path("test_x", "test_y[a b/c::d]")
-    assert path == SNAPSHOTS / "test_x" / "test_y[a_b_c__d].txt"
+    path = snapshot_path(ROOT / "tests" / "rules" / "test_x.py", "test_y[a b/c::d]")
+    assert path == ROOT / "tests" / "rules" / "snapshots" / "test_x" / "test_y[a_b_c__d].txt"
 
 
 def test_render_pins_range_code_message_source_and_both_diffs():

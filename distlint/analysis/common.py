@@ -162,24 +162,38 @@ def _access_path(
     if depth <= 0:
         return None
     if isinstance(expr, cst.Name):
-        bindings = index.bindings_of(expr)
-        if expr.value in params and any(b.op == "param" for b in bindings):
-            return expr.value, ""
-        if len(bindings) != 1 or bindings[0].op != "=" or bindings[0].value is None:
-            return None
-        return _access_path(index, bindings[0].value, params, depth - 1)
+        return _name_path(index, expr, params, depth)
     if isinstance(expr, (cst.Attribute, cst.Subscript)):
-        whole, base = target_key(expr), target_key(expr.value)
-        if whole is None or base is None:
-            return None
-        inner = _access_path(index, expr.value, params, depth - 1)
-        if inner is None and whole.startswith("self."):
-            # `self.lr` set once from a constructor parameter (`self.lr = lr`)
-            assigns = index.attribute_assignments(expr)
-            if len(assigns) == 1 and assigns[0].op == "=" and assigns[0].value is not None:
-                return _access_path(index, assigns[0].value, params, depth - 1)
-        return None if inner is None else (inner[0], inner[1] + whole[len(base) :])
+        return _member_path(index, expr, params, depth)
     return None
+
+
+def _name_path(
+    index: Index, expr: cst.Name, params: set[str], depth: int
+) -> tuple[str, str] | None:
+    """A parameter itself, or a local name bound once to an access path."""
+    bindings = index.bindings_of(expr)
+    if expr.value in params and any(b.op == "param" for b in bindings):
+        return expr.value, ""
+    if len(bindings) != 1 or bindings[0].op != "=" or bindings[0].value is None:
+        return None
+    return _access_path(index, bindings[0].value, params, depth - 1)
+
+
+def _member_path(
+    index: Index, expr: cst.Attribute | cst.Subscript, params: set[str], depth: int
+) -> tuple[str, str] | None:
+    """`base.attr` / `base["key"]`: the base's path, one step longer."""
+    whole, base = target_key(expr), target_key(expr.value)
+    if whole is None or base is None:
+        return None
+    inner = _access_path(index, expr.value, params, depth - 1)
+    if inner is None and whole.startswith("self."):
+        # `self.lr` set once from a constructor parameter (`self.lr = lr`)
+        assigns = index.attribute_assignments(expr)
+        if len(assigns) == 1 and assigns[0].op == "=" and assigns[0].value is not None:
+            return _access_path(index, assigns[0].value, params, depth - 1)
+    return None if inner is None else (inner[0], inner[1] + whole[len(base) :])
 
 
 def _dict_entry(index: Index, value: cst.CSTNode | None, name: str) -> cst.BaseExpression | None:

@@ -481,14 +481,16 @@ class _Resolver:
         module = (dotted_name(stmt.module) or "") if stmt.module is not None else ""
         level = len(stmt.relative)
         for alias in names:
-            name = dotted_name(alias.name) or ""
-            local = (dotted_name(alias.asname.name) or "") if alias.asname else name
-            if local == base.value:
-                sub = project.resolve_from_import(self.path, module, name, level)
-                if sub is not None and attr is not None:  # `from pkg import config`
-                    target, name = sub, attr
-                elif attr is None:
-                    target = project.resolve_import(self.path, module, level)
+            imported = dotted_name(alias.name) or ""
+            local = (dotted_name(alias.asname.name) or "") if alias.asname else imported
+            if local != base.value:
+                continue
+            name = imported
+            sub = project.resolve_from_import(self.path, module, imported, level)
+            if sub is not None and attr is not None:  # `from pkg import config`
+                target, name = sub, attr
+            elif attr is None:
+                target = project.resolve_import(self.path, module, level)
         return target, name
 
     def _plain_import_target(

@@ -74,10 +74,9 @@ class Flow:
         memo[root] = False  # in progress: a cycle back here adds nothing
         index = self.index
         qualname = index.qualname
-        values_of = index.values_of
         stack = [root]
         result = False
-        while stack and not result:
+        while stack:
             node = stack.pop()
             q = qualname(node) if isinstance(node, _QUALIFIABLE) else None
             if predicate(node, q):
@@ -85,22 +84,29 @@ class Flow:
                 break
             if prune is not None and prune(node):
                 continue
-            if depth > 0:
-                for value in values_of(node):
-                    if value is not None and self._reach(value, predicate, prune, memo, depth - 1):
-                        result = True
-                        break
-                if result:
-                    break
-                if self.external is not None and isinstance(node, cst.Call):
-                    for value in self.external(node):
-                        if self._reach(value, predicate, prune, memo, depth - 1):
-                            result = True
-                            break
-            children = index.children(node)
-            stack.extend(reversed(children))
+            if depth > 0 and self._sources_reach(node, predicate, prune, memo, depth - 1):
+                result = True
+                break
+            stack.extend(reversed(index.children(node)))
         memo[root] = result
         return result
+
+    def _sources_reach(
+        self,
+        node: cst.CSTNode,
+        predicate: Predicate,
+        prune: Callable[[cst.CSTNode], bool] | None,
+        memo: dict[cst.CSTNode, bool],
+        depth: int,
+    ) -> bool:
+        """Does a value flowing into ``node`` one step back reach (what the index knows, then
+        for a call what the other modules give)?"""
+        for value in self.index.values_of(node):
+            if value is not None and self._reach(value, predicate, prune, memo, depth):
+                return True
+        if self.external is not None and isinstance(node, cst.Call):
+            return any(self._reach(v, predicate, prune, memo, depth) for v in self.external(node))
+        return False
 
     def closure(
         self,

@@ -318,29 +318,8 @@ def _is_statement(tp: type) -> bool:
     return known
 
 
-# the node types Index._build does more for than walking their children
-_BINDING_TYPES = frozenset(
-    {
-        cst.Assign,
-        cst.AnnAssign,
-        cst.AugAssign,
-        cst.NamedExpr,
-        cst.Import,
-        cst.ImportFrom,
-        cst.FunctionDef,
-        cst.Lambda,
-        cst.ClassDef,
-        cst.For,
-        cst.While,
-        *_COMPREHENSIONS,
-        cst.CompFor,
-        cst.WithItem,
-        cst.Return,
-        cst.Global,
-        cst.Nonlocal,
-        cst.ExceptHandler,
-    }
-)
+# how a handler of Index._build puts (child, parent, scope) on the walk's stack
+_Push = Callable[[tuple[Any, "cst.CSTNode | None", Scope]], None]
 # nodes without meaningful children (see child_list)
 _LEAF_TYPES = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
 
@@ -385,123 +364,167 @@ class Index:
 
     # ---------------------------------------------------------------- construction
     def _build(self) -> None:
+        """One walk: every node's parent, scope and order, and what each statement binds."""
         info = self._info
         append_node = self._nodes.append
-        module_scope = self.module_scope
+        append_call = self.calls.append
+        binders = _BINDERS
         order = 0
-        # stack of (node, parent, scope); the node is Any: the walk dispatches on `type(node) is`
+        # stack of (node, parent, scope); the node is Any: the walk dispatches on `type(node)`
         # (fast, but not a narrowing mypy follows)
-        stack: list[tuple[Any, cst.CSTNode | None, Scope]] = [(self.module, None, module_scope)]
+        stack: list[tuple[Any, cst.CSTNode | None, Scope]] = [
+            (self.module, None, self.module_scope)
+        ]
         pop, push = stack.pop, stack.append
         while stack:
             node, parent, scope = pop()
             order += 1
             info[id(node)] = (parent, scope, order)
             append_node(node)
-            child_scope = scope
             tp = type(node)
-            if tp not in _BINDING_TYPES:  # most nodes: just their children
+            bind = binders.get(tp)
+            if bind is None:  # most nodes: just their children
                 if tp is cst.Call:
-                    self.calls.append(node)
+                    append_call(node)
                 elif tp in _LEAF_TYPES:
                     continue
                 for child in reversed(child_list(node)):
                     push((child, node, scope))
                 continue
-            if tp is cst.Assign:
-                for t in node.targets:
-                    self._bind_target(t.target, node.value, node, order, scope, "=")
-            elif tp is cst.AnnAssign:
-                self._bind_target(node.target, node.value, node, order, scope, "=")
-            elif tp is cst.AugAssign:
-                op = type(node.operator).__name__
-                self._bind_target(
-                    node.target, node.value, node, order, scope, _AUG_OPS.get(op, "op=")
-                )
-            elif tp is cst.NamedExpr:
-                self._bind_target(node.target, node.value, node, order, scope, "=")
-            elif tp is cst.Import:
-                for alias in node.names:
-                    full = _attr_to_str(alias.name)
-                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                        local, qual = alias.asname.name.value, full
-                    else:
-                        local = full.split(".")[0]
-                        qual = local
-                    scope.add(
-                        Assignment(
-                            local,
-                            None,
-                            node,
-                            order,
-                            "import",
-                            qualname=canonical(qual),
-                            record=ImportRecord(qual, None, 0),
-                        )
-                    )
-            elif tp is cst.ImportFrom:
-                self._bind_import_from(node, order, scope)
-            elif tp is cst.FunctionDef:
-                scope.add(Assignment(node.name.value, None, node, order, "def"))
-                qual = (
-                    node.name.value if scope.kind != "class" else f"{scope.name}.{node.name.value}"
-                )
-                self.functions.setdefault(qual, []).append(node)
-                if scope.kind == "module":
-                    pass
-                child_scope = Scope("function", node, scope, name=node.name.value)
-                self.scopes.append(child_scope)
-                self._bind_params(node.params, node, order, child_scope)
-                # decorators and defaults evaluate in the enclosing scope; body in the new one
+            child_scope = bind(self, node, order, scope, push)
+            if child_scope is not None:
                 for child in reversed(child_list(node)):
-                    push(
-                        (
-                            child,
-                            node,
-                            child_scope if child is node.body or child is node.params else scope,
-                        )
-                    )
-                continue
-            elif tp is cst.Lambda:
-                child_scope = Scope("lambda", node, scope, name="<lambda>")
-                self.scopes.append(child_scope)
-                self._bind_params(node.params, node, order, child_scope)
-            elif tp is cst.ClassDef:
-                scope.add(Assignment(node.name.value, None, node, order, "class"))
-                self.classes.setdefault(node.name.value, []).append(node)
-                child_scope = Scope("class", node, scope, name=node.name.value)
-                self.scopes.append(child_scope)
-                for child in reversed(child_list(node)):
-                    push((child, node, child_scope if child is node.body else scope))
-                continue
-            elif tp is cst.For:
-                self.loops.append(node)
-                self._bind_target(node.target, None, node, order, scope, "for", source=node.iter)
-            elif tp is cst.While:
-                self.loops.append(node)
-            elif tp in _COMPREHENSIONS:
-                child_scope = Scope("comprehension", node, scope)
-                self.scopes.append(child_scope)
-            elif tp is cst.CompFor:
-                self._bind_target(node.target, None, node, order, scope, "for", source=node.iter)
-            elif tp is cst.WithItem:
-                if node.asname is not None:
-                    self._bind_target(node.asname.name, node.item, node, order, scope, "with")
-            elif tp is cst.Return:
-                fn = self._function_node(scope)
-                if fn is not None:
-                    self.returns.setdefault(fn, []).append(node)
-            elif tp is cst.Global:
-                for item in node.names:
-                    scope.globals.add(item.name.value)
-            elif tp is cst.Nonlocal:
-                for item in node.names:
-                    scope.nonlocals.add(item.name.value)
-            elif tp is cst.ExceptHandler:
-                if node.name is not None and isinstance(node.name.name, cst.Name):
-                    scope.add(Assignment(node.name.name.value, None, node, order, "except"))
-            for child in reversed(child_list(node)):
-                push((child, node, child_scope))
+                    push((child, node, child_scope))
+
+    # One handler per kind of node that binds a name, opens a scope or is remembered (loops,
+    # returns): it records that, and returns the scope its children are walked in (None: it
+    # pushed them itself, a def or class whose decorators evaluate outside its own scope).
+    def _on_assign(self, node: cst.Assign, order: int, scope: Scope, push: _Push) -> Scope | None:
+        for t in node.targets:
+            self._bind_target(t.target, node.value, node, order, scope, "=")
+        return scope
+
+    def _on_single_target(
+        self, node: cst.AnnAssign | cst.NamedExpr, order: int, scope: Scope, push: _Push
+    ) -> Scope | None:
+        self._bind_target(node.target, node.value, node, order, scope, "=")
+        return scope
+
+    def _on_aug_assign(
+        self, node: cst.AugAssign, order: int, scope: Scope, push: _Push
+    ) -> Scope | None:
+        op = _AUG_OPS.get(type(node.operator).__name__, "op=")
+        self._bind_target(node.target, node.value, node, order, scope, op)
+        return scope
+
+    def _on_import(self, node: cst.Import, order: int, scope: Scope, push: _Push) -> Scope | None:
+        for alias in node.names:
+            full = _attr_to_str(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local, qual = alias.asname.name.value, full
+            else:
+                local = full.split(".")[0]
+                qual = local
+            record = ImportRecord(qual, None, 0)
+            scope.add(
+                Assignment(
+                    local, None, node, order, "import", qualname=canonical(qual), record=record
+                )
+            )
+        return scope
+
+    def _on_import_from(
+        self, node: cst.ImportFrom, order: int, scope: Scope, push: _Push
+    ) -> Scope | None:
+        self._bind_import_from(node, order, scope)
+        return scope
+
+    def _on_function(
+        self, node: cst.FunctionDef, order: int, scope: Scope, push: _Push
+    ) -> Scope | None:
+        name = node.name.value
+        scope.add(Assignment(name, None, node, order, "def"))
+        qual = name if scope.kind != "class" else f"{scope.name}.{name}"
+        self.functions.setdefault(qual, []).append(node)
+        inner = Scope("function", node, scope, name=name)
+        self.scopes.append(inner)
+        self._bind_params(node.params, node, order, inner)
+        # decorators and defaults evaluate in the enclosing scope; body in the new one
+        body, params = node.body, node.params
+        for child in reversed(child_list(node)):
+            push((child, node, inner if child is body or child is params else scope))
+        return None
+
+    def _on_lambda(self, node: cst.Lambda, order: int, scope: Scope, push: _Push) -> Scope | None:
+        inner = Scope("lambda", node, scope, name="<lambda>")
+        self.scopes.append(inner)
+        self._bind_params(node.params, node, order, inner)
+        return inner
+
+    def _on_class(self, node: cst.ClassDef, order: int, scope: Scope, push: _Push) -> Scope | None:
+        name = node.name.value
+        scope.add(Assignment(name, None, node, order, "class"))
+        self.classes.setdefault(name, []).append(node)
+        inner = Scope("class", node, scope, name=name)
+        self.scopes.append(inner)
+        body = node.body
+        for child in reversed(child_list(node)):
+            push((child, node, inner if child is body else scope))
+        return None
+
+    def _on_for(self, node: cst.For, order: int, scope: Scope, push: _Push) -> Scope | None:
+        self.loops.append(node)
+        self._bind_target(node.target, None, node, order, scope, "for", source=node.iter)
+        return scope
+
+    def _on_while(self, node: cst.While, order: int, scope: Scope, push: _Push) -> Scope | None:
+        self.loops.append(node)
+        return scope
+
+    def _on_comprehension(
+        self, node: cst.CSTNode, order: int, scope: Scope, push: _Push
+    ) -> Scope | None:
+        inner = Scope("comprehension", node, scope)
+        self.scopes.append(inner)
+        return inner
+
+    def _on_comp_for(
+        self, node: cst.CompFor, order: int, scope: Scope, push: _Push
+    ) -> Scope | None:
+        self._bind_target(node.target, None, node, order, scope, "for", source=node.iter)
+        return scope
+
+    def _on_with_item(
+        self, node: cst.WithItem, order: int, scope: Scope, push: _Push
+    ) -> Scope | None:
+        if node.asname is not None:
+            self._bind_target(node.asname.name, node.item, node, order, scope, "with")
+        return scope
+
+    def _on_return(self, node: cst.Return, order: int, scope: Scope, push: _Push) -> Scope | None:
+        fn = self._function_node(scope)
+        if fn is not None:
+            self.returns.setdefault(fn, []).append(node)
+        return scope
+
+    def _on_global(self, node: cst.Global, order: int, scope: Scope, push: _Push) -> Scope | None:
+        for item in node.names:
+            scope.globals.add(item.name.value)
+        return scope
+
+    def _on_nonlocal(
+        self, node: cst.Nonlocal, order: int, scope: Scope, push: _Push
+    ) -> Scope | None:
+        for item in node.names:
+            scope.nonlocals.add(item.name.value)
+        return scope
+
+    def _on_except(
+        self, node: cst.ExceptHandler, order: int, scope: Scope, push: _Push
+    ) -> Scope | None:
+        if node.name is not None and isinstance(node.name.name, cst.Name):
+            scope.add(Assignment(node.name.name.value, None, node, order, "except"))
+        return scope
 
     @staticmethod
     def _function_node(scope: Scope) -> cst.CSTNode | None:
@@ -699,8 +722,17 @@ class Index:
     _SCOPED_OPS = frozenset({"for", "def", "class", "param", "with", "import", "except"})
 
     def _reaching(self, use: cst.CSTNode, found: list[Assignment]) -> list[Assignment]:
+        blocks, around = self._surroundings(use)
+        found = self._outside_own_statement(use, found, around)
+        if len(found) < 2 or found[-1].order > self.order(use):
+            return found  # a loop: later assignments reach the use too
+        return self._from_last_kill(use, found, blocks)
+
+    def _surroundings(self, use: cst.CSTNode) -> tuple[set[int], set[int]]:
+        """The ids of the blocks that hold ``use`` in its own function or class body, and of
+        every node around it (up to and including that function or class)."""
         blocks: set[int] = set()
-        around: set[int] = set()  # `x = x + 1`: the statement being evaluated is not a source
+        around: set[int] = set()
         for anc in self.ancestors(use):
             around.add(id(anc))
             tp = type(anc)  # concrete LibCST classes: a type test, not an ABC isinstance call
@@ -708,17 +740,30 @@ class Index:
                 blocks.add(id(anc))
             elif tp is cst.FunctionDef or tp is cst.Lambda or tp is cst.ClassDef:
                 break
+        return blocks, around
+
+    def _outside_own_statement(
+        self, use: cst.CSTNode, found: list[Assignment], around: set[int]
+    ) -> list[Assignment]:
+        """`x = x + 1`: the statement being evaluated is not a source of the ``x`` it reads
+        (a loop target, a def or a with item is: it encloses the uses it binds)."""
         binders = self._binders()
         name = getattr(use, "value", None)
         if any(name in binders.get(i, ()) for i in around) and any(
             id(a.node) in around and a.op not in self._SCOPED_OPS for a in found
         ):
-            found = [a for a in found if id(a.node) not in around or a.op in self._SCOPED_OPS]
-        if len(found) < 2 or found[-1].order > self.order(use):
-            return found  # a loop: later assignments reach the use too
+            return [a for a in found if id(a.node) not in around or a.op in self._SCOPED_OPS]
+        return found
+
+    def _from_last_kill(
+        self, use: cst.CSTNode, found: list[Assignment], blocks: set[int]
+    ) -> list[Assignment]:
+        """``found`` from the latest assignment that runs on every path to ``use`` (one in a
+        block that holds the use); the earlier ones never reach it."""
+        scope = self.scope(use)
         for i in range(len(found) - 1, 0, -1):
             a = found[i]
-            if a.op in self._KILLING_OPS and a.scope is self.scope(use):
+            if a.op in self._KILLING_OPS and a.scope is scope:
                 stmt = self.statement(a.node)
                 block = self.parent(stmt) if stmt is not None else None
                 if block is not None and id(block) in blocks:
@@ -831,38 +876,27 @@ class Index:
         Used by fixes to reuse an import the file already has (``set_seed`` imported from
         ``accelerate.utils``, or ``import accelerate`` -> ``accelerate.utils.set_seed``).
         """
-        scope = self.scope(at) if at is not None else self.module_scope
-        imports: list[
-            tuple[str, Assignment]
-        ] = []  # (local name, its import), innermost scope first
+        imports = self._visible_imports(self.scope(at) if at is not None else self.module_scope)
+        for local, imp in imports:
+            if imp.qualname == qualname:
+                return local
+        for local, imp in imports:
+            path = _path_through(local, imp, qualname)
+            if path is not None:
+                return path
+        return None
+
+    @staticmethod
+    def _visible_imports(scope: Scope) -> list[tuple[str, Assignment]]:
+        """(local name, its import) of every name bound only by imports, innermost scope first."""
+        imports: list[tuple[str, Assignment]] = []
         current: Scope | None = scope
         while current is not None:
             for local, assigns in current.bindings.items():
                 if assigns and all(a.op == "import" for a in assigns):
                     imports.append((local, assigns[0]))
             current = current.parent
-        for local, imp in imports:
-            if imp.qualname == qualname:
-                return local
-        module = qualname.rsplit(".", 1)[0]
-        for local, imp in imports:
-            q = imp.qualname or ""
-            if not q or not qualname.startswith(q + "."):
-                continue
-            rest = qualname[len(q) + 1 :]
-            # `import accelerate.utils as au` -> `au.set_seed`. A deeper path through a bare
-            # package binding is reused only when the import statement itself loaded that
-            # submodule (`import torch.distributed` -> `torch.distributed.get_world_size`).
-            named = (
-                [_attr_to_str(a.name) for a in imp.node.names]
-                if isinstance(imp.node, cst.Import)
-                else []
-            )
-            if "." not in rest or any(
-                module == n or module.startswith(n + ".") for n in named if n != q
-            ):
-                return f"{local}.{rest}"
-        return None
+        return imports
 
     def is_bound(self, name: str, at: cst.CSTNode | None = None) -> bool:
         scope = self.scope(at) if at is not None else self.module_scope
@@ -903,47 +937,54 @@ class Index:
 
     def callers(self, fn: cst.FunctionDef) -> list[cst.Call]:
         """Calls in this file of a function or method (``f(...)``, ``self.f(...)``, ``Cls(...)``)."""
-        if self._calls_by_name is None:  # profiled: rules ask this for every helper of a script
-            by_name: dict[str, list[cst.Call]] = {}
+        by_name = self._calls_by_callee()
+        name = fn.name.value
+        owner = self.scope(fn)  # the scope the `def` sits in
+        if owner.kind == "class":
+            out = self._method_calls(name, owner, by_name.get(name, ()))
+        else:
+            out = [
+                call
+                for call in by_name.get(name, ())
+                if isinstance(call.func, cst.Name) and self.local_function(call.func) is fn
+            ]
+        if name == "__init__" and owner.kind == "function":
+            cls_scope = owner.parent
+            if cls_scope is not None and cls_scope.kind == "class":
+                out.extend(
+                    c for c in by_name.get(cls_scope.name, ()) if isinstance(c.func, cst.Name)
+                )
+        return out
+
+    def _calls_by_callee(self) -> dict[str, list[cst.Call]]:
+        """Callee name (``f`` of ``f(...)`` and of ``x.f(...)``) -> the calls of the file."""
+        by_name = self._calls_by_name
+        if by_name is None:  # profiled: rules ask this for every helper of a script
+            by_name = self._calls_by_name = {}
             for call in self.calls:
                 func = call.func
                 if isinstance(func, cst.Name):
                     by_name.setdefault(func.value, []).append(call)
                 elif isinstance(func, cst.Attribute):
                     by_name.setdefault(func.attr.value, []).append(call)
-            self._calls_by_name = by_name
+        return by_name
+
+    def _method_calls(self, name: str, owner: Scope, calls: Iterable[cst.Call]) -> list[cst.Call]:
+        """Calls of the method ``name`` of the class ``owner``: `self.m(...)` inside its class,
+        or `obj.m(...)` when no other class of the file defines `m` (never every method that
+        happens to share the name, such as `forward`, nor `optimizer.step()` for a
+        module-level `step`)."""
+        unique = self._method_owners().get(name, 0) == 1
         out = []
-        name = fn.name.value
-        owner = self.scope(fn)  # the scope the `def` sits in
-        if owner.kind == "class":
-            # a method: `self.m(...)` inside its class, or `obj.m(...)` when no other class of the
-            # file defines `m` (never every method that happens to share the name, such as
-            # `forward`, nor `optimizer.step()` for a module-level `step`)
-            unique = self._method_owners().get(name, 0) == 1
-            for call in self._calls_by_name.get(name, ()):
-                func = call.func
-                if not isinstance(func, cst.Attribute):
-                    continue
-                if isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
-                    if self.enclosing_class_name(call) == owner.name:
-                        out.append(call)
-                elif unique and not name.startswith("__"):
+        for call in calls:
+            func = call.func
+            if not isinstance(func, cst.Attribute):
+                continue
+            if isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+                if self.enclosing_class_name(call) == owner.name:
                     out.append(call)
-        else:
-            for call in self._calls_by_name.get(name, ()):
-                if isinstance(call.func, cst.Name) and self.local_function(call.func) is fn:
-                    out.append(call)
-        if name == "__init__":
-            cls_scope = self.scope(fn)
-            if (
-                cls_scope.kind == "function"
-                and cls_scope.parent is not None
-                and cls_scope.parent.kind == "class"
-            ):
-                cls_name = cls_scope.parent.name
-                out.extend(
-                    c for c in self._calls_by_name.get(cls_name, ()) if isinstance(c.func, cst.Name)
-                )
+            elif unique and not name.startswith("__"):
+                out.append(call)
         return out
 
     def _method_owners(self) -> dict[str, int]:
@@ -1061,36 +1102,40 @@ class Index:
         # `type(x) is C and isinstance(x, C)`: the type test fails fast where an isinstance
         # against a LibCST class is a Python call (ABCMeta); the isinstance that follows it is
         # the exact-type fast path, there for the type checker
-        out: list[cst.CSTNode | None] = []
         tp = type(node)
         if tp is cst.Name and isinstance(node, cst.Name):
-            parent = self.parent(node)
-            ptp = type(parent)
-            # only names in load position
-            if ptp is cst.Attribute and isinstance(parent, cst.Attribute) and parent.attr is node:
-                return out
-            if ptp is cst.Arg and isinstance(parent, cst.Arg) and parent.keyword is node:
-                return out
-            for b in self.bindings_of(node):
-                if b.op == "param":
-                    out.extend(self._param_sources(b))
-                elif b.op == "for" and isinstance(b.node, (cst.For, cst.CompFor)):
-                    out.append(b.node.iter)
-                else:
-                    out.append(b.value)
-        elif (tp is cst.Attribute or tp is cst.Subscript) and isinstance(
+            return self._name_values(node)
+        if (tp is cst.Attribute or tp is cst.Subscript) and isinstance(
             node, (cst.Attribute, cst.Subscript)
         ):
-            for a in self.attribute_assignments(node):
-                out.append(a.value)
+            out: list[cst.CSTNode | None] = [a.value for a in self.attribute_assignments(node)]
             # `cfg.lr` where `cfg = Config(lr=...)` / `dict(lr=...)` / {"lr": ...}
             out.extend(self._constructor_field(node))
-        elif tp is cst.Call and isinstance(node, cst.Call):
+            return out
+        if tp is cst.Call and isinstance(node, cst.Call):
             fn = self.local_function(node.func)
             if fn is not None:
-                for ret in self.returns.get(fn, ()):
-                    if ret.value is not None:
-                        out.append(ret.value)
+                return [ret.value for ret in self.returns.get(fn, ()) if ret.value is not None]
+        return []
+
+    def _name_values(self, node: cst.Name) -> list[cst.CSTNode | None]:
+        """What a name read may hold: its assignments' values, a loop's iterable, a parameter's
+        default and the arguments of the calls of its function."""
+        parent = self.parent(node)
+        ptp = type(parent)
+        # only names in load position
+        if ptp is cst.Attribute and isinstance(parent, cst.Attribute) and parent.attr is node:
+            return []
+        if ptp is cst.Arg and isinstance(parent, cst.Arg) and parent.keyword is node:
+            return []
+        out: list[cst.CSTNode | None] = []
+        for b in self.bindings_of(node):
+            if b.op == "param":
+                out.extend(self._param_sources(b))
+            elif b.op == "for" and isinstance(b.node, (cst.For, cst.CompFor)):
+                out.append(b.node.iter)
+            else:
+                out.append(b.value)
         return out
 
     def _param_sources(self, binding: Assignment) -> list[cst.CSTNode | None]:
@@ -1146,6 +1191,28 @@ class Index:
         return s
 
 
+# the node types Index._build does more for than walking their children, and their handlers
+_BINDERS: dict[type, Callable[[Index, Any, int, Scope, _Push], Scope | None]] = {
+    cst.Assign: Index._on_assign,
+    cst.AnnAssign: Index._on_single_target,
+    cst.AugAssign: Index._on_aug_assign,
+    cst.NamedExpr: Index._on_single_target,
+    cst.Import: Index._on_import,
+    cst.ImportFrom: Index._on_import_from,
+    cst.FunctionDef: Index._on_function,
+    cst.Lambda: Index._on_lambda,
+    cst.ClassDef: Index._on_class,
+    cst.For: Index._on_for,
+    cst.While: Index._on_while,
+    **{tp: Index._on_comprehension for tp in _COMPREHENSIONS},
+    cst.CompFor: Index._on_comp_for,
+    cst.WithItem: Index._on_with_item,
+    cst.Return: Index._on_return,
+    cst.Global: Index._on_global,
+    cst.Nonlocal: Index._on_nonlocal,
+    cst.ExceptHandler: Index._on_except,
+}
+
 _AUG_OPS = {
     "MultiplyAssign": "*=",
     "DivideAssign": "/=",
@@ -1164,6 +1231,26 @@ def _attr_to_str(node: cst.CSTNode) -> str:
     if isinstance(node, cst.Attribute):
         return f"{_attr_to_str(node.value)}.{node.attr.value}"
     return ""
+
+
+def _path_through(local: str, imp: Assignment, qualname: str) -> str | None:
+    """``qualname`` spelled through the import ``imp`` bound as ``local``, when it reaches it:
+    `import accelerate.utils as au` -> `au.set_seed`. A deeper path through a bare package
+    binding is reused only when the import statement itself loaded that submodule
+    (`import torch.distributed` -> `torch.distributed.get_world_size`)."""
+    q = imp.qualname or ""
+    if not q or not qualname.startswith(q + "."):
+        return None
+    rest = qualname[len(q) + 1 :]
+    if "." not in rest:
+        return f"{local}.{rest}"
+    module = qualname.rsplit(".", 1)[0]
+    named = (
+        [_attr_to_str(a.name) for a in imp.node.names] if isinstance(imp.node, cst.Import) else []
+    )
+    if any(module == n or module.startswith(n + ".") for n in named if n != q):
+        return f"{local}.{rest}"
+    return None
 
 
 def call_keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:

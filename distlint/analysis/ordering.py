@@ -96,34 +96,37 @@ class Ordering:
             if self.facts.seeding.kind_of(call, q) in (Seeds.TORCH, Seeds.ALL):
                 if not self._per_iteration(call, fn) and not self.facts.on_one_process(call):
                     out.append(Event(Happens.SEED, call, call))
-                continue
-            if self.facts.builds_model(call, q) or self.facts.is_random_split(call):
+            elif self.facts.builds_model(call, q) or self.facts.is_random_split(call):
                 out.append(Event(Happens.MODEL, call, call))
-                continue
-            for target in self.targets(call):
-                model_class = False
-                if isinstance(target, cst.ClassDef):
-                    model_class = self.facts.is_model_class(target)
-                    init = self.index.functions.get(f"{target.name.value}.__init__")
-                    if not init:
-                        if model_class:
-                            out.append(Event(Happens.MODEL, call, call))
-                        continue
-                    target = init[-1]
-                inner = self.events(target)
-                if model_class and not (inner and inner[0].kind is Happens.SEED):
-                    out.append(
-                        Event(Happens.MODEL, call, call)
-                    )  # layers may be built by a base class
-                    break
-                if inner and inner[0].kind is Happens.SEED:
-                    out.append(
-                        Event(Happens.SEED, call, call)
-                    )  # a seeding helper: the call is the seeding
-                else:
-                    out.extend(Event(e.kind, call, e.origin) for e in inner)
-                break
+            else:
+                out.extend(self._events_through(call))
         memo[fn] = out
+        return out
+
+    def _events_through(self, call: cst.Call) -> list[Event]:
+        """What happens through ``call`` of a function, class or method of the file: a model
+        class without an ``__init__`` of its own builds a model; the first target with a body
+        tells the rest."""
+        out: list[Event] = []
+        for target in self.targets(call):
+            model_class = False
+            if isinstance(target, cst.ClassDef):
+                model_class = self.facts.is_model_class(target)
+                init = self.index.functions.get(f"{target.name.value}.__init__")
+                if not init:
+                    if model_class:
+                        out.append(Event(Happens.MODEL, call, call))
+                    continue
+                target = init[-1]
+            inner = self.events(target)
+            seeds = bool(inner) and inner[0].kind is Happens.SEED
+            if model_class and not seeds:
+                out.append(Event(Happens.MODEL, call, call))  # layers may be built by a base class
+            elif seeds:  # a seeding helper: the call is the seeding
+                out.append(Event(Happens.SEED, call, call))
+            else:
+                out.extend(Event(e.kind, call, e.origin) for e in inner)
+            break
         return out
 
     def _per_iteration(self, call: cst.Call, fn: cst.CSTNode) -> bool:

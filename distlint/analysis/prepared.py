@@ -17,36 +17,49 @@ from distlint.analysis.index import Assignment
 
 def returned_by_prepare(facts: Facts, loader: cst.BaseExpression, at: int, depth: int = 3) -> bool:
     """Was ``loader`` (a name / attribute / call) returned by ``accelerator.prepare`` at ``at``?"""
-    index = facts.index
     if depth <= 0:
         return False
     if facts.is_prepare_call(loader):
         return True
     if isinstance(loader, cst.Name):
-        bindings = index.bindings_of(loader)
-        if not bindings:
-            return False
-        latest = max(bindings, key=lambda b: b.order)
-        if latest.op == "param":
-            # a helper gets the loader passed in: prepared at the call sites?
-            return any(
-                isinstance(v, cst.BaseExpression)
-                and returned_by_prepare(facts, v, index.order(v), depth - 1)
-                for v in index.values_of(loader)
-                if not isinstance(v, cst.Param)
-            )
-        value = _assigned(latest)
-        return value is not None and facts.is_prepare_call(value)
+        return _name_returned_by_prepare(facts, loader, depth)
     if isinstance(loader, cst.Attribute):
-        assigns = [a for a in index.attribute_assignments(loader) if a.op in ("=", "unpack")]
-        if not assigns:
-            return False
-        fn = index.enclosing_function(loader)
-        same_fn = [a for a in assigns if index.enclosing_function(a.node) is fn and a.order < at]
-        latest = max(same_fn or assigns, key=lambda a: a.order)
-        value = _assigned(latest)
-        return value is not None and facts.is_prepare_call(value)
+        return _attribute_returned_by_prepare(facts, loader, at)
     return False
+
+
+def _name_returned_by_prepare(facts: Facts, loader: cst.Name, depth: int) -> bool:
+    """The latest binding of the name is prepare's result, or, for a parameter, the arguments
+    of the helper's call sites are."""
+    index = facts.index
+    bindings = index.bindings_of(loader)
+    if not bindings:
+        return False
+    latest = max(bindings, key=lambda b: b.order)
+    if latest.op == "param":
+        # a helper gets the loader passed in: prepared at the call sites?
+        return any(
+            isinstance(v, cst.BaseExpression)
+            and returned_by_prepare(facts, v, index.order(v), depth - 1)
+            for v in index.values_of(loader)
+            if not isinstance(v, cst.Param)
+        )
+    value = _assigned(latest)
+    return value is not None and facts.is_prepare_call(value)
+
+
+def _attribute_returned_by_prepare(facts: Facts, loader: cst.Attribute, at: int) -> bool:
+    """`self.loader`: its latest assignment before ``at`` in the same function (else its
+    latest anywhere) is prepare's result."""
+    index = facts.index
+    assigns = [a for a in index.attribute_assignments(loader) if a.op in ("=", "unpack")]
+    if not assigns:
+        return False
+    fn = index.enclosing_function(loader)
+    same_fn = [a for a in assigns if index.enclosing_function(a.node) is fn and a.order < at]
+    latest = max(same_fn or assigns, key=lambda a: a.order)
+    value = _assigned(latest)
+    return value is not None and facts.is_prepare_call(value)
 
 
 def _assigned(assignment: Assignment) -> cst.BaseExpression | None:

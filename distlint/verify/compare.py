@@ -87,6 +87,21 @@ class CurvePoint:
         }
 
 
+SETTING_OF = {"accelerate": "Accelerator mixed_precision", "fabric": "Fabric precision"}
+
+
+def setting_kind(setting: Any) -> str:
+    """fp32 | bf16 | fp16: the precision an Accelerate (`"bf16"`, `"fp16"`, `"fp8"`, `"no"`)
+    or Fabric (`"bf16-mixed"`, `"16-mixed"`, `"bf16-true"`, `"32-true"`, ...) setting applies.
+    fp8 is counted with bf16 (the loosest tolerance there is)."""
+    text = str(setting or "").lower()
+    if "bf16" in text or "fp8" in text or "transformer-engine" in text:
+        return "bf16"
+    if text in ("fp16", "16", "16-mixed", "16-true"):
+        return "fp16"
+    return "fp32"
+
+
 @dataclass
 class RunSummary:
     label: str
@@ -144,11 +159,12 @@ class RunSummary:
         params = sorted({str(p.get("param")) for p in ups if p.get("param")})
         grads = sorted({str(p.get("grad")) for p in ups if p.get("grad")})
         scaled = sum(1 for p in ups if p.get("scaler"))
+        opaque = sum(1 for p in ups if p.get("opaque"))
         dtypes = set(casts) | set(params) | set(grads)
         kind = "fp16" if "float16" in dtypes else "bf16" if "bfloat16" in dtypes else "fp32"
+        setting = self.config("mixed_precision")
         if not ups:
-            setting = str(self.config("mixed_precision") or "no")
-            kind = {"fp16": "fp16", "bf16": "bf16"}.get(setting, "fp32")
+            kind = setting_kind(setting)
         return {
             "kind": kind,
             "observed": bool(ups),
@@ -157,14 +173,37 @@ class RunSummary:
             "params": params,
             "grads": grads,
             "scaler_updates": scaled,
-            "accelerate_setting": self.config("mixed_precision"),
+            "opaque_updates": opaque,  # a forward with no module inside: autocast unseen
+            # what the Accelerator / Fabric that trained was set to apply
+            "setting": setting,
+            "setting_of": SETTING_OF.get(str(self.config("source"))),
         }
+
+    def precision_mismatch(self) -> str | None:
+        """The framework was set to a lower precision than what ran (the forward did not go
+        through what it wrapped): said as a note, with the fix in its words."""
+        p = self.precision
+        want = setting_kind(p["setting"])
+        if not p["observed"] or want == "fp32" or p["kind"] != "fp32" or not p["setting_of"]:
+            return None
+        if p["opaque_updates"]:
+            return None  # autocast entered inside a module with no submodule cannot be seen
+        through = {
+            "Fabric precision": "the module fabric.setup() returned",
+            "Accelerator mixed_precision": "the model accelerator.prepare() returned",
+        }[p["setting_of"]]
+        return (
+            f"{self.label}: {p['setting_of']} is {p['setting']}, but every update ran in fp32 "
+            f"(no {want} autocast or {want} parameters observed): forward through {through}, "
+            "which applies it"
+        )
 
     def precision_text(self) -> str:
         p = self.precision
+        setting = p["setting"]
+        who = p["setting_of"] or "setting"
         if not p["observed"]:
-            setting = p["accelerate_setting"]
-            return f"{setting} (Accelerator setting; not observed)" if setting else "-"
+            return f"{setting} ({who}; not observed)" if setting else "-"
         parts = []
         for dtype, count in sorted(p["autocast"].items()):
             parts.append(f"{dtype} autocast in {count}/{p['updates']} updates")
@@ -173,6 +212,8 @@ class RunSummary:
         parts.append(f"params {'/'.join(p['params']) or '?'}, grads {'/'.join(p['grads']) or '?'}")
         if p["scaler_updates"]:
             parts.append(f"GradScaler in {p['scaler_updates']}/{p['updates']} updates")
+        if p["setting_of"] == "Fabric precision" and setting:
+            parts.append(f"Fabric {setting}")
         return "; ".join(parts)
 
     @property
@@ -391,6 +432,9 @@ def summarize_run(
             "directory; the run wrote them in its scratch folder instead (copy on write), yours "
             "are untouched: " + ", ".join(copied[:5]) + (" ..." if len(copied) > 5 else "")
         )
+    mismatch = run.precision_mismatch()
+    if mismatch:
+        run.notes.append(mismatch)
     untrained = sum(u.untrained for r in ranks[:1] for u in r.updates)
     if untrained:
         run.notes.append(
@@ -439,6 +483,13 @@ def _check_group(run: RunSummary, ranks: list[RankRecord], expected: int, argv, 
             why = (
                 "no rank created an Accelerator or called init_process_group, so each trained "
                 "its own copy of the model on its own: a launcher alone does not make a group"
+            )
+        elif all((r.config or {}).get("source") == "fabric" for r in ranks):
+            strategy = (ranks[0].config or {}).get("distributed_type") or "?"
+            why = (
+                f"each Fabric reports world_size=1 (strategy {strategy}): Fabric forms a group "
+                "when its devices (and num_nodes) ask for one; run it with --launcher fabric "
+                "(`fabric run --devices N`) or give Fabric(devices=...) the process count"
             )
         else:
             why = (

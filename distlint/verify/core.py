@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from distlint.verify import checks as checks_mod
-from distlint.verify import compare, launch, scratch
+from distlint.verify import compare, launch, scratch, static
 from distlint.verify.compare import Check, RunSummary
 from distlint.verify.records import read_run
 
@@ -40,6 +41,7 @@ class VerifyResult:
     wall_s: float = 0.0
     node_rank: int | None = None  # several nodes: this machine's node rank
     interrupted: int | None = None  # the signal that stopped verify (SIGTERM, SIGHUP, SIGINT)
+    script_facts: static.ScriptFacts | None = None  # what the lint path's analysis read
 
     @property
     def exit_code(self) -> int:
@@ -89,6 +91,7 @@ class VerifyResult:
             "wall_s": round(self.wall_s, 3),
             "node_rank": self.node_rank,
             "interrupted": self.interrupted,
+            "script_facts": self.script_facts.to_json() if self.script_facts else None,
         }
 
 
@@ -143,8 +146,9 @@ def verify(
 
     The N-process run goes first: its samples per update are measured, and the 1-process run is
     stopped once it has trained on as many samples (whether the script grows the global batch
-    with N or holds it constant). `progress(event, payload)` is called with ("start", plan),
-    ("poll", (plan, record_dir, elapsed)) and ("end", summary) for each run.
+    with N or holds it constant). `progress(event, payload)` is called with ("start", (plan,
+    {"updates": planned, "samples": planned or 0})), ("poll", (plan, record_dir, elapsed)) and
+    ("end", summary) for each run, then ("compare", None) and ("done", None).
     """
     started = time.monotonic()
     path = os.path.abspath(script)
@@ -161,6 +165,7 @@ def verify(
         result.problems.append(f"{script}: no such file")
         return result
     user_cwd = os.path.abspath(cwd or os.getcwd())
+    result.script_facts = static.script_facts(path)
     if keep_dir is not None:
         keep_dir = os.path.join(user_cwd, os.path.expanduser(keep_dir))  # relative: to the user's
     launcher_args = launch.with_absolute_config_file(launcher_args, user_cwd)
@@ -188,7 +193,11 @@ def verify(
         if plans is None:
             return result
         many_plan, one_plan = plans
-        base_env = {launch.schema.ENV_SCRIPT: path, **(env or {})}
+        base_env = {
+            launch.schema.ENV_SCRIPT: path,
+            launch.schema.ENV_USER_DIR: user_cwd,
+            **(env or {}),
+        }
         runs = _Runs(result, work, user_cwd, keep_dir, nodes, progress, timeout, started)
         runs.background, runs.base_env = background, base_env
         result.many = runs.run(many_plan, "many", {launch.schema.ENV_MAX_STEPS: str(max_steps)})
@@ -197,7 +206,9 @@ def verify(
         one_env = _plan_single(result, max_steps, n, exact)
         if one_env is not None:
             result.one = runs.run(one_plan, "one", one_env)
-        _conclude(result, runs.changed, user_cwd, loss_rtol)
+        if progress:
+            progress("compare", None)
+        _conclude(result, runs.changed, user_cwd, loss_rtol, runs.who)
     except Interrupted as exc:
         result.interrupted = exc.signum
         result.problems.append(
@@ -208,6 +219,8 @@ def verify(
         result.interrupted = int(signal.SIGINT)
         result.problems.append("stopped by SIGINT (Ctrl-C): every process of the runs was killed")
     finally:
+        if progress:
+            progress("done", None)
         result.wall_s = time.monotonic() - started
         _restore_process_state(subreaper, previous_handlers)
         background.shutdown(wait=True)
@@ -270,9 +283,7 @@ def _make_plans(
         result.problems.append(launch.XLA_ON_CPU)
         result.notes.append("the command on a TPU host would be: " + " ".join(many_plan.argv))
         return None
-    one_launcher = single_launcher or (
-        launcher if launcher in ("torchrun", "accelerate", "fabric") else "python"
-    )
+    one_launcher = single_launcher or _single_launcher(result, launcher)
     one_plan = launch.single_plan(
         path,
         script_args,
@@ -282,6 +293,36 @@ def _make_plans(
         log_dir=os.path.join(work, "one", "logs"),
     )
     return many_plan, one_plan
+
+
+def _single_launcher(result: VerifyResult, launcher: str) -> str:
+    chosen, note = one_process_launcher(result.script_facts, launcher)
+    if note:
+        result.notes.append(note)
+    return chosen
+
+
+def one_process_launcher(facts: static.ScriptFacts | None, launcher: str) -> tuple[str, str | None]:
+    """How the 1-process run is launched, as the user would run the script alone, and why (a
+    note, when it differs from the N-process run's launcher or could have). A script that forms
+    its processes through Accelerate or Fabric and reads none of torchrun's environment runs as
+    plain `python` (under `torchrun --nproc_per_node 1` Accelerate would form a process group
+    of one, a setup nobody trains in); one written for torchrun runs under it."""
+    if launcher not in ("torchrun", "accelerate", "fabric"):
+        return "python", None
+    if launcher != "torchrun" or facts is None or facts.mode not in ("accelerate", "fabric"):
+        return launcher, None
+    framework = {"accelerate": "Accelerate", "fabric": "Lightning Fabric"}[facts.mode]
+    if facts.needs_launcher:
+        return launcher, (
+            f"the 1-process run goes through torchrun with one process: the script reads "
+            f"torchrun's environment itself ({', '.join(facts.launcher_reads[:3])})"
+        )
+    return "python", (
+        f"the 1-process run is plain `python`, as the script runs alone: it forms its "
+        f"processes through {framework} and reads none of torchrun's environment (under "
+        "torchrun with one process it would train in a process group of one)"
+    )
 
 
 class _Runs:
@@ -312,6 +353,7 @@ class _Runs:
         self.own = scratch.own_outputs()
         self.watched = scratch.snapshot(user_cwd, skip=[work], ignore=self.own)
         self.changed: list[str] = []
+        self.who: dict[str, str] = {}  # a change -> which run made it, as far as can be told
 
     def run(self, plan: launch.LaunchPlan, name: str, run_env: dict[str, str]) -> RunSummary | None:
         remaining = self.timeout - (time.monotonic() - self.started)
@@ -325,10 +367,16 @@ class _Runs:
         self._copy_folder(name, scratch_dir)
         progress = self.progress
         if progress:
-            progress("start", plan)
+            env = launch.schema
+            target = {
+                "updates": int(run_env.get(env.ENV_MAX_STEPS) or 0),
+                "samples": int(run_env.get(env.ENV_MAX_SAMPLES) or 0),
+            }
+            progress("start", (plan, target))
         record_dir = os.path.join(run_dir, "records")
         poll = (lambda elapsed: progress("poll", (plan, record_dir, elapsed))) if progress else None
         scratch_env = {launch.schema.ENV_SCRATCH: os.path.abspath(scratch_dir)}
+        began = time.time_ns()
         outcome = launch.run_plan(
             plan,
             run_dir,
@@ -337,7 +385,8 @@ class _Runs:
             poll,
             cwd=scratch_dir,
         )
-        self._note_changes(scratch_dir)
+        ended = time.time_ns()
+        new = self._note_changes(scratch_dir)
         records = read_run(outcome.record_dir, single_pid=None)
         follower = bool(self.nodes and self.nodes.node_rank) and name == "many"
         summary = compare.summarize_run(
@@ -347,6 +396,8 @@ class _Runs:
             int(run_env[launch.schema.ENV_MAX_STEPS]),
             world=plan.nprocs,
         )
+        if new:
+            self.who.update(attribute_changes(new, summary, began, ended))
         if progress:
             progress("end", summary)
         return summary
@@ -365,23 +416,83 @@ class _Runs:
                 scratch.mirror_tree, self.user_cwd, os.path.join(work, "one", "cwd"), [work]
             )
 
-    def _note_changes(self, scratch_dir: str) -> None:
+    def _note_changes(self, scratch_dir: str) -> dict[str, int | None]:
+        """The changes of the user's tree first seen after this run, with their mtimes (ns)."""
         assert self.background is not None
         now = scratch.snapshot(self.user_cwd, skip=[self.work], ignore=self.own)
-        self.changed.extend(c for c in scratch.changes(self.watched, now) if c not in self.changed)
+        new = [c for c in scratch.changes(self.watched, now) if c not in self.changed]
+        self.changed.extend(new)
         if self.keep_dir is None:  # removed while the next run goes
             self.background.submit(shutil.rmtree, scratch_dir, True)
+        entries = now.entries
+        return {c: entries[c.rsplit(" (", 1)[0]][2] if c.rsplit(" (", 1)[0] in entries else None
+                for c in new}  # fmt: skip
+
+
+def _writes(record_dir: str) -> list[dict[str, Any]]:
+    """What the probe noted of writes aimed into the user's folder (`<pid>.writes`)."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(record_dir, "*" + launch.schema.WRITES_SUFFIX))):
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        for text in lines:
+            try:
+                out.append(json.loads(text))
+            except ValueError:
+                continue  # a line cut short by a killed process
+    return out
+
+
+MTIME_SLACK_NS = 2_000_000_000  # filesystems with coarse timestamps (FAT: 2 s)
+
+
+def attribute_changes(
+    new: dict[str, int | None], run: RunSummary, began: int, ended: int
+) -> dict[str, str]:
+    """Who made each change first seen after `run`, as far as can honestly be told: a rank of
+    the run noted it opened the path to write (the probe sees open(), torch.save, safetensors);
+    else its modification time falls within the run (a write the probe does not see, or
+    another program working at the same time) or outside it (while no process of the runs was
+    alive: another program). A removed file has no time to tell."""
+    opened: dict[str, str] = {}
+    for line in _writes(run.outcome.record_dir):
+        path, rank = str(line.get("path")), line.get("rank")
+        who = f"rank {rank}" if rank is not None else f"a process (pid {line.get('pid')})"
+        opened.setdefault(path, f"{who} of the {run.label} run opened it to write")
+    out = {}
+    for change, mtime in new.items():
+        path = change.rsplit(" (", 1)[0]
+        if path in opened:
+            out[change] = opened[path]
+        elif mtime is None:
+            out[change] = f"seen after the {run.label} run; no time to place it"
+        elif began - MTIME_SLACK_NS <= mtime <= ended + MTIME_SLACK_NS:
+            out[change] = (
+                f"written during the {run.label} run, not through open(): the script "
+                "(os.open, native code) or another program at the same time"
+            )
+        else:
+            out[change] = "written while no run was going: another program, not the script"
+    return out
 
 
 def _conclude(
-    result: VerifyResult, changed: list[str], user_cwd: str, loss_rtol: float | None
+    result: VerifyResult,
+    changed: list[str],
+    user_cwd: str,
+    loss_rtol: float | None,
+    who: dict[str, str] | None = None,
 ) -> None:
     """Both runs went: compare them, and tell which files the script wrote in the user's folder."""
-    if result.one and result.many and result.one.ok and result.many.ok:
+    compared = bool(result.one and result.many and result.one.ok and result.many.ok)
+    if compared:
         compare_runs(result, loss_rtol)
-        _note_gpu_runs(result)
     if changed:
-        result.checks.append(files_check(changed, user_cwd))
+        result.checks.append(files_check(changed, user_cwd, who))
+    if compared or changed:  # once, whatever else the runs gave to say
         _note_gpu_runs(result)
 
 
@@ -408,6 +519,9 @@ def compare_runs(result: VerifyResult, loss_rtol: float | None = None) -> None:
     one, many = result.one, result.many
     assert one is not None and many is not None
     result.checks = checks_mod.run_all(one, many, result.exact, loss_rtol)
+    schedule = result.check("schedule")
+    if schedule is not None:
+        static.cross_check_schedule(schedule, result.script_facts, many)
     checks_mod.join_static(result.checks, result.static_findings)
     if checks_mod.duplicated(result.checks):
         result.notes.append(
@@ -418,11 +532,24 @@ def compare_runs(result: VerifyResult, loss_rtol: float | None = None) -> None:
         result.table = checks_mod.equivalence_table(many, one)
 
 
-def files_check(changed: Sequence[str], user_cwd: str) -> Check:
-    """A run changed the user's own tree (a write that bypassed the scratch copy): a failure."""
-    shown = ", ".join(changed[:10]) + (
-        f" and {len(changed) - 10} more" if len(changed) > 10 else ""
-    )
+def files_check(changed: Sequence[str], user_cwd: str, who: dict[str, str] | None = None) -> Check:
+    """The user's own tree changed while verify ran (a write that bypassed the scratch copy):
+    a failure, each path with who made it as far as can be told (see `attribute_changes`); a
+    warning when every change was made while no run was going (another program's)."""
+    who = who or {}
+    listed = [f"{c}: {who[c]}" if c in who else c for c in changed[:10]]
+    shown = "; ".join(listed) + (f"; and {len(changed) - 10} more" if len(changed) > 10 else "")
+    others = [c for c in changed if who.get(c, "").startswith("written while no run was going")]
+    if len(others) == len(changed):
+        return Check(
+            "files",
+            "your files",
+            "warn",
+            f"{len(changed)} path(s) of your working directory ({user_cwd}) changed while "
+            f"verify ran, all at times no process of the runs was alive: {shown}. Not the "
+            "script's writes; check what else works in this folder.",
+            data={"changed": list(changed), "who": who},
+        )
     return Check(
         "files",
         "your files",
@@ -431,7 +558,7 @@ def files_check(changed: Sequence[str], user_cwd: str) -> Check:
         f"outside verify's scratch copy: {shown}. The script wrote there by an absolute path, "
         "a link, or a write the probe does not see (os.open on a linked file over the copy "
         "budget); restore these from version control or a backup.",
-        data={"changed": list(changed)},
+        data={"changed": list(changed), "who": who},
     )
 
 

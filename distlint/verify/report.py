@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sys
 import textwrap
@@ -191,6 +192,7 @@ def render_text(result: VerifyResult) -> str:
     out.extend(_script_failure(result))
     if result.runs:
         out.extend(_runs_table(result))
+        out.extend(_commands(result))
     for run in result.runs:
         if not run.ok:
             out.extend(_failed_run(result, run))
@@ -231,6 +233,16 @@ def _runs_table(result: VerifyResult) -> list[str]:
     out = [" " * (w0 + 2) + labels[0].ljust(w1) + labels[1]]
     for key in keys:
         out.append("  " + key.ljust(w0) + cols[0].get(key, "-").ljust(w1) + cols[1].get(key, "-"))
+    out.append("")
+    return out
+
+
+def _commands(result: VerifyResult) -> list[str]:
+    """The exact command of each run, in the order made (each ran in its own scratch copy)."""
+    runs = [r for r in (result.many, result.one) if r is not None]
+    width = max(len(r.label) for r in runs) + 1
+    out = ["Commands (each run in its own scratch copy of your working directory)"]
+    out.extend(f"  {(r.label + ':').ljust(width)} {shlex.join(r.command)}" for r in runs)
     out.append("")
     return out
 
@@ -319,41 +331,79 @@ def render_json(result: VerifyResult) -> str:
 
 
 class Progress:
-    """Progress on stderr while the runs go: one live line on a terminal, start/end lines otherwise."""
+    """Progress on stderr while the runs go. A start and an end line per run, always (they are
+    the run's log in CI). On a terminal only, one live line rewritten in place: the run, its
+    update out of those planned (or samples, when the run stops at a sample count), the last
+    loss and the seconds elapsed; then "comparing the runs". Nothing else reaches a pipe."""
 
-    def __init__(self, stream: TextIO = sys.stderr):
+    INTERVAL = 0.5  # seconds between redraws of the live line
+
+    def __init__(self, stream: TextIO = sys.stderr, live: bool | None = None):
         self.stream = stream
-        self.live = hasattr(stream, "isatty") and stream.isatty()
+        if live is None:
+            try:
+                live = stream.isatty()
+            except (AttributeError, ValueError):
+                live = False
+        self.live = live
+        self.shown = False  # a live line is on the screen
         self.offsets: dict[str, int] = {}
-        self.updates = 0
+        self.updates: dict[str, int] = {}  # per record file (rank): updates recorded
+        self.samples: dict[str, int] = {}  # per record file (rank): samples trained on
         self.loss: float | None = None
-        self.last_draw = 0.0
+        self.target: dict[str, int] = {}
+        self.last_draw = -1e9
 
     def __call__(self, event: str, payload: Any) -> None:
         if event == "start":
-            self.offsets, self.updates, self.loss = {}, 0, None
-            self.stream.write(
-                f"distlint verify: running {payload.label} ({payload.launcher}) ...\n"
-            )
+            plan, self.target = payload if isinstance(payload, tuple) else (payload, {})
+            self.offsets, self.updates, self.samples, self.loss = {}, {}, {}, None
+            self.last_draw = -1e9
+            self._clear()
+            self.stream.write(f"distlint verify: running {plan.label} ({plan.launcher}) ...\n")
         elif event == "poll" and self.live:
             plan, record_dir, elapsed = payload
-            if elapsed - self.last_draw < 0.5:
+            if elapsed - self.last_draw < self.INTERVAL:
                 return
             self.last_draw = elapsed
             self._scan(record_dir)
-            loss = f"  loss {self.loss:.4g}" if self.loss is not None else ""
-            self.stream.write(f"\r  {plan.label}: update {self.updates}{loss}  {elapsed:.0f} s   ")
+            self._draw(f"{plan.label} ({plan.launcher}): {self._done()}", elapsed)
+        elif event == "compare" and self.live:
+            self._draw("comparing the runs ...", None)
         elif event == "end":
             run = payload
-            if self.live:
-                self.stream.write("\r" + " " * 60 + "\r")
+            self._clear()
             state = "ok" if run.ok else "FAILED: " + "; ".join(run.problems)
             self.stream.write(
                 f"  {run.label}: {len(run.curve)} updates, "
                 f"{run.samples_seen if run.samples_known else 'unknown'} samples "
                 f"in {run.outcome.wall_s:.1f} s, {state}\n"
             )
+        elif event == "done":
+            self._clear()
         self.stream.flush()
+
+    def _done(self) -> str:
+        """Updates (or samples) done out of those planned, and the last loss."""
+        updates = max(self.updates.values(), default=0)
+        samples = max(self.samples.values(), default=0)
+        if self.target.get("samples"):
+            text = f"samples {samples}/{self.target['samples']}"
+        elif self.target.get("updates"):
+            text = f"update {updates}/{self.target['updates']}"
+        else:
+            text = f"update {updates}"
+        return text + (f", loss {self.loss:.4g}" if self.loss is not None else "")
+
+    def _draw(self, text: str, elapsed: float | None) -> None:
+        when = f", {elapsed:.0f} s" if elapsed is not None else ""
+        self.stream.write(f"\r\x1b[K  {text}{when}")
+        self.shown = True
+
+    def _clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.shown = False
 
     def _scan(self, record_dir: str) -> None:
         try:
@@ -361,6 +411,8 @@ class Progress:
         except OSError:
             return
         for name in names:
+            if not name.endswith(".jsonl"):
+                continue
             path = os.path.join(record_dir, name)
             try:
                 with open(path, "rb") as f:
@@ -376,6 +428,7 @@ class Progress:
                 except ValueError:
                     continue
                 if record.get("kind") == "step":
-                    self.updates = max(self.updates, int(record.get("n", 0)))
+                    self.updates[path] = max(self.updates.get(path, 0), int(record.get("n", 0)))
+                    self.samples[path] = self.samples.get(path, 0) + int(record.get("samples") or 0)
                 elif record.get("kind") == "loss":
                     self.loss = record.get("value")

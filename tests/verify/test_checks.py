@@ -515,3 +515,18 @@ def test_precision_is_the_one_that_ran_and_the_accelerator_that_trained(tmp_path
     assert run.precision_text() == (
         "float16 autocast in 2/2 updates; params float32, grads float32; GradScaler in 2/2 updates"
     )
+
+
+def test_gpu_notes_are_given_once_when_the_runs_also_changed_files(tmp_path):
+    """Comparing the runs and reporting a file the script wrote in the user's tree both
+    happen; the notes on which run used the GPU are still given once per run."""
+    from distlint.verify.core import _conclude
+
+    one, many = pair(tmp_path, ups([1.0, 0.9, 0.8, 0.7]), [ups([1.0, 0.9])] * 2)
+    one.outcome.plan.device = "cuda:0"
+    result = VerifyResult("train.py", [], 2, 2, False, one=one, many=many)
+    _conclude(result, ["out/ckpt.pt"], str(tmp_path), None)
+    assert result.check("files") is not None and result.check("files").status == "fail"
+    assert result.checks[0].id != "files"  # the runs were compared too
+    gpu = [n for n in result.notes if "ran on the GPU" in n]
+    assert gpu == ["the 1 process run ran on the GPU (cuda:0)"]

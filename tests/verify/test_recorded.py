@@ -2,6 +2,7 @@
 the verdict and the key numbers of the report, without starting a process."""
 
 import json
+import shlex
 
 import pytest
 from verify_helpers import load_case
@@ -60,6 +61,15 @@ def test_exact_matches_step_by_step_and_labels_the_scaled_batch():
 def test_exact_does_not_say_x_n_when_nothing_was_scaled():
     r = load_case("correct")  # not --exact
     assert "x N" not in render_text(r)
+
+
+def test_the_report_shows_each_runs_exact_command_in_the_order_made():
+    r = load_case("correct")
+    text = render_text(r)
+    lines = text.splitlines()
+    at = lines.index("Commands (each run in its own scratch copy of your working directory)")
+    assert lines[at + 1] == "  2 processes: " + shlex.join(r.many.command)
+    assert lines[at + 2] == "  1 process:   " + shlex.join(r.one.command)
 
 
 def test_unscaled_lr_confirms_the_static_dl201():
@@ -175,6 +185,9 @@ def test_scheduler_counted_per_process_fails_dl202():
     assert "the decay runs ×2 as fast per sample" in schedule.detail
     assert "len(train_dataloader) before prepare" in schedule.detail  # a prepared scheduler
     assert schedule.data["speed_ratio"] == pytest.approx(2, rel=0.15)
+    # the source agrees: the lambda's length is the prepared (per-process) loader's
+    assert schedule.data["static"]["agrees"] is True
+    assert "Static facts: the scheduler at line 26 agrees" in schedule.detail
 
 
 def test_constant_loss_is_a_skip():
@@ -506,6 +519,7 @@ def test_a_warmup_multiplied_by_the_process_count_is_named():
     assert "warmup 64 samples" in schedule.detail and "warmup 128 samples" in schedule.detail
     assert "num_warmup_steps was multiplied by the process count" in schedule.detail
     assert "len(train_dataloader)" not in schedule.detail  # not the length's advice
+    assert schedule.data["static"]["agrees"] is True  # the closure's warmup × num_processes
 
 
 def test_bf16_autocast_is_observed_and_sets_the_exact_tolerance():

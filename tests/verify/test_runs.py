@@ -135,7 +135,11 @@ def test_two_nodes_on_localhost_form_one_group(tmp_path):
     assert many["label"] == "2 processes on 2 nodes"
     assert sorted(r["rank"] for r in many["ranks"]) == [0, 1]  # node 1's rank gathered to node 0
     assert {r["num_processes"] for r in many["ranks"]} == {2}
-    assert one["launcher"] == many["launcher"] == "torchrun"
+    # correct.py trains through Accelerate and reads no torchrun variable: alone, it is
+    # `python correct.py` (no process group of one)
+    assert many["launcher"] == "torchrun" and one["launcher"] == "python"
+    assert one["command"][1:] == [fixture_script("correct.py")]
+    assert one["distributed_type"] == "NO"
     assert (one["global_batch"], many["global_batch"]) == (8, 16)
     assert (one["updates"], many["updates"]) == (6, 3) and one["samples_seen"] == 48
     assert [u["batch"] for u in many["per_update"]] == [16, 16, 16]

@@ -77,7 +77,8 @@ core.launch.single_plan = lambda *a, **k: plan("1 process", 1)
 progress = lambda event, payload: sys.stderr.write(f"progress {event}\n")
 result = core.verify(script, device="cpu", keep_dir=keep, cwd=user, progress=progress)
 check = result.check("files")
-print(json.dumps({"files": check.data["changed"] if check else None, "status": check and check.status}))
+print(json.dumps({"files": check.data["changed"] if check else None, "status": check and check.status,
+                  "who": check.data.get("who") if check else None}))
 """
 
 
@@ -87,6 +88,8 @@ def test_writes_to_the_users_tree_fail_and_verifys_own_outputs_are_not_changes(t
     script = tmp_path / "train.py"
     script.write_text(
         f"open({str(deep / 'file.txt')!r}, 'a').write('absolute path: the user file')\n"
+        f"import os; fd = os.open({str(user / 'top.txt')!r}, os.O_WRONLY | os.O_APPEND)\n"
+        "os.write(fd, b'os.open: not seen by the probe'); os.close(fd)\n"
         f"import os; os.makedirs({str(user / '.distlint_cache' / 'entries')!r}, exist_ok=True)\n"
         f"open({str(user / '.distlint_cache' / 'entries' / 'x.json')!r}, 'w').write('{{}}')\n"
         f"os.makedirs({str(user / '__pycache__')!r}, exist_ok=True)\n"
@@ -105,10 +108,37 @@ def test_writes_to_the_users_tree_fail_and_verifys_own_outputs_are_not_changes(t
         )
     assert done.returncode == 0, err.read_text()
     report = json.loads(done.stdout)
-    assert report == {"files": ["a/b/c/file.txt (changed)"], "status": "fail"}
+    assert report["files"] == ["a/b/c/file.txt (changed)", "top.txt (changed)"]
+    assert report["status"] == "fail"
+    # who made each change, as far as can be told: the probe saw the open() of the first; the
+    # second was written during the run by a call it does not see
+    assert report["who"]["a/b/c/file.txt (changed)"].startswith("a process (pid ")
+    assert report["who"]["a/b/c/file.txt (changed)"].endswith(
+        "of the 2 processes run opened it to write"
+    )
+    assert report["who"]["top.txt (changed)"].startswith(
+        "written during the 2 processes run, not through open()"
+    )
     assert "progress start" in err.read_text()  # verify wrote there, and it is not reported
     assert (user / ".distlint_cache" / "entries" / "x.json").exists()  # distlint's own cache
     assert not (user / "a" / "b" / "c" / "relative.txt").exists()
     # --keep keep1 is relative to the user's folder, not to a run's scratch folder
     assert (user / "keep1" / "many" / "cwd" / "a" / "b" / "c" / "relative.txt").exists()
     assert not list((user / "keep1").glob("*/cwd/keep1"))
+
+
+def test_a_change_made_while_no_run_was_going_is_another_programs(tmp_path):
+    """A modification time outside every run's window: no process of the runs was alive."""
+    from records_by_hand import make_run, ups
+
+    from distlint.verify.core import attribute_changes, files_check
+
+    run = make_run(tmp_path, "many", 2, [ups([1.0, 0.9])] * 2)
+    second = 1_000_000_000
+    new = {"notes.md (changed)": 100 * second, "gone.txt (removed)": None}
+    who = attribute_changes(new, run, began=200 * second, ended=260 * second)
+    assert who["notes.md (changed)"].startswith("written while no run was going")
+    assert who["gone.txt (removed)"] == "seen after the 2 processes run; no time to place it"
+    assert files_check(["notes.md (changed)"], "/u", who).status == "warn"
+    mixed = files_check(["notes.md (changed)", "gone.txt (removed)"], "/u", who)
+    assert mixed.status == "fail" and "gone.txt (removed): seen after" in mixed.detail

@@ -41,6 +41,7 @@ def load_case(case: str, static_findings=None, loss_rtol=None):
     from distlint.verify.core import VerifyResult, compare_runs
     from distlint.verify.launch import LaunchPlan, RunOutcome
     from distlint.verify.records import read_run
+    from distlint.verify.static import script_facts
 
     base = DATA / case
     meta = json.loads((base / "meta.json").read_text(encoding="utf-8"))
@@ -52,6 +53,7 @@ def load_case(case: str, static_findings=None, loss_rtol=None):
         meta["max_steps"],
         exact,
         static_findings=static_findings,
+        script_facts=script_facts(str(VERIFY_FIXTURES / meta["script"])),
     )
     for name, info in meta["runs"].items():
         folder = base / name

@@ -105,6 +105,13 @@ class Hooks:
             from torch.nn.modules import module as nn_module
 
             def pre(module, args):
+                if rec.module_depth == 0:
+                    rec.inner_autocast, rec.inner_calls = None, 0
+                elif rec.inner_autocast is None:
+                    rec.inner_calls += 1
+                    # autocast entered inside the top-level forward (Fabric's and Accelerate's
+                    # wrappers enter it there, and convert the outputs back to fp32)
+                    rec.inner_autocast = rec.autocast_now()
                 rec.module_depth += 1
 
             def post(module, args, kwargs, output):
@@ -312,6 +319,23 @@ class Hooks:
                 self.exact.step_scheduler_as_on_n(obj, self.rec.note)
         self.rec.rng("prepare")
 
+    # -- Lightning Fabric --------------------------------------------------------------------
+
+    def patch_fabric(self, module):
+        """`Fabric.setup` / `setup_module` / `setup_optimizers`: the Fabric that trains (its
+        precision and world size are recorded as the run's config, once per Fabric)."""
+        rec, p = self.rec, self.p
+        cls = getattr(module, "Fabric", None)
+        if cls is None:
+            return
+        for name in ("setup", "setup_module", "setup_optimizers"):
+            p.wrap(
+                cls,
+                name,
+                f"Fabric.{name}",
+                after=lambda result, args, kwargs: rec.record_fabric(args[0]),
+            )
+
     def patch_safetensors(self, module):
         if self.cow is not None:
             self.cow.wrap_saver(
@@ -359,6 +383,8 @@ PATCHES = {
     "accelerate.data_loader": "patch_data_loader",
     "torch_xla.core.xla_model": "patch_xla",
     "safetensors.torch": "patch_safetensors",
+    "lightning.fabric.fabric": "patch_fabric",
+    "lightning_fabric.fabric": "patch_fabric",
 }
 
 

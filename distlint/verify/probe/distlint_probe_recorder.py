@@ -125,6 +125,9 @@ class Recorder:
         self.forwards = []  # per grad-enabled top-level forward: {"size","numel","checksum","trained"}
         self.loaders_since_step = []
         self.trainable = {}  # id(module) -> bool
+        self.inner_autocast = None  # autocast seen inside the current top-level forward
+        self.inner_calls = 0  # modules called inside it before autocast was seen
+        self.fabrics = set()  # id() of each Fabric recorded (its setup calls record it once)
         self.loader_ids = {}  # id(DataLoader) -> small int
         self.patches = None  # the Patcher (set by the hooks)
 
@@ -350,7 +353,10 @@ class Recorder:
         self.before_first_batch()
         size, numel, checksum = self.summarize((args, kwargs))
         entry = {"size": size, "numel": numel, "checksum": checksum, "trained": False}
-        entry["autocast"] = autocast_dtype(torch, outs[0].device.type)
+        entry["autocast"] = autocast_dtype(torch, outs[0].device.type) or self.inner_autocast
+        # no module ran inside it: an autocast entered within its own forward (a wrapper's
+        # patched forward) cannot be seen
+        entry["opaque"] = not entry["autocast"] and not self.inner_calls
         entry["out_dtype"] = str(outs[0].dtype).replace("torch.", "")
         self.forwards.append(entry)
         if len(self.forwards) > 4096:
@@ -360,6 +366,18 @@ class Recorder:
             entry["trained"] = True  # a backward pass went through this forward's output
 
         outs[0].register_hook(reached)
+
+    def autocast_now(self):
+        """The autocast dtype in force now (CUDA first, then CPU), or None; never raises."""
+        torch = sys.modules.get("torch")
+        try:
+            for device in ("cuda", "cpu"):
+                dtype = autocast_dtype(torch, device)
+                if dtype:
+                    return dtype
+        except Exception:
+            pass
+        return None
 
     def precision_of(self, optimizer, trained):
         """What precision this update really ran in: autocast over its trained forwards, the
@@ -377,7 +395,9 @@ class Recorder:
                 break
         scaled = self.scaled_since_step
         self.scaled_since_step = 0
-        return {"autocast": casts, "outputs": outs, "param": param, "grad": grad, "scaler": scaled}
+        opaque = sum(1 for f in trained if f.get("opaque"))
+        return {"autocast": casts, "outputs": outs, "param": param, "grad": grad,
+                "scaler": scaled, "opaque": opaque}  # fmt: skip
 
     # -- losses ----------------------------------------------------------------------------
 
@@ -574,6 +594,47 @@ class Recorder:
             gradient_accumulation_steps=get("gradient_accumulation_steps"),
             split_batches=split_batches,
             use_seedable_sampler=seedable,
+            device=str(get("device")),
+            modules=frameworks_loaded(),
+        )
+
+    # -- Lightning Fabric --------------------------------------------------------------------
+
+    def record_fabric(self, fabric):
+        """The Fabric that trained: recorded when it sets up a module or an optimizer (after its
+        launch formed the group), once per Fabric. Its precision is the one its plugin applies
+        (`"16-mixed"` asked on CPU becomes `"bf16-mixed"`), not the argument's text."""
+        if id(fabric) in self.fabrics:
+            return
+        self.fabrics.add(id(fabric))
+
+        def get(name, default=None):
+            try:
+                return getattr(fabric, name)
+            except Exception:
+                return default
+
+        plugin = get("_precision")
+        strategy = get("_strategy")
+        backend = None
+        try:
+            import torch.distributed as dist
+
+            if dist.is_available() and dist.is_initialized():
+                backend = str(dist.get_backend())
+        except Exception:
+            pass
+        self.emit(
+            "config",
+            become_rank=True,
+            source="fabric",
+            num_processes=get("world_size"),
+            process_index=get("global_rank"),
+            local_process_index=get("local_rank"),
+            distributed_type=type(strategy).__name__ if strategy is not None else None,
+            backend=backend,
+            mixed_precision=str(getattr(plugin, "precision", None)),
+            precision_plugin=type(plugin).__name__ if plugin is not None else None,
             device=str(get("device")),
             modules=frameworks_loaded(),
         )

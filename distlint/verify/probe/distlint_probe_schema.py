@@ -26,6 +26,8 @@ ENV_BATCH_SCALE = "DISTLINT_VERIFY_BATCH_SCALE"  # --exact: multiply prepared lo
 ENV_LRS = "DISTLINT_VERIFY_LRS"  # --exact: JSON list of the N-process run's LRs per optimizer
 ENV_NO_PATCH = "DISTLINT_VERIFY_NO_PATCH"  # comma-separated patch labels to leave out
 ENV_SCRATCH = "DISTLINT_VERIFY_SCRATCH"  # the run's scratch working folder (copy on write)
+ENV_USER_DIR = "DISTLINT_VERIFY_USER_DIR"  # the user's working folder (writes there are noted)
+WRITES_SUFFIX = ".writes"  # <pid>.writes: JSON lines, paths of the user's folder opened to write
 
 KINDS = {
     # pid, parent pid, argv, the launcher's RANK/LOCAL_RANK/WORLD_SIZE/..., working directory

@@ -12,10 +12,11 @@ are wrapped too: verify compares the originals' size and time afterwards and nam
 
 import builtins
 import io
+import json
 import os
 import shutil
 
-from distlint_probe_schema import ENV_SCRATCH
+from distlint_probe_schema import ENV_OUT, ENV_SCRATCH, ENV_USER_DIR, WRITES_SUFFIX
 
 WRITE = set("wax+")
 
@@ -26,8 +27,16 @@ class CopyOnWrite:
         self.note = note
         root = root if root is not None else os.environ.get(ENV_SCRATCH, "")
         self.root = os.path.abspath(root) if root else ""
+        user = os.environ.get(ENV_USER_DIR, "")
+        self.user = os.path.realpath(user) if user else ""
+        # verify's own folder (records, logs, both scratch copies: `--keep DIR` may be inside
+        # the user's folder): never a write of the script's into the user's tree
+        out = os.environ.get(ENV_OUT, "")
+        self.out = out
+        self.work = os.path.dirname(os.path.dirname(os.path.realpath(out))) if out else ""
         self.busy = False
         self.copied = []
+        self.outside = set()  # paths of the user's folder opened to write (noted once each)
 
     def install(self):
         if not self.root:
@@ -54,12 +63,45 @@ class CopyOnWrite:
         self.replace_link(file, mode)
         return None
 
+    def note_outside(self, path):
+        """A write aimed into the user's own folder, past the scratch copy (an absolute path,
+        or a folder of the copy that links to the user's): noted, so that verify can say which
+        run wrote a file it finds changed there (`<pid>.writes` beside the records). The write
+        itself is not stopped."""
+        if not self.user or self.busy or path in self.outside:
+            return
+        folder, name = os.path.split(path)
+        real = os.path.join(os.path.realpath(folder), name)
+        if not real.startswith(self.user + os.sep):
+            return
+        if self.work and real.startswith(self.work + os.sep):
+            return
+        self.outside.add(path)
+        if not self.out:
+            return
+        # A file of its own per process, beside the records: any process of the run (a rank,
+        # a DataLoader worker, a helper that never becomes a rank) can write one.
+        line = {
+            "pid": os.getpid(),
+            "rank": os.environ.get("RANK"),
+            "path": os.path.relpath(real, self.user),
+        }
+        self.busy = True  # this write is verify's
+        try:
+            with open(os.path.join(self.out, f"{os.getpid()}{WRITES_SUFFIX}"), "a") as f:
+                f.write(json.dumps(line) + "\n")
+        except OSError:
+            pass
+        finally:
+            self.busy = False
+
     def replace_link(self, file, mode):
         if self.busy or not isinstance(file, (str, bytes, os.PathLike)):
             return
         if not isinstance(mode, str) or not WRITE & set(mode):
             return
         path = os.path.abspath(os.fsdecode(file))
+        self.note_outside(path)
         if not path.startswith(self.root + os.sep) or not os.path.islink(path):
             return
         original = os.path.realpath(path)

@@ -1,0 +1,3 @@
+from lightning.fabric.fabric import Fabric
+
+__all__ = ["Fabric"]
