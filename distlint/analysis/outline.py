@@ -15,6 +15,7 @@ cannot read with confidence (an unterminated string, unbalanced brackets) answer
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -101,9 +102,12 @@ class Outline:
     def words(self, start: int, end: int) -> set[str]:
         """The names written in ``[start, end)``, code and f-strings."""
         out = set(_IDENT.findall(self.code, start, end))
-        for s, e, text in self.fstrings:
-            if s < end and e > start:
-                out.update(_IDENT.findall(text))
+        strings = self.fstrings  # in text order, none overlapping
+        i = max(0, bisect_right(strings, (start,)) - 1)
+        while i < len(strings) and strings[i][0] < end:
+            if strings[i][1] > start:
+                out.update(_IDENT.findall(strings[i][2]))
+            i += 1
         return out
 
 

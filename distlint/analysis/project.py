@@ -144,6 +144,7 @@ class Project:
         self._error_keys: set[tuple[str, str]] = set()
         self._isfile: dict[str, bool] = {}
         self._isdir: dict[str, bool] = {}
+        self._found: dict[tuple[str, str], str | None] = {}  # (folder, module) -> `_find`
         # (importer, module, level) and ("from", importer, module, name, level) -> path, by the
         # importer as given (when absolute); ("in" / "from-in", its folder, ...) -> path
         self._resolved: dict[tuple[str, ...] | tuple[str, str, int], str | None] = {}
@@ -216,6 +217,7 @@ class Project:
         self._modules.pop(full, None)
         self._configs.pop(full, None)
         self._isfile.pop(full, None)
+        self._found.clear()
         self._digests.pop(full, None)
         self._resolved.clear()
         self._scans.clear()  # (what an import resolves to may have changed too)
@@ -745,7 +747,15 @@ class Project:
 
     def _find(self, base: str, module: str) -> str | None:
         """``module`` (dotted) below folder ``base``: a .py file, a package's __init__.py, or the
-        folder of a namespace package; None when absent."""
+        folder of a namespace package; None when absent (asked once per folder and module:
+        `from transformers import A, B, C` asks for each name)."""
+        key = (base, module)
+        if key in self._found:
+            return self._found[key]
+        found = self._found[key] = self._find_now(base, module)
+        return found
+
+    def _find_now(self, base: str, module: str) -> str | None:
         if not module:
             init = os.path.join(base, "__init__.py")
             return init if self.is_file(init) else (base if self.is_dir(base) else None)
