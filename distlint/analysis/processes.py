@@ -68,7 +68,10 @@ class Processes(Provider):
     def _imports_may_train(self) -> bool:
         """Some module this one imports from the project (directly or through others) writes
         the name of a callable that makes an Accelerator or trains data-parallel. When none
-        does, no call into them can, and `mode` needs none of their summaries."""
+        does, no call into them can, and `mode` needs none of their summaries. (A project
+        that reads one name's text checks each call by itself instead: `_may_reach`.)"""
+        if getattr(self.project, "name_may_write", None) is not None:
+            return True
         return self.imports_may_reach(_DISTRIBUTED)
 
     def imports_may_reach(self, callables: _Spellings, path: str | None = None) -> bool:

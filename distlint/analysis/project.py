@@ -165,6 +165,9 @@ class Project:
         # path -> its text outline (None: not readable with confidence; see `name_may_write`)
         self._outlines: dict[str, Outline | None] = {}
         self._may_write: dict[tuple[frozenset[tuple[str, str]], str, str], bool] = {}
+        # (spellings, (path, name)) -> True (reaches a definition writing one by itself) or the
+        # words of the spellings it reaches (a superset), from earlier searches
+        self._reach: dict[tuple[frozenset[tuple[str, str]], tuple[str, str]], Any] = {}
         # (path, name) -> (words its definition writes, the (path, name) pairs they may mean)
         self._uses: dict[tuple[str, str], tuple[frozenset[str], tuple[tuple[str, str], ...]]] = {}
         self.parse_count = 0  # modules parsed by this project (benchmarks, tests)
@@ -226,6 +229,7 @@ class Project:
         self._outlines.pop(full, None)
         self._may_write.clear()
         self._uses.clear()
+        self._reach.clear()
         self._error_keys = {k for k in self._error_keys if k[0] != full}
         self.errors = [e for e in self.errors if e.path != full]
         self.memo.clear()  # analysis results may depend on the old content
@@ -578,35 +582,65 @@ class Project:
         return found
 
     def _name_closure(self, start: str, name: str, spellings: Any) -> bool | None:
-        """One search of `name_may_write`; None: a module changed on disk (search again)."""
-        wanted = spellings.words
+        """One search of `name_may_write`; None: a module changed on disk (search again).
+
+        What one search learns serves the next (a chain of helpers asked link by link stays
+        linear): a name that reaches a definition writing a whole spelling by itself answers
+        yes, and so does every name on the way to it; a search that ends in no leaves, for
+        each name it visited, the words it found (a superset of what that name reaches)."""
+        pairs, wanted = spellings.pairs, spellings.words
+        known = self._reach
         words: set[str] = set()
-        seen: set[tuple[str, str]] = set()
-        todo = [(start, name)]
+        via: dict[tuple[str, str], tuple[str, str] | None] = {}
+        todo: list[tuple[tuple[str, str], tuple[str, str] | None]] = [((start, name), None)]
         while todo:
-            item = todo.pop()
-            if item in seen:
+            item, parent = todo.pop()
+            if item in via:
                 continue
-            seen.add(item)
-            path = item[0]
-            if self._stale(path):
+            via[item] = parent
+            if self._stale(item[0]):
                 return None
-            self._touch(path)
-            uses = self._uses.get(item)
-            if uses is None:
-                info = self._outline(path)
-                if info is None:
-                    if path in self._outlines:
-                        return True  # a text the outline cannot read: ask the parse
-                    continue  # unreadable: no summary either
-                uses = self._uses[item] = self._uses_of(path, info, item[1])
-            written, following = uses
-            if not written.isdisjoint(wanted):
-                words |= written & wanted
-                if spellings.written_in(words):
-                    return True
-            todo += following
+            self._touch(item[0])
+            found = known.get((pairs, item))
+            if found is None:
+                uses = self._uses_at(item)
+                if uses is None:
+                    return True  # a text the outline cannot read: ask the parse
+                written, following = uses
+                found = written & wanted
+                if found and spellings.written_in(found):
+                    found = True
+                todo += [(f, item) for f in following]
+            if found is True:
+                step: tuple[str, str] | None = item
+                while step is not None:  # every name on the way reaches it too
+                    known[(pairs, step)] = True
+                    step = via[step]
+                return True
+            words |= found
+            if spellings.written_in(words):
+                return True
+        reached = frozenset(words)
+        for item in via:
+            known[(pairs, item)] = reached
         return False
+
+    def _uses_at(
+        self, item: tuple[str, str]
+    ) -> tuple[frozenset[str], tuple[tuple[str, str], ...]] | None:
+        """`_uses_of` the (path, name), once; None when the module's text cannot be read
+        with confidence; nothing for an unreadable module (it has no summary either)."""
+        uses = self._uses.get(item)
+        if uses is None:
+            info = self._outline(item[0])
+            if info is None:
+                if item[0] in self._outlines:
+                    return None
+                uses = (frozenset(), ())
+            else:
+                uses = self._uses_of(item[0], info, item[1])
+            self._uses[item] = uses
+        return uses
 
     def _uses_of(
         self, path: str, info: Outline, ident: str
@@ -877,6 +911,10 @@ class Project:
         """Check files against the disk again (each at most once until the next call): a run
         sees every file as it was when the run first looked at it."""
         self._fresh.clear()
+        # what name searches learnt skips the modules behind it: searched again, each module
+        # checked against the disk (its outline is kept while it is unchanged)
+        self._may_write.clear()
+        self._reach.clear()
 
     def report_errors(self, deps: Mapping[str, str], exclude: str | None = None) -> list[FileError]:
         """The recorded errors of files in ``deps`` not reported yet in this run (each is

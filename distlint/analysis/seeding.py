@@ -177,6 +177,8 @@ class SeedingFacts:
 
     @cached_property
     def helpers_may_seed(self) -> bool:
+        if getattr(self.facts.project, "name_may_write", None) is not None:
+            return True  # each helper's own text is read instead (`Summaries._may_reach`)
         return self.facts.imports_may_reach(_SEEDERS)
 
     def seeds_in(self, fn: cst.CSTNode) -> Seeds:

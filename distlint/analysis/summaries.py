@@ -221,12 +221,15 @@ class Summaries(Provider):
 
     def _may_reach(self, needs: _Spellings, path: str, name: str) -> bool:
         """The summary of ``name`` in module ``path`` may hold what ``needs`` names: the
-        modules ``path`` imports write it, and so does the definition of ``name`` with what
-        it uses, followed across modules (a line scan; nothing parsed)."""
-        if not self.facts.imports_may_reach(needs, path):
-            return False
+        definition of ``name``, with what it uses, followed across modules, writes it (a line
+        scan; nothing parsed)."""
         may_write = getattr(self.project, "name_may_write", None)
-        return may_write is None or bool(may_write(path, name, needs))
+        if may_write is None:
+            return self.facts.imports_may_reach(needs, path)
+        # (what the name's definition reaches is part of what its module's imports reach:
+        # the module-wide search would answer yes whenever this does, and costs a search of
+        # the import closure per module asked, quadratic along a chain of helpers)
+        return bool(may_write(path, name, needs))
 
     def _imported_summary(self, name: cst.Name, needs: _Spellings | None = None) -> Summary | None:
         if self.project is None or self.path is None:
