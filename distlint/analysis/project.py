@@ -601,7 +601,7 @@ class Project:
             if self._stale(item[0]):
                 return None
             self._touch(item[0])
-            found = known.get((pairs, item))
+            found: Any = known.get((pairs, item))  # True, a set of words, or None
             if found is None:
                 uses = self._uses_at(item)
                 if uses is None:
