@@ -14,8 +14,10 @@ class MetricNotGathered(Rule):
     Flags a metric computed in an evaluation loop over a sharded loader (prepared by Accelerate,
     set up by Fabric, or given a `DistributedSampler`) when the script never combines values
     across processes: an `evaluate` metric's `add_batch` / `add`, an `sklearn.metrics` function
-    after the loop, a count of matches (`correct += (pred == y).sum()`), or a running total
-    divided by the whole dataset's size (`total / len(loader.dataset)`), with no
+    after the loop, a count of matches (`correct += (pred == y).sum()`), a running total
+    divided by the whole dataset's size (`total / len(loader.dataset)`), or an average of the
+    values the loop collected (`np.mean(losses)`, `statistics.mean(accs)`,
+    `torch.stack(losses).mean()`, `sum(losses) / len(losses)` after the loop), with no
     `gather_for_metrics`, `gather`, `reduce`, `all_reduce`, `all_gather` (or a helper of another
     package whose name says it gathers, reduces or synchronises) anywhere in the module.
 
@@ -39,7 +41,18 @@ class MetricNotGathered(Rule):
     CODE = "DL401"
     NAME = "metric-not-gathered"
     MESSAGE = "an evaluation metric over a sharded loader is computed from one process's shard"
-    TRIGGERS = ("add_batch", ".add(", "sklearn", "==", ".eq(", ".dataset")
+    TRIGGERS = (
+        "add_batch",
+        ".add(",
+        "sklearn",
+        "==",
+        ".eq(",
+        ".dataset",
+        "mean",
+        "median",
+        "average",
+        "sum(",
+    )
 
     VALID = (
         Valid(
@@ -63,6 +76,14 @@ class MetricNotGathered(Rule):
             "def test(model, data):\n    loader = DataLoader(data, sampler=DistributedSampler(data, shuffle=False))\n"
             "    correct = torch.zeros(1)\n    for x, y in loader:\n        correct += (model(x).argmax(-1) == y).sum()\n"
             "    dist.all_reduce(correct)\n    return correct.item() / len(data)\n"
+        ),
+        # per-batch losses gathered before they are averaged
+        Valid(
+            "import torch\nfrom accelerate import Accelerator\n\n\ndef evaluate_model(model, loader):\n"
+            "    accelerator = Accelerator()\n    model, loader = accelerator.prepare(model, loader)\n"
+            "    losses = []\n    for batch in loader:\n        loss = model(**batch).loss\n"
+            "        losses.append(accelerator.gather_for_metrics(loss.repeat(len(batch))))\n"
+            "    return torch.cat(losses).mean().item()\n"
         ),
     )
     INVALID = (
@@ -99,6 +120,14 @@ class MetricNotGathered(Rule):
             "        preds += model(x).argmax(-1).tolist()\n        labels += y.tolist()\n"
             "    return f1_score(labels, preds)\n",
             range="12:12-12:20",
+        ),
+        # per-batch losses averaged after the loop: one shard's mean
+        Invalid(
+            "import numpy as np\nfrom accelerate import Accelerator\n\n\ndef evaluate_model(model, loader):\n"
+            "    accelerator = Accelerator()\n    model, loader = accelerator.prepare(model, loader)\n"
+            "    losses = []\n    for batch in loader:\n        losses.append(model(**batch).loss.item())\n"
+            "    return np.mean(losses)\n",
+            range="11:12-11:19",
         ),
     )
 

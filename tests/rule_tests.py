@@ -83,7 +83,7 @@ class SnippetTests:
     VALID: ClassVar[Mapping[str, str | Valid]] = {}
 
     @classmethod
-    def cases(cls) -> dict[str, list[Case]]:
+    def snippet_cases(cls) -> dict[str, list[Case]]:
         rule = rule_class(cls.CODE)
         valid = [Case(f"rule-{i}", v) for i, v in enumerate(rule.VALID)]
         valid += [
@@ -107,7 +107,7 @@ class FixtureTests:
         return FIXTURES / cls.CODE
 
     @classmethod
-    def cases(cls) -> dict[str, list[Case]]:
+    def fixture_cases(cls) -> dict[str, list[Case]]:
         files = [Case(n, cls.fixture_dir() / n) for n in ("bad.py", "good.py")]
         return {"fixture": files}
 
@@ -157,10 +157,10 @@ class FixtureTests:
 def parametrize_cases(cls: type, fixturenames: list[str]) -> Iterator[tuple[str, list[Case]]]:
     """(argument, cases) for each argument of a test of ``cls`` that its bases parametrize."""
     seen: dict[str, list[Case]] = {}
-    for base in (SnippetTests, FixtureTests):
-        if isinstance(cls, type) and issubclass(cls, base):
-            for name, cases in base.cases.__func__(cls).items():  # type: ignore[attr-defined]
-                seen[name] = cases
+    if issubclass(cls, SnippetTests):
+        seen.update(cls.snippet_cases())
+    if issubclass(cls, FixtureTests):
+        seen.update(cls.fixture_cases())
     for name in fixturenames:
         if name in seen:
             yield name, seen[name]

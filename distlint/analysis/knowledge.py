@@ -419,6 +419,22 @@ GATHER_NAME_WORDS = ("gather", "reduce", "synchron", "sync_", "all_")
 METRIC_LOADERS = frozenset({"evaluate.load", "datasets.load_metric", "evaluate.combine"})
 METRIC_ADD_METHODS = frozenset({"add_batch", "add"})
 METRIC_FUNCTION_PREFIXES = ("sklearn.metrics.",)
+# Averages of the values an evaluation loop collected (`np.mean(losses)` after the loop), and
+# the list methods that collect them.
+MEAN_FUNCTIONS = frozenset(
+    {
+        "numpy.mean",
+        "numpy.nanmean",
+        "numpy.average",
+        "numpy.median",
+        "statistics.mean",
+        "statistics.fmean",
+        "statistics.median",
+        "torch.mean",
+    }
+)
+MEAN_METHOD = "mean"
+COLLECT_METHODS = frozenset({"append", "extend"})
 # Accelerate options that stop the padding of the last batch (no duplicates to drop).
 EVEN_BATCHES = "even_batches"
 

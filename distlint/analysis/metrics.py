@@ -111,13 +111,18 @@ class Metrics:
     def sinks(self, loop: cst.For) -> list[cst.CSTNode]:
         """Where values of ``loop`` reach a metric, in the loop or after it in its function:
         `metric.add_batch(...)` on an `evaluate` metric, an `sklearn.metrics` function, a count
-        of matches (`correct += (pred == y).sum()`)."""
+        of matches (`correct += (pred == y).sum()`), an average of what the loop collected
+        (`np.mean(losses)`, `torch.stack(losses).mean()`, `sum(accs) / len(accs)`)."""
         index = self.index
         function = index.enclosing_function(loop) or index.module
-        return [n for n in body_nodes(function) if self._is_sink(n, loop)]
+        collected = _collected_in(loop)
+        return [n for n in body_nodes(function) if self._is_sink(n, loop, collected)]
 
-    def _is_sink(self, n: cst.CSTNode, loop: cst.For) -> bool:
+    def _is_sink(self, n: cst.CSTNode, loop: cst.For, collected: frozenset[str]) -> bool:
         index = self.index
+        after = index.order(n) > index.order(loop) and not index.is_inside(n, loop)
+        if collected and after and self._averages(n, collected):
+            return True  # a running average shown in the loop is progress, not the metric
         if isinstance(n, cst.Call):
             return self._is_metric_call(n, loop)
         if isinstance(n, cst.AugAssign) and isinstance(n.operator, cst.AddAssign):
@@ -143,6 +148,26 @@ class Metrics:
             and n.func.attr.value in K.METRIC_ADD_METHODS
             and index.is_inside(n, loop)
             and self._is_metric(n.func.value)
+        )
+
+    def _averages(self, n: cst.CSTNode, collected: frozenset[str]) -> bool:
+        """``n`` averages a list the loop collected: `np.mean(xs)`, `statistics.mean(xs)`,
+        `torch.cat(xs).mean()`, `sum(xs) / len(xs)`: one shard's average."""
+        if isinstance(n, cst.Call):
+            func = n.func
+            if self.index.qualname(func) in K.MEAN_FUNCTIONS:
+                return bool(n.args) and _mentions(n.args[0].value, collected)
+            return (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == K.MEAN_METHOD
+                and not n.args
+                and _mentions(func.value, collected)
+            )
+        return (
+            isinstance(n, cst.BinaryOperation)
+            and isinstance(n.operator, cst.Divide)
+            and _builtin_call_of(n.left, "sum", collected)
+            and _builtin_call_of(n.right, "len", collected)
         )
 
     def _summed_in(self, expr: cst.BaseExpression, loop: cst.For) -> bool:
@@ -196,3 +221,33 @@ def _counts_matches(value: cst.CSTNode) -> bool:
         ):
             return True
     return False
+
+
+def _collected_in(loop: cst.For) -> frozenset[str]:
+    """Names of the lists ``loop`` appends its values to (`losses.append(loss.item())`)."""
+    names = set()
+    for n in body_nodes(loop.body):
+        if (
+            isinstance(n, cst.Call)
+            and isinstance(n.func, cst.Attribute)
+            and n.func.attr.value in K.COLLECT_METHODS
+            and isinstance(n.func.value, cst.Name)
+        ):
+            names.add(n.func.value.value)
+    return frozenset(names)
+
+
+def _mentions(node: cst.CSTNode, names: frozenset[str]) -> bool:
+    return any(isinstance(n, cst.Name) and n.value in names for n in body_nodes(node))
+
+
+def _builtin_call_of(node: cst.BaseExpression, builtin: str, names: frozenset[str]) -> bool:
+    """`sum(xs)` / `len(xs)` of a collected list ``xs``."""
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == builtin
+        and len(node.args) == 1
+        and isinstance(node.args[0].value, cst.Name)
+        and node.args[0].value.value in names
+    )

@@ -1,4 +1,4 @@
-"""A Fabric loop run by test_precision.py under verify's probe (plain python, one process)."""
+"""A Fabric loop run by test_mixed_precision.py under verify's probe (plain python, one process)."""
 
 import sys
 
