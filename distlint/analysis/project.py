@@ -120,19 +120,7 @@ class Project:
         self._memory: dict[str, bytes] | None = None
         self._memory_dirs: set[str] = set()
         if sources is not None:
-            self._memory = {}
-            for rel, content in sources.items():
-                full = normalise(os.path.join(self.root, rel))
-                self._memory[full] = (
-                    content.encode("utf-8") if isinstance(content, str) else content
-                )
-                parent = os.path.dirname(full)
-                while parent not in self._memory_dirs:
-                    self._memory_dirs.add(parent)
-                    up = os.path.dirname(parent)
-                    if up == parent:
-                        break
-                    parent = up
+            self._keep_sources(sources)
         self._overlay: dict[str, bytes] = {}
         for p, text in (overlay or {}).items():
             self.set_overlay(p, text)
@@ -180,6 +168,20 @@ class Project:
         self._loaded: set[str] = set()
         self.reached: tuple[str, ...] = ()  # of the last `tracking` block
         self._reported: set[tuple[str, str]] = set()
+
+    def _keep_sources(self, sources: Mapping[str, str | bytes]) -> None:
+        """The files of an in-memory project, and the folders holding them."""
+        self._memory = {}
+        for rel, content in sources.items():
+            full = normalise(os.path.join(self.root, rel))
+            self._memory[full] = content.encode("utf-8") if isinstance(content, str) else content
+            parent = os.path.dirname(full)
+            while parent not in self._memory_dirs:
+                self._memory_dirs.add(parent)
+                up = os.path.dirname(parent)
+                if up == parent:
+                    break
+                parent = up
 
     # ------------------------------------------------------------------ construction
     @classmethod
