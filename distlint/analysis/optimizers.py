@@ -13,6 +13,7 @@ import libcst as cst
 
 from distlint.analysis import knowledge as K
 from distlint.analysis.common import (
+    _OPTIMIZING,
     Provider,
     _is_call,
 )
@@ -60,7 +61,7 @@ class Optimizers(Provider):
         if found is None or found.how is not How.FACTORY or not found.lr_inside:
             return [found] if found is not None else []
         # a factory or Trainer class of another module: one per optimizer it builds
-        external = self.facts.summaries._external_summary(call)
+        external = self.facts.summaries._external_summary(call, _OPTIMIZING)
         if external is not None and external.lrs:
             if external.trained_there:
                 return []  # reported in that module
@@ -73,7 +74,7 @@ class Optimizers(Provider):
         found = self._known_optimizer(call, q)
         if found is not None or q in K.OPTIMIZER_FACTORIES or q in K.CONFIG_INSTANTIATE:
             return found
-        external = self.facts.summaries._external_summary(call)
+        external = self.facts.summaries._external_summary(call, _OPTIMIZING)
         if self._project_instantiate(call, external):
             return self._instantiated_optimizer(call) or self._unresolved_optimizer(call)
         if external is not None and (Made.OPTIMIZER in external.makes or external.lrs):
@@ -334,7 +335,7 @@ class Optimizers(Provider):
                     if b.op == "class" and self._is_optimizer_class_def(b.node, seen):
                         return True
                     if b.op == "import":
-                        summary = self.facts.summaries._imported_summary(base.value)
+                        summary = self.facts.summaries._imported_summary(base.value, _OPTIMIZING)
                         if summary is not None and Made.OPTIMIZER in summary.makes:
                             return True
         return False

@@ -63,15 +63,18 @@ class Processes(Provider):
         if not self._imports_may_train:
             return False
         return any(
-            Made.ACCELERATOR in self.facts.summaries._external_makes(c)
-            for c in self.facts.summaries._external_calls
+            Made.ACCELERATOR in self.facts.summaries._external_makes(c, _DISTRIBUTED)
+            for c in self.index.calls
         )
 
     @cached_property
     def _imports_may_train(self) -> bool:
         """Some module this one imports from the project (directly or through others) writes
         the name of a callable that makes an Accelerator or trains data-parallel. When none
-        does, no call into them can, and `mode` needs none of their summaries."""
+        does, no call into them can, and `mode` needs none of their summaries. (A project
+        that reads one name's text checks each call by itself instead: `_may_reach`.)"""
+        if getattr(self.project, "name_may_write", None) is not None:
+            return True
         return self.imports_may_reach(_DISTRIBUTED)
 
     def imports_may_reach(self, callables: _Spellings, path: str | None = None) -> bool:
@@ -110,7 +113,7 @@ class Processes(Provider):
         # the script hands its model / optimizer to a project class or function that trains
         # them data-parallel (a Trainer that creates the Accelerator and prepares what it gets)
         for call in self._training_calls:
-            summary = self.facts.summaries._external_summary(call)
+            summary = self.facts.summaries._external_summary(call, _DISTRIBUTED)
             if summary is not None and summary.trains is not None:
                 return summary.trains
         return self._mode_by_use()
@@ -201,8 +204,8 @@ class Processes(Provider):
         out: list[cst.Call] = []
         if not self._imports_may_train:
             return out
-        for call in self.facts.summaries._external_calls:
-            summary = self.facts.summaries._external_summary(call)
+        for call in self.index.calls:
+            summary = self.facts.summaries._external_summary(call, _DISTRIBUTED)
             if summary is not None and summary.trains is not None and call.args:
                 out.append(call)
         return out
@@ -543,7 +546,7 @@ class Processes(Provider):
                 return True
         return isinstance(
             node, cst.Call
-        ) and Made.ACCELERATOR in self.facts.summaries._external_makes(node)
+        ) and Made.ACCELERATOR in self.facts.summaries._external_makes(node, _DISTRIBUTED)
 
     def divided_by_process_count(self, expr: cst.CSTNode, depth: int = 4) -> bool:
         """``expr`` is (a copy of) ``x // world_size`` / ``x / (n * num_processes)``, or a name
