@@ -1,0 +1,217 @@
+"""Training losses written out by the main process only (``Facts.logged_losses``).
+
+Each process of a data-parallel run computes the loss of its own shard. A loss that goes to the
+console, a log or a tracker from the main process only (under `if accelerator.is_main_process:`,
+`if rank == 0:`, or through a call that writes on the main process by itself: `accelerator.log`,
+`accelerator.print`, Accelerate's logger, `fabric.log`, `xm.master_print`) is that process's
+shard's, unless it went through a collective first (`accelerator.reduce`, `gather`,
+`dist.all_reduce`, ...).
+
+What is the loss is decided by use: the value a training loop passes to a backward pass, what a
+helper that runs the backward pass returns, and everything the loop's function computes from
+them (`loss.item()`, `total_loss += loss.detach()`, `meter.update(loss.item())`, a dict of them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from distlint.analysis import knowledge as K
+from distlint.analysis.index import call_keyword, dotted_name
+from distlint.analysis.loops import body_nodes
+
+if TYPE_CHECKING:
+    from distlint.analysis.facts import Facts
+
+# Names a value flows into, and the expression (or call) it flows from.
+Flow = tuple[list[str], cst.CSTNode]
+
+
+class LoggedLosses:
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        self.index = facts.index
+
+    @cached_property
+    def sinks(self) -> list[cst.Call]:
+        """Output calls that write a training loss, uncombined, from the main process only."""
+        loops = self.facts.loops
+        out: list[cst.Call] = []
+        seen: set[int] = set()
+        for loop in loops.training_loops:
+            if isinstance(loop, cst.For):
+                data = loops.iterated(loop)
+                if loops.is_loader(data) and not loops.is_sharded_loader(data):
+                    continue  # every process trains on all of it: one loss is every loss
+            function = self.index.enclosing_function(loop) or self.index.module
+            if id(function) in seen:
+                continue
+            seen.add(id(function))
+            losses, combined = self._loss_values(function)
+            for node in body_nodes(function):
+                if (
+                    isinstance(node, cst.Call)
+                    and self.writes_on_main_process_only(node)
+                    and self._carries(node, losses - combined)
+                ):
+                    out.append(node)
+        return out
+
+    # ------------------------------------------------------------------ what carries the loss
+    def _loss_values(self, function: cst.CSTNode) -> tuple[set[str], set[str]]:
+        """Names (dotted) in ``function`` that hold the loss or a value computed from it, and
+        those that went through a collective."""
+        losses: set[str] = set()
+        combined: set[str] = set()
+        flows: list[tuple[list[str], cst.CSTNode]] = []
+        for node in body_nodes(function):
+            if isinstance(node, cst.Call):
+                self._scan_call(node, losses, combined, flows)
+            elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                self._scan_assignment(node, losses, combined, flows)
+        changed = True
+        while changed:  # what is computed from a loss carries it (order does not matter in a loop)
+            changed = False
+            for keys, value in flows:
+                if set(keys) <= losses or not self._carries(value, losses - combined):
+                    continue
+                losses.update(keys)
+                changed = True
+        return losses, combined
+
+    def _scan_call(
+        self, call: cst.Call, losses: set[str], combined: set[str], flows: list[Flow]
+    ) -> None:
+        """The backward pass names the loss; a collective combines its arguments in place;
+        `losses.append(x)` / `meter.update(x)` flows ``x`` into the receiver."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == K.BACKWARD_METHOD:
+            positional = [a for a in call.args if a.keyword is None]
+            losses.update(_roots(positional[0].value if positional else func.value))
+        elif self.facts.metrics.is_collective(call):
+            combined.update(k for a in call.args for k in _roots(a.value))
+        elif isinstance(func, cst.Attribute) and func.attr.value in K.ACCUMULATE_INTO_METHODS:
+            receiver = dotted_name(func.value)
+            if receiver is not None:
+                flows.append(([receiver], call))
+
+    def _scan_assignment(
+        self,
+        node: cst.Assign | cst.AugAssign | cst.AnnAssign,
+        losses: set[str],
+        combined: set[str],
+        flows: list[Flow],
+    ) -> None:
+        value = node.value
+        if value is None:
+            return
+        keys = [k for k in (_target_key(t) for t in _targets(node)) if k is not None]
+        if _contains_collective(self, value):
+            combined.update(keys)
+        elif isinstance(value, cst.Call) and self.facts.loops.runs_backward_in_helper(value):
+            losses.update(keys)  # `loss = train_step(batch)`
+        else:
+            flows.append((keys, value))
+
+    def _carries(self, node: cst.CSTNode, losses: set[str]) -> bool:
+        """``node`` reads one of ``losses`` outside a collective call."""
+        if not losses:
+            return False
+        for n in _reads(node, self):
+            key = dotted_name(n)
+            if key is not None and key in losses:
+                return True
+        return False
+
+    # ------------------------------------------------------------------ where it goes
+    def writes_on_main_process_only(self, call: cst.Call) -> bool:
+        """``call`` writes to the console, a log or a tracker, and only the main process runs
+        it (by itself, or under a test that holds on one process)."""
+        q = self.index.qualname(call.func)
+        if q in K.MAIN_PROCESS_OUTPUT:
+            return True
+        if q is not None and q.startswith(K.MAIN_PROCESS_LOGGER):
+            flag = call_keyword(call, K.MAIN_PROCESS_ONLY_KEYWORD)
+            if flag is None or self.index.constant_value(flag) is not False:
+                return True
+        return self.writes_out(call, q) and self.facts.on_one_process(call)
+
+    def writes_out(self, call: cst.Call, q: str | None) -> bool:
+        func = call.func
+        if isinstance(func, cst.Name):
+            return func.value == "print" and not self.index.bindings_of(func)
+        if not isinstance(func, cst.Attribute) or func.attr.value not in K.OUTPUT_METHODS:
+            return False
+        if q is None or not self.facts.traceable(func.value):
+            return True  # a logger or writer handed in: its method's name says it writes
+        return any(q == p or q.startswith((p + ".", p + "(")) for p in K.OUTPUT_PACKAGES)
+
+
+def _roots(expr: cst.BaseExpression) -> Iterator[str]:
+    """The value a loss expression is made of: `loss` in `loss / accum`, `loss.mean()`,
+    `scaler.scale(loss)`, `outputs.loss` in `outputs.loss * 2`."""
+    while True:
+        if isinstance(expr, cst.BinaryOperation):
+            expr = expr.left
+        elif isinstance(expr, cst.UnaryOperation):
+            expr = expr.expression
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and not (
+                expr.args and func.attr.value == K.SCALE_METHOD
+            ):
+                expr = func.value  # `loss.mean()`, `loss.detach()`
+            elif expr.args:
+                expr = expr.args[0].value  # `scaler.scale(loss)`, `torch.mean(loss)`
+            else:
+                return
+        else:
+            break
+    key = dotted_name(expr)
+    if key is not None:
+        yield key
+
+
+def _targets(node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> Iterator[cst.BaseExpression]:
+    if isinstance(node, cst.Assign):
+        for t in node.targets:
+            if isinstance(t.target, (cst.Tuple, cst.List)):
+                yield from (e.value for e in t.target.elements)
+            else:
+                yield t.target
+    else:
+        yield node.target
+
+
+def _target_key(target: cst.BaseExpression) -> str | None:
+    """`logs["loss"] = ...` puts the loss in `logs`."""
+    while isinstance(target, cst.Subscript):
+        target = target.value
+    return dotted_name(target)
+
+
+def _reads(node: cst.CSTNode, owner: LoggedLosses) -> Iterator[cst.BaseExpression]:
+    """Names and dotted names ``node`` reads, collective calls left out."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Call) and owner.facts.metrics.is_collective(n):
+            continue
+        if isinstance(n, (cst.Name, cst.Attribute)):
+            yield n
+        if isinstance(n, cst.Attribute):
+            stack.append(n.value)
+            continue
+        stack.extend(c for c in n.children if not isinstance(c, (cst.FunctionDef, cst.ClassDef)))
+
+
+def _contains_collective(owner: LoggedLosses, value: cst.CSTNode) -> bool:
+    return any(
+        isinstance(n, cst.Call) and owner.facts.metrics.is_collective(n) for n in body_nodes(value)
+    )

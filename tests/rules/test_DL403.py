@@ -1,0 +1,128 @@
+"""DL403 loss-logged-from-one-process (rules/loss_logged_from_one_process.py): its snippets,
+fixtures/DL403/ and its own cases. The rule is opt-in.
+
+The reported cases are snapshotted in tests/rules/snapshots/test_DL403/; the cases that must stay
+silent are valid snippets (``VALID``).
+"""
+
+from helpers import lint_snippet
+from rule_tests import FixtureTests, SnippetTests
+
+from distlint.api import lint_source
+from distlint.config import Config
+
+ACC = "from accelerate import Accelerator\n"
+
+
+def accelerate_loop(after_backward, imports=""):
+    return (
+        imports + ACC + "\ndef train(model, optimizer, loader):\n    accelerator = Accelerator()\n"
+        "    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "    for batch in loader:\n        loss = model(**batch).loss\n"
+        "        accelerator.backward(loss)\n        optimizer.step()\n"
+        + "".join(f"        {line}\n" for line in after_backward)
+    )
+
+
+class TestDL403(SnippetTests, FixtureTests):
+    CODE = "DL403"
+    VALID = {
+        "gathered-per-sample-losses": accelerate_loop(
+            [
+                "avg = accelerator.gather(loss.repeat(8)).mean()",
+                "total = avg.item()",
+                "accelerator.log({'loss': total})",
+            ]
+        ),
+        "reduced-in-place-by-torch-distributed": accelerate_loop(
+            [
+                "value = loss.detach().clone()",
+                "dist.all_reduce(value)",
+                "accelerator.print(value.item())",
+            ],
+            "import torch.distributed as dist\n",
+        ),
+        "every-process-prints-its-own": accelerate_loop(["print(loss.item())"]),
+        "progress-bar-only": accelerate_loop(
+            ["bar.set_postfix(loss=loss.item())"], "from tqdm import tqdm\nbar = tqdm()\n"
+        ),
+        "main-process-logs-something-else": accelerate_loop(
+            ["if accelerator.is_main_process:", "    print('lr', optimizer.param_groups[0]['lr'])"]
+        ),
+        "not-data-parallel": (
+            "import torch\n\ndef train(model, optimizer, loader, writer):\n"
+            "    for x, y in loader:\n        loss = torch.nn.functional.mse_loss(model(x), y)\n"
+            "        loss.backward()\n        optimizer.step()\n        writer.add_scalar('loss', loss.item())\n"
+        ),
+        "accumulation-steps-logged-not-the-loss": accelerate_loop(
+            ["accelerator.print(f'accumulating {args.accum} steps')"]
+        ).replace("backward(loss)", "backward(loss / args.accum)"),
+        "training-loader-not-sharded": (
+            ACC + "from torch.utils.data import DataLoader\n\ndef train(model, optimizer, data):\n"
+            "    accelerator = Accelerator()\n    loader = DataLoader(data, batch_size=8)\n"
+            "    model, optimizer = accelerator.prepare(model, optimizer)\n"
+            "    for x, y in loader:\n        loss = model(x, y)\n        accelerator.backward(loss)\n"
+            "        optimizer.step()\n        accelerator.print(loss.item())\n"
+        ),
+        "fabric-all-reduce": (
+            "from lightning import Fabric\n\ndef train(model, optimizer, loader):\n"
+            "    fabric = Fabric()\n    model, optimizer = fabric.setup(model, optimizer)\n"
+            "    loader = fabric.setup_dataloaders(loader)\n    for x, y in loader:\n"
+            "        loss = model(x, y)\n        fabric.backward(loss)\n        optimizer.step()\n"
+            "        fabric.log('loss', fabric.all_reduce(loss.detach(), reduce_op='mean'))\n"
+        ),
+    }
+
+
+def test_dl403_is_opt_in():
+    code = accelerate_loop(["accelerator.log({'loss': loss.item()})"])
+    default = lint_source(code, "train.py", Config())
+    assert not [f for f in default.findings if f.code == "DL403"]
+    chosen = lint_source(code, "train.py", Config(extend_select=("DL403",)))
+    assert [f.code for f in chosen.findings] == ["DL403"]
+
+
+def test_dl403_a_helper_that_runs_backward_returns_the_loss(snapshot):
+    code = """
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+
+    def step(model, optimizer, batch):
+        loss = model(batch).mean()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+
+    def main(model, optimizer, loader, writer):
+        dist.init_process_group("nccl")
+        model = DistributedDataParallel(model)
+        for i, batch in enumerate(loader):
+            loss = step(model, optimizer, batch)
+            if dist.get_rank() == 0:
+                writer.add_scalar("train/loss", loss.item(), i)
+    """
+    (finding,) = snapshot(lint_snippet("DL403", code)).findings
+    assert finding.line == 19
+
+
+def test_dl403_a_running_meter_and_a_dict_carry_the_loss(snapshot):
+    code = """
+    from lightning import Fabric
+
+
+    def train(model, optimizer, loader, meter):
+        fabric = Fabric(devices=2)
+        model, optimizer = fabric.setup(model, optimizer)
+        loader = fabric.setup_dataloaders(loader)
+        for x, y in loader:
+            loss = model(x, y)
+            fabric.backward(loss)
+            optimizer.step()
+            meter.update(loss.detach())
+        metrics = {"train_loss": meter.compute().item()}
+        fabric.log_dict(metrics)
+    """
+    (finding,) = snapshot(lint_snippet("DL403", code)).findings
+    assert finding.line == 15
