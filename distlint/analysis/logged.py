@@ -27,8 +27,34 @@ from distlint.analysis.loops import body_nodes
 if TYPE_CHECKING:
     from distlint.analysis.facts import Facts
 
-# Names a value flows into, and the expression (or call) it flows from.
-Flow = tuple[list[str], cst.CSTNode]
+_DEPTH = 8  # how many bindings back a logged value is followed
+# How a name is bound: computed from something (`=`), folded into (`+=`, `.append(x)`,
+# `.update(x)`), returned by a helper that runs the backward pass, or out of a collective.
+_ASSIGNED, _FOLDED, _LOSS, _COMBINED = range(4)
+_Binding = tuple[int, int, cst.CSTNode | None]  # order, how, the value
+
+
+class _Values:
+    """One function's bindings and the backward passes that take a value, by source order."""
+
+    __slots__ = ("backward", "bindings")
+
+    def __init__(self) -> None:
+        self.backward: dict[str, list[int]] = {}
+        self.bindings: dict[str, list[_Binding]] = {}
+
+    def bind(self, key: str, order: int, kind: int, value: cst.CSTNode | None) -> None:
+        self.bindings.setdefault(key, []).append((order, kind, value))
+
+    def reaches_backward(self, key: str, since: int) -> bool:
+        """A backward pass takes ``key`` after ``since`` and before it is bound again."""
+        later = [b[0] for b in self.bindings.get(key, ()) if b[0] > since]
+        until = min(later) if later else float("inf")
+        return any(since < b < until for b in self.backward.get(key, ()))
+
+    def last_binding(self, key: str, at: int) -> _Binding | None:
+        before = [b for b in self.bindings.get(key, ()) if b[0] < at]
+        return max(before, key=lambda b: b[0]) if before else None
 
 
 class LoggedLosses:
@@ -51,81 +77,90 @@ class LoggedLosses:
             if id(function) in seen:
                 continue
             seen.add(id(function))
-            losses, combined = self._loss_values(function)
+            values = self._loss_values(function)
             for node in body_nodes(function):
                 if (
                     isinstance(node, cst.Call)
                     and self.writes_on_main_process_only(node)
-                    and self._carries(node, losses - combined)
+                    and self._carries(node, values, self.index.order(node), _DEPTH)
                 ):
                     out.append(node)
         return out
 
     # ------------------------------------------------------------------ what carries the loss
-    def _loss_values(self, function: cst.CSTNode) -> tuple[set[str], set[str]]:
-        """Names (dotted) in ``function`` that hold the loss or a value computed from it, and
-        those that went through a collective."""
-        losses: set[str] = set()
-        combined: set[str] = set()
-        flows: list[tuple[list[str], cst.CSTNode]] = []
+    def _loss_values(self, function: cst.CSTNode) -> _Values:
+        """Where ``function`` names the loss (its backward passes) and binds values."""
+        values = _Values()
         for node in body_nodes(function):
             if isinstance(node, cst.Call):
-                self._scan_call(node, losses, combined, flows)
+                self._scan_call(node, values)
             elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-                self._scan_assignment(node, losses, combined, flows)
-        changed = True
-        while changed:  # what is computed from a loss carries it (order does not matter in a loop)
-            changed = False
-            for keys, value in flows:
-                if set(keys) <= losses or not self._carries(value, losses - combined):
-                    continue
-                losses.update(keys)
-                changed = True
-        return losses, combined
+                self._scan_assignment(node, values)
+        return values
 
-    def _scan_call(
-        self, call: cst.Call, losses: set[str], combined: set[str], flows: list[Flow]
-    ) -> None:
+    def _scan_call(self, call: cst.Call, values: _Values) -> None:
         """The backward pass names the loss; a collective combines its arguments in place;
-        `losses.append(x)` / `meter.update(x)` flows ``x`` into the receiver."""
+        `losses.append(x)` / `meter.update(x)` folds ``x`` into the receiver."""
         func = call.func
+        order = self.index.order(call)
         if isinstance(func, cst.Attribute) and func.attr.value == K.BACKWARD_METHOD:
             positional = [a for a in call.args if a.keyword is None]
-            losses.update(_roots(positional[0].value if positional else func.value))
+            for key in _roots(positional[0].value if positional else func.value):
+                values.backward.setdefault(key, []).append(order)
         elif self.facts.metrics.is_collective(call):
-            combined.update(k for a in call.args for k in _roots(a.value))
+            for key in (k for a in call.args for k in _roots(a.value)):
+                values.bind(key, order, _COMBINED, None)
         elif isinstance(func, cst.Attribute) and func.attr.value in K.ACCUMULATE_INTO_METHODS:
             receiver = dotted_name(func.value)
             if receiver is not None:
-                flows.append(([receiver], call))
+                values.bind(receiver, order, _FOLDED, call)
 
     def _scan_assignment(
-        self,
-        node: cst.Assign | cst.AugAssign | cst.AnnAssign,
-        losses: set[str],
-        combined: set[str],
-        flows: list[Flow],
+        self, node: cst.Assign | cst.AugAssign | cst.AnnAssign, values: _Values
     ) -> None:
         value = node.value
         if value is None:
             return
-        keys = [k for k in (_target_key(t) for t in _targets(node)) if k is not None]
+        order = self.index.order(node)
         if _contains_collective(self, value):
-            combined.update(keys)
+            kind = _COMBINED
         elif isinstance(value, cst.Call) and self.facts.loops.runs_backward_in_helper(value):
-            losses.update(keys)  # `loss = train_step(batch)`
+            kind = _LOSS  # `loss = train_step(batch)`
         else:
-            flows.append((keys, value))
+            kind = _FOLDED if isinstance(node, cst.AugAssign) else _ASSIGNED
+        for key in (_target_key(t) for t in _targets(node)):
+            if key is not None:
+                values.bind(key, order, kind, value)
 
-    def _carries(self, node: cst.CSTNode, losses: set[str]) -> bool:
-        """``node`` reads one of ``losses`` outside a collective call."""
-        if not losses:
+    def _carries(self, node: cst.CSTNode, values: _Values, at: int, depth: int) -> bool:
+        """``node``, run at ``at``, reads the loss (outside a collective call)."""
+        if depth <= 0:
             return False
         for n in _reads(node, self):
             key = dotted_name(n)
-            if key is not None and key in losses:
+            if key is not None and self._holds_loss(key, values, at, depth):
                 return True
         return False
+
+    def _holds_loss(self, key: str, values: _Values, at: int, depth: int) -> bool:
+        """``key`` holds the loss at ``at``: a backward pass takes what it was last bound to
+        (before or after ``at``: `total += loss.detach()` may come first), or its last binding computed it from the loss (`lossf = loss.item()`,
+        `total += loss.detach()`, `meter.update(loss)`)."""
+        last = values.last_binding(key, at)
+        if values.reaches_backward(key, last[0] if last is not None else -1):
+            return True
+        if last is None:
+            # bound only later in the loop, or never: the back edge brings what a backward
+            # pass took
+            return key in values.backward and not values.bindings.get(key)
+        order, kind, value = last
+        if kind == _LOSS:
+            return True
+        if kind == _COMBINED or value is None:
+            return False
+        if kind == _FOLDED and self._holds_loss(key, values, order, depth - 1):
+            return True  # `total += x` keeps what `total` held
+        return self._carries(value, values, order, depth - 1)
 
     # ------------------------------------------------------------------ where it goes
     def writes_on_main_process_only(self, call: cst.Call) -> bool:
