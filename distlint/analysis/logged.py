@@ -23,6 +23,7 @@ import libcst as cst
 from distlint.analysis import knowledge as K
 from distlint.analysis.index import call_keyword, dotted_name
 from distlint.analysis.loops import body_nodes
+from distlint.analysis.records import Origin
 
 if TYPE_CHECKING:
     from distlint.analysis.facts import Facts
@@ -47,10 +48,18 @@ class _Values:
         self.bindings.setdefault(key, []).append((order, kind, value))
 
     def reaches_backward(self, key: str, since: int) -> bool:
-        """A backward pass takes ``key`` after ``since`` and before it is bound again."""
-        later = [b[0] for b in self.bindings.get(key, ()) if b[0] > since]
-        until = min(later) if later else float("inf")
-        return any(since < b < until for b in self.backward.get(key, ()))
+        """A backward pass takes what ``key`` holds after ``since``: before it is bound again,
+        or after a rebinding that rescales it (`loss = loss / accumulation_steps`)."""
+        later = sorted((b for b in self.bindings.get(key, ()) if b[0] > since), key=lambda b: b[0])
+        for order, _kind, value in later:
+            if any(since < b < order for b in self.backward.get(key, ())):
+                return True
+            if not (
+                _kind == _FOLDED or (isinstance(value, cst.BaseExpression) and key in _roots(value))
+            ):
+                return False
+            since = order
+        return any(b > since for b in self.backward.get(key, ()))
 
     def last_binding(self, key: str, at: int) -> _Binding | None:
         before = [b for b in self.bindings.get(key, ()) if b[0] < at]
@@ -70,8 +79,8 @@ class LoggedLosses:
         seen: set[int] = set()
         for loop in loops.training_loops:
             if isinstance(loop, cst.For):
-                data = loops.iterated(loop)
-                if loops.is_loader(data) and not loops.is_sharded_loader(data):
+                origins = loops.loader_origins(loops.iterated(loop))
+                if origins and all(o is Origin.UNSHARDED for o in origins):
                     continue  # every process trains on all of it: one loss is every loss
             function = self.index.enclosing_function(loop) or self.index.module
             if id(function) in seen:

@@ -64,6 +64,15 @@ class TestDL403(SnippetTests, FixtureTests):
             "    for x, y in loader:\n        loss = model(x, y)\n        accelerator.backward(loss)\n"
             "        optimizer.step()\n        accelerator.print(loss.item())\n"
         ),
+        # the name of the training loss reused for one validation batch's loss
+        "validation-loss-in-a-reused-name": accelerate_loop(
+            [
+                "with torch.no_grad():",
+                "    loss = model(**next(iter(loader))).loss",
+                "accelerator.log({'valid_loss': loss.item()})",
+            ],
+            "import torch\n",
+        ),
         "fabric-all-reduce": (
             "from lightning import Fabric\n\ndef train(model, optimizer, loader):\n"
             "    fabric = Fabric()\n    model, optimizer = fabric.setup(model, optimizer)\n"
@@ -123,6 +132,27 @@ def test_dl403_a_running_meter_and_a_dict_carry_the_loss(snapshot):
             meter.update(loss.detach())
         metrics = {"train_loss": meter.compute().item()}
         fabric.log_dict(metrics)
+    """
+    (finding,) = snapshot(lint_snippet("DL403", code)).findings
+    assert finding.line == 15
+
+
+def test_dl403_loss_summed_before_it_is_rescaled_for_backward(snapshot):
+    code = """
+    from accelerate import Accelerator
+
+
+    def train(model, optimizer, loader, steps):
+        accelerator = Accelerator(log_with="all")
+        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+        total_loss = 0
+        for batch in loader:
+            loss = model(**batch).loss
+            total_loss += loss.detach().float()
+            loss = loss / steps
+            accelerator.backward(loss)
+            optimizer.step()
+        accelerator.log({"train_loss": total_loss.item() / len(loader)})
     """
     (finding,) = snapshot(lint_snippet("DL403", code)).findings
     assert finding.line == 15
