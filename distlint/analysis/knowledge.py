@@ -476,6 +476,16 @@ OUTPUT_METHODS = frozenset(
         "log_metric", "log_metrics", "log_dict", "master_print",
     }
 )  # fmt: skip
+# Backends whose loss is already averaged over the data-parallel group when the script sees it
+# (Accelerate's Megatron-LM integration: "the losses are already averaged across the data
+# parallel group"): naming them anywhere in a module says the script runs on one.
+LOSS_REDUCING_BACKENDS = frozenset(
+    {
+        "accelerate.DistributedType.MEGATRON_LM",
+        "accelerate.utils.DistributedType.MEGATRON_LM",
+        "accelerate.utils.MegatronLMPlugin",
+    }
+)
 # Accelerate options that stop the padding of the last batch (no duplicates to drop).
 EVEN_BATCHES = "even_batches"
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from distlint.analysis import knowledge as K
-from distlint.analysis.index import call_keyword, dotted_name
+from distlint.analysis.index import call_keyword, dotted_name, walk
 from distlint.analysis.loops import body_nodes
 from distlint.analysis.records import Origin
 
@@ -94,7 +94,14 @@ class LoggedLosses:
                     and self._carries(node, values, self.index.order(node), _DEPTH)
                 ):
                     out.append(node)
-        return out
+        return out if out and not self._backend_reduces_loss() else []
+
+    def _backend_reduces_loss(self) -> bool:
+        index = self.index
+        return any(
+            isinstance(n, cst.Attribute) and index.qualname(n) in K.LOSS_REDUCING_BACKENDS
+            for n in walk(index.module)
+        )
 
     # ------------------------------------------------------------------ what carries the loss
     def _loss_values(self, function: cst.CSTNode) -> _Values:
@@ -156,6 +163,8 @@ class LoggedLosses:
         (before or after ``at``: `total += loss.detach()` may come first), or its last binding computed it from the loss (`lossf = loss.item()`,
         `total += loss.detach()`, `meter.update(loss)`)."""
         last = values.last_binding(key, at)
+        if last is not None and self._combined(key, values, at, depth):
+            return False  # a loss made of gathered values (sequence parallelism) is the run's
         if values.reaches_backward(key, last[0] if last is not None else -1):
             return True
         if last is None:
@@ -170,6 +179,19 @@ class LoggedLosses:
         if kind == _FOLDED and self._holds_loss(key, values, order, depth - 1):
             return True  # `total += x` keeps what `total` held
         return self._carries(value, values, order, depth - 1)
+
+    def _combined(self, key: str, values: _Values, at: int, depth: int) -> bool:
+        """What ``key`` holds at ``at`` came out of a collective, or was computed from one."""
+        last = values.last_binding(key, at)
+        if last is None or depth <= 0:
+            return False
+        order, kind, value = last
+        if kind == _COMBINED:
+            return True
+        if kind != _ASSIGNED or value is None:
+            return False
+        reads = [k for n in _reads(value, self) if (k := dotted_name(n)) is not None]
+        return any(self._combined(k, values, order, depth - 1) for k in reads)
 
     # ------------------------------------------------------------------ where it goes
     def writes_on_main_process_only(self, call: cst.Call) -> bool:

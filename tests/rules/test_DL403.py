@@ -73,6 +73,22 @@ class TestDL403(SnippetTests, FixtureTests):
             ],
             "import torch\n",
         ),
+        # sequence parallelism: the loss that goes to backward is made of every rank's shard
+        "loss-built-from-gathered-shards": accelerate_loop(
+            ["accelerator.log({'loss': loss.item()})"], "import torch.distributed as dist\n"
+        ).replace(
+            "        loss = model(**batch).loss\n",
+            "        parts = dist.nn.functional.all_gather(model(**batch).loss)\n"
+            "        loss = sum(parts) / len(parts)\n",
+        ),
+        # Accelerate's Megatron-LM integration averages the loss over the data-parallel group
+        "megatron-lm-backend": accelerate_loop(
+            [
+                "if accelerator.distributed_type == DistributedType.MEGATRON_LM:",
+                "    accelerator.log({'loss': loss.item()})",
+            ],
+            "from accelerate import DistributedType\n",
+        ),
         "fabric-all-reduce": (
             "from lightning import Fabric\n\ndef train(model, optimizer, loader):\n"
             "    fabric = Fabric()\n    model, optimizer = fabric.setup(model, optimizer)\n"
