@@ -456,6 +456,10 @@ MAIN_PROCESS_OUTPUT = frozenset(
         "torch_xla.core.xla_model.master_print",
     }
 )
+# Same policy as RANK_NAMES: ONLY for a receiver the analysis cannot trace (an Accelerator made
+# by a project helper, a Fabric handed in), their methods that write on the main process only.
+MAIN_PROCESS_OUTPUT_METHODS = frozenset({"print", "log", "log_dict"})
+MAIN_PROCESS_RECEIVER_NAMES = frozenset({"accelerator", "fabric"})
 # Accelerate's logger logs on the main process only unless told `main_process_only=False`.
 MAIN_PROCESS_LOGGER = "accelerate.logging.get_logger()."
 MAIN_PROCESS_ONLY_KEYWORD = "main_process_only"

@@ -200,6 +200,14 @@ class LoggedLosses:
         q = self.index.qualname(call.func)
         if q in K.MAIN_PROCESS_OUTPUT:
             return True
+        func = call.func
+        if (
+            q is None
+            and isinstance(func, cst.Attribute)
+            and func.attr.value in K.MAIN_PROCESS_OUTPUT_METHODS
+            and (dotted_name(func.value) or "").rsplit(".", 1)[-1] in K.MAIN_PROCESS_RECEIVER_NAMES
+        ):
+            return True  # `self.accelerator.log(...)`, a Fabric handed in: untraced, named
         if q is not None and q.startswith(K.MAIN_PROCESS_LOGGER):
             flag = call_keyword(call, K.MAIN_PROCESS_ONLY_KEYWORD)
             if flag is None or self.index.constant_value(flag) is not False:

@@ -172,3 +172,19 @@ def test_dl403_loss_summed_before_it_is_rescaled_for_backward(snapshot):
     """
     (finding,) = snapshot(lint_snippet("DL403", code)).findings
     assert finding.line == 15
+
+
+def test_dl403_an_untraced_fabric_handed_in_writes_on_rank_zero(snapshot):
+    code = """
+    import lightning as L
+
+
+    def fit(fabric, model, optimizer, loader):
+        for batch in loader:
+            loss = model(batch)
+            fabric.backward(loss)
+            optimizer.step()
+            fabric.print(f"loss {loss.item():.4f}")
+    """
+    (finding,) = snapshot(lint_snippet("DL403", code)).findings
+    assert finding.line == 11
