@@ -185,6 +185,11 @@ def test_dl403_an_untraced_fabric_handed_in_writes_on_rank_zero(snapshot):
             fabric.backward(loss)
             optimizer.step()
             fabric.print(f"loss {loss.item():.4f}")
+
+
+    def main(model, optimizer, loader):
+        fabric = L.Fabric(devices=2, strategy="ddp")
+        fabric.launch(fit, model, optimizer, fabric.setup_dataloaders(loader))
     """
     (finding,) = snapshot(lint_snippet("DL403", code)).findings
-    assert finding.line == 11
+    assert finding.line == 10
