@@ -299,17 +299,52 @@ def _lint_file(
     if cache:
         store, key = _cache_entry(path, data, config, options)
         prior = store.get(key, path)
+        if prior is None and _fixes_without_writing(path, options):
+            prior = _unfixed(path, data, config, options, state)
+            if prior is not None:
+                store.put(key, prior)
         if prior is not None and not (options.fix and _fix_wanted(prior, config, options)):
             return _finish(path, data, state, prior, config, options)
     result = _lint_data(path, data, config, options, prior, state)
     if store is not None and key is not None and not result.errors:
-        if result.fixed_bytes is None and prior is None:
-            store.put(key, result)  # nothing was fixed: the result is the file's
-        elif result.fixed_bytes is not None and options.write and result.fixes_applied:
-            # the file now holds the fixed bytes and the result is theirs: the next run is warm
-            fixed_store, fixed_key = _cache_entry(path, result.fixed_bytes, config, options)
-            fixed_store.put(fixed_key, result)
+        _remember(store, key, path, result, prior is not None, config, options)
     return _finish(path, data, state, result, config, options)
+
+
+def _fixes_without_writing(path: str, options: LintOptions) -> bool:
+    """A fix run that writes nothing (``--diff``) of a Python file (a notebook's lint does not
+    start from a prior result)."""
+    return options.fix and not options.write and not path.endswith(".ipynb")
+
+
+def _unfixed(
+    path: str, data: bytes, config: Config, options: LintOptions, state: os.stat_result
+) -> FileResult | None:
+    """The lint of the file as it is, for a fix that writes nothing (``--diff``) to start from
+    and the cache to keep: the file's bytes are the same next time, so the next such run finds
+    it and parses only to verify the fixed text. None when it holds errors (never cached: the
+    fix lints the file itself)."""
+    result = _lint_data(path, data, config, options._replace(fix=False), None, state)
+    return None if result.errors else result
+
+
+def _remember(
+    store: Any,
+    key: str,
+    path: str,
+    result: FileResult,
+    from_prior: bool,
+    config: Config,
+    options: LintOptions,
+) -> None:
+    """Keep ``result`` in the cache: under the file's bytes (``key``) when nothing was fixed
+    (``from_prior``: it came from there), under the fixed bytes once they are written."""
+    if result.fixed_bytes is None and not from_prior:
+        store.put(key, result)  # nothing was fixed: the result is the file's
+    elif result.fixed_bytes is not None and options.write and result.fixes_applied:
+        # the file now holds the fixed bytes and the result is theirs: the next run is warm
+        fixed_store, fixed_key = _cache_entry(path, result.fixed_bytes, config, options)
+        fixed_store.put(fixed_key, result)
 
 
 def _finish(

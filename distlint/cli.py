@@ -20,7 +20,7 @@ else:
     _EARLY_WORKER = None
 
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, NamedTuple, TextIO
 
 import click
 
@@ -154,7 +154,10 @@ def _common_options(f):
             "--quiet",
             "-q",
             is_flag=True,
-            help="Print no findings: only errors and how many fixes were applied (the fix hook).",
+            help=(
+                "Print no findings: only errors and how many fixes were applied (the fix hook);"
+                " a report asked with --output-file is still written."
+            ),
         ),
         click.option(
             "--no-cache",
@@ -246,17 +249,10 @@ def _run(
     quiet: bool = False,
     **verify_kwargs,
 ) -> int:
-    select_t = _split_codes(select, "--select")
-    ignore_t = _split_codes(ignore, "--ignore")
-    extend_t = _split_codes(extend_select, "--extend-select")
-    problem = config_file_problem(config_path) if config_path is not None else None
-    if problem is not None:  # missing, a directory, a FIFO...
-        click.echo(f"error: {problem}", err=True)
-        return EXIT_ERROR
     options = LintOptions(
-        select=select_t,
-        ignore=ignore_t,
-        extend_select=extend_t,
+        select=_split_codes(select, "--select"),
+        ignore=_split_codes(ignore, "--ignore"),
+        extend_select=_split_codes(extend_select, "--extend-select"),
         unsafe_fixes=unsafe_fixes,
         fix=fix or diff,
         write=not diff,
@@ -268,6 +264,10 @@ def _run(
         jobs=jobs,
         keep_source=diff or fmt == "full",
     )
+    problem = config_file_problem(config_path) if config_path is not None else None
+    if problem is not None:  # missing, a directory, a FIFO...
+        click.echo(f"error: {problem}", err=True)
+        return EXIT_ERROR
     if verify:
         return _run_verify(paths, options, fmt, verify_kwargs)
     if output_file:
@@ -276,21 +276,23 @@ def _run(
         output_file = _open_output(output_file)
         if output_file is None:
             return EXIT_ERROR
+    report = _Report(fmt, output_file, exit_zero, diff, statistics, quiet)
+    if list(paths) == ["-"] or (stdin_filename is not None and not paths):
+        return _run_stdin_named(stdin_filename, options, report, force_exclude)
+    return _run_paths(paths, options, report, fix, unsafe_fixes, force_exclude, add_noqa)
 
-    stdin_mode = list(paths) == ["-"] or (stdin_filename is not None and not paths)
-    if stdin_mode:
-        if force_exclude and stdin_filename and _excluded(stdin_filename, options, named=True):
-            # ruff's behaviour: an excluded --stdin-filename is passed through untouched
-            if options.fix and not diff:
-                data = _read_stdin(stdin_filename)
-                if data is None:
-                    return EXIT_ERROR
-                sys.stdout.buffer.write(data)
-                sys.stdout.flush()
-            return EXIT_CLEAN
-        return _run_stdin(
-            stdin_filename or "<stdin>", options, fmt, output_file, exit_zero, diff, statistics
-        )
+
+def _run_paths(
+    paths: tuple[str, ...],
+    options: LintOptions,
+    report: _Report,
+    fix: bool,
+    unsafe_fixes: bool | None,
+    force_exclude: bool,
+    add_noqa: bool,
+) -> int:
+    """``check`` / ``fix`` of the files and folders ``paths`` (the current folder when none)."""
+    diff, fmt = report.diff, report.fmt
     if force_exclude and paths:
         paths = tuple(p for p in paths if not _excluded(p, options))
         if not paths:
@@ -301,11 +303,65 @@ def _run(
         if fix or diff:
             raise click.UsageError("--add-noqa cannot be combined with --fix or --diff")
         return _run_add_noqa(paths, options)
+    results, diffs = _lint_all(paths, options, fmt, diff)
+    if not results:
+        click.echo("warning: No Python files found", err=True)
+    context = ReportContext(
+        fix_mode=fix,
+        unsafe_fixes=_unsafe_fixes(unsafe_fixes, paths, options),
+        show_statistics=report.statistics,
+        diff=diff,
+        color=_color(
+            report.output_file, sys.stderr if diff and fmt in TEXT_FORMATS else sys.stdout
+        ),
+    )
+    if not report.show(results, diffs, context):
+        return EXIT_ERROR
+    return _exit_code(results, report.exit_zero, diff_changed=bool(diffs) and diff)
+
+
+class _Report(NamedTuple):
+    """How ``check`` / ``fix`` report: the format and where it goes, and the flags that
+    change what is shown and the exit code."""
+
+    fmt: str
+    output_file: Any
+    exit_zero: bool
+    diff: bool
+    statistics: bool
+    quiet: bool
+
+    def show(self, results: list[FileResult], diffs: list[str], context: ReportContext) -> bool:
+        """Print the diffs (--diff), then the report; False when it could not be written."""
+        fmt, output_file = self.fmt, self.output_file
+        if self.diff:
+            sys.stdout.write("".join(diffs))
+            if self.quiet:  # quiet silences the terminal: a report asked into a file is written
+                return output_file is None or _emit(results, fmt, output_file, context)
+            if fmt in TEXT_FORMATS:  # the diff has stdout: the report goes to stderr
+                return _emit(results, fmt, output_file, context, stream=sys.stderr)
+            return _emit(results, fmt, output_file, context)
+        if self.quiet:
+            fixed = sum(r.fixes_applied for r in results)
+            if fixed:
+                changed = sum(1 for r in results if r.fixes_applied)
+                click.echo(
+                    f"Fixed {fixed} finding{'s' if fixed != 1 else ''} "
+                    f"in {changed} file{'s' if changed != 1 else ''}."
+                )
+            return output_file is None or _emit(results, fmt, output_file, context)
+        return _emit(results, fmt, output_file, context)
+
+
+def _lint_all(
+    paths: tuple[str, ...], options: LintOptions, fmt: str, diff: bool
+) -> tuple[list[FileResult], list[str]]:
+    """Lint ``paths`` (the current folder when none), printing each file's errors (and a
+    progress line on a terminal): the results, slimmed for the report, and the --diff hunks."""
+    from distlint.progress import Progress
 
     results: list[FileResult] = []
     diffs: list[str] = []
-    from distlint.progress import Progress
-
     progress = Progress.for_terminal(sys.stderr)
     on_total = progress.set_total if progress is not None else None
     for result in lint_paths(list(paths) or ["."], options, on_total):
@@ -317,61 +373,41 @@ def _run(
             progress.advance()
         if diff and result.fixed_source is not None:
             diffs.append(_unified_diff(result, result.source_text or ""))
-        # keep findings, not the text of every fixed file, across a large tree (`full` keeps
-        # the text the remaining findings point into: the fixed text after a fix)
-        shown = None
-        if fmt == "full" and result.findings:
-            shown = result.fixed_source if result.fixed_source is not None else result.source_text
-        results.append(
-            result._replace(fixed_source=None, fixed_bytes=None, source_text=shown)
-            if result.fixed_source is not None or result.source_text is not None
-            else result
-        )
+        results.append(_kept_for_report(result, fmt))
     if progress is not None:
         progress.clear()
-    if not results:
-        click.echo("warning: No Python files found", err=True)
-    context = ReportContext(
-        fix_mode=fix,
-        unsafe_fixes=_unsafe_fixes(unsafe_fixes, paths, options),
-        show_statistics=statistics,
-        diff=diff,
-        color=_color(output_file, sys.stderr if diff and fmt in TEXT_FORMATS else sys.stdout),
-    )
-    written = True
-    if diff:
-        out = "".join(diffs)
-        sys.stdout.write(out)
-        if quiet:
-            pass
-        elif fmt in TEXT_FORMATS:
-            written = _emit(results, fmt, output_file, context, stream=sys.stderr)
-        else:
-            written = _emit(results, fmt, output_file, context)
-    elif quiet:
-        fixed = sum(r.fixes_applied for r in results)
-        if fixed:
-            changed = sum(1 for r in results if r.fixes_applied)
-            click.echo(
-                f"Fixed {fixed} finding{'s' if fixed != 1 else ''} "
-                f"in {changed} file{'s' if changed != 1 else ''}."
-            )
-    else:
-        written = _emit(results, fmt, output_file, context)
-    if not written:
-        return EXIT_ERROR
-    return _exit_code(results, exit_zero, diff_changed=bool(diffs) and diff)
+    return results, diffs
 
 
-def _run_stdin(
-    path: str,
-    options: LintOptions,
-    fmt: str,
-    output_file,
-    exit_zero: bool,
-    diff: bool,
-    statistics: bool,
+def _kept_for_report(result: FileResult, fmt: str) -> FileResult:
+    """``result`` without the texts the report does not need: findings, not the text of every
+    fixed file, are kept across a large tree (`full` keeps the text the remaining findings
+    point into: the fixed text after a fix)."""
+    if result.fixed_source is None and result.source_text is None:
+        return result
+    shown = None
+    if fmt == "full" and result.findings:
+        shown = result.fixed_source if result.fixed_source is not None else result.source_text
+    return result._replace(fixed_source=None, fixed_bytes=None, source_text=shown)
+
+
+def _run_stdin_named(
+    stdin_filename: str | None, options: LintOptions, report: _Report, force_exclude: bool
 ) -> int:
+    """Lint standard input as ``stdin_filename``; with --force-exclude and that name
+    excluded, pass it through untouched (ruff's behaviour) and lint nothing."""
+    if force_exclude and stdin_filename and _excluded(stdin_filename, options, named=True):
+        if options.fix and not report.diff:
+            data = _read_stdin(stdin_filename)
+            if data is None:
+                return EXIT_ERROR
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        return EXIT_CLEAN
+    return _run_stdin(stdin_filename or "<stdin>", options, report)
+
+
+def _run_stdin(path: str, options: LintOptions, report: _Report) -> int:
     data = _read_stdin(path)
     if data is None:
         return EXIT_ERROR
@@ -383,39 +419,44 @@ def _run_stdin(
     result = lint_text(data, path, config, options)
     for error in result.errors:
         click.echo(printable(str(error)), err=True)
-    context = ReportContext(
-        fix_mode=options.fix,
-        unsafe_fixes=config.unsafe_fixes,
-        show_statistics=statistics,
-        diff=diff,
-        color=_color(output_file, sys.stdout),
-    )
-    if options.fix and not diff:
-        # `distlint fix -`: the fixed source on stdout and nothing else (editors pipe through it)
-        out = result.fixed_bytes if result.fixed_bytes is not None else data
-        if result.errors and result.fixed_bytes is None:
-            out = data
-        sys.stdout.buffer.write(out)
-        sys.stdout.flush()
-        if result.errors:
-            return EXIT_ERROR
-        return EXIT_CLEAN if exit_zero or not result.findings else EXIT_FINDINGS
-    if diff:
+    if options.fix and not report.diff:
+        return _write_fixed_stdin(data, result, report.exit_zero)
+    if report.diff:
         if result.fixed_source is not None:
             from distlint.api import decode
 
             sys.stdout.write(_unified_diff(result, decode(data)[0]))
-        return _exit_code([result], exit_zero, diff_changed=result.fixed_source is not None)
-    if fmt == "full" and result.findings and result.source_text is None:
+        return _exit_code([result], report.exit_zero, diff_changed=result.fixed_source is not None)
+    if report.fmt == "full" and result.findings and result.source_text is None:
         from distlint.api import decode
 
         try:
             result = result._replace(source_text=decode(data)[0])
         except (SyntaxError, UnicodeError, LookupError):
             pass
-    if not _emit([result], fmt, output_file, context):
+    context = ReportContext(
+        fix_mode=options.fix,
+        unsafe_fixes=config.unsafe_fixes,
+        show_statistics=report.statistics,
+        diff=report.diff,
+        color=_color(report.output_file, sys.stdout),
+    )
+    if not _emit([result], report.fmt, report.output_file, context):
         return EXIT_ERROR
-    return _exit_code([result], exit_zero)
+    return _exit_code([result], report.exit_zero)
+
+
+def _write_fixed_stdin(data: bytes, result: FileResult, exit_zero: bool) -> int:
+    """`distlint fix -`: the fixed source on stdout and nothing else (editors pipe through
+    it); the input unchanged when it could not be fixed."""
+    out = result.fixed_bytes if result.fixed_bytes is not None else data
+    if result.errors and result.fixed_bytes is None:
+        out = data
+    sys.stdout.buffer.write(out)
+    sys.stdout.flush()
+    if result.errors:
+        return EXIT_ERROR
+    return EXIT_CLEAN if exit_zero or not result.findings else EXIT_FINDINGS
 
 
 def _read_stdin(path: str) -> bytes | None:

@@ -88,51 +88,54 @@ def _translate(pattern: str) -> str:
     while i < n:
         c = pattern[i]
         if c == "*":
-            j = i
-            while j < n and pattern[j] == "*":
-                j += 1
-            double = j - i >= 2
-            at_start = i == 0 or pattern[i - 1] == "/"
-            at_end = j == n or pattern[j] == "/"
-            if double and at_start and at_end:
-                if j == n:
-                    out.append(".*")  # `dir/**`: everything inside
-                    i = j
-                else:
-                    out.append("(?:.*/)?")  # `**/x`, `a/**/b`: zero or more folders
-                    i = j + 1
-                continue
-            out.append("[^/]*")
-            i = j
+            piece, i = _stars(pattern, i)
         elif c == "?":
-            out.append("[^/]")
-            i += 1
+            piece, i = "[^/]", i + 1
         elif c == "[":
-            j = i + 1
-            if j < n and pattern[j] in "!^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 1
-            if j >= n:  # no closing bracket: a literal `[`
-                out.append("\\[")
-                i += 1
-                continue
-            inner = pattern[i + 1 : j]
-            negated = inner[:1] in ("!", "^")
-            if negated:
-                inner = inner[1:]
-            inner = inner.replace("\\", "\\\\").replace("[", "\\[")
-            out.append(f"[{'^/' if negated else ''}{inner}]")
-            i = j + 1
+            piece, i = _bracket(pattern, i)
         elif c == "\\" and i + 1 < n:
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
+            piece, i = re.escape(pattern[i + 1]), i + 2
         else:
-            out.append(re.escape(c))
-            i += 1
+            piece, i = re.escape(c), i + 1
+        out.append(piece)
     return "".join(out)
+
+
+def _stars(pattern: str, i: int) -> tuple[str, int]:
+    """The regex of the run of ``*`` at ``pattern[i]``, and where the pattern goes on."""
+    n = len(pattern)
+    j = i
+    while j < n and pattern[j] == "*":
+        j += 1
+    double = j - i >= 2
+    at_start = i == 0 or pattern[i - 1] == "/"
+    at_end = j == n or pattern[j] == "/"
+    if double and at_start and at_end:
+        if j == n:
+            return ".*", j  # `dir/**`: everything inside
+        return "(?:.*/)?", j + 1  # `**/x`, `a/**/b`: zero or more folders
+    return "[^/]*", j
+
+
+def _bracket(pattern: str, i: int) -> tuple[str, int]:
+    """The regex of the character class at ``pattern[i]`` (a ``[``), and where the pattern
+    goes on; a literal ``[`` when no bracket closes it."""
+    n = len(pattern)
+    j = i + 1
+    if j < n and pattern[j] in "!^":
+        j += 1
+    if j < n and pattern[j] == "]":
+        j += 1
+    while j < n and pattern[j] != "]":
+        j += 1
+    if j >= n:  # no closing bracket: a literal `[`
+        return "\\[", i + 1
+    inner = pattern[i + 1 : j]
+    negated = inner[:1] in ("!", "^")
+    if negated:
+        inner = inner[1:]
+    inner = inner.replace("\\", "\\\\").replace("[", "\\[")
+    return f"[{'^/' if negated else ''}{inner}]", j + 1
 
 
 def _runs(patterns: Sequence[tuple[str, bool, bool]]) -> list[tuple[bool, re.Pattern[str]]]:
@@ -250,6 +253,29 @@ def iter_source_files(
         yield from _walk(given, inherited, config, seen)
 
 
+def _kind(
+    entry: os.DirEntry[str], full: str, config: Config, patterns: list[GitIgnore]
+) -> str | None:
+    """ "folder" (to walk), "source" (to lint) or None (excluded, ignored, not a source file,
+    or a symlink to a folder) for the directory ``entry`` at path ``full``."""
+    abs_full = os.path.abspath(full)
+    try:
+        is_dir = entry.is_dir(follow_symlinks=False)
+    except OSError:
+        is_dir = False
+    if is_dir:
+        if config.is_excluded(full) or _ignored(abs_full, True, patterns):
+            return None
+        return "folder"
+    if not entry.name.endswith(SOURCE_SUFFIXES):
+        return None
+    if entry.is_symlink() and os.path.isdir(full):
+        return None  # a symlink to a directory named x.py: not followed
+    if config.is_excluded(full) or _ignored(abs_full, False, patterns):
+        return None
+    return "source"
+
+
 def _walk(
     top: str, inherited: list[GitIgnore], config: Config, seen: set
 ) -> Iterator[str | FileError]:
@@ -265,23 +291,10 @@ def _walk(
         subdirs = []
         for entry in entries:
             full = os.path.normpath(entry.path)  # `./x.py` -> `x.py`, as ruff prints it
-            abs_full = os.path.abspath(full)
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if config.is_excluded(full) or _ignored(abs_full, True, patterns):
-                    continue
+            kind = _kind(entry, full, config, patterns)
+            if kind == "folder":
                 subdirs.append(full)
-                continue
-            if not entry.name.endswith(SOURCE_SUFFIXES):
-                continue
-            if entry.is_symlink() and os.path.isdir(full):
-                continue  # a symlink to a directory named x.py: not followed
-            if config.is_excluded(full) or _ignored(abs_full, False, patterns):
-                continue
-            if full not in seen:
+            elif kind == "source" and full not in seen:
                 seen.add(full)
                 yield full
         for sub in reversed(subdirs):

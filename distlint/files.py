@@ -89,26 +89,34 @@ def _read_once(
     except OSError as exc:
         return FileError(path, f"cannot read: {exc.strerror or exc}")
     try:
-        st = os.fstat(fd)  # what was opened, which may differ from what was stat'ed
-        if not stat.S_ISREG(st.st_mode):
-            return not_regular(path, st.st_mode)
-        if limit and st.st_size > limit:
-            return too_big(path, st.st_size, limit)
-        chunks = []
-        size = 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            size += len(chunk)
-            if limit and size > limit:  # it grew while being read
-                return too_big(path, None, limit)
-            chunks.append(chunk)
-        return b"".join(chunks), st, os.fstat(fd)
+        return _read_open(fd, path, limit)
     except OSError as exc:
         return FileError(path, f"cannot read: {exc.strerror or exc}")
     finally:
         os.close(fd)
+
+
+def _read_open(
+    fd: int, path: str, limit: int | None
+) -> tuple[bytes, os.stat_result, os.stat_result] | FileError:
+    """The bytes of the open file ``fd`` (at ``path``) and its state before and after reading
+    them; an error when it is not a regular file or is (or grows while read) over ``limit``."""
+    st = os.fstat(fd)  # what was opened, which may differ from what was stat'ed
+    if not stat.S_ISREG(st.st_mode):
+        return not_regular(path, st.st_mode)
+    if limit and st.st_size > limit:
+        return too_big(path, st.st_size, limit)
+    chunks = []
+    size = 0
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        size += len(chunk)
+        if limit and size > limit:  # it grew while being read
+            return too_big(path, None, limit)
+        chunks.append(chunk)
+    return b"".join(chunks), st, os.fstat(fd)
 
 
 def file_like(path: str) -> bool:

@@ -21,7 +21,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol, TypeVar, Union, cast
 
 import libcst as cst
@@ -194,23 +194,12 @@ class _Layout:
         whole statement, replaced by a node, not removed or flattened); None: regenerate the
         statement. Both give the same text; rewriting pieces skips visiting and generating
         everything else in the statement."""
-        index = self.index
         found: dict[cst.CSTNode, list[cst.CSTNode] | None] = {top: [] for top in tops}
         for holder in inner_anchors:
             found[holder] = None
         for node, new in plan.replace.items():
-            top: cst.CSTNode | None = None
-            nested = False
-            if node in found:
-                top = node
-            else:
-                for anc in index.ancestors(node):
-                    if anc in plan.replace:
-                        nested = True  # a replaced ancestor wins (as the transformer does)
-                    if anc in found:
-                        top = anc
-                        break
-            if top is None or nested:
+            top = self._top_of_replaced(plan, node, found)
+            if top is None:
                 continue
             pieces = found[top]
             if pieces is None:
@@ -225,6 +214,22 @@ class _Layout:
             if pieces:
                 self.spans_wanted.update(pieces)
         return found
+
+    def _top_of_replaced(
+        self, plan: FixPlan, node: cst.CSTNode, found: Mapping[cst.CSTNode, object]
+    ) -> cst.CSTNode | None:
+        """The statement of ``found`` holding ``node``, which ``plan`` replaces; None when it
+        has none, or an ancestor of ``node`` below it is replaced too (the ancestor wins, as
+        the transformer does)."""
+        if node in found:
+            return node
+        nested = False
+        for anc in self.index.ancestors(node):
+            if anc in plan.replace:
+                nested = True
+            if anc in found:
+                return None if nested else anc
+        return None
 
 
 _CONTEXT_FREE: dict[type, bool] = {}
@@ -459,76 +464,127 @@ def _import_edits(
     # the import block is made of simple statement lines (see `_Layout.imports_block`)
     block = cast("list[cst.SimpleStatementLine]", list(body[first:end]))
     newline = module.default_newline
-    if spec.name is not None:
-        for stmt in block:
-            small = stmt.body[0]
-            if (
-                isinstance(small, cst.ImportFrom)
-                and not small.relative
-                and _dotted(small.module) == spec.module
-                and not isinstance(small.names, cst.ImportStar)
-            ):
-                alias = cst.ImportAlias(
-                    name=cst.Name(spec.name),
-                    asname=cst.AsName(name=cst.Name(spec.asname)) if spec.asname else None,
-                )
-                new = stmt.with_changes(body=[small.with_changes(names=[alias, *small.names])])
-                span = spans.get(stmt)
-                if span is None:
-                    return None
-                _check_target(layout, lines, span, stmt)
-                return [_statement_edit(module, lines, span, _code(module, new, span[4]))]
-        text = f"from {spec.module} import {spec.name}"
-    else:
-        text = f"import {spec.module}"
+    merge_into = _from_import_of(block, spec)
+    if merge_into is not None:
+        return _merged_import_edit(layout, spans, lines, spec, merge_into)
+    text = (
+        f"from {spec.module} import {spec.name}"
+        if spec.name is not None
+        else f"import {spec.module}"
+    )
     if spec.asname:
         text += f" as {spec.asname}"
     text += newline
-    package = spec.module.split(".")[0]
-    key = (0 if spec.name is None else 1, spec.module)
-    same = [s for s in block if (k := _import_key(s)) is not None and k[1].split(".")[0] == package]
-    after: cst.CSTNode | None = None
-    before: cst.CSTNode | None = None
-    if same:
-        earlier = [s for s in same if (_import_key(s) or (0, "")) <= key]
-        if earlier:
-            after = earlier[-1]
-        else:
-            before = same[0]
-    elif block:
-        after = block[-1]
-    elif first:
-        after = body[0]
-    elif body:
-        before = body[0]
-    follower: cst.CSTNode | None = None  # the statement the new import lands right before
-    if before is not None:
-        span = spans.get(before)
-        if span is None:
-            return None
-        _check_target(layout, lines, span, before)
-        at = lines.offset(span[0], span[1])
-        if not block:
-            follower = before
-    elif after is not None:
-        span = spans.get(after)
-        if span is None:
-            return None
-        _check_target(layout, lines, span, after)
-        at = lines.offset(span[2], span[3])
-        position = next(i for i, s in enumerate(body) if s is after)
-        if position + 1 == end and end < len(body):
-            follower = body[end]
-    else:  # an empty module (comments only): at the end
-        at = len(lines.text)
+    after, before = _import_neighbours(block, body, first, spec)
+    if after is None and before is None:  # an empty module (comments only): at the end
+        at, follower = len(lines.text), None
         if lines.text and not lines.text.endswith(("\n", "\r")):
             text = newline + text
+    else:
+        found = _insertion_point(layout, spans, lines, after, before, bool(block))
+        if found is None:
+            return None
+        at, follower = found
     edits = [lines.edit(at, at, text)]
     leading = getattr(follower, "leading_lines", None)
     if follower is not None and (not leading or leading[0].comment is not None):
         # a blank line between the imports and the code (AddImportsVisitor's rule)
         edits.append(lines.edit(at, at, newline))
     return edits
+
+
+def _insertion_point(
+    layout: _Layout,
+    spans: dict[cst.CSTNode, Span],
+    lines: LineIndex,
+    after: cst.CSTNode | None,
+    before: cst.CSTNode | None,
+    block: bool,
+) -> tuple[int, cst.CSTNode | None] | None:
+    """The offset of a new import after ``after`` or before ``before`` (one of them is given),
+    and the statement it then lands right before when that is code following the import
+    block (``block``: the module has one), not another import; None: no span for it."""
+    neighbour = before if before is not None else after
+    assert neighbour is not None
+    span = spans.get(neighbour)
+    if span is None:
+        return None
+    _check_target(layout, lines, span, neighbour)
+    if before is not None:
+        return lines.offset(span[0], span[1]), (None if block else before)
+    body = layout.module.body
+    assert layout.imports_block is not None
+    end = layout.imports_block[1]
+    position = next(i for i, s in enumerate(body) if s is after)
+    follower = body[end] if position + 1 == end and end < len(body) else None
+    return lines.offset(span[2], span[3]), follower
+
+
+def _from_import_of(
+    block: list[cst.SimpleStatementLine], spec: ImportSpec
+) -> cst.SimpleStatementLine | None:
+    """The ``from module import ...`` statement of ``block`` that the name of ``spec`` can be
+    added to (absolute, of the same module, not a star import); None when there is none or
+    ``spec`` imports a module."""
+    if spec.name is None:
+        return None
+    for stmt in block:
+        small = stmt.body[0]
+        if (
+            isinstance(small, cst.ImportFrom)
+            and not small.relative
+            and _dotted(small.module) == spec.module
+            and not isinstance(small.names, cst.ImportStar)
+        ):
+            return stmt
+    return None
+
+
+def _merged_import_edit(
+    layout: _Layout,
+    spans: dict[cst.CSTNode, Span],
+    lines: LineIndex,
+    spec: ImportSpec,
+    stmt: cst.SimpleStatementLine,
+) -> list[Edit] | None:
+    """The edit adding the name of ``spec`` first in the ``from`` import ``stmt``."""
+    assert spec.name is not None
+    small = cast(cst.ImportFrom, stmt.body[0])
+    names = cast("Sequence[cst.ImportAlias]", small.names)
+    alias = cst.ImportAlias(
+        name=cst.Name(spec.name),
+        asname=cst.AsName(name=cst.Name(spec.asname)) if spec.asname else None,
+    )
+    new = stmt.with_changes(body=[small.with_changes(names=[alias, *names])])
+    span = spans.get(stmt)
+    if span is None:
+        return None
+    _check_target(layout, lines, span, stmt)
+    return [_statement_edit(layout.module, lines, span, _code(layout.module, new, span[4]))]
+
+
+def _import_neighbours(
+    block: list[cst.SimpleStatementLine],
+    body: Sequence[cst.BaseStatement],
+    first: int,
+    spec: ImportSpec,
+) -> tuple[cst.CSTNode | None, cst.CSTNode | None]:
+    """The statement a new import of ``spec`` goes after, or the one it goes before (both None:
+    an empty module): beside the block's imports of the same package, in order (where isort
+    puts it), else after the block, else after the module's docstring or before its code."""
+    package = spec.module.split(".")[0]
+    key = (0 if spec.name is None else 1, spec.module)
+    same = [s for s in block if (k := _import_key(s)) is not None and k[1].split(".")[0] == package]
+    if same:
+        earlier = [s for s in same if (_import_key(s) or (0, "")) <= key]
+        return (earlier[-1], None) if earlier else (None, same[0])
+    if block:
+        return block[-1], None
+    if first:
+        return body[0], None
+    if body:
+        return None, body[0]
+    return None, None
 
 
 # ------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import Callable
 
 from distlint.config import DEFAULT_MAX_FILE_SIZE  # 512 KiB: `max-file-size`
 from distlint.files import human_size
@@ -64,24 +65,55 @@ _KEYWORD_COSTS = {"lambda": 550, "if": 400, "await": 400, "yield": 400, "not": 1
 UNARY_COST = 120
 POWER_COST = 250
 
+# Keywords that nest what follows them one level deeper (right-recursive in the tree), and
+# the others (they end the chain before them).
+_NESTING_KEYWORDS = "not and or if lambda await yield"
+_OTHER_KEYWORDS = (
+    "False None True as assert async break class continue def del elif else except finally "
+    "for from global import in is nonlocal pass raise return try while with"
+)
+
+
+def _one_of(words: str) -> str:
+    """A regex alternation of the space-separated ``words``, grouped by first letter: the
+    engine tries one branch per letter, not one per word."""
+    by_letter: dict[str, list[str]] = {}
+    for word in sorted(words.split(), key=len, reverse=True):
+        by_letter.setdefault(word[0], []).append(word[1:])
+    return "|".join(f"{first}(?:{'|'.join(rests)})" for first, rests in by_letter.items())
+
+
 # One token per match; leading blanks are eaten by the match (a search from every blank is what
-# makes a naive alternation slow). Possessive quantifiers: no backtracking, linear time.
+# makes a naive alternation slow). Possessive quantifiers: no backtracking, linear time. The
+# groups tell the kinds apart (each kind has its step in `_Scanner`). The operators' groups
+# exclude each other, so they are in the order of how often they come in ordinary code (what
+# the engine's speed depends on); keywords come before names, dots before numbers.
 _TOKEN_PATTERN = r"""[ \t\f]*+(?:
-    (?P<name>[^\W\d]\w*+)(?!['"])
-    |(?P<op>\*\*=?|//=?|<<=?|>>=?|->|:=|\.\.\.|[-+*/%@&|^<>=!]=|[-+*/%@&|^~<>.,;:=])
+    (?P<nl>\r\n|\r|\n)
+    |(?P<separator>[,;~]|==?|\*\*=|//=|<<=|>>=|->|[-+*/%@&|^<>!]=|<(?![<=])|>(?![>=]))
+    |(?P<dot>\.(?!\.\.))
     |(?P<open>[(\[{])
     |(?P<close>[)\]}])
-    |(?P<nl>\r\n|\r|\n)
-    |(?P<num>\.?\d[\w.]*+)
+    |(?P<colon>:(?!=))
+    |(?P<nesting>(?:NESTING)(?![\w'"]))
+    |(?P<keyword>(?:KEYWORDS)(?![\w'"]))
+    |(?P<name>[^\W\d]\w*+)(?!['"])
     |(?P<str>[rRbBuUfF]{0,2}(?:
         '''(?:[^'\\]|\\.|'(?!''))*+'''
         |\"\"\"(?:[^"\\]|\\.|"(?!""))*+\"\"\"
         |'(?:[^'\\\r\n]|\\.)*+'
         |"(?:[^"\\\r\n]|\\.)*+"))
     |(?P<comment>\#[^\r\n]*+)
+    |(?P<binary>//(?!=)|<<(?!=)|>>(?!=)|-(?![=>])|[+%@&|^](?!=)|\*(?![*=])|/(?![/=]))
+    |(?P<power>\*\*(?!=))
+    |(?P<ellipsis>\.\.\.)
+    |(?P<walrus>:=)
+    |(?P<num>\.?\d[\w.]*+)
     |(?P<cont>\\(?:\r\n|\r|\n))
     |(?P<bad>['"\\])
-    )"""
+    )""".replace("NESTING", _one_of(_NESTING_KEYWORDS)).replace(
+    "KEYWORDS", _one_of(_OTHER_KEYWORDS)
+)
 
 
 def without_possessive(pattern: str) -> str:
@@ -124,24 +156,35 @@ _TOKEN = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 # Token kinds: the group a match closes last (``m.lastindex``), numbered in the pattern's order.
-_NAME, _OP, _OPEN, _CLOSE, _NL, _NUM, _STR, _COMMENT, _CONT, _BAD = (
+(
+    _NL,
+    _SEPARATOR,
+    _DOT,
+    _OPEN,
+    _CLOSE,
+    _COLON,
+    _NESTING,
+    _KEYWORD,
+    _NAME,
+    _STR,
+    _COMMENT,
+    _BINARY,
+    _POWER,
+    _ELLIPSIS,
+    _WALRUS,
+    _NUM,
+    _CONT,
+    _BAD,
+) = (
     _TOKEN.groupindex[kind]
-    for kind in ("name", "op", "open", "close", "nl", "num", "str", "comment", "cont", "bad")
+    for kind in (
+        "nl separator dot open close colon nesting keyword name str comment binary power "
+        "ellipsis walrus num cont bad"
+    ).split()
 )
-
-# Left-recursive binary operators: each one is a link of a chain (and a tree level).
-_BINARY = frozenset("+ - * / // % @ << >> & | ^".split())
-# These end an element (its siblings do not nest in it): depth and chain start again.
-_SEPARATORS = frozenset(", ; = += -= *= /= //= %= @= &= |= ^= >>= <<= **= ->".split())
-_COMPARISONS = frozenset("< > == != <= >=".split())
-_KEYWORDS = frozenset(
-    "False None True and as assert async await break class continue def del elif else "
-    "except finally for from global if import in is lambda nonlocal not or pass raise "
-    "return try while with yield".split()
-)
-_OPERAND_KEYWORDS = frozenset({"False", "None", "True"})
-# Keywords that nest what follows them one level deeper (right-recursive in the tree).
-_NESTING_KEYWORDS = frozenset({"not", "and", "or", "if", "lambda", "await", "yield"})
+# What the previous token ends (`_Scanner.after`): nothing that takes a trailer, an operand, or a
+# string literal (an operand too; a string right after it is implicitly concatenated).
+_NOTHING, _OPERAND, _STRING = 0, 1, 2
 
 
 def ensure_recursion_headroom() -> None:
@@ -185,7 +228,7 @@ def check_source(
         if error is not None:
             return error
     try:
-        return _scan(text, path, tops, irregular)
+        return _Scanner(text, path, tops, irregular, MAX_PARSE_COST).scan()
     except RecursionError:  # pragma: no cover - the scan does not recurse
         return FileError(path, "source is too deeply nested to analyse", 1)
 
@@ -228,195 +271,336 @@ def indentation_cuts(text: str, begin: int, token: int) -> list[tuple[int, int]]
     return [(a, b) for a, b in ((begin, keep[0]), (keep[1], token)) if a < b]
 
 
-def _scan(
-    text: str,
-    path: str,
-    tops: list[int] | None = None,
-    irregular: list[tuple[int, int]] | None = None,
-    max_cost: int = MAX_PARSE_COST,
-    measured: list[int] | None = None,
-) -> FileError | None:
-    # The current frame (a bracket level, or a lambda's parameters) lives in locals; the
-    # enclosing ones are saved on `outer`. depth: levels the current element adds above
-    # `base`; links: of the current left-recursive chain, which started at token `start`.
-    outer: list[tuple[int, int, int, int, int, bool]] = []
-    base = depth = links = start = start_pos = 0
-    is_lambda = False
-    brackets = 0
-    indents = [0]  # indentation columns of the enclosing blocks
-    ifs: list[list[int]] = []  # [column, elif count] of each if-statement still open
-    elifs = 0  # their elif counts, summed
-    line_start = 0  # offset after the last newline outside brackets
-    statement_pos = 0  # offset of the current statement's first token
-    at_line_start = True
-    operand = False  # the previous token ends an operand: a trailer or binary operator may follow
-    was_string = False
-    tokens = 0
-    odd = irregular is not None and ("\x0c" in text or "\\\n" in text or "\\\r" in text)
-    cut = 0  # characters of the text cut before the current line (see `irregular`)
-    floor = 0  # `base` at the current statement's start: levels above it are the statement's
-    cost = 0  # LibCST's estimated parse cost so far (see MAX_PARSE_COST)
+class _Stop(Exception):
+    """Ends the scan early; ``error`` is its verdict (None: leave the text to the parser)."""
 
-    for m in _TOKEN.finditer(text):
-        kind = m.lastindex or 0
-        if kind == _NL:
-            if not brackets:
-                while is_lambda:  # a lambda without its colon: a syntax error
-                    base, depth, links, start, start_pos, is_lambda = outer.pop()
-                line_start = m.end()
-                at_line_start = True
-                depth = links = 0
-                operand = was_string = False
-            continue
-        if kind >= _COMMENT:
-            if kind == _BAD:
-                return None  # an unterminated string: the parser reports it with its position
-            continue
-        tokens += 1
-        if at_line_start:
-            # A statement's first token: its indentation says which blocks it is in.
-            at_line_start = False
-            statement_pos = m.start(kind)
-            column = statement_pos - line_start
-            if odd and column:
-                prefix = text[line_start:statement_pos]
-                if "\x0c" in prefix or "\\" in prefix:
-                    cuts = indentation_cuts(text, line_start, statement_pos)
-                    if cuts:
-                        assert irregular is not None
-                        irregular += cuts
-                        column -= sum(b - a for a, b in cuts)
-                        cut += sum(b - a for a, b in cuts)
-            if column == 0 and tops is not None:
-                tops.append(statement_pos - cut)
-            while column < indents[-1]:
-                indents.pop()
-            if column > indents[-1]:
-                indents.append(column)
-            while ifs and ifs[-1][0] > column:
-                elifs -= ifs.pop()[1]
-            first = m.group(kind)
-            if first == "elif" or first == "else":
-                if first == "elif" and ifs and ifs[-1][0] == column:
-                    ifs[-1][1] += 1  # LibCST nests each `elif` in the one before
-                    elifs += 1
-            else:
-                if ifs and ifs[-1][0] == column:
-                    elifs -= ifs.pop()[1]
-                if first == "if":
-                    ifs.append([column, 0])
-            base = floor = 3 * (len(indents) - 1) + elifs
-            start, start_pos = tokens - 1, statement_pos
-            if base > MAX_DEPTH:
-                return _depth_error(path, text, statement_pos)
+    def __init__(self, error: FileError | None) -> None:
+        super().__init__()
+        self.error = error
 
-        if kind == _NAME:
-            value = m.group(kind)
-            if value not in _KEYWORDS:
-                operand, was_string = True, False
-                continue
-            if links and links * (tokens - start) > MAX_CHAIN_COST:
-                return _chain_error(path, text, links, start_pos)
-            links, start, start_pos = 0, tokens, m.end()
-            operand = was_string = False
-            if value not in _NESTING_KEYWORDS:
-                continue
-            depth += 1
-            weight = _KEYWORD_COSTS.get(value)
-            if weight:
-                cost += (base + depth - floor) * weight
-                if cost > max_cost:
-                    return _cost_error(path, text, cost, statement_pos)
-            if value == "lambda":  # its parameters are a level of their own
-                outer.append((base, depth, links, start, start_pos, is_lambda))
-                base, depth, is_lambda = base + depth, 0, True
-        elif kind == _OP:
-            value = m.group(kind)
-            if value == ".":
-                if operand:
-                    links += 1  # an attribute: a link of the chain
-                    depth += 1
-                operand = was_string = False
-            elif value in _BINARY or value == "**":
-                if operand:
-                    links += 1
-                depth += 1  # binary, or unary (right-recursive): one level either way
-                if not operand or value == "**":
-                    cost += (base + depth - floor) * (POWER_COST if operand else UNARY_COST)
-                    if cost > max_cost:
-                        return _cost_error(path, text, cost, statement_pos)
-                operand = was_string = False
-            elif value == "...":
-                operand, was_string = True, False
-                continue
-            else:
-                if links and links * (tokens - start) > MAX_CHAIN_COST:
-                    return _chain_error(path, text, links, start_pos)
-                if value == ":" and is_lambda:
-                    # the lambda's body: nested in the lambda, which is counted already
-                    base, depth, links, start, start_pos, is_lambda = outer.pop()
-                elif value == ":=":
-                    depth += 1
-                else:  # `,` `:` `=` `;` comparisons: the next element is a sibling, not a child
-                    depth = 0
-                links, start, start_pos = 0, tokens, m.end()
-                operand = was_string = False
-                continue
-            if links and links * (tokens - start) > MAX_CHAIN_COST:
-                return _chain_error(path, text, links, start_pos)
-        elif kind == _OPEN:
-            if operand:  # a call or a subscript: a link of the chain around it
-                links += 1
-                depth += 1
-                if links * (tokens - start) > MAX_CHAIN_COST:
-                    return _chain_error(path, text, links, start_pos)
-            brackets += 1
-            # a trailer's bracket (`a.f()[0]`) nests in the chain, which LibCST does not pay for
-            cost += (base + depth - links - floor) * BRACKET_COST
-            if cost > max_cost:
-                return _cost_error(path, text, cost, statement_pos)
-            if brackets > MAX_BRACKETS:
-                return FileError(
-                    path,
+
+class _Blocks:
+    """The blocks a statement is in, known from its indentation: LibCST nests a block three
+    tree levels below its header, and each ``elif`` in the ``if``/``elif`` before it."""
+
+    __slots__ = ("indents", "ifs", "elifs", "depth")
+
+    def __init__(self) -> None:
+        self.indents = [0]  # indentation columns of the enclosing blocks
+        self.ifs: list[list[int]] = []  # [column, elif count] of each if-statement still open
+        self.elifs = 0  # their elif counts, summed
+        self.depth = 0  # of the last statement entered
+
+    def enter(self, column: int, first: str) -> int:
+        """The tree depth of a statement at ``column`` whose first token is ``first``."""
+        indents, ifs = self.indents, self.ifs
+        while column < indents[-1]:
+            indents.pop()
+        if column > indents[-1]:
+            indents.append(column)
+        while ifs and ifs[-1][0] > column:
+            self.elifs -= ifs.pop()[1]
+        if first == "elif" or first == "else":
+            if first == "elif" and ifs and ifs[-1][0] == column:
+                ifs[-1][1] += 1  # LibCST nests each `elif` in the one before
+                self.elifs += 1
+        else:
+            if ifs and ifs[-1][0] == column:
+                self.elifs -= ifs.pop()[1]
+            if first == "if":
+                ifs.append([column, 0])
+        self.depth = 3 * (len(indents) - 1) + self.elifs
+        return self.depth
+
+
+class _Scanner:
+    """One pass over the tokens of a text: a small state machine with one step per kind of
+    token (a group of :data:`_TOKEN`), and two tables of steps: one for the first token of a
+    line, which starts a statement, and one for the tokens after it.
+
+    The current frame (a bracket level, or a lambda's parameters) is ``base``, ``depth``,
+    ``links``, ``start``, ``start_pos``, ``is_lambda``; the enclosing ones are saved on
+    ``outer``. depth: levels the current element adds above ``base``; links: of the current
+    left-recursive chain, which started after token number ``start`` (offset ``start_pos``).
+    A step that finds the text over a bound raises :class:`_Stop` with the error."""
+
+    __slots__ = (
+        "text", "path", "tops", "irregular", "max_cost", "outer", "base", "depth", "links",
+        "start", "start_pos", "is_lambda", "brackets", "blocks", "line_start", "statement_pos",
+        "after", "tokens", "odd", "cut", "floor", "cost", "finished",
+        "steps", "first_steps", "inline_steps",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        text: str,
+        path: str,
+        tops: list[int] | None,
+        irregular: list[tuple[int, int]] | None,
+        max_cost: int,
+    ) -> None:
+        self.text, self.path, self.tops, self.irregular = text, path, tops, irregular
+        self.max_cost = max_cost
+        self.outer: list[tuple[int, int, int, int, int, bool]] = []
+        self.base = self.depth = self.links = self.start = self.start_pos = 0
+        self.is_lambda = False
+        self.brackets = 0
+        self.blocks = _Blocks()
+        self.line_start = 0  # offset after the last newline outside brackets
+        self.statement_pos = 0  # offset of the current statement's first token
+        self.after = _NOTHING  # what the previous token ends (an operand: a trailer may follow)
+        self.tokens = 0
+        self.odd = irregular is not None and ("\x0c" in text or "\\\n" in text or "\\\r" in text)
+        self.cut = 0  # characters of the text cut before the current line (see `irregular`)
+        self.floor = 0  # `base` at the statement's start: levels above it are the statement's
+        self.cost = 0  # LibCST's estimated parse cost so far (see MAX_PARSE_COST)
+        self.finished = False  # the scan read the whole text
+        self.first_steps, self.inline_steps = _step_tables(_TOKEN)
+        self.steps = self.first_steps
+
+    def scan(self) -> FileError | None:
+        """The error to report for the text, or None (nothing over a bound)."""
+        try:
+            for m in _TOKEN.finditer(self.text):
+                self.steps[m.lastindex](self, m)  # type: ignore[index]
+        except _Stop as stop:
+            return stop.error
+        self.finished = True
+        return None
+
+    # The steps, one per kind of token.
+
+    def _newline(self, m: re.Match[str]) -> None:
+        if self.brackets:
+            return  # inside brackets a newline is a blank
+        while self.is_lambda:  # a lambda without its colon: a syntax error
+            self._pop()
+        self.line_start = m.end()
+        self.steps = self.first_steps
+        self.depth = self.links = 0
+        self.after = _NOTHING
+
+    def _skip(self, m: re.Match[str]) -> None:
+        pass
+
+    def _bad(self, m: re.Match[str]) -> None:
+        raise _Stop(None)  # an unterminated string: the parser reports it with its position
+
+    def _first(self, m: re.Match[str]) -> None:
+        """A statement's first token: its indentation says which blocks it is in."""
+        self.steps = self.inline_steps
+        kind: int = m.lastindex  # type: ignore[assignment]
+        pos = self.statement_pos = m.start(kind)
+        column = pos - self.line_start
+        if self.odd and column:
+            column -= self._cut_indentation(pos)
+        if column == 0 and self.tops is not None:
+            self.tops.append(pos - self.cut)
+        blocks = self.blocks
+        if kind == _KEYWORD or kind == _NESTING:
+            self.base = self.floor = blocks.enter(column, m.group(kind))
+        elif column == blocks.indents[-1] and not blocks.ifs:
+            self.base = self.floor = blocks.depth  # in the blocks of the statement before
+        else:
+            self.base = self.floor = blocks.enter(column, "")
+        self.start, self.start_pos = self.tokens, pos  # this token is number tokens + 1
+        if self.base > MAX_DEPTH:
+            raise _Stop(_depth_error(self.path, self.text, pos))
+        self.inline_steps[kind](self, m)
+
+    def _operand(self, m: re.Match[str]) -> None:
+        """A name, a number, ``...``."""
+        self.tokens += 1
+        self.after = _OPERAND
+
+    def _keyword(self, m: re.Match[str]) -> None:
+        """A keyword, or a separator: the chain before it ends, the next starts after it."""
+        self.tokens += 1
+        if self.links:
+            self._check_chain()
+        self.links, self.start, self.start_pos = 0, self.tokens, m.end()
+        self.after = _NOTHING
+
+    def _nesting(self, m: re.Match[str]) -> None:
+        """``not`` ``and`` ``or`` ``if`` ``lambda`` ``await`` ``yield``: one level deeper."""
+        self._keyword(m)
+        self.depth += 1
+        value = m.group(_NESTING)
+        weight = _KEYWORD_COSTS.get(value)
+        if weight:
+            self._pay((self.base + self.depth - self.floor) * weight)
+        if value == "lambda":  # its parameters are a level of their own
+            self._push()
+            self.base, self.depth, self.is_lambda = self.base + self.depth, 0, True
+        self._check_depth()
+
+    def _separator(self, m: re.Match[str]) -> None:
+        """``,`` ``;`` ``=`` ``->``, augmented assignments, comparisons, ``~``: what follows
+        is a sibling, not a child."""
+        self.tokens += 1
+        if self.links:
+            self._check_chain()
+        self.links, self.depth, self.start, self.start_pos = 0, 0, self.tokens, m.end()
+        self.after = _NOTHING
+
+    def _colon(self, m: re.Match[str]) -> None:
+        self._keyword(m)
+        if self.is_lambda:  # the lambda's body: nested in the lambda, which is counted already
+            self.base, self.depth, _, _, _, self.is_lambda = self.outer.pop()
+        else:
+            self.depth = 0
+
+    def _walrus(self, m: re.Match[str]) -> None:
+        self._keyword(m)
+        self.depth += 1
+
+    def _dot(self, m: re.Match[str]) -> None:
+        self.tokens += 1
+        if self.after:
+            self.links += 1  # an attribute: a link of the chain
+            self.depth += 1
+        self.after = _NOTHING
+        # (the bounds' two checks, asked at once: the commonest operator's step is the hottest)
+        chain = self.links * (self.tokens - self.start)
+        if chain > MAX_CHAIN_COST or self.base + self.depth > MAX_DEPTH:
+            self._check_chain()
+            self._check_depth()
+
+    def _operator(self, m: re.Match[str]) -> None:
+        """A binary operator (``**`` right-recursive), or a unary one (``-x``, ``f(**kw)``):
+        one level either way."""
+        self.tokens += 1
+        self.depth += 1
+        if not self.after:
+            self._pay((self.base + self.depth - self.floor) * UNARY_COST)
+        else:
+            self.links += 1
+            if m.lastindex == _POWER:
+                self._pay((self.base + self.depth - self.floor) * POWER_COST)
+        self.after = _NOTHING
+        self._check_chain()
+        self._check_depth()
+
+    def _open(self, m: re.Match[str]) -> None:
+        self.tokens += 1
+        if self.after:  # a call or a subscript: a link of the chain around it
+            self.links += 1
+            self.depth += 1
+            self._check_chain()
+        self.brackets += 1
+        # a trailer's bracket (`a.f()[0]`) nests in the chain, which LibCST does not pay for
+        self._pay((self.base + self.depth - self.links - self.floor) * BRACKET_COST)
+        if self.brackets > MAX_BRACKETS:
+            raise _Stop(
+                FileError(
+                    self.path,
                     f"more than {MAX_BRACKETS} nested brackets: Python itself refuses this "
                     "(too many nested parentheses); not linted",
-                    _line(text, m.start(kind)),
+                    _line(self.text, m.start(_OPEN)),
                 )
-            outer.append((base, depth, links, start, start_pos, is_lambda))
-            base, depth, links, start, start_pos, is_lambda = (
-                base + depth + 2,
-                0,
-                0,
-                tokens,
-                m.end(),
-                False,
             )
-            operand = was_string = False
-        elif kind == _CLOSE:
-            if links and links * (tokens - start) > MAX_CHAIN_COST:
-                return _chain_error(path, text, links, start_pos)
-            while is_lambda:
-                base, depth, links, start, start_pos, is_lambda = outer.pop()
-            if brackets:
-                brackets -= 1
-                base, depth, links, start, start_pos, is_lambda = outer.pop()
-            operand, was_string = True, False
-            continue
-        elif kind == _STR:
-            operand = True
-            if not was_string:
-                was_string = True
-                continue
-            depth += 1  # implicit concatenation: LibCST nests each string in the next
-        else:  # a number
-            operand, was_string = True, False
-            continue
+        self._push()
+        self.base, self.depth, self.links, self.is_lambda = self.base + self.depth + 2, 0, 0, False
+        self.start, self.start_pos = self.tokens, m.end()
+        self.after = _NOTHING
+        if self.base > MAX_DEPTH:
+            self._check_depth()
 
-        if base + depth > MAX_DEPTH:
-            return _depth_error(path, text, statement_pos)
-    if measured is not None:
-        measured.append(cost)
-    return None
+    def _close(self, m: re.Match[str]) -> None:
+        self.tokens += 1
+        if self.links:
+            self._check_chain()
+        while self.is_lambda:
+            self._pop()
+        if self.brackets:
+            self.brackets -= 1
+            self._pop()
+        self.after = _OPERAND
+
+    def _string(self, m: re.Match[str]) -> None:
+        self.tokens += 1
+        if self.after != _STRING:
+            self.after = _STRING
+        else:
+            self.depth += 1  # implicit concatenation: LibCST nests each string in the next
+            self._check_depth()
+
+    # What the steps share.
+
+    def _push(self) -> None:
+        self.outer.append(
+            (self.base, self.depth, self.links, self.start, self.start_pos, self.is_lambda)
+        )
+
+    def _pop(self) -> None:
+        self.base, self.depth, self.links, self.start, self.start_pos, self.is_lambda = (
+            self.outer.pop()
+        )
+
+    def _cut_indentation(self, pos: int) -> int:
+        """Record the spans of the indentation before ``pos`` to take out (see `irregular`);
+        how many characters they hold."""
+        prefix = self.text[self.line_start : pos]
+        if "\x0c" not in prefix and "\\" not in prefix:
+            return 0
+        cuts = indentation_cuts(self.text, self.line_start, pos)
+        assert self.irregular is not None
+        self.irregular += cuts
+        removed = sum(b - a for a, b in cuts)
+        self.cut += removed
+        return removed
+
+    def _check_chain(self) -> None:
+        if self.links * (self.tokens - self.start) > MAX_CHAIN_COST:
+            raise _Stop(_chain_error(self.path, self.text, self.links, self.start_pos))
+
+    def _check_depth(self) -> None:
+        if self.base + self.depth > MAX_DEPTH:
+            raise _Stop(_depth_error(self.path, self.text, self.statement_pos))
+
+    def _pay(self, cost: int) -> None:
+        self.cost += cost
+        if self.cost > self.max_cost:
+            raise _Stop(_cost_error(self.path, self.text, self.cost, self.statement_pos))
+
+
+_Step = Callable[[_Scanner, "re.Match[str]"], None]
+_TABLES: dict[re.Pattern[str], tuple[tuple[_Step, ...], tuple[_Step, ...]]] = {}
+
+
+def _step_tables(token: re.Pattern[str]) -> tuple[tuple[_Step, ...], tuple[_Step, ...]]:
+    """The steps of :class:`_Scanner` by group number of ``token``: for the first token of a
+    line, and for the tokens after it (a group no token closes: a number's)."""
+    found = _TABLES.get(token)
+    if found is not None:
+        return found
+    by_kind: dict[str, _Step] = {
+        "nl": _Scanner._newline,
+        "separator": _Scanner._separator,
+        "dot": _Scanner._dot,
+        "open": _Scanner._open,
+        "close": _Scanner._close,
+        "colon": _Scanner._colon,
+        "nesting": _Scanner._nesting,
+        "keyword": _Scanner._keyword,
+        "str": _Scanner._string,
+        "binary": _Scanner._operator,
+        "power": _Scanner._operator,
+        "walrus": _Scanner._walrus,
+        "comment": _Scanner._skip,
+        "cont": _Scanner._skip,
+        "bad": _Scanner._bad,
+    }
+    inline: list[_Step] = [_Scanner._operand] * (token.groups + 1)  # names, numbers, `...`
+    first: list[_Step] = [_Scanner._first] * (token.groups + 1)
+    for kind, number in token.groupindex.items():
+        step = by_kind.get(kind)
+        if step is not None:
+            inline[number] = step
+            if kind in ("nl", "comment", "cont", "bad"):  # not a statement's first token
+                first[number] = step
+    found = _TABLES[token] = (tuple(first), tuple(inline))
+    return found
 
 
 def _depth_error(path: str, text: str, pos: int) -> FileError:
@@ -442,9 +626,9 @@ def estimated_parse_cost(text: str) -> int:
     """The scan's estimate of LibCST's parse cost of ``text`` beyond the linear part (bytes;
     see MAX_PARSE_COST), without a bound: what tests and calibration compare with the cost
     measured. 0 for a text the scan stops early on (an unterminated string)."""
-    measured: list[int] = []
-    _scan(text, "<estimate>", None, None, 1 << 62, measured)
-    return measured[0] if measured else 0
+    scanner = _Scanner(text, "<estimate>", None, None, 1 << 62)
+    scanner.scan()
+    return scanner.cost if scanner.finished else 0
 
 
 def _chain_error(path: str, text: str, links: int, pos: int) -> FileError:

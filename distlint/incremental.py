@@ -83,32 +83,16 @@ class Document:
         if module is None or offsets is None or not module.body:
             return None
         body = module.body
-        start, tail = _common_ends(old, text)
-        old_end = len(old) - tail
-        if start < offsets[0] or old_end > offsets[-1]:
+        edited = _edited_statements(old, text, offsets, len(body))
+        if edited is None:
             return None  # the header or the footer changed
-        first = bisect_right(offsets, start) - 1
-        last = bisect_right(offsets, max(old_end - 1, start)) - 1
-        first = max(0, first - MARGIN)
-        last = min(len(body) - 1, last + MARGIN)
+        first, last = edited
         begin, end = offsets[first], offsets[last + 1]
         delta = len(text) - len(old)
         piece = text[begin : end + delta]
-        if safe is not None and not safe(piece):
+        sub = _parse_piece(piece, safe, module, first, last, begin)
+        if sub is None:
             return None
-        try:
-            sub = cst.parse_module(piece)
-        except Exception:
-            return None
-        if not sub.has_trailing_newline or sub.footer:
-            return None
-        if not _same_defaults(module, sub, first, last, begin):
-            return None
-        if (sub.default_indent, sub.default_newline) != (
-            module.default_indent,
-            module.default_newline,
-        ):
-            sub = sub.visit(_Defaults(sub, module))
         statements = list(sub.body)
         header = list(module.header)
         if sub.header:  # comment lines the piece starts with: the module's, or the statement's
@@ -135,6 +119,50 @@ class Document:
         self.text, self.module, self._offsets = text, new_module, new_offsets
         self.reparsed = len(statements)
         return new_module, new_offsets
+
+
+def _edited_statements(
+    old: str, text: str, offsets: list[int], count: int
+) -> tuple[int, int] | None:
+    """The first and last of the ``count`` top-level statements (starting at ``offsets`` in
+    ``old``) that the edit of ``old`` into ``text`` touched, with :data:`MARGIN` more on each
+    side; None when it touched the module's header or footer."""
+    start, tail = _common_ends(old, text)
+    old_end = len(old) - tail
+    if start < offsets[0] or old_end > offsets[-1]:
+        return None
+    first = bisect_right(offsets, start) - 1
+    last = bisect_right(offsets, max(old_end - 1, start)) - 1
+    return max(0, first - MARGIN), min(count - 1, last + MARGIN)
+
+
+def _parse_piece(
+    piece: str,
+    safe: Callable[[str], bool] | None,
+    module: cst.Module,
+    first: int,
+    last: int,
+    begin: int,
+) -> cst.Module | None:
+    """``piece`` (statements ``first`` to ``last`` of ``module``'s edited text, from offset
+    ``begin``) parsed alone, written with ``module``'s defaults; None when it is not safe to
+    parse, does not parse, or does not parse as a run of whole statements like the module's."""
+    if safe is not None and not safe(piece):
+        return None
+    try:
+        sub = cst.parse_module(piece)
+    except Exception:
+        return None
+    if not sub.has_trailing_newline or sub.footer:
+        return None
+    if not _same_defaults(module, sub, first, last, begin):
+        return None
+    if (sub.default_indent, sub.default_newline) != (
+        module.default_indent,
+        module.default_newline,
+    ):
+        sub = sub.visit(_Defaults(sub, module))
+    return sub
 
 
 class _Defaults(cst.CSTTransformer):

@@ -223,29 +223,12 @@ class DistlintServer(LanguageServer):
         if failed is not None and failed[0] == text:
             return None  # this exact text crashed or timed out the worker: do not retry it
         path = self.document_path(uri)
-        # other open buffers stand in for their files when this file's analysis reaches them
-        buffers = {
-            self.document_path(u): d.source
-            for u, d in list(self.workspace.text_documents.items())
-            if u != uri and self.is_python(u)
-        }
-        try:
-            status, value, config, changed = self.call("lint", text, path, self.options, buffers)
-        except WorkerStartError as exc:  # not this text's fault: no document is marked failed
-            self.worker_unavailable(exc)
+        answer = self._worker_lint(uri, text, path)
+        if answer is None:
             return None
-        except WorkerError as exc:
-            self.failed[uri] = (text, str(exc))
-            message = f"{os.path.basename(path)} not linted: {exc}"
-            self.log(message, lsp.MessageType.Error)
-            self.show(message)
-            return None
+        status, value, config, changed = answer
         if status == "config_error":
-            message = f"configuration error, {os.path.basename(path)} not linted: {value}"
-            self.log(message, lsp.MessageType.Error)
-            if value not in self.reported_config_errors:  # tell the user once, not per keystroke
-                self.reported_config_errors.add(value)
-                self.show(value)
+            self._config_error(path, value)
             return None
         if changed:
             # A configuration file changed on disk: every open document may lint differently.
@@ -259,6 +242,36 @@ class DistlintServer(LanguageServer):
         entry = _Lint(text, path, config, result)
         self.lints[uri] = entry
         return entry
+
+    def _worker_lint(self, uri: str, text: str, path: str) -> tuple[str, Any, Any, bool] | None:
+        """The worker's answer to linting ``text`` as ``path`` (the other open buffers stand in
+        for their files when this file's analysis reaches them); None when the worker failed
+        (logged, and shown; a text that crashed the worker is not linted again)."""
+        buffers = {
+            self.document_path(u): d.source
+            for u, d in list(self.workspace.text_documents.items())
+            if u != uri and self.is_python(u)
+        }
+        try:
+            return self.call("lint", text, path, self.options, buffers)
+        except WorkerStartError as exc:  # not this text's fault: no document is marked failed
+            self.worker_unavailable(exc)
+            return None
+        except WorkerError as exc:
+            self.failed[uri] = (text, str(exc))
+            message = f"{os.path.basename(path)} not linted: {exc}"
+            self.log(message, lsp.MessageType.Error)
+            self.show(message)
+            return None
+
+    def _config_error(self, path: str, error: str) -> None:
+        """Log a configuration error that kept ``path`` from being linted; show it to the user
+        once, not per keystroke."""
+        message = f"configuration error, {os.path.basename(path)} not linted: {error}"
+        self.log(message, lsp.MessageType.Error)
+        if error not in self.reported_config_errors:
+            self.reported_config_errors.add(error)
+            self.show(error)
 
     def call(self, method: str, *args: Any) -> Any:
         """``method(*args)`` in the lint worker (blocking: from the executor's threads). While

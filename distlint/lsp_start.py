@@ -385,45 +385,57 @@ class _Start:
         found = message.get("params")
         params: dict[str, Any] = found if isinstance(found, dict) else {}
         if method == "initialize" and "id" in message and not self.answered:
-            self.encoding = position_encoding(params.get("capabilities"))
-            self.options = options_from(params.get("initializationOptions"))
-            if isinstance(params.get("initializationOptions"), dict) and params[
-                "initializationOptions"
-            ].get("lintTimeout"):
-                return False  # a non-default time budget: let the server do everything
-            root = params.get("rootUri")
-            self.root = root if isinstance(root, str) else None
-            folder = workspace_root(params)
-            if folder is not None:
-                self.worker.root = folder  # its working directory (it never imports from it)
-            result = initialize_result(params.get("capabilities"), self.version)
-            _write(self.stdout, {"jsonrpc": "2.0", "id": message["id"], "result": result})
-            self.answered.add(message["id"])
+            return self._initialize(message["id"], params)
+        if not self.answered:
+            return False
+        if method == "initialized":
             return True
-        if method == "initialized" and self.answered:
-            return True
-        if method == "textDocument/didOpen" and self.answered:
+        if method == "textDocument/didOpen":
             doc = params.get("textDocument") or {}
             if isinstance(doc.get("uri"), str):
                 self.docs[doc["uri"]] = dict(doc)
             self.lint_and_publish(doc)
             return True
-        if method == "textDocument/didChange" and self.answered:
-            ident = params.get("textDocument")
-            uri = ident.get("uri") if isinstance(ident, dict) else None
-            doc = self.docs.get(uri) if isinstance(uri, str) else None
-            changes = params.get("contentChanges")
-            if doc is None or not isinstance(changes, list):
-                return False
-            text = doc.get("text")
-            for change in changes:
-                text = apply_change(text, change, self.encoding)
-                if text is None:
-                    return False  # a change this code does not follow: the server takes over
-            doc["text"], doc["version"] = text, ident.get("version")  # type: ignore[union-attr]
-            self.due[doc["uri"]] = time.monotonic() + DEBOUNCE_SECONDS
-            return True
+        if method == "textDocument/didChange":
+            return self._did_change(params)
         return False
+
+    def _initialize(self, request_id: Any, params: dict[str, Any]) -> bool:
+        """Answer ``initialize``; False (the server answers) when the client asks for a time
+        budget other than the default."""
+        self.encoding = position_encoding(params.get("capabilities"))
+        self.options = options_from(params.get("initializationOptions"))
+        if isinstance(params.get("initializationOptions"), dict) and params[
+            "initializationOptions"
+        ].get("lintTimeout"):
+            return False  # a non-default time budget: let the server do everything
+        root = params.get("rootUri")
+        self.root = root if isinstance(root, str) else None
+        folder = workspace_root(params)
+        if folder is not None:
+            self.worker.root = folder  # its working directory (it never imports from it)
+        result = initialize_result(params.get("capabilities"), self.version)
+        _write(self.stdout, {"jsonrpc": "2.0", "id": request_id, "result": result})
+        self.answered.add(request_id)
+        return True
+
+    def _did_change(self, params: dict[str, Any]) -> bool:
+        """Apply a change to an open document and lint it once the typing pauses; False (the
+        server takes over) for a change this code does not follow."""
+        ident = params.get("textDocument")
+        uri = ident.get("uri") if isinstance(ident, dict) else None
+        doc = self.docs.get(uri) if isinstance(uri, str) else None
+        changes = params.get("contentChanges")
+        if doc is None or not isinstance(changes, list):
+            return False
+        text = doc.get("text")
+        for change in changes:
+            text = apply_change(text, change, self.encoding)
+            if text is None:
+                return False
+        doc["text"], doc["version"] = text, ident.get("version")  # type: ignore[union-attr]
+        self.due[doc["uri"]] = time.monotonic() + DEBOUNCE_SECONDS
+        return True
 
     def lint_due(self) -> None:
         """Lint the documents whose debounce has passed."""
@@ -502,6 +514,48 @@ class _Start:
         return self.urls
 
 
+def _answer_while_loading(
+    start: _Start, frames: queue.Queue, loader: threading.Thread
+) -> tuple[list[bytes], bool]:
+    """Answer the client's first messages (``frames``) until ``loader`` has loaded pygls, or a
+    message comes that only the server answers; the messages read (for the server to read
+    again), and whether the client closed its end.
+
+    pygls loads once the first diagnostics are out (or the client goes quiet, or sends what
+    only the server answers): loading it meanwhile would take CPU from the worker's first lint.
+    """
+    replay: list[bytes] = []
+    eof = loading = False
+    while not loading or loader.is_alive():
+        try:
+            raw = frames.get(timeout=start.wait(0.01 if loading else LOAD_WHEN_QUIET_SECONDS))
+        except queue.Empty:
+            if start.due:
+                start.lint_due()
+            elif not loading:
+                loading = True
+                loader.start()
+            continue
+        if isinstance(raw, FramingError):
+            if start.answered:  # notifications may go to the client once it is initialized
+                _write(start.stdout, _show_message(framing_message(raw)))
+            start.worker.close()
+            os._exit(1)  # no `shutdown` came first (the server would say 1 too)
+        if raw is None:
+            eof = True
+            break
+        replay.append(raw)
+        message = _parse(raw)
+        if message is None or not start.handle(message):
+            break
+        if start.published and not loading:
+            loading = True
+            loader.start()
+    if not loading:
+        loader.start()
+    return replay, eof
+
+
 def serve(worker, load_server: Callable[[], Any]) -> None:
     """Answer the first messages, load pygls meanwhile, then hand over to the pygls server.
     ``load_server``: imports and returns :mod:`distlint.lsp` (given by the command, so that this
@@ -523,38 +577,7 @@ def serve(worker, load_server: Callable[[], Any]) -> None:
         target=_read_frames, args=(stdin, frames), name="distlint-stdin", daemon=True
     ).start()
     start = _Start(worker, stdout, __version__)
-    replay: list[bytes] = []
-    eof = False
-    # pygls loads once the first diagnostics are out (or the client goes quiet, or sends what
-    # only the server answers): loading it meanwhile would take CPU from the worker's first lint
-    loading = False
-    while not loading or loader.is_alive():
-        try:
-            raw = frames.get(timeout=start.wait(0.01 if loading else LOAD_WHEN_QUIET_SECONDS))
-        except queue.Empty:
-            if start.due:
-                start.lint_due()
-            elif not loading:
-                loading = True
-                loader.start()
-            continue
-        if isinstance(raw, FramingError):
-            if start.answered:  # notifications may go to the client once it is initialized
-                _write(stdout, _show_message(framing_message(raw)))
-            worker.close()
-            os._exit(1)  # no `shutdown` came first (the server would say 1 too)
-        if raw is None:
-            eof = True
-            break
-        replay.append(raw)
-        message = _parse(raw)
-        if message is None or not start.handle(message):
-            break
-        if start.published and not loading:
-            loading = True
-            loader.start()
-    if not loading:
-        loader.start()
+    replay, eof = _answer_while_loading(start, frames, loader)
     loader.join()
     if "error" in loaded:
         raise loaded["error"]

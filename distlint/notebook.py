@@ -74,35 +74,10 @@ def lint_notebook_source(
 ) -> FileResult:
     from distlint.runner import lint_source
 
-    bom = False
-    if isinstance(source, bytes):
-        bom = source.startswith(b"\xef\xbb\xbf")
-        try:
-            text = source.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            return FileResult(path, errors=(FileError(path, f"notebook is not UTF-8: {exc}"),))
-    else:
-        text = source
-    # json builds every value at once: ~75 bytes each, so a notebook of tiny values (57 MB of
-    # `[],` took 1.5 GB) is refused from a count of its separators (an upper bound) first
-    values = text.count(",") + text.count("[") + text.count("{")
-    if values > MAX_JSON_VALUES:
-        message = (
-            f"notebook JSON holds up to {values:,} values, over the {MAX_JSON_VALUES:,} "
-            "that are read: not linted"
-        )
-        return FileResult(path, errors=(FileError(path, message),))
-    try:
-        notebook = json.loads(text)
-    except ValueError as exc:
-        return FileResult(path, errors=(FileError(path, f"invalid notebook JSON: {exc}"),))
-    except RecursionError:  # (json's own nesting limit: the interpreter's recursion limit)
-        message = "notebook JSON is nested too deeply to read: not a notebook"
-        return FileResult(path, errors=(FileError(path, message),))
-    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-        return FileResult(
-            path, errors=(FileError(path, 'not a Jupyter notebook (nbformat 4): no "cells" list'),)
-        )
+    read = _read_notebook(source, path)
+    if isinstance(read, FileError):
+        return FileResult(path, errors=(read,))
+    notebook, text = read
     if not _is_python(notebook):
         return FileResult(path)  # an R or Julia notebook: nothing for a Python linter to say
 
@@ -129,11 +104,50 @@ def lint_notebook_source(
     out = FileResult(path, findings, tuple(errors), suppressed=suppressed)
     if result.fixed_source is None:
         return out
+    return _with_fixed_cells(out, source, text, cells, result)
+
+
+def _read_notebook(source: str | bytes, path: str) -> tuple[dict[str, Any], str] | FileError:
+    """The notebook's JSON and its text, or the error to report (not UTF-8, too many values
+    to read, not JSON, not a notebook)."""
+    if isinstance(source, bytes):
+        try:
+            text = source.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            return FileError(path, f"notebook is not UTF-8: {exc}")
+    else:
+        text = source
+    # json builds every value at once: ~75 bytes each, so a notebook of tiny values (57 MB of
+    # `[],` took 1.5 GB) is refused from a count of its separators (an upper bound) first
+    values = text.count(",") + text.count("[") + text.count("{")
+    if values > MAX_JSON_VALUES:
+        return FileError(
+            path,
+            f"notebook JSON holds up to {values:,} values, over the {MAX_JSON_VALUES:,} "
+            "that are read: not linted",
+        )
+    try:
+        notebook = json.loads(text)
+    except ValueError as exc:
+        return FileError(path, f"invalid notebook JSON: {exc}")
+    except RecursionError:  # (json's own nesting limit: the interpreter's recursion limit)
+        return FileError(path, "notebook JSON is nested too deeply to read: not a notebook")
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        return FileError(path, 'not a Jupyter notebook (nbformat 4): no "cells" list')
+    return notebook, text
+
+
+def _with_fixed_cells(
+    out: FileResult, source: str | bytes, text: str, cells: list[_Cell], result: FileResult
+) -> FileResult:
+    """``out`` with the notebook's fixed text: each fixed cell's source spliced into ``text``
+    (encoded like ``source``); an error instead when a fix moved code across cells."""
+    assert result.fixed_source is not None
     new_sources = _split(result.fixed_source, cells)
     if new_sources is None:
         return out._replace(
             errors=out.errors
-            + (FileError(path, "a fix moved code across cells; fixes not applied"),),
+            + (FileError(out.path, "a fix moved code across cells; fixes not applied"),),
         )
     new_text = _splice(
         text, {cell.position: new for cell, new in new_sources if new != cell.original}
@@ -141,11 +155,11 @@ def lint_notebook_source(
     if new_text == text:
         return out
     data = new_text.encode("utf-8")
+    if isinstance(source, bytes) and source.startswith(b"\xef\xbb\xbf"):
+        data = b"\xef\xbb\xbf" + data
     return out._replace(
         fixed_source=new_text,
-        fixed_bytes=(b"\xef\xbb\xbf" + data if bom else data)
-        if isinstance(source, bytes)
-        else None,
+        fixed_bytes=data if isinstance(source, bytes) else None,
         fixes_applied=result.fixes_applied,
     )
 
@@ -259,32 +273,43 @@ def ipython_constructs(lines: Sequence[str]) -> list[tuple[int, int]]:
                 found.append((i, end))
                 i = end + 1
                 continue
-        # lex the physical line: strings, comments, brackets
-        last = ""  # last significant character outside strings and comments
-        comment = continued = False
-        k = 0
-        while k < len(line):
-            ch = line[k]
-            k, code = strings.step(line, k)
-            if code and ch == "#":
-                comment = True
-                break
-            if code and ch in "([{":
-                depth += 1
-            elif code and ch in ")]}":
-                depth = max(0, depth - 1)
-            if not ch.isspace():
-                last = ch
-        if strings.quote:
-            if len(strings.quote) == 1 and not line.endswith("\\"):
-                strings.quote = ""  # an unterminated one-line string ends at the line's end
-        elif line.endswith("\\") and not comment:
-            continued = True
+        depth, last, comment = _lex_line(line, strings, depth)
+        continued = _continues(line, strings, comment)
         if not (depth or strings.quote or continued) and last == "?" and start == i:
             if _HELP_END.fullmatch(line.strip()):
                 found.append((i, i))
         i += 1
     return found
+
+
+def _lex_line(line: str, strings: _Strings, depth: int) -> tuple[int, str, bool]:
+    """Lex one physical line of code: the bracket depth after it (from ``depth`` before it),
+    its last significant character outside strings and comments, and whether it ends in a
+    comment. ``strings`` carries a string open across lines."""
+    last = ""
+    k = 0
+    while k < len(line):
+        ch = line[k]
+        k, code = strings.step(line, k)
+        if code and ch == "#":
+            return depth, last, True
+        if code and ch in "([{":
+            depth += 1
+        elif code and ch in ")]}":
+            depth = max(0, depth - 1)
+        if not ch.isspace():
+            last = ch
+    return depth, last, False
+
+
+def _continues(line: str, strings: _Strings, comment: bool) -> bool:
+    """Does the logical line go on after the lexed ``line`` (a backslash at its end, outside a
+    string and a comment)? An unterminated one-line string ends at the line's end."""
+    if strings.quote:
+        if len(strings.quote) == 1 and not line.endswith("\\"):
+            strings.quote = ""
+        return False
+    return line.endswith("\\") and not comment
 
 
 def _mask(cell: _Cell, lines: list[str]) -> None:

@@ -309,68 +309,39 @@ def layout(
         source = SourceMap(text, (), starts)
     if source is not None:
         text, starts = source.parsed, source.parsed_starts
-    groups: dict[int, tuple[list[cst.CSTNode], list[cst.CSTNode]]] | None = None
-    if (
-        top_of is not None
-        and starts is not None
-        and (offsets is not None or (text is not None and module.has_trailing_newline))
-    ):
-        groups = {}
-        for kind, group in ((0, nodes), (1, spans)):
-            for node in group:
-                number = top_of(node)
-                if number is None:
-                    groups = None  # outside every statement: the whole pass finds it
-                    break
-                groups.setdefault(number, ([], []))[kind].append(node)
-            if groups is None:
-                break
+    groups = None
+    if top_of is not None and starts is not None:
+        groups = _by_top_statement(module, nodes, spans, top_of, offsets is not None, text)
     checked = False  # are ``offsets`` ours (from the scan or ast), to be checked against the text?
     if groups is not None and offsets is None:
-        if tops is not None and text is not None and starts is not None:
-            offsets = offsets_from_tops(module, text, starts, tops)  # cheap: always worth it
-            checked = offsets is not None
-        if offsets is None and len(groups) > MAX_LOCATED_STATEMENTS:
-            offsets = statement_offsets(module, text or "", starts or [0])
-            checked = True
-            if offsets is None:
-                groups = None
+        many = len(groups) > MAX_LOCATED_STATEMENTS
+        offsets, checked = _found_offsets(module, text, starts, tops, many)
+        if offsets is None and many:
+            groups = None
 
     def run() -> Layout | None:
-        if groups is not None:
-            found: dict[cst.CSTNode, CodeRange] = {}
-            found_spans: dict[cst.CSTNode, Span] = {}
-            placer = None if offsets is not None else _Placer(module, text or "")
-            lines = None
-            if ancestors is not None and source is not None:
-                lines = _Lines(module, source, ancestors, offsets)
-            for number in sorted(groups):
-                inside, inside_spans = groups[number]
-                placed = lines.place(number, inside, inside_spans) if lines else None
-                if placed is not None:
-                    found.update(placed[0])
-                    found_spans.update(placed[1])
-                    continue
-                part = _statement_code(module, module.body[number], inside, inside_spans)
-                if placer is None:
-                    assert offsets is not None
-                    base: int | None = offsets[number]
-                    if checked and not (text or "").startswith("".join(part.tokens), base or 0):
-                        return None
-                else:
-                    base = placer.place(number, "".join(part.tokens))
-                    if base is None:
-                        return None
-                ranges, part_spans = part.resolve(base or 0, source)
-                found.update(ranges)
-                found_spans.update(part_spans)
-            return found, found_spans
-        return _whole_pass(module, nodes, spans, source)
+        if groups is None:
+            return _whole_pass(module, nodes, spans, source)
+        lines = None
+        if ancestors is not None and source is not None:
+            lines = _Lines(module, source, ancestors, offsets)
+        where = _Statements(module, text or "", offsets, checked, source)
+        return _by_statement(groups, where, lines)
 
+    return _laid_out(run, lambda: _whole_pass(module, nodes, spans, source), module, spans)
+
+
+def _laid_out(
+    run: Callable[[], Layout | None],
+    whole: Callable[[], Layout],
+    module: cst.Module,
+    spans: Collection[cst.CSTNode],
+) -> Layout:
+    """``run()`` with a large stack, or ``whole()`` when it could not place a statement."""
     try:
         result = deep_call(run)
         if result is None:  # a statement could not be placed: the whole pass
-            result = deep_call(lambda: _whole_pass(module, nodes, spans, source))
+            result = deep_call(whole)
         return result
     except TooDeep:
         raise
@@ -378,6 +349,105 @@ def layout(
         if spans:
             raise
         return deep_call(lambda: all_positions(module)), {}
+
+
+def _found_offsets(
+    module: cst.Module,
+    text: str | None,
+    starts: list[int] | None,
+    tops: Sequence[int] | None,
+    many: bool,
+) -> tuple[Sequence[int] | None, bool]:
+    """Where the top-level statements start, found here (so to be checked against the text):
+    from the guard's ``tops`` (cheap: always worth it), else, for ``many`` statements, from
+    Python's parser; and whether they were found."""
+    offsets = None
+    if tops is not None and text is not None and starts is not None:
+        offsets = offsets_from_tops(module, text, starts, tops)
+    if offsets is None and many:
+        return statement_offsets(module, text or "", starts or [0]), True
+    return offsets, offsets is not None
+
+
+# For each top-level statement (by its index in the module's body): the wanted nodes in it,
+# and the nodes in it whose spans are wanted.
+_Groups = dict[int, tuple[list[cst.CSTNode], list[cst.CSTNode]]]
+
+
+def _by_top_statement(
+    module: cst.Module,
+    nodes: Collection[cst.CSTNode],
+    spans: Collection[cst.CSTNode],
+    top_of: Callable[[cst.CSTNode], int | None],
+    offsets_known: bool,
+    text: str | None,
+) -> _Groups | None:
+    """``nodes`` and ``spans`` grouped by their top-level statement; None when one is outside
+    every statement (the whole pass finds it), or when the statements cannot be placed: their
+    offsets are not known, and the text is not, or ends without a line break (then the last
+    statement's code is not the text's)."""
+    if not offsets_known and (text is None or not module.has_trailing_newline):
+        return None
+    groups: _Groups = {}
+    for kind, group in ((0, nodes), (1, spans)):
+        for node in group:
+            number = top_of(node)
+            if number is None:
+                return None
+            groups.setdefault(number, ([], []))[kind].append(node)
+    return groups
+
+
+class _Statements:
+    """Where the code generated for a top-level statement stands in the text: at its known
+    offset (checked against the text when ``checked``), else where :class:`_Placer` finds it."""
+
+    def __init__(
+        self,
+        module: cst.Module,
+        text: str,
+        offsets: Sequence[int] | None,
+        checked: bool,
+        source: SourceMap | None,
+    ) -> None:
+        self.module, self.text, self.offsets, self.checked = module, text, offsets, checked
+        self.source = source
+        self.placer = None if offsets is not None else _Placer(module, text)
+
+    def place(
+        self, number: int, inside: list[cst.CSTNode], inside_spans: list[cst.CSTNode]
+    ) -> Layout | None:
+        """The ranges of ``inside`` and spans of ``inside_spans``, all in top-level statement
+        ``number``, from its code generated alone; None: it could not be placed."""
+        module = self.module
+        part = _statement_code(module, module.body[number], inside, inside_spans)
+        if self.placer is not None:
+            base = self.placer.place(number, "".join(part.tokens))
+            if base is None:
+                return None
+        else:
+            assert self.offsets is not None
+            base = self.offsets[number]
+            if self.checked and not self.text.startswith("".join(part.tokens), base or 0):
+                return None
+        return part.resolve(base or 0, self.source)
+
+
+def _by_statement(groups: _Groups, where: _Statements, lines: _Lines | None) -> Layout | None:
+    """The layout of the wanted nodes, statement by statement: each simple line alone where
+    ``lines`` can, else its top-level statement; None: a statement could not be placed."""
+    found: dict[cst.CSTNode, CodeRange] = {}
+    found_spans: dict[cst.CSTNode, Span] = {}
+    for number in sorted(groups):
+        inside, inside_spans = groups[number]
+        placed = lines.place(number, inside, inside_spans) if lines else None
+        if placed is None:
+            placed = where.place(number, inside, inside_spans)
+            if placed is None:
+                return None
+        found.update(placed[0])
+        found_spans.update(placed[1])
+    return found, found_spans
 
 
 class _Lines:

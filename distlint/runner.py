@@ -25,9 +25,9 @@ from distlint.incremental import Document
 from distlint.model import Applicability, FileError, FileResult, Finding, Fix, Range
 from distlint.noqa import UNUSED_CODE, Directives, Placement, directive_edit, unused_noqa
 from distlint.parse import decode_source, null_byte, parse
-from distlint.positions import DEEP_RECURSION_LIMIT, SourceMap, TooDeep, deep_call, layout
+from distlint.positions import DEEP_RECURSION_LIMIT, SourceMap, Span, TooDeep, deep_call, layout
 from distlint.registry import all_rules, codes_by_name
-from distlint.rule import Rule, RuleContext
+from distlint.rule import Report, Rule, RuleContext
 
 MAX_FIX_ROUNDS = fixes_mod.MAX_FIX_ROUNDS
 
@@ -113,99 +113,126 @@ def lint_source(
     active = tuple(rules) if rules is not None else enabled_rules(config, path)
     enabled = frozenset(r.CODE for r in active)  # before the trigger filter: for DL001 unused-noqa
 
+    decoded = _decoded(source, path)
+    if isinstance(decoded, FileError):
+        return FileResult(path, errors=(decoded,))
+    text, encoding = decoded
+    kept = text if keep_source else None
+    active = _triggered(active, text, path, project)
+    if not active:
+        return FileResult(path, source_text=kept)
+
+    job = _Job(path, active, config, ignore_noqa, debug, enabled, project)
+    if prior is not None and fix:
+        current = _Round(list(prior.findings), list(prior.suppressed), list(prior.errors))
+    else:
+        first = _first_round(text, source, job, document)
+        if isinstance(first, FileError):
+            return FileResult(path, errors=(first,), source_text=kept)
+        current = first
+    if not fix:
+        return FileResult(
+            path,
+            tuple(current.findings),
+            tuple(current.errors),
+            suppressed=tuple(current.suppressed),
+            source_text=kept,
+        )
+    return _fixed(text, source, encoding, current, job, unsafe_fixes)._replace(source_text=kept)
+
+
+def _decoded(source: str | bytes, path: str) -> tuple[str, str | None] | FileError:
+    """The text of ``source`` and its encoding (None: given as text), or the error to report
+    (undecodable, or holding a null byte)."""
     encoding = None
     if isinstance(source, bytes):
         decoded = decode_source(source, path)
         if isinstance(decoded, FileError):
-            return FileResult(path, errors=(decoded,))
+            return decoded
         text, encoding = decoded
     else:
         text = source
-    kept = text if keep_source else None
     refused = null_byte(text, path)
-    if refused is not None:
-        return FileResult(path, errors=(refused,))
+    return refused if refused is not None else (text, encoding)
 
-    # Cheap pre-filter: a rule that needs e.g. "manual_seed" cannot match a file without it.
+
+def _triggered(
+    active: tuple[Rule, ...], text: str, path: str, project: Project | None
+) -> tuple[Rule, ...]:
+    """The rules of ``active`` that may match: a cheap pre-filter, since a rule that needs e.g.
+    "manual_seed" cannot match a file without it, or without a project module it imports (a
+    seeding helper, a loader factory) holding it."""
     candidates = active
     active = tuple(r for r in active if not r.TRIGGERS or any(t in text for t in r.TRIGGERS))
     if project is not None and len(active) < len(candidates):
-        # ... or in a project module it imports (a seeding helper, a loader factory)
         for imported in project.imported_texts(path, text):
             active = tuple(
                 r for r in candidates if r in active or any(t in imported for t in r.TRIGGERS)
             )
             if len(active) == len(candidates):
                 break
-    if not active:
-        return FileResult(path, source_text=kept)
+    return active
 
-    job = _Job(path, active, config, ignore_noqa, debug, enabled, project)
 
-    def lint(
-        module: cst.Module,
-        text: str,
-        index: Index | None = None,
-        offsets: list[int] | None = None,
-        tops: list[int] | None = None,
-        source: SourceMap | None = None,
-    ) -> _Round:
-        return _lint_guarded(module, text, job, index, offsets, tops, source)
+def _first_round(
+    text: str, source: str | bytes, job: _Job, document: Document | None
+) -> _Round | FileError:
+    """The lint of ``text`` as it is (parsed, or its parse reused), or the error to report.
 
-    if prior is not None and fix:
-        current = _Round(list(prior.findings), list(prior.suppressed), list(prior.errors))
+    A module the project already parsed for an importer is not parsed again; the linted file's
+    own parse is not kept in the project (a whole-tree run would hold every tree)."""
+    path, config, project = job.path, job.config, job.project
+    index: Index | None = None
+    offsets: list[int] | None = None
+    tops: list[int] | None = None
+    where: SourceMap | None = None
+    reused = _reuse(document, text, path, config.max_file_size)
+    known = project.parsed(path, source) if project is not None and not reused else None
+    if reused is not None:
+        module, offsets = reused
+    elif known is not None:
+        module, index = known
+        where = index.source_map
     else:
-        # a module the project already parsed for an importer is not parsed again; the linted
-        # file's own parse is not kept in the project (a whole-tree run would hold every tree)
-        index: Index | None = None
-        offsets: list[int] | None = None
-        tops: list[int] | None = None
-        where: SourceMap | None = None
-        reused = _reuse(document, text, path, config.max_file_size)
-        known = project.parsed(path, source) if project is not None and not reused else None
-        if reused is not None:
-            module, offsets = reused
-        elif known is not None:
-            module, index = known
-            where = index.source_map
-        else:
-            tops = []
-            parsed = _parse(text, path, config.max_file_size, tops)
-            if isinstance(parsed, FileError):
-                return FileResult(path, errors=(parsed,), source_text=kept)
-            module, where = parsed
-        if document is not None and reused is None:
-            # the document's offsets are of LibCST's code: of no use where it is not the text
-            document.reset(text, module if where is None or not where.cuts else None)
-        current = lint(module, text, index, offsets, tops, where)
-    errors = list(current.errors)
-    if not fix:
-        return FileResult(
-            path,
-            tuple(current.findings),
-            tuple(errors),
-            suppressed=tuple(current.suppressed),
-            source_text=kept,
-        )
+        tops = []
+        parsed = _parse(text, path, config.max_file_size, tops)
+        if isinstance(parsed, FileError):
+            return parsed
+        module, where = parsed
+    if document is not None and reused is None:
+        # the document's offsets are of LibCST's code: of no use where it is not the text
+        document.reset(text, module if where is None or not where.cuts else None)
+    return _lint_guarded(module, text, job, index, offsets, tops, where)
 
-    original = text
+
+def _fixed(
+    text: str,
+    source: str | bytes,
+    encoding: str | None,
+    current: _Round,
+    job: _Job,
+    unsafe_fixes: bool,
+) -> FileResult:
+    """The result of fixing ``text`` (whose lint is ``current``) to a fixed point; the fixed
+    text encoded as ``source`` was (``encoding``) when it came as bytes."""
+    path = job.path
     done = fixes_mod.fixed_point(
         text,
         current,
         path,
         unsafe_fixes,
         _parse,
-        lambda parsed, new: lint(parsed[0], new, source=parsed[1]),
+        lambda parsed, new: _lint_guarded(parsed[0], new, job, source=parsed[1]),
     )
-    text, current, applied = done.text, done.last, done.applied
-    errors += done.errors
-    changed = text != original
+    errors = current.errors + done.errors  # the first round's, and the fixing's
+    fixed, current, applied = done.text, done.last, done.applied
+    changed = fixed != text
     fixed_bytes = None
     if changed and encoding is not None:
         assert isinstance(source, bytes)
         try:
-            fixed_bytes = text.encode(encoding)
-            if original.encode(encoding) != source:
+            fixed_bytes = fixed.encode(encoding)
+            if text.encode(encoding) != source:
                 raise UnicodeError("the file does not round-trip through its encoding")
         except UnicodeError as exc:
             errors.append(FileError(path, f"fixes not applied: {exc}"))
@@ -214,11 +241,10 @@ def lint_source(
         path,
         tuple(current.findings),
         tuple(errors),
-        fixed_source=text if changed else None,
+        fixed_source=fixed if changed else None,
         fixed_bytes=fixed_bytes,
         fixes_applied=applied if changed else 0,
         suppressed=tuple(current.suppressed),
-        source_text=kept,
     )
 
 
@@ -329,27 +355,8 @@ def _lint_indexed(
     source: SourceMap | None = None,
 ) -> _Round:
     path, active, config, ignore_noqa, debug, enabled, project = job
-    errors: list[FileError] = []
     ctx = RuleContext(index, path, text, facts, project)
-    for rule in active:
-        ctx._rule = rule
-        try:
-            rule.check(ctx)
-        except RecursionError:
-            raise
-        except Exception as exc:  # a rule bug must not take the other rules or files down
-            if debug:
-                import traceback  # only --debug shows one
-
-                detail = traceback.format_exc(limit=-40)
-            else:
-                detail = f"{type(exc).__name__}: {exc}"
-            errors.append(
-                FileError(
-                    path,
-                    f"internal error in {rule.CODE}: {detail} (please report; --debug shows the traceback)",
-                )
-            )
+    errors = _run_rules(ctx, active, path, debug)
     directives = Directives.scan(text, codes_by_name())  # a rule name in a directive too
     run_unused = not ignore_noqa and any(r.CODE == UNUSED_CODE for r in active)
     if not ctx.reports and not run_unused:
@@ -377,45 +384,11 @@ def _lint_indexed(
         tops,
         source,
     )
-    placement = _Placements(lines)
-    findings: list[Finding] = []
-    suppressed: list[Finding] = []
-    seen: set[tuple[str, int, int]] = set()
+    report_to = _Reporter(job, module, source, lines, positions, plan_layout, spans, directives)
     for report in reports:
-        rule = report.rule
-        pos = positions.get(report.node)
-        if pos is None:  # a node the rule built itself: report at the module start
-            rng = Range(1, 1, 1, 1)
-        else:
-            rng = Range(pos.start.line, pos.start.column + 1, pos.end.line, pos.end.column + 1)
-        key = (rule.CODE, rng.line, rng.column)
-        if key in seen:
-            continue
-        seen.add(key)
-        stmt = statements[report.node]
-        stmt_range = positions.get(stmt) if stmt is not None else None
-        stmt_line = stmt_range.start.line if stmt_range is not None else None
-        lines_checked = [rng.line] + ([stmt_line] if stmt_line is not None else [])
-        if not ignore_noqa and directives.suppresses(rule.CODE, lines_checked):
-            suppressed.append(Finding(path, rng, rule.CODE, rule.NAME, report.message))
-            continue
-        fix = None
-        if report.fix is not None:
-            try:
-                if pos is not None:
-                    _check_reported(module, source, lines, report.node, rng)
-                fix = _fix_of(report.fix, rule, config, plan_layout, spans, lines, debug)
-            except fixes_mod.TargetMismatch as exc:
-                message = (
-                    f"{rule.CODE}: the fix's edits do not match the code it was meant to change "
-                    f"(line {exc.line}); fix dropped"
-                )
-                errors.append(FileError(path, message, exc.line))
-        target = placement.target(rng.line, stmt_range)
-        suppression = directive_edit(lines, target, [rule.CODE]) if target is not None else None
-        findings.append(
-            Finding(path, rng, rule.CODE, rule.NAME, report.message, fix, suppression=suppression)
-        )
+        report_to.add(report, statements[report.node])
+    errors += report_to.errors
+    findings = report_to.findings
     if run_unused:
         # after suppression: only now is it known which noqa codes suppressed nothing
         override = config.applicability_override(UNUSED_CODE)
@@ -429,7 +402,110 @@ def _lint_indexed(
             Applicability(override) if override is not None else Applicability.SAFE,
         )
     findings.sort(key=lambda f: (f.line, f.column, f.code))
-    return _Round(findings, suppressed, errors)
+    return _Round(findings, report_to.suppressed, errors)
+
+
+def _run_rules(ctx: RuleContext, active: Sequence[Rule], path: str, debug: bool) -> list[FileError]:
+    """Run each rule of ``active`` over ``ctx`` (its reports land there); a rule that fails is
+    one error line, and the other rules still run."""
+    errors: list[FileError] = []
+    for rule in active:
+        ctx._rule = rule
+        try:
+            rule.check(ctx)
+        except RecursionError:
+            raise
+        except Exception as exc:  # a rule bug must not take the other rules or files down
+            if debug:
+                import traceback  # only --debug shows one
+
+                detail = traceback.format_exc(limit=-40)
+            else:
+                detail = f"{type(exc).__name__}: {exc}"
+            errors.append(
+                FileError(
+                    path,
+                    f"internal error in {rule.CODE}: {detail} (please report; --debug shows the traceback)",
+                )
+            )
+    return errors
+
+
+class _Reporter:
+    """Turns the rules' reports into findings (positioned, their fixes' edits computed, their
+    ``# noqa`` edit placed) or suppressed findings, one report at a time."""
+
+    def __init__(
+        self,
+        job: _Job,
+        module: cst.Module,
+        source: SourceMap,
+        lines: LineIndex,
+        positions: dict[cst.CSTNode, CodeRange],
+        plan_layout: fixes_mod._Layout,
+        spans: dict[cst.CSTNode, Span],
+        directives: Directives,
+    ) -> None:
+        self.job, self.module, self.source, self.lines = job, module, source, lines
+        self.positions, self.plan_layout, self.spans = positions, plan_layout, spans
+        self.directives = directives
+        self.placement = _Placements(lines)
+        self.findings: list[Finding] = []
+        self.suppressed: list[Finding] = []
+        self.errors: list[FileError] = []
+        self.seen: set[tuple[str, int, int]] = set()  # (code, line, column) of each finding
+
+    def add(self, report: Report, stmt: cst.CSTNode | None) -> None:
+        """Add the finding of ``report`` (in statement ``stmt``), unless its rule reported the
+        same place already."""
+        path, rule = self.job.path, report.rule
+        pos = self.positions.get(report.node)
+        if pos is None:  # a node the rule built itself: report at the module start
+            rng = Range(1, 1, 1, 1)
+        else:
+            rng = Range(pos.start.line, pos.start.column + 1, pos.end.line, pos.end.column + 1)
+        key = (rule.CODE, rng.line, rng.column)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        stmt_range = self.positions.get(stmt) if stmt is not None else None
+        stmt_line = stmt_range.start.line if stmt_range is not None else None
+        lines_checked = [rng.line] + ([stmt_line] if stmt_line is not None else [])
+        if not self.job.ignore_noqa and self.directives.suppresses(rule.CODE, lines_checked):
+            self.suppressed.append(Finding(path, rng, rule.CODE, rule.NAME, report.message))
+            return
+        fix = self._fix(report, pos is not None, rng) if report.fix is not None else None
+        target = self.placement.target(rng.line, stmt_range)
+        suppression = (
+            directive_edit(self.lines, target, [rule.CODE]) if target is not None else None
+        )
+        self.findings.append(
+            Finding(path, rng, rule.CODE, rule.NAME, report.message, fix, suppression=suppression)
+        )
+
+    def _fix(self, report: Report, placed: bool, rng: Range) -> Fix | None:
+        """The fix of ``report`` as edits; None (and an error line) when its edits do not match
+        the code it was meant to change."""
+        rule = report.rule
+        try:
+            if placed:
+                _check_reported(self.module, self.source, self.lines, report.node, rng)
+            return _fix_of(
+                report.fix,
+                rule,
+                self.job.config,
+                self.plan_layout,
+                self.spans,
+                self.lines,
+                self.job.debug,
+            )
+        except fixes_mod.TargetMismatch as exc:
+            message = (
+                f"{rule.CODE}: the fix's edits do not match the code it was meant to change "
+                f"(line {exc.line}); fix dropped"
+            )
+            self.errors.append(FileError(self.job.path, message, exc.line))
+            return None
 
 
 def _top_statements(module: cst.Module, index: Index):

@@ -48,6 +48,15 @@ def verify_options(f: Callable) -> Callable:
             "the 1-process run then stops once it has trained on as many samples.",
         ),
         click.option(
+            "--epochs",
+            type=click.IntRange(min=0),
+            default=None,
+            metavar="E",
+            help="Run the N-process run past --max-steps to the first update of its training "
+            "data's E-th pass (what the epoch-order and evaluation checks need) [default: 2 when "
+            "distlint check reported DL304, DL401 or DL402, else off; 0: off].",
+        ),
+        click.option(
             "--timeout",
             type=click.FloatRange(min=1),
             default=300.0,

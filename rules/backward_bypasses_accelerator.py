@@ -127,6 +127,14 @@ class BackwardBypassesAccelerator(Rule):
         if facts.mode not in (Mode.ACCELERATE, Mode.FABRIC) or not facts.prepare_calls:
             return
         fabric = facts.mode is Mode.FABRIC
+        self._check_backward(ctx, fabric)
+        self._check_clipping(ctx, fabric)
+
+    @staticmethod
+    def _check_backward(ctx: RuleContext, fabric: bool) -> None:
+        """`loss.backward()` on a prepared model's loss, where the framework's backward scales
+        and divides it."""
+        facts = ctx.facts
         framework_backward = [c for c in facts.loops.backward_calls if _is_framework(facts, c)]
         own = {ctx.index.enclosing_function(c) for c in framework_backward}
         for call in facts.loops.backward_calls:
@@ -145,6 +153,12 @@ class BackwardBypassesAccelerator(Rule):
                 "no division for accumulation"
             )
             ctx.report(call.func, message, _backward_fix(ctx, call, owner))
+
+    @staticmethod
+    def _check_clipping(ctx: RuleContext, fabric: bool) -> None:
+        """`torch.nn.utils.clip_grad_norm_` on a prepared model's gradients that nothing
+        unscaled first."""
+        facts = ctx.facts
         for call in facts.calls_to(frozenset(K.CLIP_FUNCTIONS)):
             owner = facts.fabric_expr(call) if fabric else facts.accelerator_expr(call)
             if (

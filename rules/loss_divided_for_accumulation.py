@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.analysis import Index, iter_children
+from distlint.analysis import Index, Op, iter_children
 from distlint.analysis.facts import Facts
 from distlint.fixes import FixPlan
 from distlint.model import Applicability
@@ -188,7 +188,6 @@ class LossDividedForAccumulation(Rule):
         self, facts: Facts, expr: cst.BaseExpression, setting_texts: set[str]
     ) -> list[cst.CSTNode]:
         """Divisions by the accumulation steps on the loss's way into ``backward`` (same function)."""
-        index = facts.index
         found: list[cst.CSTNode] = []
         seen: set[int] = set()
         stack: list[cst.CSTNode] = [expr]
@@ -197,30 +196,38 @@ class LossDividedForAccumulation(Rule):
             if id(node) in seen:
                 continue
             seen.add(id(node))
-            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
-                if self._is_accumulation(facts, node.right, setting_texts):
-                    found.append(node)
-                    stack.append(node.left)
-                    continue
             if isinstance(node, cst.Name):
-                for b in index.bindings_of(node):
-                    if b.scope is not index.scope(node):
-                        continue  # the loss is computed in the function that calls backward
-                    if b.op == "/=" and isinstance(b.node, cst.AugAssign):
-                        if self._is_accumulation(facts, b.node.value, setting_texts):
-                            found.append(b.node)
-                    elif b.op == "=" and b.value is not None:
-                        stack.append(b.value)
-                continue
-            if isinstance(node, (cst.Call, cst.Attribute, cst.Subscript)) and not isinstance(
-                node, cst.BinaryOperation
+                stack.extend(self._assigned_to(facts, node, setting_texts, found))
+            elif (
+                isinstance(node, cst.BinaryOperation)
+                and isinstance(node.operator, cst.Divide)
+                and self._is_accumulation(facts, node.right, setting_texts)
             ):
-                # `model(batch).loss`, `outputs["loss"]`: the loss is produced there, not divided
-                if isinstance(node, cst.Attribute):
-                    stack.append(node.value)
-                continue
-            stack.extend(n for n in _children(node))
+                found.append(node)
+                stack.append(node.left)
+            elif isinstance(node, cst.Attribute):
+                stack.append(node.value)  # `model(batch).loss`: what it is read from
+            elif not isinstance(node, (cst.Call, cst.Subscript)):
+                # (`model(batch)`, `outputs["loss"]`: the loss is produced there, not divided)
+                stack.extend(_children(node))
         return found
+
+    def _assigned_to(
+        self, facts: Facts, name: cst.Name, setting_texts: set[str], found: list[cst.CSTNode]
+    ) -> list[cst.CSTNode]:
+        """The values assigned to the loss's name in its function (the loss is computed in the
+        function that calls backward); a `loss /= steps` among them goes into ``found``."""
+        index = facts.index
+        values: list[cst.CSTNode] = []
+        for b in index.bindings_of(name):
+            if b.scope is not index.scope(name):
+                continue
+            if b.op is Op.DIVIDE and isinstance(b.node, cst.AugAssign):
+                if self._is_accumulation(facts, b.node.value, setting_texts):
+                    found.append(b.node)
+            elif b.op is Op.ASSIGN and b.value is not None:
+                values.append(b.value)
+        return values
 
     @staticmethod
     def _is_accumulation(

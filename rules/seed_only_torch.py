@@ -202,53 +202,74 @@ class SeedOnlyTorch(Rule):
         statements = [
             s for s in (_plain_call_statement(index, c) for c in seeders) if s is not None
         ]
-        # `set_seed` seeds every device itself, so it belongs outside `if torch.cuda.is_available():`;
-        # it goes where the first unguarded seeding call was.
-        unguarded = [s for s in statements if _device_guard(index, s) is None]
+        anchor = _anchor(index, statements)
+        if anchor is None:
+            return None
         fix = FixPlan()
-        if unguarded:
-            anchor: cst.CSTNode = unguarded[0]
-        else:
-            # All seeding sits under device checks: replace the whole check when it does nothing else.
-            guard = _device_guard(index, statements[0]) if statements else None
-            if guard is None or not _only_seeding(guard, statements):
-                return None
-            anchor = guard
-        block = index.parent(anchor)
-        removable = [s for s in statements if s is not anchor and not index.is_inside(s, anchor)]
-        for stmt in removable:
-            parent = index.parent(stmt)
-            if parent is block:
-                fix.replace[stmt] = cst.RemovalSentinel.REMOVE
-                continue
-            guard = _device_guard(index, stmt)
-            if guard is None or index.parent(guard) is not block:
-                continue  # seeding elsewhere (another function, another branch): left alone, harmless
-            if _only_seeding(guard, statements):
-                fix.replace[guard] = cst.RemovalSentinel.REMOVE  # never leave an empty `if` behind
-            elif any(not _is_seeding_stmt(s, statements) for s in getattr(parent, "body", ())):
-                fix.replace[stmt] = cst.RemovalSentinel.REMOVE
+        _remove_other_seeding(index, fix, anchor, statements)
         anchor_call = first if anchor is _plain_call_statement(index, first) else None
         if anchor_call is None:
             anchor_call = next(c for c in seeders if index.is_inside(c, anchor))
-        arg = Index.argument(anchor_call, keyword="seed", position=0) or Index.argument(
-            anchor_call, keyword="new_state", position=0
-        )
-        seed_arg = arg.value if arg is not None else cst.Name("seed")
-        name, spec = import_name(index, seed_fn, anchor)
-        new_call = cst.Call(func=factor_expression(name), args=[cst.Arg(seed_arg)])
-        if isinstance(anchor, cst.SimpleStatementLine):
-            fix.replace[anchor_call] = new_call
-        else:
-            fix.replace[anchor] = cst.SimpleStatementLine(
-                body=[cst.Expr(new_call)], leading_lines=getattr(anchor, "leading_lines", ())
-            )
-        if spec is not None:
-            fix.imports.append(spec)
+        _seed_at(index, fix, anchor, anchor_call, seed_fn)
         if not facts.imports_module("accelerate") and seed_fn.startswith("accelerate"):
             fix.applicability = Applicability.UNSAFE
         fix.title = f"Replace the hand-written seeding with `{short}(...)`"
         return fix
+
+
+def _anchor(index: Index, statements: list[cst.SimpleStatementLine]) -> cst.CSTNode | None:
+    """Where the seed function's call goes. `set_seed` seeds every device itself, so it belongs
+    outside `if torch.cuda.is_available():`: where the first unguarded seeding call was; when
+    all seeding sits under device checks, in place of the whole check if it does nothing else."""
+    unguarded = [s for s in statements if _device_guard(index, s) is None]
+    if unguarded:
+        return unguarded[0]
+    guard = _device_guard(index, statements[0]) if statements else None
+    if guard is None or not _only_seeding(guard, statements):
+        return None
+    return guard
+
+
+def _remove_other_seeding(
+    index: Index, fix: FixPlan, anchor: cst.CSTNode, statements: list[cst.SimpleStatementLine]
+) -> None:
+    """Remove the seeding statements the one call replaces, in the anchor's block (with their
+    device check when it holds nothing else)."""
+    block = index.parent(anchor)
+    removable = [s for s in statements if s is not anchor and not index.is_inside(s, anchor)]
+    for stmt in removable:
+        parent = index.parent(stmt)
+        if parent is block:
+            fix.replace[stmt] = cst.RemovalSentinel.REMOVE
+            continue
+        guard = _device_guard(index, stmt)
+        if guard is None or index.parent(guard) is not block:
+            continue  # seeding elsewhere (another function, another branch): left alone, harmless
+        if _only_seeding(guard, statements):
+            fix.replace[guard] = cst.RemovalSentinel.REMOVE  # never leave an empty `if` behind
+        elif any(not _is_seeding_stmt(s, statements) for s in getattr(parent, "body", ())):
+            fix.replace[stmt] = cst.RemovalSentinel.REMOVE
+
+
+def _seed_at(
+    index: Index, fix: FixPlan, anchor: cst.CSTNode, anchor_call: cst.Call, seed_fn: str
+) -> None:
+    """Replace the seeding call at the anchor (or the device check there) with one call of the
+    seed function, given the same seed, imported if need be."""
+    arg = Index.argument(anchor_call, keyword="seed", position=0) or Index.argument(
+        anchor_call, keyword="new_state", position=0
+    )
+    seed_arg = arg.value if arg is not None else cst.Name("seed")
+    name, spec = import_name(index, seed_fn, anchor)
+    new_call = cst.Call(func=factor_expression(name), args=[cst.Arg(seed_arg)])
+    if isinstance(anchor, cst.SimpleStatementLine):
+        fix.replace[anchor_call] = new_call
+    else:
+        fix.replace[anchor] = cst.SimpleStatementLine(
+            body=[cst.Expr(new_call)], leading_lines=getattr(anchor, "leading_lines", ())
+        )
+    if spec is not None:
+        fix.imports.append(spec)
 
 
 def _device_guard(index: Index, stmt: cst.CSTNode) -> cst.If | None:

@@ -6,7 +6,7 @@ import textwrap
 
 import libcst as cst
 
-from distlint.analysis import Index
+from distlint.analysis import Index, Op, ScopeKind
 
 
 def index_of(code: str) -> Index:
@@ -117,3 +117,19 @@ def test_index_import_record_of_a_use():
     record = index.import_record(use)
     assert (record.module, record.name, record.level) == ("helpers", "get_world_size", 1)
     assert index.import_record(name_uses(index, "x")[0]) is None
+
+
+def test_binding_tags_are_enums_that_stay_their_strings():
+    """`Op` / `ScopeKind` replace the string tags; code that still compares, looks up or formats
+    the strings must get the same answers (a plain `(str, Enum)` formats as `Op.PARAM`)."""
+    index = index_of("import os\ndef f(a):\n    b = a\n    b += 1\n    return [c for c in b]\n")
+    fn = index.functions["f"][0]
+    (param,) = index.lookup("a", index.scope(fn.body))
+    ops = [a.op for a in index.lookup("b", index.scope(fn.body))]
+    assert param.op is Op.PARAM and ops == [Op.ASSIGN, Op.ADD]
+    assert index.scope(fn.body).kind is ScopeKind.FUNCTION
+    assert index.module_scope.bindings["os"][0].op is Op.IMPORT
+    for tag in (*Op, *ScopeKind):
+        assert tag == tag.value and hash(tag) == hash(tag.value)
+        assert tag.value in {tag} and tag in frozenset({tag.value}) and {tag.value: 1}[tag] == 1
+        assert f"{tag}" == str(tag) == f"{tag:>0}" == tag.value

@@ -63,6 +63,20 @@ def test_fix_on_a_warm_cache_parses_only_to_verify(project):
     assert passes("check", "bad.py") == NONE
 
 
+def test_fix_diff_on_a_warm_cache_parses_only_to_verify(project):
+    """`fix --diff` writes nothing, so the next one finds the same bytes: the first leaves the
+    file's lint in the cache, and the next parses only the fixed text, to verify it (#32)."""
+    before = (project / "bad.py").read_text()
+    no_cache = CliRunner().invoke(main, ["fix", "--diff", "--unsafe-fixes", "--no-cache", "bad.py"])
+    # cold: the file's lint, then the verifying pass (as without the cache)
+    assert passes("fix", "--diff", "--unsafe-fixes", "bad.py") == {"parse": 2, "rules": 2}
+    assert passes("fix", "--diff", "--unsafe-fixes", "bad.py") == ONE
+    assert passes("check", "--diff", "--unsafe-fixes", "bad.py") == ONE
+    warm = CliRunner().invoke(main, ["fix", "--diff", "--unsafe-fixes", "bad.py"])
+    assert warm.output == no_cache.output and "+++" in warm.output
+    assert (warm.exit_code, (project / "bad.py").read_text()) == (no_cache.exit_code, before)
+
+
 def test_fix_cold_is_the_lint_plus_one_verifying_pass(project):
     assert passes("fix", "--unsafe-fixes", "--no-cache", "bad.py") == {"parse": 2, "rules": 2}
 

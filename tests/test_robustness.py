@@ -483,6 +483,7 @@ def test_guard_reads_the_same_on_python_before_3_11(monkeypatch):
         """rb'x' r'''a''' f\"\"\"b\"\"\" abc'x' u'' 1.2e3j 0x_ff 1.e5.x '\\'' "\\"" #c\n""",
         """'''a\\'''' x\\\ny 'open\n \"\"\"never closed""",
         "é = 1 ; $ ? ! ` ab' \t\f  x",
+        "a,=b==c<<=d<>e->f**=g**h*i//=j//k/l-m-=n...o..p:q:=r~s!=t>>u>=v<w@x%=y^z&|not if ifx",
     ]
     for text in texts:
         assert tokens(compiled, text) == tokens(guard._TOKEN, text)

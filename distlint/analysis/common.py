@@ -12,7 +12,9 @@ from distlint.analysis import knowledge as K
 from distlint.analysis.index import (
     CANONICAL_PREFIXES,
     Index,
+    Op,
     Scope,
+    ScopeKind,
     call_keyword,
     string_value,
     target_key,
@@ -106,7 +108,7 @@ def _param_reached(
         return None
     params = list(fn.params.posonly_params) + list(fn.params.params)
     names = [p.name.value for p in params]
-    if index.scope(fn).kind == "class" and names and names[0] in ("self", "cls"):
+    if index.scope(fn).kind is ScopeKind.CLASS and names and names[0] in ("self", "cls"):
         names = names[1:]
     kwonly = [p.name.value for p in fn.params.kwonly_params]
     found: list[tuple[str, str]] = []
@@ -122,7 +124,9 @@ def _param_reached(
             base = node
             while isinstance(base, (cst.Attribute, cst.Subscript)):
                 base = base.value
-            if isinstance(base, cst.Name) and any(b.op == "param" for b in index.bindings_of(base)):
+            if isinstance(base, cst.Name) and any(
+                b.op is Op.PARAM for b in index.bindings_of(base)
+            ):
                 found.append((head, key[len(head) :]))
                 return True
         return False
@@ -158,9 +162,9 @@ def _name_path(
 ) -> tuple[str, str] | None:
     """A parameter itself, or a local name bound once to an access path."""
     bindings = index.bindings_of(expr)
-    if expr.value in params and any(b.op == "param" for b in bindings):
+    if expr.value in params and any(b.op is Op.PARAM for b in bindings):
         return expr.value, ""
-    if len(bindings) != 1 or bindings[0].op != "=" or bindings[0].value is None:
+    if len(bindings) != 1 or bindings[0].op is not Op.ASSIGN or bindings[0].value is None:
         return None
     return _access_path(index, bindings[0].value, params, depth - 1)
 
@@ -176,7 +180,7 @@ def _member_path(
     if inner is None and whole.startswith("self."):
         # `self.lr` set once from a constructor parameter (`self.lr = lr`)
         assigns = index.attribute_assignments(expr)
-        if len(assigns) == 1 and assigns[0].op == "=" and assigns[0].value is not None:
+        if len(assigns) == 1 and assigns[0].op is Op.ASSIGN and assigns[0].value is not None:
             return _access_path(index, assigns[0].value, params, depth - 1)
     return None if inner is None else (inner[0], inner[1] + whole[len(base) :])
 
@@ -233,7 +237,7 @@ def _visible_names(index: Index, at: cst.CSTNode) -> list[str]:
     scope: Scope | None = index.scope(at)
     first = True
     while scope is not None:
-        if scope.kind != "class" or first:
+        if scope.kind is not ScopeKind.CLASS or first:
             for name, assigns in scope.bindings.items():
                 if first and not any(a.order < index.order(at) for a in assigns):
                     continue

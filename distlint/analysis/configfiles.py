@@ -14,6 +14,7 @@ group files, ``# @package`` headers), without command-line overrides (they are n
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import re
@@ -315,8 +316,16 @@ def at_package(package: str, entry: Entry) -> Entry:
 
 
 # --------------------------------------------------------------------------------- hydra
+class _Entries(enum.Enum):
+    """What an item of a defaults list brings in."""
+
+    SELF = "self"  # `_self_`: the config's own keys
+    GROUP = "group"  # `db: mysql`: an option of a config group
+    CONFIG = "config"  # `other`: another config of the same group
+
+
 class _Default(NamedTuple):
-    kind: str  # self | group | config
+    kind: _Entries
     group: str = ""  # for group: `optimizer`, `/db`, `server/db`
     option: Any = None  # str, list of str (multi-select), or None (`group: null`)
     package: str | None = None
@@ -332,10 +341,10 @@ def _defaults(entry: Entry | None) -> list[_Default]:
         value = item.value
         if isinstance(value, str):
             if value == "_self_":
-                out.append(_Default("self"))
+                out.append(_Default(_Entries.SELF))
             else:
                 name, _, package = value.partition("@")
-                out.append(_Default("config", option=name, package=package or None))
+                out.append(_Default(_Entries.CONFIG, option=name, package=package or None))
         elif isinstance(value, dict) and len(value) == 1:
             ((key, option_entry),) = value.items()
             key = str(key)
@@ -345,7 +354,7 @@ def _defaults(entry: Entry | None) -> list[_Default]:
             group, _, package = key.partition("@")
             out.append(
                 _Default(
-                    "group",
+                    _Entries.GROUP,
                     group,
                     option_entry.plain(),
                     package or None,
@@ -364,9 +373,9 @@ def compose_hydra(project: Any, config_dir: str, config_name: str) -> Entry | No
     if primary is None:
         return None
     for d in _defaults(primary.root.get("defaults")):
-        if d.kind == "group" and d.override:
+        if d.kind is _Entries.GROUP and d.override:
             overrides[d.group.lstrip("/")] = d.option
-    return _compose(project, config_dir, "", primary, "", overrides, set())
+    return _Composer(project, config_dir, overrides).compose("", primary, "", set())
 
 
 def _hydra_file(project: Any, config_dir: str, group: str, name: str) -> ConfigDoc | None:
@@ -382,61 +391,75 @@ def _hydra_file(project: Any, config_dir: str, group: str, name: str) -> ConfigD
     return None
 
 
-def _compose(
-    project: Any,
-    config_dir: str,
-    group: str,
-    doc: ConfigDoc,
-    package: str,
-    overrides: dict[str, Any],
-    seen: set[str],
-) -> Entry | None:
-    if doc.path in seen:
-        return None  # a config that includes itself: composed once
-    seen = seen | {doc.path}
-    if doc.package is not None:
-        package = "" if doc.package == "_global_" else doc.package.replace("_group_", group)
-    body = doc.root
-    if isinstance(body.value, dict) and "defaults" in body.value:
-        body = Entry({k: v for k, v in body.value.items() if k != "defaults"}, body.file, body.line)
-    items = _defaults(doc.root.get("defaults"))
-    if not any(d.kind == "self" for d in items):
-        items.append(_Default("self"))  # hydra >= 1.1: the config's own keys come last
-    result: Entry | None = None
-    for d in items:
-        if d.kind == "self":
-            result = merge(result, at_package(package, body) if body.value else None)
-        elif d.kind == "config":
-            child = _hydra_file(project, config_dir, group, str(d.option))
-            if child is not None:
-                pkg = d.package if d.package is not None else package
-                result = merge(
-                    result, _compose(project, config_dir, group, child, pkg, overrides, seen)
-                )
-        elif not d.override:
-            absolute = d.group.startswith("/")
-            child_group = (
-                d.group.lstrip("/") if absolute else "/".join(p for p in (group, d.group) if p)
+class _Composer:
+    """Hydra's defaults-list composition over the project's config files, with the group
+    options the primary config overrides."""
+
+    def __init__(self, project: Any, config_dir: str, overrides: dict[str, Any]) -> None:
+        self.project = project
+        self.config_dir = config_dir
+        self.overrides = overrides
+
+    def compose(self, group: str, doc: ConfigDoc, package: str, seen: set[str]) -> Entry | None:
+        if doc.path in seen:
+            return None  # a config that includes itself: composed once
+        seen = seen | {doc.path}
+        if doc.package is not None:
+            package = "" if doc.package == "_global_" else doc.package.replace("_group_", group)
+        body = doc.root
+        if isinstance(body.value, dict) and "defaults" in body.value:
+            body = Entry(
+                {k: v for k, v in body.value.items() if k != "defaults"}, body.file, body.line
             )
-            option = overrides.get(child_group, d.option)
-            options = option if isinstance(option, list) else [option]
-            for opt in options:
-                if opt is None or opt == "null" or not isinstance(opt, str):
-                    continue
-                child = _hydra_file(project, config_dir, child_group, opt)
-                if child is None:
-                    continue
-                if d.package == "_global_":
-                    pkg = ""
-                elif d.package is not None:  # relative to the containing config's package
-                    own = "" if d.package == "_here_" else d.package
-                    pkg = ".".join(p for p in (package, own) if p)
-                else:
-                    pkg = child_group.replace("/", ".")
-                result = merge(
-                    result, _compose(project, config_dir, child_group, child, pkg, overrides, seen)
-                )
-    return result if result is not None else Entry({}, doc.path, 1)
+        items = _defaults(doc.root.get("defaults"))
+        if not any(d.kind is _Entries.SELF for d in items):
+            items.append(_Default(_Entries.SELF))  # hydra >= 1.1: the config's own keys come last
+        result: Entry | None = None
+        for d in items:
+            if d.kind is _Entries.SELF:
+                result = merge(result, at_package(package, body) if body.value else None)
+            elif d.kind is _Entries.CONFIG:
+                result = merge(result, self._config(group, d, package, seen))
+            elif not d.override:
+                for entry in self._group(group, d, package, seen):
+                    result = merge(result, entry)
+        return result if result is not None else Entry({}, doc.path, 1)
+
+    def _config(self, group: str, d: _Default, package: str, seen: set[str]) -> Entry | None:
+        """`- other` (or `- other@pkg`): another config of the same group, merged in."""
+        child = _hydra_file(self.project, self.config_dir, group, str(d.option))
+        if child is None:
+            return None
+        return self.compose(group, child, d.package if d.package is not None else package, seen)
+
+    def _group(self, group: str, d: _Default, package: str, seen: set[str]) -> list[Entry | None]:
+        """`- db: mysql` (a list: several options; overridden by the primary config): the
+        chosen options of a config group, each under its package."""
+        absolute = d.group.startswith("/")
+        child_group = (
+            d.group.lstrip("/") if absolute else "/".join(p for p in (group, d.group) if p)
+        )
+        option = self.overrides.get(child_group, d.option)
+        out: list[Entry | None] = []
+        for opt in option if isinstance(option, list) else [option]:
+            if opt is None or opt == "null" or not isinstance(opt, str):
+                continue
+            child = _hydra_file(self.project, self.config_dir, child_group, opt)
+            if child is not None:
+                pkg = _group_package(d, package, child_group)
+                out.append(self.compose(child_group, child, pkg, seen))
+        return out
+
+
+def _group_package(d: _Default, package: str, child_group: str) -> str:
+    """Where a group option's keys go: `@_global_` the root, `@pkg` (`_here_`: none) below the
+    containing config's package, else the group's own path."""
+    if d.package == "_global_":
+        return ""
+    if d.package is not None:  # relative to the containing config's package
+        own = "" if d.package == "_here_" else d.package
+        return ".".join(p for p in (package, own) if p)
+    return child_group.replace("/", ".")
 
 
 def iter_leaves(

@@ -32,7 +32,7 @@ import libcst as cst
 from distlint.analysis import knowledge as K
 from distlint.analysis.common import _Spellings
 from distlint.analysis.flow import Nodes
-from distlint.analysis.index import Index
+from distlint.analysis.index import Index, Op
 from distlint.analysis.loaders import Loaders
 from distlint.analysis.models import Models
 from distlint.analysis.optimizers import Optimizers
@@ -116,7 +116,7 @@ class Facts:
         for scope in self.index.scopes:
             for assigns in scope.bindings.values():
                 for a in assigns:
-                    q = a.qualname if a.op == "import" else None
+                    q = a.qualname if a.op is Op.IMPORT else None
                     if q and (q == top or q.startswith(top + ".")):
                         return True
         return False

@@ -18,6 +18,7 @@ Vocabulary:
 from __future__ import annotations
 
 import dataclasses
+import enum
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
@@ -221,6 +222,48 @@ def target_key(node: cst.BaseExpression) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
+class Tag(str, enum.Enum):
+    """A tag that is also its string: equal to it, hashed, printed and formatted as its value,
+    so code that still compares strings (`a.op is Op.PARAM`) keeps its answers."""
+
+    __hash__ = str.__hash__
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self, spec)
+
+
+class ScopeKind(Tag):
+    MODULE = "module"
+    CLASS = "class"
+    FUNCTION = "function"
+    LAMBDA = "lambda"
+    COMPREHENSION = "comprehension"
+
+
+class Op(Tag):
+    """How an :class:`Assignment` binds its key."""
+
+    ASSIGN = "="
+    MULTIPLY = "*="
+    DIVIDE = "/="
+    FLOOR_DIVIDE = "//="
+    ADD = "+="
+    SUBTRACT = "-="
+    POWER = "**="
+    OTHER_AUGMENTED = "op="  # `%=`, `@=`, `|=`, ...
+    UNPACK = "unpack"  # a target of tuple unpacking whose value is not known element-wise
+    PARAM = "param"
+    FOR = "for"
+    WITH = "with"
+    IMPORT = "import"
+    DEF = "def"
+    CLASS = "class"
+    EXCEPT = "except"
+
+
 class Assignment:
     """One place where a name / dotted target receives a value."""
 
@@ -232,8 +275,7 @@ class Assignment:
         value: cst.BaseExpression | None,  # None: unknown (parameter, for target, unpacking)
         node: cst.CSTNode,  # the statement (or Param / For / With item) that binds it
         order: int,
-        # '=', '*=', '+=', ..., 'param', 'for', 'with', 'import', 'def', 'class', 'global'
-        op: str = "=",
+        op: Op = Op.ASSIGN,
         scope: Scope | None = None,
         qualname: str | None = None,  # for imports
         target: cst.CSTNode | None = None,  # the target expression node, when there is one
@@ -267,7 +309,7 @@ class Scope:
 
     def __init__(
         self,
-        kind: str,  # module | class | function | lambda | comprehension
+        kind: ScopeKind,
         node: cst.CSTNode,
         parent: Scope | None,
         name: str = "",
@@ -298,7 +340,11 @@ class Scope:
     @property
     def enclosing_class(self) -> Scope | None:
         """For a method scope: the class scope it is defined in."""
-        if self.kind == "function" and self.parent is not None and self.parent.kind == "class":
+        if (
+            self.kind is ScopeKind.FUNCTION
+            and self.parent is not None
+            and self.parent.kind is ScopeKind.CLASS
+        ):
             return self.parent
         return None
 
@@ -337,7 +383,7 @@ class Index:
         # id(node) -> (parent, scope, order); keyed by id: a CST node's __hash__ is a Python call
         self._info: dict[int, tuple[cst.CSTNode | None, Scope, int]] = {}
         self._nodes: list[cst.CSTNode] = []  # walk order
-        self.module_scope = Scope("module", module, None)
+        self.module_scope = Scope(ScopeKind.MODULE, module, None)
         self.scopes: list[Scope] = [self.module_scope]
         self.calls: list[cst.Call] = []
         self.functions: dict[str, list[cst.FunctionDef]] = {}
@@ -382,8 +428,7 @@ class Index:
             info[id(node)] = (parent, scope, order)
             append_node(node)
             tp = type(node)
-            bind = binders.get(tp)
-            if bind is None:  # most nodes: just their children
+            if tp not in binders:  # most nodes: just their children
                 if tp is cst.Call:
                     append_call(node)
                 elif tp in _LEAF_TYPES:
@@ -391,7 +436,7 @@ class Index:
                 for child in reversed(child_list(node)):
                     push((child, node, scope))
                 continue
-            child_scope = bind(self, node, order, scope, push)
+            child_scope = binders[tp](self, node, order, scope, push)
             if child_scope is not None:
                 for child in reversed(child_list(node)):
                     push((child, node, child_scope))
@@ -401,19 +446,19 @@ class Index:
     # pushed them itself, a def or class whose decorators evaluate outside its own scope).
     def _on_assign(self, node: cst.Assign, order: int, scope: Scope, push: _Push) -> Scope | None:
         for t in node.targets:
-            self._bind_target(t.target, node.value, node, order, scope, "=")
+            self._bind_target(t.target, node.value, node, order, scope, Op.ASSIGN)
         return scope
 
     def _on_single_target(
         self, node: cst.AnnAssign | cst.NamedExpr, order: int, scope: Scope, push: _Push
     ) -> Scope | None:
-        self._bind_target(node.target, node.value, node, order, scope, "=")
+        self._bind_target(node.target, node.value, node, order, scope, Op.ASSIGN)
         return scope
 
     def _on_aug_assign(
         self, node: cst.AugAssign, order: int, scope: Scope, push: _Push
     ) -> Scope | None:
-        op = _AUG_OPS.get(type(node.operator).__name__, "op=")
+        op = _AUG_OPS.get(type(node.operator).__name__, Op.OTHER_AUGMENTED)
         self._bind_target(node.target, node.value, node, order, scope, op)
         return scope
 
@@ -428,7 +473,7 @@ class Index:
             record = ImportRecord(qual, None, 0)
             scope.add(
                 Assignment(
-                    local, None, node, order, "import", qualname=canonical(qual), record=record
+                    local, None, node, order, Op.IMPORT, qualname=canonical(qual), record=record
                 )
             )
         return scope
@@ -443,10 +488,10 @@ class Index:
         self, node: cst.FunctionDef, order: int, scope: Scope, push: _Push
     ) -> Scope | None:
         name = node.name.value
-        scope.add(Assignment(name, None, node, order, "def"))
-        qual = name if scope.kind != "class" else f"{scope.name}.{name}"
+        scope.add(Assignment(name, None, node, order, Op.DEF))
+        qual = name if scope.kind is not ScopeKind.CLASS else f"{scope.name}.{name}"
         self.functions.setdefault(qual, []).append(node)
-        inner = Scope("function", node, scope, name=name)
+        inner = Scope(ScopeKind.FUNCTION, node, scope, name=name)
         self.scopes.append(inner)
         self._bind_params(node.params, node, order, inner)
         # decorators and defaults evaluate in the enclosing scope; body in the new one
@@ -456,16 +501,16 @@ class Index:
         return None
 
     def _on_lambda(self, node: cst.Lambda, order: int, scope: Scope, push: _Push) -> Scope | None:
-        inner = Scope("lambda", node, scope, name="<lambda>")
+        inner = Scope(ScopeKind.LAMBDA, node, scope, name="<lambda>")
         self.scopes.append(inner)
         self._bind_params(node.params, node, order, inner)
         return inner
 
     def _on_class(self, node: cst.ClassDef, order: int, scope: Scope, push: _Push) -> Scope | None:
         name = node.name.value
-        scope.add(Assignment(name, None, node, order, "class"))
+        scope.add(Assignment(name, None, node, order, Op.CLASS))
         self.classes.setdefault(name, []).append(node)
-        inner = Scope("class", node, scope, name=name)
+        inner = Scope(ScopeKind.CLASS, node, scope, name=name)
         self.scopes.append(inner)
         body = node.body
         for child in reversed(child_list(node)):
@@ -474,7 +519,7 @@ class Index:
 
     def _on_for(self, node: cst.For, order: int, scope: Scope, push: _Push) -> Scope | None:
         self.loops.append(node)
-        self._bind_target(node.target, None, node, order, scope, "for", source=node.iter)
+        self._bind_target(node.target, None, node, order, scope, Op.FOR, source=node.iter)
         return scope
 
     def _on_while(self, node: cst.While, order: int, scope: Scope, push: _Push) -> Scope | None:
@@ -484,21 +529,21 @@ class Index:
     def _on_comprehension(
         self, node: cst.CSTNode, order: int, scope: Scope, push: _Push
     ) -> Scope | None:
-        inner = Scope("comprehension", node, scope)
+        inner = Scope(ScopeKind.COMPREHENSION, node, scope)
         self.scopes.append(inner)
         return inner
 
     def _on_comp_for(
         self, node: cst.CompFor, order: int, scope: Scope, push: _Push
     ) -> Scope | None:
-        self._bind_target(node.target, None, node, order, scope, "for", source=node.iter)
+        self._bind_target(node.target, None, node, order, scope, Op.FOR, source=node.iter)
         return scope
 
     def _on_with_item(
         self, node: cst.WithItem, order: int, scope: Scope, push: _Push
     ) -> Scope | None:
         if node.asname is not None:
-            self._bind_target(node.asname.name, node.item, node, order, scope, "with")
+            self._bind_target(node.asname.name, node.item, node, order, scope, Op.WITH)
         return scope
 
     def _on_return(self, node: cst.Return, order: int, scope: Scope, push: _Push) -> Scope | None:
@@ -523,14 +568,18 @@ class Index:
         self, node: cst.ExceptHandler, order: int, scope: Scope, push: _Push
     ) -> Scope | None:
         if node.name is not None and isinstance(node.name.name, cst.Name):
-            scope.add(Assignment(node.name.name.value, None, node, order, "except"))
+            scope.add(Assignment(node.name.name.value, None, node, order, Op.EXCEPT))
         return scope
 
     @staticmethod
     def _function_node(scope: Scope) -> cst.CSTNode | None:
-        while scope is not None and scope.kind not in ("function", "lambda", "module"):
+        while scope is not None and scope.kind not in (
+            ScopeKind.FUNCTION,
+            ScopeKind.LAMBDA,
+            ScopeKind.MODULE,
+        ):
             scope = scope.parent  # type: ignore[assignment]
-        if scope is None or scope.kind == "module":
+        if scope is None or scope.kind is ScopeKind.MODULE:
             return None
         return scope.node
 
@@ -550,7 +599,7 @@ class Index:
             qualname = None if level else canonical(f"{module}.{name}")
             record = ImportRecord(module, name, level)
             scope.add(
-                Assignment(local, None, node, order, "import", qualname=qualname, record=record)
+                Assignment(local, None, node, order, Op.IMPORT, qualname=qualname, record=record)
             )
 
     def _bind_params(
@@ -564,7 +613,7 @@ class Index:
         for param in all_params:
             scope.add(
                 Assignment(
-                    param.name.value, param.default, param, order, "param", target=param.name
+                    param.name.value, param.default, param, order, Op.PARAM, target=param.name
                 )
             )
 
@@ -575,7 +624,7 @@ class Index:
         stmt: cst.CSTNode,
         order: int,
         scope: Scope,
-        op: str,
+        op: Op,
         source: cst.BaseExpression | None = None,
     ) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
@@ -588,7 +637,7 @@ class Index:
             for el, val in zip(elements, values):
                 if isinstance(el, cst.StarredElement):
                     el = el.value
-                self._bind_target(el, val, stmt, order, scope, op if val is not None else "unpack")
+                self._bind_target(el, val, stmt, order, scope, op if val is not None else Op.UNPACK)
             return
         if isinstance(target, cst.Name):
             name = target.value
@@ -601,7 +650,7 @@ class Index:
         if key is None:
             return
         if key.startswith("self.") or key.startswith("cls."):
-            cls = scope.enclosing_class if scope.kind == "function" else None
+            cls = scope.enclosing_class if scope.kind is ScopeKind.FUNCTION else None
             if cls is not None:
                 key = f"{key}@{cls.name}"
         self.attr_assignments.setdefault(key, []).append(
@@ -653,7 +702,7 @@ class Index:
     def enclosing_class_name(self, node: cst.CSTNode) -> str | None:
         scope = self.scope(node)
         while scope is not None:
-            if scope.kind == "class":
+            if scope.kind is ScopeKind.CLASS:
                 return scope.name
             scope = scope.parent  # type: ignore[assignment]
         return None
@@ -679,7 +728,7 @@ class Index:
         current: Scope | None = scope
         first = True
         while current is not None:
-            if current.kind == "class" and not first:
+            if current.kind is ScopeKind.CLASS and not first:
                 current = current.parent
                 continue
             if name in current.globals and current is not self.module_scope:
@@ -688,7 +737,7 @@ class Index:
                 continue
             found = current.bindings.get(name)
             if found:
-                if first and before is not None and current.kind != "class":
+                if first and before is not None and current.kind is not ScopeKind.CLASS:
                     earlier = found[: bisect_left(current.orders[name], before)]
                     # A name used before any assignment in a loop can still see later ones
                     return list(earlier) or (found if self._in_loop(current, found) else []), False
@@ -709,7 +758,9 @@ class Index:
             return known[1]
         scope = self.scope(name_node)
         found, outer = self._lookup(name_node.value, scope, self.order(name_node))
-        if found and not (outer and scope.kind in ("function", "lambda", "class")):
+        if found and not (
+            outer and scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA, ScopeKind.CLASS)
+        ):
             # (bindings of an enclosing scope, seen from inside a function or class body: all
             # of them reach it; their statements cannot hold the use: nothing to filter, and
             # the list stays the one every such use shares)
@@ -717,9 +768,9 @@ class Index:
         self._bindings_cache[id(name_node)] = (name_node, found)
         return found
 
-    _KILLING_OPS = frozenset({"=", "unpack", "import", "def", "class"})
+    _KILLING_OPS = frozenset({Op.ASSIGN, Op.UNPACK, Op.IMPORT, Op.DEF, Op.CLASS})
     # bindings whose node encloses the uses they bind (loop targets, defs, with items)
-    _SCOPED_OPS = frozenset({"for", "def", "class", "param", "with", "import", "except"})
+    _SCOPED_OPS = frozenset({Op.FOR, Op.DEF, Op.CLASS, Op.PARAM, Op.WITH, Op.IMPORT, Op.EXCEPT})
 
     def _reaching(self, use: cst.CSTNode, found: list[Assignment]) -> list[Assignment]:
         blocks, around = self._surroundings(use)
@@ -790,8 +841,8 @@ class Index:
         if not bindings:
             # the name of an import statement itself (`from x import y`): look it up whole
             bindings = self.lookup(name_node.value, self.scope(name_node))
-        records = {b.record for b in bindings if b.op == "import" and b.record is not None}
-        if len(records) == 1 and all(b.op == "import" for b in bindings):
+        records = {b.record for b in bindings if b.op is Op.IMPORT and b.record is not None}
+        if len(records) == 1 and all(b.op is Op.IMPORT for b in bindings):
             return records.pop()
         return None
 
@@ -836,7 +887,9 @@ class Index:
                 return canonical(f"{base}.{node.attr.value}")
             # `self.accelerator` / `args.x`: what was assigned to that attribute
             assigns = [
-                a for a in self.attribute_assignments(node) if a.op == "=" and a.value is not None
+                a
+                for a in self.attribute_assignments(node)
+                if a.op is Op.ASSIGN and a.value is not None
             ]
             quals = {self.qualname(a.value) for a in assigns}  # type: ignore[arg-type]
             if len(quals) == 1:
@@ -857,9 +910,9 @@ class Index:
     def _bindings_qualname(self, bindings: list[Assignment]) -> str | None:
         quals = set()
         for b in bindings:
-            if b.op == "import":
+            if b.op is Op.IMPORT:
                 quals.add(b.qualname)
-            elif b.op in ("=", "with") and b.value is not None:
+            elif b.op in (Op.ASSIGN, Op.WITH) and b.value is not None:
                 q = self.qualname(b.value)
                 if q is None:
                     return None
@@ -893,7 +946,7 @@ class Index:
         current: Scope | None = scope
         while current is not None:
             for local, assigns in current.bindings.items():
-                if assigns and all(a.op == "import" for a in assigns):
+                if assigns and all(a.op is Op.IMPORT for a in assigns):
                     imports.append((local, assigns[0]))
             current = current.parent
         return imports
@@ -920,7 +973,7 @@ class Index:
         """The FunctionDef a call's callee refers to, when it is defined in this file."""
         if isinstance(func, cst.Name):
             for b in self.bindings_of(func):
-                if b.op == "def" and isinstance(b.node, cst.FunctionDef):
+                if b.op is Op.DEF and isinstance(b.node, cst.FunctionDef):
                     return b.node
             return None
         if (
@@ -940,7 +993,7 @@ class Index:
         by_name = self._calls_by_callee()
         name = fn.name.value
         owner = self.scope(fn)  # the scope the `def` sits in
-        if owner.kind == "class":
+        if owner.kind is ScopeKind.CLASS:
             out = self._method_calls(name, owner, by_name.get(name, ()))
         else:
             out = [
@@ -948,9 +1001,9 @@ class Index:
                 for call in by_name.get(name, ())
                 if isinstance(call.func, cst.Name) and self.local_function(call.func) is fn
             ]
-        if name == "__init__" and owner.kind == "function":
+        if name == "__init__" and owner.kind is ScopeKind.FUNCTION:
             cls_scope = owner.parent
-            if cls_scope is not None and cls_scope.kind == "class":
+            if cls_scope is not None and cls_scope.kind is ScopeKind.CLASS:
                 out.extend(
                     c for c in by_name.get(cls_scope.name, ()) if isinstance(c.func, cst.Name)
                 )
@@ -1021,7 +1074,7 @@ class Index:
     ) -> cst.Arg | None:
         params = list(fn.params.posonly_params) + list(fn.params.params)
         names = [p.name.value for p in params]
-        is_method = self.scope(fn).kind == "class"
+        is_method = self.scope(fn).kind is ScopeKind.CLASS
         if is_method and names and names[0] in ("self", "cls"):
             names = names[1:]
         position = names.index(param_name) if param_name in names else None
@@ -1130,9 +1183,9 @@ class Index:
             return []
         out: list[cst.CSTNode | None] = []
         for b in self.bindings_of(node):
-            if b.op == "param":
+            if b.op is Op.PARAM:
                 out.extend(self._param_sources(b))
-            elif b.op == "for" and isinstance(b.node, (cst.For, cst.CompFor)):
+            elif b.op is Op.FOR and isinstance(b.node, (cst.For, cst.CompFor)):
                 out.append(b.node.iter)
             else:
                 out.append(b.value)
@@ -1185,7 +1238,7 @@ class Index:
             if expr.value in ("True", "False", "None"):
                 return {"True": True, "False": False, "None": None}[expr.value]
             bindings = self.bindings_of(expr)
-            if len(bindings) == 1 and bindings[0].op == "=" and bindings[0].value is not None:
+            if len(bindings) == 1 and bindings[0].op is Op.ASSIGN and bindings[0].value is not None:
                 return self.constant_value(bindings[0].value)
         s = string_value(expr)
         return s
@@ -1214,12 +1267,12 @@ _BINDERS: dict[type, Callable[[Index, Any, int, Scope, _Push], Scope | None]] = 
 }
 
 _AUG_OPS = {
-    "MultiplyAssign": "*=",
-    "DivideAssign": "/=",
-    "FloorDivideAssign": "//=",
-    "AddAssign": "+=",
-    "SubtractAssign": "-=",
-    "PowerAssign": "**=",
+    "MultiplyAssign": Op.MULTIPLY,
+    "DivideAssign": Op.DIVIDE,
+    "FloorDivideAssign": Op.FLOOR_DIVIDE,
+    "AddAssign": Op.ADD,
+    "SubtractAssign": Op.SUBTRACT,
+    "PowerAssign": Op.POWER,
 }
 
 _BUILTINS = frozenset(dir(__import__("builtins")))

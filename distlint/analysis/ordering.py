@@ -16,7 +16,7 @@ from typing import NamedTuple
 import libcst as cst
 
 from distlint.analysis.facts import Facts, Seeds
-from distlint.analysis.index import Assignment, iter_names
+from distlint.analysis.index import Assignment, Op, ScopeKind, iter_names
 
 
 class Happens(enum.Enum):
@@ -51,9 +51,9 @@ class Ordering:
 
     def _owner(self, node: cst.CSTNode) -> cst.CSTNode | None:
         scope = self.index.scope(node)
-        while scope.kind == "comprehension":
+        while scope.kind is ScopeKind.COMPREHENSION:
             scope = scope.parent  # type: ignore[assignment]
-        if scope.kind in ("function", "module"):
+        if scope.kind in (ScopeKind.FUNCTION, ScopeKind.MODULE):
             return scope.node
         return None  # lambda bodies and class bodies do not run in order with the rest
 
@@ -78,7 +78,7 @@ class Ordering:
 
     def _init_of_class_of(self, fn: cst.FunctionDef) -> cst.FunctionDef | None:
         scope = self.index.scope(fn)  # the scope the `def` statement sits in
-        cls = scope if scope.kind == "class" else None
+        cls = scope if scope.kind is ScopeKind.CLASS else None
         if cls is None:
             return None
         inits = self.index.functions.get(f"{cls.name}.__init__")
@@ -168,12 +168,12 @@ class Ordering:
             # the uses of a module-level name inside functions share one list of bindings
             known = self._instances.get(id(bindings))
             if known is None or known[0] is not bindings:
-                made = self._class_made([b.value for b in bindings if b.op == "="])
+                made = self._class_made([b.value for b in bindings if b.op is Op.ASSIGN])
                 known = self._instances[id(bindings)] = (bindings, made)
             return known[1]
         values: list[cst.CSTNode | None] = [expr] if isinstance(expr, cst.Call) else []
         if isinstance(expr, cst.Attribute):  # `self.trainer = Trainer(...)`
-            values = [a.value for a in self.index.attribute_assignments(expr) if a.op == "="]
+            values = [a.value for a in self.index.attribute_assignments(expr) if a.op is Op.ASSIGN]
         return self._class_made(values)
 
     def _class_made(self, values: Sequence[cst.CSTNode | None]) -> cst.ClassDef | None:
@@ -189,6 +189,6 @@ class Ordering:
         """The class statements among ``bindings`` (judged once per list: see above)."""
         known = self._classes.get(id(bindings))
         if known is None or known[0] is not bindings:
-            found = tuple(b.node for b in bindings if b.op == "class")
+            found = tuple(b.node for b in bindings if b.op is Op.CLASS)
             known = self._classes[id(bindings)] = (bindings, found)
         return known[1]

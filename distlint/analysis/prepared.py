@@ -12,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.analysis.facts import Facts, Optimizer
-from distlint.analysis.index import Assignment
+from distlint.analysis.index import Assignment, Op
 
 
 def returned_by_prepare(facts: Facts, loader: cst.BaseExpression, at: int, depth: int = 3) -> bool:
@@ -36,7 +36,7 @@ def _name_returned_by_prepare(facts: Facts, loader: cst.Name, depth: int) -> boo
     if not bindings:
         return False
     latest = max(bindings, key=lambda b: b.order)
-    if latest.op == "param":
+    if latest.op is Op.PARAM:
         # a helper gets the loader passed in: prepared at the call sites?
         return any(
             isinstance(v, cst.BaseExpression)
@@ -52,7 +52,7 @@ def _attribute_returned_by_prepare(facts: Facts, loader: cst.Attribute, at: int)
     """`self.loader`: its latest assignment before ``at`` in the same function (else its
     latest anywhere) is prepare's result."""
     index = facts.index
-    assigns = [a for a in index.attribute_assignments(loader) if a.op in ("=", "unpack")]
+    assigns = [a for a in index.attribute_assignments(loader) if a.op in (Op.ASSIGN, Op.UNPACK)]
     if not assigns:
         return False
     fn = index.enclosing_function(loader)
@@ -78,7 +78,7 @@ def rebound_by_prepare_after(facts: Facts, loader: cst.BaseExpression, site: cst
     for a in index.scope(loader).bindings.get(loader.value, ()):
         if a.order <= index.order(site):
             continue
-        value = a.value if a.op == "=" else getattr(a.node, "value", None)
+        value = a.value if a.op is Op.ASSIGN else getattr(a.node, "value", None)
         if value is not None and facts.is_prepare_call(value):
             return True
     return False

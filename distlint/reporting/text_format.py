@@ -69,19 +69,8 @@ def summary(
     many more a fix run would fix."""
     findings = [f for r in results for f in r.findings]
     if context.show_statistics and findings:
-        counts = Counter((f.code, f.name) for f in findings)
-        fixable = Counter(f.code for f in findings if _fixable(f, context))
-        width = len(str(max(counts.values())))
-        for (code, name), n in sorted(counts.items()):
-            mark = paint("[*]", "fixable") if fixable[code] else "   "
-            stream.write(f"{n:>{width}}\t{paint(code, 'code')}\t{mark} {name}\n")
+        _statistics(findings, stream, context, paint)
     fixed = sum(r.fixes_applied for r in results)
-    safe = sum(
-        1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.SAFE
-    )
-    unsafe = sum(
-        1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE
-    )
     if fixed:
         verb = "Would fix" if context.diff else "Fixed"
         stream.write(f"{verb} {fixed} finding{'s' if fixed != 1 else ''}.\n")
@@ -98,6 +87,30 @@ def summary(
             "data-parallel itself: run `distlint fix` on it to fix them "
             '(`follow-imports = "silent"` hides them).\n'
         )
+    _fixable_hint(findings, stream, context)
+
+
+def _statistics(
+    findings: list[Finding], stream: TextIO, context: ReportContext, paint: Painter
+) -> None:
+    """One line per rule: how many findings, whether a fix run fixes them, the rule's name."""
+    counts = Counter((f.code, f.name) for f in findings)
+    fixable = Counter(f.code for f in findings if _fixable(f, context))
+    width = len(str(max(counts.values())))
+    for (code, name), n in sorted(counts.items()):
+        mark = paint("[*]", "fixable") if fixable[code] else "   "
+        stream.write(f"{n:>{width}}\t{paint(code, 'code')}\t{mark} {name}\n")
+
+
+def _fixable_hint(findings: list[Finding], stream: TextIO, context: ReportContext) -> None:
+    """How many of ``findings`` `distlint fix` would fix, and how many more with
+    ``--unsafe-fixes``."""
+    safe = sum(
+        1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.SAFE
+    )
+    unsafe = sum(
+        1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE
+    )
     if context.unsafe_fixes and safe + unsafe:
         stream.write(f"[*] {safe + unsafe} fixable with `distlint fix --unsafe-fixes`.\n")
     elif not context.unsafe_fixes:

@@ -885,9 +885,11 @@ PLAIN_ORDER_FIX = (
 
 
 FABRIC_ORDER_FIX = (
-    "seed the shuffling alike in both runs: fabric.seed_everything(seed) before "
-    "fabric.setup_dataloaders (its DistributedSampler gives the same global order on 1 and N "
-    "processes)"
+    "on 1 device fabric.setup_dataloaders keeps the loader's own sampler (it puts a "
+    "DistributedSampler in only on N processes), so fabric.seed_everything(seed) alone does not "
+    "order the data alike; give the DataLoader DistributedSampler(dataset, "
+    "num_replicas=fabric.world_size, rank=fabric.global_rank, seed=seed) and call "
+    "fabric.setup_dataloaders(loader, use_distributed_sampler=False)"
 )
 
 

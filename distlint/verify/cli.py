@@ -49,6 +49,7 @@ def run_verify_command(
     rdzv_endpoint: str | None = None,
     slurm: bool = False,
     keep_dir: str | None = None,
+    epochs: int | None = None,
     **_ignored: Any,
 ) -> int:
     """Run the verification, print the report on stdout (progress on stderr).
@@ -122,6 +123,7 @@ def run_verify_command(
             keep_dir=keep_dir,
             env=env_vars,
             nodes=nodes,
+            epochs=epochs,
         )
     except KeyboardInterrupt:
         sys.stderr.write("distlint verify: interrupted (Ctrl-C)\n")

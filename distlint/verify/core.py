@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from distlint.verify import checks as checks_mod
-from distlint.verify import compare, launch, scratch, static
+from distlint.verify import compare, confirm, launch, scratch, static
 from distlint.verify.compare import Check, RunSummary
 from distlint.verify.records import read_run
 
@@ -141,12 +141,15 @@ def verify(
     nodes: launch.Nodes | None = None,
     single_launcher: str | None = None,
     cwd: str | None = None,
+    epochs: int | None = None,
 ) -> VerifyResult:
     """Run `script` on N processes, then on 1 (never more than `timeout` seconds in all), compare.
 
     The N-process run goes first: its samples per update are measured, and the 1-process run is
     stopped once it has trained on as many samples (whether the script grows the global batch
-    with N or holds it constant). `progress(event, payload)` is called with ("start", (plan,
+    with N or holds it constant). With `epochs` E (by default 2 when a static finding needs it,
+    see confirm.epochs_for) the N-process run goes on, past `max_steps`, to the first update of
+    its training data's E-th pass. `progress(event, payload)` is called with ("start", (plan,
     {"updates": planned, "samples": planned or 0})), ("poll", (plan, record_dir, elapsed)) and
     ("end", summary) for each run, then ("compare", None) and ("done", None).
     """
@@ -200,10 +203,11 @@ def verify(
         }
         runs = _Runs(result, work, user_cwd, keep_dir, nodes, progress, timeout, started)
         runs.background, runs.base_env = background, base_env
-        result.many = runs.run(many_plan, "many", {launch.schema.ENV_MAX_STEPS: str(max_steps)})
+        result.many = runs.run(many_plan, "many", _many_env(result, max_steps, epochs))
         if nodes and nodes.node_rank:
             return result  # a follower node: node 0 makes the 1-process run and compares
-        one_env = _plan_single(result, max_steps, n, exact)
+        made = len(result.many.curve) if result.many else 0
+        one_env = _plan_single(result, max(max_steps, made), n, exact)
         if one_env is not None:
             result.one = runs.run(one_plan, "one", one_env)
         if progress:
@@ -522,6 +526,8 @@ def compare_runs(result: VerifyResult, loss_rtol: float | None = None) -> None:
     schedule = result.check("schedule")
     if schedule is not None:
         static.cross_check_schedule(schedule, result.script_facts, many)
+    codes = None if result.static_findings is None else {f.code for f in result.static_findings}
+    result.checks.extend(confirm.run_all(one, many, codes))
     checks_mod.join_static(result.checks, result.static_findings)
     if checks_mod.duplicated(result.checks):
         result.notes.append(
@@ -560,6 +566,19 @@ def files_check(changed: Sequence[str], user_cwd: str, who: dict[str, str] | Non
         "budget); restore these from version control or a backup.",
         data={"changed": list(changed), "who": who},
     )
+
+
+def _many_env(result: VerifyResult, max_steps: int, epochs: int | None) -> dict[str, str]:
+    """How the N-process run ends: after `max_steps` updates, or with --epochs at the first
+    update of its training data's E-th pass (by default E = 2 when a static finding needs it)."""
+    env = launch.schema
+    if epochs is None:
+        epochs, why = confirm.epochs_for(result.static_findings)
+        if why:
+            result.notes.append(why)
+    if epochs:
+        return {env.ENV_MAX_STEPS: "0", env.ENV_EPOCHS: str(epochs)}
+    return {env.ENV_MAX_STEPS: str(max_steps)}
 
 
 def _plan_single(result: VerifyResult, max_steps: int, n: int, exact: bool) -> dict | None:

@@ -37,11 +37,14 @@ def train(use_accelerate):
         opt.step()
         opt.zero_grad()
         numbers.append(loss.item())
+        if acc is not None:
+            numbers.append(acc.gather(loss.detach()).sum().item())
     return numbers + [p.detach().sum().item() for p in model.parameters()]
 
 
 plain = [train(False), train(True)]
 
+import distlint_probe_confirm as confirm_mod  # noqa: E402
 import distlint_probe_hooks as hooks_mod  # noqa: E402
 import distlint_probe_recorder as recorder_mod  # noqa: E402
 
@@ -64,6 +67,8 @@ for name in (
     setattr(recorder_mod.Recorder, name, broken)
 for name in ("before_prepare", "after_prepare"):
     setattr(hooks_mod.Hooks, name, broken)
+for name in ("loader_pass", "sampler_info", "collective"):
+    setattr(confirm_mod.Confirm, name, broken)
 
 hooks = hooks_mod.activate(out)  # patches the modules already loaded, as at start-up
 probed = [train(False), train(True)]

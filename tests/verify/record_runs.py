@@ -66,6 +66,17 @@ CASES: dict[str, tuple[str, list[str], dict]] = {
     ),
     "fp32_exact": ("warmup_schedule.py", ["--constant-lr"], {"exact": True, "max_steps": 30}),
     "warmup_exact": ("warmup_schedule.py", [], {"exact": True}),
+    # the runtime confirmation of DL204, DL205, DL304, DL401, DL402 (distlint.verify.confirm)
+    "dl204_bad": ("../DL204/bad.py", [], {}),
+    "dl204_fixed": ("../DL204/bad.fixed.py", [], {}),
+    "dl205_bad": ("../DL205/bad.py", [], {}),
+    "dl205_fixed": ("../DL205/bad.fixed.py", [], {}),
+    "dl205_accumulation": ("backward_bypass_accumulation.py", [], {}),
+    "dl304_bad": ("../DL304/bad.py", [], {"epochs": 2}),
+    "dl304_fixed": ("../DL304/bad.fixed.py", [], {"epochs": 2}),
+    "eval_local_metric": ("eval_local_metric.py", [], {"epochs": 2}),
+    "eval_gather": ("eval_gather.py", [], {"epochs": 2}),
+    "eval_gather_for_metrics": ("eval_gather_for_metrics.py", [], {"epochs": 2}),
 }
 MAX_STEPS = 10
 

@@ -434,6 +434,9 @@ def test_real_probe_errors_never_reach_the_script(tmp_path):
         "DataLoader batches",
         "prepared DataLoader",
         "torch.manual_seed",
+        "DataLoader passes",
+        "sampler order",
+        "accelerator.gather",
     ):
         assert f"probe error in {label}: RuntimeError('probe bug')" in notes, (label, notes)
     assert len(notes) == len(set(notes))  # once per patch, not once per call

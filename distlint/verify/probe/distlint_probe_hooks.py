@@ -8,6 +8,8 @@ through the Patcher (guarded, recorded in the `patches` record, restorable).
 import os
 import sys
 
+from distlint_probe_confirm import PATCHES as CONFIRM_PATCHES
+from distlint_probe_confirm import Confirm, framework_backward
 from distlint_probe_interventions import Interventions
 from distlint_probe_patching import Patcher
 from distlint_probe_recorder import Recorder, record_stem
@@ -23,6 +25,13 @@ class Hooks:
         self.prepared_optimizers = 0
         self.fault_file = None
         self.cow = None  # CopyOnWrite (the scratch folder), set at activation
+        self.confirm = None  # Confirm (records of the DL2xx-DL4xx confirmations), at activation
+
+    def patch(self, name, module):
+        """Everything that patches module `name` once it is loaded."""
+        for owner, table in ((self, PATCHES), (self.confirm, CONFIRM_PATCHES)):
+            if owner is not None and name in table:
+                getattr(owner, table[name])(module)
 
     def enable_faulthandler(self, out_dir):
         """A rank killed by SIGSEGV/SIGABRT/SIGBUS/SIGFPE/SIGILL leaves its signal in <pid>.fault."""
@@ -232,19 +241,12 @@ class Hooks:
 
         p.wrap(cls, "prepare", "Accelerator.prepare", replace=prepare)
 
-        def backward(original):
-            def wrapper(acc, loss, *args, **kwargs):
-                if rec.backward_depth == 0 and rec.enabled:
-                    p.guard("Accelerator.backward", rec.record_loss, loss, "accelerator.backward")
-                rec.backward_depth += 1
-                try:
-                    return original(acc, loss, *args, **kwargs)
-                finally:
-                    rec.backward_depth -= 1
-
-            return wrapper
-
-        p.wrap(cls, "backward", "Accelerator.backward", replace=backward)
+        p.wrap(
+            cls,
+            "backward",
+            "Accelerator.backward",
+            replace=framework_backward(rec, p, "Accelerator.backward", "accelerator.backward"),
+        )
         del exact
 
     def before_prepare(self, args):
@@ -414,8 +416,7 @@ class _Finder:
         self.hooks = hooks
 
     def find_spec(self, name, path=None, target=None):
-        method = PATCHES.get(name)
-        if method is None:
+        if name not in PATCHES and name not in CONFIRM_PATCHES:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -427,7 +428,7 @@ class _Finder:
             return None
         if spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        spec.loader = _PatchingLoader(spec.loader, getattr(self.hooks, method))
+        spec.loader = _PatchingLoader(spec.loader, lambda module: self.hooks.patch(name, module))
         return spec
 
 
@@ -469,10 +470,11 @@ def activate(out_dir):
     hooks.enable_faulthandler(out_dir)
     hooks.cow = CopyOnWrite(patcher, recorder.note)
     hooks.cow.install()
-    for name, method in PATCHES.items():
+    hooks.confirm = Confirm(recorder, patcher)
+    for name in {**PATCHES, **CONFIRM_PATCHES}:
         module = sys.modules.get(name)
         if module is not None:
-            getattr(hooks, method)(module)
+            hooks.patch(name, module)
     sys.meta_path.insert(0, _Finder(hooks))
     sys.excepthook = recorder.excepthook(sys.excepthook)
     atexit.register(recorder.at_exit)

@@ -130,6 +130,7 @@ class Recorder:
         self.fabrics = set()  # id() of each Fabric recorded (its setup calls record it once)
         self.loader_ids = {}  # id(DataLoader) -> small int
         self.patches = None  # the Patcher (set by the hooks)
+        self.epoch_bound = None  # --epochs: loaders of an update -> whether to stop there
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -499,6 +500,8 @@ class Recorder:
             self.stop("max_steps")
         elif self.max_samples and self.samples_known and self.samples_total >= self.max_samples:
             self.stop("max_samples")
+        elif self.epoch_bound is not None and self.epoch_bound(data.get("loaders")):
+            self.stop("epochs")
 
     def stop(self, reason):
         """Leave at the same point on every rank, without the script's teardown."""

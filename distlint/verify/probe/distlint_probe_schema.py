@@ -26,6 +26,7 @@ ENV_BATCH_SCALE = "DISTLINT_VERIFY_BATCH_SCALE"  # --exact: multiply prepared lo
 ENV_LRS = "DISTLINT_VERIFY_LRS"  # --exact: JSON list of the N-process run's LRs per optimizer
 ENV_NO_PATCH = "DISTLINT_VERIFY_NO_PATCH"  # comma-separated patch labels to leave out
 ENV_SCRATCH = "DISTLINT_VERIFY_SCRATCH"  # the run's scratch working folder (copy on write)
+ENV_EPOCHS = "DISTLINT_VERIFY_EPOCHS"  # --epochs: stop at the first update of this training pass
 ENV_USER_DIR = "DISTLINT_VERIFY_USER_DIR"  # the user's working folder (writes there are noted)
 WRITES_SUFFIX = ".writes"  # <pid>.writes: JSON lines, paths of the user's folder opened to write
 
@@ -62,6 +63,17 @@ KINDS = {
     "step": ("n", "opt", "lrs", "samples", "numel", "checksum", "forwards", "untrained", "loaders"),
     # the rank reached --max-steps / the sample target and leaves cleanly
     "stop": ("updates", "reason"),
+    # for DL204/DL205/DL304/DL401/DL402 (distlint_probe_confirm): a DataLoader pass began; the
+    # first indices of a shuffling sampler's pass; a gather/reduce across processes; a gradient
+    # clipping call (`offset`: the call's bytecode offset, telling apart two calls on one
+    # line); an entry into accelerator.accumulate; a prepared model and whether the
+    # Accelerator scales the loss (an fp16 GradScaler)
+    "pass": ("loader", "n", "dataset", "batches", "grad", "updates"),
+    "order": ("sampler", "cls", "n", "shuffle", "epoch", "prefix"),
+    "collective": ("api", "given", "out", "where", "updates"),
+    "clip": ("api", "where"),
+    "accumulate": ("updates",),
+    "amp": ("scaler",),
     "exception": ("type", "message", "traceback", "updates"),
     "exit": ("updates",),
     "note": ("message",),

@@ -13,6 +13,8 @@ The probe is split along its seams, one module each (all in this folder):
   distlint_probe_interventions  the --exact changes (batch x N, the N-process run's LRs)
   distlint_probe_scratch        copy on write: a write to a linked file of the scratch folder
                                 replaces the link, never the user's original
+  distlint_probe_confirm        what confirms DL204/DL205/DL304/DL401/DL402 (loader passes,
+                                sampler orders, gathers, clipping; the --epochs stop)
   distlint_probe_hooks          which functions are wrapped, the import hook, activation
 """
 
