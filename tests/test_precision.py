@@ -11,9 +11,8 @@ import subprocess
 import sys
 from collections import Counter
 
-from helpers import FIXTURES, ROOT, expected_findings, lint_text
+from helpers import FIXTURES, ROOT, expected_findings, fixture_config, lint_text
 
-from distlint.api import Config
 from distlint.registry import all_rules
 
 FILES = sorted((FIXTURES / "scripts").glob("*.py")) + [
@@ -27,14 +26,10 @@ FILES = sorted((FIXTURES / "scripts").glob("*.py")) + [
 @functools.cache
 def _table():
     expected, found, missed, false_positives = Counter(), Counter(), [], []
-    opt_in = {rule.CODE for rule in all_rules() if not rule.DEFAULT_ENABLED}
     for path in FILES:
         source = path.read_text(encoding="utf-8")
         marked = expected_findings(source)
-        # opt-in rules count where they are chosen: their own fixtures, a file expecting them
-        chosen = {code for _, code in marked} | {path.parent.name}
-        config = Config(select=("ALL",), ignore=tuple(sorted(opt_in - chosen)))
-        result = lint_text(source, str(path), config)
+        result = lint_text(source, str(path), fixture_config(path, source))
         reported = {(f.line, f.code) for f in result.findings}
         where = path.relative_to(FIXTURES)
         for line, code in marked:
