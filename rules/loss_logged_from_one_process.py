@@ -24,10 +24,15 @@ class LossLoggedFromOneProcess(Rule):
 
     Not reported: a loss that went through `accelerator.reduce` / `gather`, `dist.all_reduce`,
     `fabric.all_reduce` (or a helper of another package whose name says it reduces, gathers or
-    synchronises) before it is written; a loss every process prints; a training loader that is
-    not sharded (every process then computes the same loss).
+    synchronises) before it is written, or that is made of gathered values (sequence
+    parallelism); a loss every process prints; a progress bar; a training loader that is not
+    sharded (every process then computes the same loss); Accelerate's Megatron-LM backend
+    (the loss it returns is already averaged over the data-parallel group).
 
     This rule is opt-in: turn it on with `--select DL403` or `extend-select = ["DL403"]`.
+    What it reports is almost always so, but most training scripts do it on purpose (a
+    collective per logged step costs time), so it is for runs whose curves are compared across
+    process counts, not a default.
 
     ## Why is this bad?
     Each process computes the loss of its own shard of the batch. The curve the main process
