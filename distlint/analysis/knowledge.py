@@ -392,6 +392,10 @@ BATCH_SIZE_KEYWORDS = frozenset({"batch_size", "gradient_accumulation_steps", "n
 # (read by analysis/loops.py, analysis/accumulation.py, analysis/metrics.py)
 # Methods whose call runs a backward pass: a loop calling one trains.
 BACKWARD_METHODS = frozenset({"backward", "optimizer_step"})
+# The backward pass itself: `loss.backward()`, `accelerator.backward(loss)`, and the gradient
+# scaler's wrapping of the loss (`scaler.scale(loss).backward()`).
+BACKWARD_METHOD = "backward"
+SCALE_METHOD = "scale"
 STEP_METHODS = frozenset({"step", "optimizer_step"})
 # Context managers that gate gradient synchronisation (accumulation entered, or done by hand).
 ACCUMULATION_CONTEXTS = frozenset({"accumulate", "no_sync"})
@@ -465,6 +469,57 @@ MEAN_FUNCTIONS = frozenset(
 )
 MEAN_METHOD = "mean"
 COLLECT_METHODS = frozenset({"append", "extend"})
+# Methods that fold a value into their receiver (`losses.append(loss.item())`,
+# `loss_meter.update(loss.item(), n)`, `running_loss.add_(loss)`): the receiver then carries it.
+ACCUMULATE_INTO_METHODS = COLLECT_METHODS | frozenset({"update", "add_", "add", "insert"})
+# Calls that write out only on the main process, whatever the test around them: Accelerate's
+# `print` (local main process) and `log` (`@on_main_process`), Fabric's `print` / `log` /
+# `log_dict` (rank zero), torch_xla's `master_print`.
+MAIN_PROCESS_OUTPUT = frozenset(
+    {
+        "accelerate.Accelerator().print",
+        "accelerate.Accelerator().log",
+        "accelerate.PartialState().print",
+        "lightning.Fabric().print",
+        "lightning.Fabric().log",
+        "lightning.Fabric().log_dict",
+        "torch_xla.core.xla_model.master_print",
+    }
+)
+# Same policy as RANK_NAMES: ONLY for a receiver the analysis cannot trace (an Accelerator made
+# by a project helper, a Fabric handed in), their methods that write on the main process only.
+MAIN_PROCESS_OUTPUT_METHODS = frozenset({"print", "log", "log_dict"})
+MAIN_PROCESS_RECEIVER_NAMES = frozenset({"accelerator", "fabric"})
+# Accelerate's logger logs on the main process only unless told `main_process_only=False`.
+MAIN_PROCESS_LOGGER = "accelerate.logging.get_logger()."
+MAIN_PROCESS_ONLY_KEYWORD = "main_process_only"
+# Packages whose calls named in OUTPUT_METHODS write to the console, a log file or a tracker
+# (`torch.log` is a tensor function: torch is not one of them).
+OUTPUT_PACKAGES = frozenset(
+    {
+        "logging", "wandb", "mlflow", "tensorboardX", "torch.utils.tensorboard", "tqdm", "loguru",
+        "comet_ml", "clearml", "neptune", "aim", "swanlab", "accelerate", "lightning",
+        "transformers.utils.logging", "absl.logging",
+    }
+)  # fmt: skip
+# Method names that write a value out (logger, tracker, summary writer); for a receiver the
+# analysis cannot trace (`self.writer`, a logger handed in), the name alone decides.
+OUTPUT_METHODS = frozenset(
+    {
+        "log", "info", "debug", "warning", "print", "write", "add_scalar", "add_scalars",
+        "log_metric", "log_metrics", "log_dict", "master_print",
+    }
+)  # fmt: skip
+# Backends whose loss is already averaged over the data-parallel group when the script sees it
+# (Accelerate's Megatron-LM integration: "the losses are already averaged across the data
+# parallel group"): naming them anywhere in a module says the script runs on one.
+LOSS_REDUCING_BACKENDS = frozenset(
+    {
+        "accelerate.DistributedType.MEGATRON_LM",
+        "accelerate.utils.DistributedType.MEGATRON_LM",
+        "accelerate.utils.MegatronLMPlugin",
+    }
+)
 # Accelerate options that stop the padding of the last batch (no duplicates to drop).
 EVEN_BATCHES = "even_batches"
 
