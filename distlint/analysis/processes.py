@@ -382,7 +382,7 @@ class Processes(Provider):
             return bool(found.value == 1)
         values = [v for v in self.index.values_of(expr) if v is not None]
         if not values and isinstance(expr, cst.Attribute):
-            values = self._field_defaults(expr.attr.value)  # `args.x` parsed into a dataclass
+            values.extend(self._field_defaults(expr.attr.value))  # `args.x` parsed into a dataclass
         return bool(values) and all(self._defaults_to_one(v, depth - 1) for v in values)
 
     def _field_defaults(self, name: str) -> list[cst.BaseExpression]:
