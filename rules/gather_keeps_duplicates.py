@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.analysis.facts import Mode
+from distlint.analysis.facts import Facts, Mode
 from distlint.fixes import FixPlan
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid
@@ -111,12 +111,10 @@ class GatherKeepsDuplicates(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         facts = ctx.facts
-        if facts.mode is not Mode.ACCELERATE:
-            return
         metrics = facts.metrics
-        if not metrics.pads_last_batch:
-            return
         for loop in metrics.sharded_evaluation_loops:
+            if not _pads_last_batch(facts, loop):
+                continue
             for call in metrics.duplicate_keeping_gathers(loop.body):
                 if metrics.deduplicated_by_hand(call):
                     continue
@@ -129,3 +127,15 @@ class GatherKeepsDuplicates(Rule):
                 if isinstance(call.func, cst.Attribute):
                     fix = FixPlan(replace={call.func.attr: _FOR_METRICS})
                 ctx.report(call.func, message, fix)
+
+
+def _pads_last_batch(facts: Facts, loop: cst.For) -> bool:
+    """The loader of ``loop`` is prepared by an Accelerator that pads the last batch: this
+    module's, or, in a helper module that creates none, those of the files whose calls pass
+    the loop its loader."""
+    if facts.mode is Mode.ACCELERATE:
+        return facts.metrics.pads_last_batch
+    callers = facts.loops.callers_of_loader(loop)
+    return bool(callers) and all(
+        c.mode is Mode.ACCELERATE and c.metrics.pads_last_batch for c in callers
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.analysis.facts import Mode
+from distlint.analysis.facts import Facts, Mode
 from distlint.rule import Invalid, Rule, RuleContext, Valid
 
 
@@ -133,13 +133,13 @@ class MetricNotGathered(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         facts = ctx.facts
-        if facts.mode not in (Mode.ACCELERATE, Mode.FABRIC, Mode.DDP, Mode.XLA_MULTIPROCESS):
-            return
         metrics = facts.metrics
         if metrics.combines_across_processes:
             return
         reported: set[int] = set()
         for loop in metrics.sharded_evaluation_loops:
+            if not _runs_data_parallel(facts, loop):
+                continue
             sinks = [s for s in metrics.sinks(loop) if id(s) not in reported]
             if not sinks:
                 continue
@@ -151,3 +151,15 @@ class MetricNotGathered(Rule):
                 "it across processes"
             )
             ctx.report(sink.func if isinstance(sink, cst.Call) else sink, message)
+
+
+_DATA_PARALLEL = (Mode.ACCELERATE, Mode.FABRIC, Mode.DDP, Mode.XLA_MULTIPROCESS)
+
+
+def _runs_data_parallel(facts: Facts, loop: cst.For) -> bool:
+    """``loop`` runs on several processes: its module trains data-parallel, or, in a helper
+    module that sets nothing up, every file whose calls pass the loop its loader does."""
+    if facts.mode in _DATA_PARALLEL:
+        return True
+    callers = facts.loops.callers_of_loader(loop)
+    return bool(callers) and all(c.mode in _DATA_PARALLEL for c in callers)

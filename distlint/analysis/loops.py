@@ -196,9 +196,11 @@ class Loops:
         origins = self.loader_origins(expr)
         return bool(origins) and all(o is Origin.SHARDED for o in origins)
 
-    def loader_origins(self, expr: cst.BaseExpression) -> list[Origin]:
+    def loader_origins(self, expr: cst.BaseExpression, hops: int = 2) -> list[Origin]:
         """``Facts.loader_origins``, also through a parameter: what the calls of this module
-        pass for it (`evaluate(model, eval_loader)`)."""
+        pass for it (`evaluate(model, eval_loader)`) and, for a module-level function, what the
+        calls of the other files of the run that import this module pass (``hops``: how many
+        modules away such calls are followed)."""
         index = self.index
         if isinstance(expr, cst.Name):
             bindings = index.bindings_of(expr)
@@ -208,11 +210,119 @@ class Loops:
                     for v in index.values_of(expr)
                     if isinstance(v, (cst.Name, cst.Attribute, cst.Call))
                 ]
-                return [o for v in passed for o in self.facts.loader_origins(v, 6)]
+                origins = [o for v in passed for o in self.facts.loader_origins(v, 6)]
+                if hops > 0 and len(bindings) == 1:
+                    origins += self._passed_by_importers(bindings[0].node, hops)
+                return origins
         return self.facts.loader_origins(expr, 6)
+
+    def _passed_by_importers(self, param: cst.CSTNode, hops: int) -> list[Origin]:
+        """The origins of the loaders the other files of the run pass for parameter ``param``
+        of a module-level function of this module, where they import and call it."""
+        facts, index = self.facts, self.index
+        project, path = facts.project, facts.path
+        fn = index.enclosing_function(param)
+        if project is None or path is None or fn is None or not isinstance(param, cst.Param):
+            return []
+        if index.scope(fn).kind != "module":
+            return []
+        params = fn.params
+        positional = [*params.posonly_params, *params.params]
+        position = positional.index(param) if param in positional else None
+        if param not in positional and param not in params.kwonly_params:
+            return []  # `*args` / `**kwargs`
+        importers = getattr(project, "run_importers", None)  # a project of this run's files
+        out: list[Origin] = []
+        callers: list[Facts] = self.__dict__.setdefault("_callers", {}).setdefault(param, [])
+        for importer in importers(path) if importers is not None else ():
+            other = facts._facts_of(importer)
+            if other is None:
+                continue
+            passed = other.loops.passed_to(path, fn.name.value, position, param.name.value, hops)
+            if passed and other not in callers:
+                callers.append(other)
+            out += passed
+        return out
+
+    def callers_of_loader(self, loop: cst.For) -> list[Facts]:
+        """The other files of the run whose calls pass ``loop`` its loader (a loop over a
+        parameter of a module-level function): the mode they train in (Accelerate, DDP) and
+        how their Accelerator pads batches decide what the loop sees."""
+        expr = self.iterated(loop)
+        if not isinstance(expr, cst.Name):
+            return []
+        bindings = self.index.bindings_of(expr)
+        if len(bindings) != 1 or bindings[0].op != "param":
+            return []
+        self.loader_origins(expr)  # (records the callers)
+        found: dict[cst.CSTNode, list[Facts]] = self.__dict__.get("_callers", {})
+        return list(found.get(bindings[0].node, ()))
+
+    def passed_to(
+        self, path: str, name: str, position: int | None, keyword: str, hops: int
+    ) -> list[Origin]:
+        """The origins of the loaders this module's calls of function ``name`` of module
+        ``path`` (imported by name or through its module) pass for the parameter at
+        ``position`` (None: keyword-only) called ``keyword``: plain data, for that module."""
+        memo: dict[tuple[str, str, int | None, str], list[Origin]]
+        memo = self.__dict__.setdefault("_passed_to", {})
+        key = (path, name, position, keyword)
+        if key in memo:
+            return memo[key]
+        memo[key] = []  # a cycle between modules: nothing known
+        out: list[Origin] = []
+        for call in self.index.calls:
+            if not self._calls_function_of(call, path, name):
+                continue
+            arg = _argument(call, position, keyword)
+            if arg is not None:
+                out += self.loader_origins(arg, hops - 1)
+        memo[key] = out
+        return out
+
+    def _calls_function_of(self, call: cst.Call, path: str, name: str) -> bool:
+        """``call`` calls function ``name`` of module ``path`` (`name(...)` imported from it,
+        `module.name(...)` with the module imported)."""
+        project, here = self.facts.project, self.facts.path
+        func = call.func
+        if project is None or here is None:
+            return False
+        if isinstance(func, cst.Name):
+            for b in self.index.bindings_of(func):
+                record = b.record
+                if b.op == "import" and record is not None and record.name == name:
+                    return project.resolve_import(here, record.module, record.level) == path
+            return False
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            if func.attr.value != name:
+                return False
+            for b in self.index.bindings_of(func.value):
+                record = b.record
+                if b.op == "import" and record is not None:
+                    if record.name is None:
+                        found = project.resolve_import(here, record.module, 0)
+                    else:
+                        found = project.resolve_from_import(
+                            here, record.module, record.name, record.level
+                        )
+                    return found == path
+        return False
 
 
 # ------------------------------------------------------------------ loops of one function
+def _argument(call: cst.Call, position: int | None, keyword: str) -> cst.BaseExpression | None:
+    """What ``call`` passes for the parameter at ``position`` called ``keyword`` (None: not
+    passed, or hidden behind `*args` / `**kwargs`)."""
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if arg.keyword is None and i == position:
+            return arg.value
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    return None
+
+
 def runs_backward_directly(loop: cst.For | cst.While) -> bool:
     """The loop body runs a backward pass itself (`loss.backward()`, `accelerator.backward(loss)`),
     not through a helper (:meth:`Loops.trains` follows helpers)."""

@@ -168,6 +168,8 @@ class Project:
         self._loaded: set[str] = set()
         self.reached: tuple[str, ...] = ()  # of the last `tracking` block
         self._reported: set[tuple[str, str]] = set()
+        # module path -> the files of this run importing it (see `run_importers`)
+        self._importers: dict[str, list[str]] | None = None
 
     def _keep_sources(self, sources: Mapping[str, str | bytes]) -> None:
         """The files of an in-memory project, and the folders holding them."""
@@ -226,6 +228,7 @@ class Project:
         self._digests.pop(full, None)
         self._resolved.clear()
         self._scans.clear()  # (what an import resolves to may have changed too)
+        self._importers = None
         self._words.clear()
         self._closures.clear()
         self._outlines.pop(full, None)
@@ -778,6 +781,23 @@ class Project:
             return [base]
         return list(dict.fromkeys((here, *self.search_roots)))
 
+    def run_importers(self, path: str) -> tuple[str, ...]:
+        """The other files of this run whose import lines reach module ``path`` (a line scan,
+        done once per run; nothing parsed): where the callers of its functions may be."""
+        found = self._importers
+        if found is None:
+            found = self._importers = {}
+            for importer in sorted(_RUN_FILES):
+                if not importer.endswith(".py") or not self._within(importer):
+                    continue
+                scan = self._scans.get(importer)
+                if scan is None:
+                    scan = self._scans[importer] = self._scan_module(importer)
+                for target in scan[1]:
+                    found.setdefault(target, []).append(importer)
+        full = normalise(path)
+        return tuple(p for p in found.get(full, ()) if p != full)
+
     def _within(self, path: str) -> bool:
         return path == self.root or path.startswith(self.root + os.sep)
 
@@ -913,6 +933,7 @@ class Project:
         """Check files against the disk again (each at most once until the next call): a run
         sees every file as it was when the run first looked at it."""
         self._fresh.clear()
+        self._importers = None
         # what name searches learnt skips the modules behind it: searched again, each module
         # checked against the disk (its outline is kept while it is unchanged)
         self._may_write.clear()
