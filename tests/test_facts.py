@@ -598,3 +598,57 @@ def test_epoch_loop_of_a_helper_is_the_loop_around_its_call():
 def test_accumulation_done_by_the_module(body, accumulates):
     facts = facts_of(f"for i, batch in enumerate(loader):\n    {body}\n")
     assert facts.accumulation.done_by_the_module is accumulates
+
+
+# ------------------------------------------------------------------ loops across modules
+EVAL_HELPER = "def evaluate(model, loader):\n    for batch in loader:\n        model(batch)\n"
+PREPARED_CALLER = (
+    "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+    "from evaluation import evaluate\n\naccelerator = Accelerator()\n"
+    "model, loader = accelerator.prepare(model, DataLoader(data))\nevaluate(model, loader)\n"
+)
+PLAIN_CALLER = (
+    "import evaluation\nfrom torch.utils.data import DataLoader\n\n"
+    "evaluation.evaluate(model, loader=DataLoader(data))\n"
+)
+
+
+def _helper_loop_facts(sources: dict[str, str], linted: list[str]):
+    """The facts of evaluation.py and its loop, with ``linted`` the files of the run."""
+    from distlint.analysis.project import Project, forget_projects, lint_run
+
+    forget_projects()
+    project = Project.from_sources("/proj", sources)
+    lint_run([f"/proj/{name}" for name in linted])
+    info = project.module("/proj/evaluation.py")
+    facts = facts_for(info.index, "/proj/evaluation.py", project)
+    return facts, facts.index.loops[0]
+
+
+def test_helper_loop_over_a_parameter_takes_the_origins_the_importers_pass():
+    from distlint.analysis.project import forget_projects
+    from distlint.analysis.records import Origin
+
+    sources = {"evaluation.py": EVAL_HELPER, "train.py": PREPARED_CALLER, "other.py": PLAIN_CALLER}
+    try:
+        facts, loop = _helper_loop_facts(sources, ["train.py", "evaluation.py"])
+        loops = facts.loops
+        assert loops.loader_origins(loops.iterated(loop)) == [Origin.SHARDED]
+        assert loops.is_sharded_loader(loops.iterated(loop))
+        assert loop in facts.metrics.sharded_evaluation_loops
+        assert facts.mode is Mode.NONE  # the helper sets nothing up: its callers decide
+        assert [c.path for c in loops.callers_of_loader(loop)] == ["/proj/train.py"]
+        assert [c.mode for c in loops.callers_of_loader(loop)] == [Mode.ACCELERATE]
+
+        # a second caller passing a plain loader (by keyword, through the module): not sharded
+        facts, loop = _helper_loop_facts(sources, ["train.py", "other.py", "evaluation.py"])
+        origins = facts.loops.loader_origins(facts.loops.iterated(loop))
+        assert sorted(o.value for o in origins) == ["sharded", "unsharded"]
+        assert loop not in facts.metrics.sharded_evaluation_loops
+
+        # linted alone, the helper's loop has no known loader
+        facts, loop = _helper_loop_facts(sources, ["evaluation.py"])
+        assert facts.loops.loader_origins(facts.loops.iterated(loop)) == []
+        assert facts.loops.callers_of_loader(loop) == []
+    finally:
+        forget_projects()
