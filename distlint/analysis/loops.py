@@ -8,6 +8,7 @@ around a call of that function in this module.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -231,6 +232,7 @@ class Loops:
         position = positional.index(param) if param in positional else None
         if param not in positional and param not in params.kwonly_params:
             return []  # `*args` / `**kwargs`
+        path = os.path.normpath(os.path.abspath(path))  # as imports resolve (linted as given)
         importers = getattr(project, "run_importers", None)  # a project of this run's files
         out: list[Origin] = []
         callers: list[Facts] = self.__dict__.setdefault("_callers", {}).setdefault(param, [])
