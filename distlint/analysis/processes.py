@@ -454,7 +454,7 @@ class Processes(Provider):
         return not self.traceable(node.value) and not self.traceable(node)
 
     def _calls_process_count(self, node: cst.Call, qualname: str | None) -> bool:
-        """A call a library is known to return the process count from, or
+        """A call of a project function that returns the process count, or of
         `utils.get_world_size()` from a module the project does not contain."""
         if Made.PROCESS_COUNT in self.facts.summaries._external_makes(node):
             return True
