@@ -154,7 +154,10 @@ def _common_options(f):
             "--quiet",
             "-q",
             is_flag=True,
-            help="Print no findings: only errors and how many fixes were applied (the fix hook).",
+            help=(
+                "Print no findings: only errors and how many fixes were applied (the fix hook);"
+                " a report asked with --output-file is still written."
+            ),
         ),
         click.option(
             "--no-cache",
@@ -333,8 +336,8 @@ class _Report(NamedTuple):
         fmt, output_file = self.fmt, self.output_file
         if self.diff:
             sys.stdout.write("".join(diffs))
-            if self.quiet:
-                return True
+            if self.quiet:  # quiet silences the terminal: a report asked into a file is written
+                return output_file is None or _emit(results, fmt, output_file, context)
             if fmt in TEXT_FORMATS:  # the diff has stdout: the report goes to stderr
                 return _emit(results, fmt, output_file, context, stream=sys.stderr)
             return _emit(results, fmt, output_file, context)
@@ -346,7 +349,7 @@ class _Report(NamedTuple):
                     f"Fixed {fixed} finding{'s' if fixed != 1 else ''} "
                     f"in {changed} file{'s' if changed != 1 else ''}."
                 )
-            return True
+            return output_file is None or _emit(results, fmt, output_file, context)
         return _emit(results, fmt, output_file, context)
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import Callable
 
 from distlint.config import DEFAULT_MAX_FILE_SIZE  # 512 KiB: `max-file-size`
 from distlint.files import human_size
@@ -354,38 +355,14 @@ class _Scanner:
         self.floor = 0  # `base` at the statement's start: levels above it are the statement's
         self.cost = 0  # LibCST's estimated parse cost so far (see MAX_PARSE_COST)
         self.finished = False  # the scan read the whole text
-        inline = [self._operand] * (_TOKEN.groups + 1)  # by group number
-        for kinds, step in (
-            ((_NAME, _ELLIPSIS, _NUM), self._operand),
-            ((_NESTING,), self._nesting),
-            ((_KEYWORD,), self._keyword),
-            ((_DOT,), self._dot),
-            ((_BINARY,), self._binary),
-            ((_POWER,), self._power),
-            ((_COLON,), self._colon),
-            ((_WALRUS,), self._walrus),
-            ((_SEPARATOR,), self._separator),
-            ((_OPEN,), self._open),
-            ((_CLOSE,), self._close),
-            ((_STR,), self._string),
-            ((_NL,), self._newline),
-            ((_COMMENT, _CONT), self._skip),
-            ((_BAD,), self._bad),
-        ):
-            for kind in kinds:
-                inline[kind] = step
-        self.inline_steps = tuple(inline)
-        self.first_steps = tuple(
-            step if kind in (_NL, _COMMENT, _CONT, _BAD) else self._first
-            for kind, step in enumerate(inline)
-        )
+        self.first_steps, self.inline_steps = _step_tables(_TOKEN)
         self.steps = self.first_steps
 
     def scan(self) -> FileError | None:
         """The error to report for the text, or None (nothing over a bound)."""
         try:
             for m in _TOKEN.finditer(self.text):
-                self.steps[m.lastindex](m)  # type: ignore[index]
+                self.steps[m.lastindex](self, m)  # type: ignore[index]
         except _Stop as stop:
             return stop.error
         self.finished = True
@@ -429,7 +406,7 @@ class _Scanner:
         self.start, self.start_pos = self.tokens, pos  # this token is number tokens + 1
         if self.base > MAX_DEPTH:
             raise _Stop(_depth_error(self.path, self.text, pos))
-        self.inline_steps[kind](m)
+        self.inline_steps[kind](self, m)
 
     def _operand(self, m: re.Match[str]) -> None:
         """A name, a number, ``...``."""
@@ -489,27 +466,17 @@ class _Scanner:
             self._check_chain()
             self._check_depth()
 
-    def _binary(self, m: re.Match[str]) -> None:
-        """A binary operator, or a unary ``+`` ``-`` (right-recursive): one level either way."""
+    def _operator(self, m: re.Match[str]) -> None:
+        """A binary operator (``**`` right-recursive), or a unary one (``-x``, ``f(**kw)``):
+        one level either way."""
         self.tokens += 1
         self.depth += 1
-        if self.after:
-            self.links += 1
-        else:
+        if not self.after:
             self._pay((self.base + self.depth - self.floor) * UNARY_COST)
-        self.after = _NOTHING
-        self._check_chain()
-        self._check_depth()
-
-    def _power(self, m: re.Match[str]) -> None:
-        """``**``: right-recursive, or unpacking (``f(**kw)``)."""
-        self.tokens += 1
-        self.depth += 1
-        if self.after:
-            self.links += 1
-            self._pay((self.base + self.depth - self.floor) * POWER_COST)
         else:
-            self._pay((self.base + self.depth - self.floor) * UNARY_COST)
+            self.links += 1
+            if m.lastindex == _POWER:
+                self._pay((self.base + self.depth - self.floor) * POWER_COST)
         self.after = _NOTHING
         self._check_chain()
         self._check_depth()
@@ -595,6 +562,45 @@ class _Scanner:
         self.cost += cost
         if self.cost > self.max_cost:
             raise _Stop(_cost_error(self.path, self.text, self.cost, self.statement_pos))
+
+
+_Step = Callable[[_Scanner, "re.Match[str]"], None]
+_TABLES: dict[re.Pattern[str], tuple[tuple[_Step, ...], tuple[_Step, ...]]] = {}
+
+
+def _step_tables(token: re.Pattern[str]) -> tuple[tuple[_Step, ...], tuple[_Step, ...]]:
+    """The steps of :class:`_Scanner` by group number of ``token``: for the first token of a
+    line, and for the tokens after it (a group no token closes: a number's)."""
+    found = _TABLES.get(token)
+    if found is not None:
+        return found
+    by_kind: dict[str, _Step] = {
+        "nl": _Scanner._newline,
+        "separator": _Scanner._separator,
+        "dot": _Scanner._dot,
+        "open": _Scanner._open,
+        "close": _Scanner._close,
+        "colon": _Scanner._colon,
+        "nesting": _Scanner._nesting,
+        "keyword": _Scanner._keyword,
+        "str": _Scanner._string,
+        "binary": _Scanner._operator,
+        "power": _Scanner._operator,
+        "walrus": _Scanner._walrus,
+        "comment": _Scanner._skip,
+        "cont": _Scanner._skip,
+        "bad": _Scanner._bad,
+    }
+    inline: list[_Step] = [_Scanner._operand] * (token.groups + 1)  # names, numbers, `...`
+    first: list[_Step] = [_Scanner._first] * (token.groups + 1)
+    for kind, number in token.groupindex.items():
+        step = by_kind.get(kind)
+        if step is not None:
+            inline[number] = step
+            if kind in ("nl", "comment", "cont", "bad"):  # not a statement's first token
+                first[number] = step
+    found = _TABLES[token] = (tuple(first), tuple(inline))
+    return found
 
 
 def _depth_error(path: str, text: str, pos: int) -> FileError:

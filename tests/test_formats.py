@@ -157,6 +157,20 @@ def test_output_file_for_every_format(distlint_exe, project):
         assert "DL101" in out.read_text(), fmt
 
 
+@pytest.mark.parametrize("extra", [[], ["--diff"]], ids=["report", "diff"])
+def test_quiet_silences_the_terminal_not_the_output_file(distlint_exe, project, extra):
+    args = [*extra, "--format", "json", "-o", "report.json", "bad.py"]
+    loud = run(distlint_exe, *args, cwd=project)
+    expected = (project / "report.json").read_text()
+    assert "DL101" in expected if not extra else expected.strip() == "[]"
+    (project / "report.json").write_text("an old report\n")
+    proc = run(distlint_exe, "-q", *args, cwd=project)
+    assert proc.returncode == loud.returncode == 1, proc.stderr
+    assert proc.stderr == ""
+    assert proc.stdout.startswith("--- a/bad.py") if extra else proc.stdout == ""
+    assert (project / "report.json").read_text() == expected
+
+
 # ------------------------------------------------------------------------------------------
 # Every format carries the fixes JSON carries (issue #12), with and without --ignore-noqa
 # ------------------------------------------------------------------------------------------
