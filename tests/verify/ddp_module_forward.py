@@ -22,11 +22,9 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     data = torch.Generator().manual_seed(100 + rank)  # each rank its own inputs
     for _ in range(4):
-        x = torch.randn(8, 8, generator=data)
-        loss = trained(x).pow(2).mean()
-        optimizer.zero_grad()
-        loss.backward()
+        trained(torch.randn(8, 8, generator=data)).pow(2).mean().backward()
         optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
     dist.destroy_process_group()
 
 
