@@ -1408,7 +1408,7 @@ def check_ranks(many: RunSummary) -> Check:
             title,
             "fail",
             f"after update {n} the ranks hold different parameters: {named} (relative, "
-            f"against rank {ref_rank}; tolerance {RANKS_RTOL:g}). The {many.label} run is "
+            f"against rank {ref_rank}; tolerance {RANKS_RTOL:g}). The {many.nprocs}-process run is "
             f"{len(ranks)} separate trainings, not one: {_ranks_advice(many, init)}.",
             data=data,
         )
@@ -1430,7 +1430,7 @@ def drifted(checks: Sequence[Check], many: RunSummary) -> list[Check]:
         return list(checks)
     why = (
         f"not judged: the ranks' parameters differ from update {ranks.data.get('first_update')} "
-        f"(see ranks agree), so the {many.label} run is {many.nprocs} separate trainings and its "
+        f"(see ranks agree), so the {many.nprocs}-process run is {many.nprocs} separate trainings and its "
         "curve is rank 0's alone"
     )
     out = []

@@ -13,6 +13,8 @@ from verify_helpers import ROOT
 
 from distlint.verify import checks
 from distlint.verify.checks import RANKS_RTOL, check_ranks
+from distlint.verify.core import VerifyResult, compare_runs
+from distlint.verify.report import render_text
 
 
 def fp(total, numel=9, sample=None, **extra):
@@ -115,6 +117,10 @@ def test_drifted_ranks_leave_the_loss_unjudged(tmp_path):
     assert by_id["ranks"].status == "fail"
     assert by_id["loss"].status == "skip"
     assert "2 separate trainings" in by_id["loss"].detail
+    result = VerifyResult("train.py", [], 2, 20, False, one=one, many=many)
+    compare_runs(result)
+    assert any("2 separate trainings, and the table sizes one" in n for n in result.notes)
+    assert "FAIL  ranks agree" in render_text(result)
     agree = run_of(tmp_path, [a, [dict(p) for p in a]], name="agree")
     assert (
         "separate trainings"
