@@ -437,6 +437,8 @@ class Recorder:
                     flat = p.detach().reshape(-1)
                     offset = (-start) % stride  # a global stride across the parameters
                     part = flat[offset::stride] if stride > 1 else flat
+                    if part.is_complex():
+                        part = torch.view_as_real(part).reshape(-1)
                     counted += part.numel()
                     if part.dtype not in (torch.float32, torch.float64):
                         part = part.float()  # half/bf16: summed in fp32, like fp32 itself
@@ -447,7 +449,8 @@ class Recorder:
                     end = start + flat.numel()
                     inside = [m - start for m in marks if start <= m < end]
                     if inside:
-                        picks.append(flat[torch.tensor(inside, device=flat.device)])
+                        picked = flat[torch.tensor(inside, device=flat.device)]
+                        picks.append(picked.abs() if picked.is_complex() else picked)
                     start = end
                 values = torch.stack(parts).reshape(-1, 2).sum(0)
                 sample = torch.cat([x.to(torch.float64) for x in picks]) if picks else values[:0]
