@@ -2,6 +2,11 @@
 the time to re-lint after an edit; `ruff server` on the same file in the same rounds.
 
     python benchmarks/lsp_first_diagnostics.py [--repeats 7] [--lines 500 300]
+    python benchmarks/lsp_first_diagnostics.py --file ~/src/diffusers/examples/x/train_x.py
+
+``--file``: a script inside its own repository instead of the generated ones (the server then
+starts in the repository's root, where the script's imports resolve to project modules, as an
+editor opening that repository does); the edit appends a comment line.
 
 For each size, a training script of exactly that many lines is written to a temporary directory
 (whole fixture scripts from fixtures/scripts, so the rules have real work to do, padded with
@@ -97,18 +102,27 @@ def _receive(proc: subprocess.Popen) -> dict:
     return json.loads(proc.stdout.read(length))
 
 
-def server_round(command: list, path: Path) -> tuple:
+def _edited(text: str, version: int) -> str:
+    """``text`` with one line changed: a helper's constant (generated scripts), else a comment
+    appended."""
+    if "total = 0.0" in text:
+        return text.replace("total = 0.0", f"total = 0.{version}", 1)
+    return text + f"# edit {version}\n"
+
+
+def server_round(command: list, path: Path, root: Path | None = None) -> tuple:
     """(seconds to the initialize answer, seconds to the first diagnostics, number of
     diagnostics, seconds from a didChange to the new version's diagnostics)."""
     uri = path.resolve().as_uri()
     text = path.read_text()
+    root = root or path.parent
     start = time.perf_counter()
     proc = subprocess.Popen(
         command,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=path.parent,
+        cwd=root,
     )
     try:
         _send(
@@ -119,7 +133,7 @@ def server_round(command: list, path: Path) -> tuple:
                 "method": "initialize",
                 "params": {
                     "processId": os.getpid(),
-                    "rootUri": path.parent.resolve().as_uri(),
+                    "rootUri": root.resolve().as_uri(),
                     "capabilities": {},
                 },
             },
@@ -164,7 +178,7 @@ def server_round(command: list, path: Path) -> tuple:
         # first warms up (an editor's first edit comes seconds after opening: by then the
         # server is fully loaded); the second is measured.
         for version in (2, 3):
-            edited = text.replace("total = 0.0", f"total = 0.{version}", 1)
+            edited = _edited(text, version)
             changed = time.perf_counter()
             _send(
                 proc,
@@ -194,6 +208,13 @@ def server_round(command: list, path: Path) -> tuple:
             proc.wait()
 
 
+def _repository_root(path: Path) -> Path:
+    for folder in path.parents:
+        if any((folder / m).exists() for m in (".git", "pyproject.toml", "setup.py")):
+            return folder
+    return path.parent
+
+
 def floor_round(path: Path) -> float:
     start = time.perf_counter()
     subprocess.run(
@@ -209,6 +230,7 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--lines", type=int, nargs="+", default=[500, 300])
+    parser.add_argument("--file", help="a script inside its repository (instead of --lines)")
     args = parser.parse_args()
     from distlint.lsp import DEBOUNCE_SECONDS
 
@@ -221,16 +243,21 @@ def main() -> None:
         f"{args.repeats} rounds, medians   load average {os.getloadavg()[0]:.1f}"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        for lines in args.lines:
-            path = Path(tmp) / f"train_{lines}.py"
-            path.write_text(training_script(lines))
-            assert path.read_text().count("\n") == lines
+        given = Path(args.file).resolve() if args.file else None
+        for lines in [given.read_text().count("\n")] if given else args.lines:
+            if given is not None:
+                path, root = given, _repository_root(given)
+                print(f"{path} in {root}")
+            else:
+                path, root = Path(tmp) / f"train_{lines}.py", None
+                path.write_text(training_script(lines))
+                assert path.read_text().count("\n") == lines
             init, first, floor, ratio, relint = [], [], [], [], []
             ruff_first, ruff_relint = [], []
             # warm the OS file cache and .pyc files: editors start warm too
-            server_round(command, path)
+            server_round(command, path, root)
             for _ in range(args.repeats):
-                i, f, n, r = server_round(command, path)
+                i, f, n, r = server_round(command, path, root)
                 fl = floor_round(path)
                 init.append(i)
                 first.append(f)
@@ -238,7 +265,7 @@ def main() -> None:
                 ratio.append(f / fl)
                 relint.append(r - DEBOUNCE_SECONDS)
                 if ruff_command:
-                    _, rf, _, rr = server_round(ruff_command, path)
+                    _, rf, _, rr = server_round(ruff_command, path, root)
                     ruff_first.append(rf)
                     ruff_relint.append(rr)
             ms = lambda values: statistics.median(values) * 1000  # noqa: E731

@@ -9,6 +9,7 @@ from distlint.analysis.batch import (
     GLOBAL,
     SAMPLES,
     Use,
+    is_target,
     message_context,
     message_role,
     name_role,
@@ -211,7 +212,7 @@ class PerDeviceBatchAsGlobal(Rule):
         # SPMD: one process drives every device; split_batches: the DataLoader batch is global
         if not mode.per_process_batches or (mode is Mode.ACCELERATE and facts.split_batches):
             return
-        places = per_device_places(index, facts.loaders)
+        places = per_device_places(index, facts.data.batch.per_device_values)
         if not places:
             return
         reported: set[int] = set()
@@ -225,7 +226,7 @@ class PerDeviceBatchAsGlobal(Rule):
             factor = None if facts.model_parallel else _factor_text(facts, use.node)
             ctx.report(
                 use.expr,
-                _message(index, use, role, factor, facts.model_parallel),
+                _message(index, use, role, _shown(factor, mode, facts.model_parallel)),
                 _fix(index, use, factor),
             )
 
@@ -246,35 +247,80 @@ def _role(index: Index, use: Use) -> str | None:
     parent = index.parent(expr)
     # assigned to / passed as / stored under a name that says what it is
     if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr)) and parent.value is expr:
-        targets = (
-            [t.target for t in parent.targets]
-            if isinstance(parent, cst.Assign)
-            else [parent.target]
-        )
-        for target in targets:
-            role = target_role(target)
-            if role == GLOBAL or (role == SAMPLES and multiplied):
-                return role
-        return None
+        return _assigned_role(index, parent, multiplied)
     if isinstance(parent, cst.AugAssign) and parent.value is expr:
         role = target_role(parent.target)
         if role == GLOBAL and isinstance(parent.operator, cst.AddAssign):
             return None  # accumulating per-device batches into a "total": a sum, not a batch size
         return role if role == SAMPLES or role == GLOBAL else None
     if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.value is expr:
-        role = name_role(parent.keyword.value)
-        if role == GLOBAL or (role == SAMPLES and multiplied):
+        role = _named_role(parent.keyword.value, multiplied)
+        if role == SAMPLES and _configures(index, index.parent(parent)):
+            return None  # `Dataset(num_of_sequences=bs * 4)`: the size of what is built
+        if role is not None:
             return role
     if isinstance(parent, cst.DictElement) and parent.value is expr:
         key = string_value(parent.key)
-        role = name_role(key) if key else None
-        if role == GLOBAL or (role == SAMPLES and multiplied):
+        role = _named_role(key, multiplied) if key else None
+        if role is not None:
             return role
     # a log message that calls it the global batch / a throughput
     around = message_context(index, expr)
     if around is not None:
         return message_role(around[0], around[1], multiplied)
     return None
+
+
+def _named_role(name: str, multiplied: bool) -> str | None:
+    """GLOBAL for a name of the global batch; SAMPLES for a count of samples, if multiplied."""
+    role = name_role(name)
+    return role if role == GLOBAL or (role == SAMPLES and multiplied) else None
+
+
+def _assigned_role(
+    index: Index, assign: cst.Assign | cst.AnnAssign | cst.NamedExpr, multiplied: bool
+) -> str | None:
+    targets = (
+        [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+    )
+    for target in targets:
+        role = target_role(target)
+        role = role if role == GLOBAL or (role == SAMPLES and multiplied) else None
+        if role == SAMPLES and isinstance(target, cst.Name) and _only_configures(index, target):
+            return None  # `num_of_sequences = bs * 4` then handed to a dataset: a buffer size
+        if role is not None:
+            return role
+    return None
+
+
+def _configures(index: Index, call: cst.CSTNode | None) -> bool:
+    """``call`` builds something the script keeps (its result is assigned, returned or passed
+    on): what it is given configures that object (a buffer length, a dataset size), unlike
+    a call made for its effect, such as logging."""
+    if not isinstance(call, cst.Call):
+        return False
+    func = call.func
+    if isinstance(func, cst.Name) and func.value == "dict" and not index.bindings_of(func):
+        return False  # `dict(samples_seen=...)`: a record of values, as a dict display is
+    return not isinstance(index.parent(call), cst.Expr)
+
+
+def _only_configures(index: Index, target: cst.Name) -> bool:
+    """Every read of the name ``target`` binds is an argument of a call that builds something."""
+    reads = [
+        node
+        for node in index.nodes_of(cst.Name)
+        if isinstance(node, cst.Name)
+        and node.value == target.value
+        and node is not target
+        and not is_target(index, node)
+        and any(b.target is target for b in index.bindings_of(node))
+    ]
+    args = [index.parent(n) for n in reads]
+    return bool(reads) and all(
+        isinstance(a, cst.Arg) and a.value is n and _configures(index, index.parent(a))
+        for a, n in zip(args, reads)
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -315,14 +361,22 @@ def _factor_text(facts: Facts, at: cst.CSTNode) -> str | None:
     return None
 
 
-def _message(index: Index, use: Use, role: str, factor: str | None, model_parallel: bool) -> str:
+def _message(index: Index, use: Use, role: str, factor: str | None) -> str:
+    """``factor``: the process count visible at the use, else the framework's spelling of it;
+    None with tensor / context parallelism (the data-parallel size is the factor)."""
     code = index.module.code_for_node(use.node)
     what = "the global batch size" if role == GLOBAL else "the samples of a step"
-    if model_parallel:
+    if factor is None:
         advice = "multiply by the data-parallel size (tensor/context parallelism)"
     else:
-        advice = f"multiply by `{factor}`" if factor else "multiply by the number of processes"
+        advice = f"multiply by {factor}"
     return f"per-device batch `{code}` is used as {what}: {advice}"
+
+
+def _shown(factor: str | None, mode: Mode, model_parallel: bool) -> str | None:
+    if model_parallel:
+        return None
+    return f"`{factor}`" if factor else mode.process_count_text
 
 
 def _fix(index: Index, use: Use, factor: str | None) -> FixPlan | None:

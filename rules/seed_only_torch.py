@@ -157,6 +157,8 @@ class SeedOnlyTorch(Rule):
         index, facts = ctx.index, ctx.facts
         seed_fn = self.options["seed-function"]
         seeding = facts.seeding
+        if not _may_miss(facts):
+            return  # nothing drawn that a seed could leave out: no helper need be followed
         if seeding.full or any(index.qualname(c.func) == seed_fn for c in index.calls):
             return  # a library helper (or a project helper calling one) seeds everything
         by_kind = {KINDS[k]: calls for k, calls in seeding.by_kind.items()}
@@ -320,6 +322,13 @@ def _plain_call_statement(index: Index, call: cst.Call) -> cst.SimpleStatementLi
     if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
         return line
     return None
+
+
+def _may_miss(facts: Facts) -> bool:
+    """Some generator other than torch's may be drawn from (``may_draw`` bounds ``draws``
+    without following the project helpers the module calls)."""
+    wanted = Seeds.PYTHON | Seeds.NUMPY | (Seeds.XLA if facts.uses_xla else Seeds.NONE)
+    return bool(facts.seeding.may_draw & wanted)
 
 
 def _unseeded_draws(facts: Facts, by_kind: dict) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.analysis import Index, string_value
-from distlint.analysis.facts import Facts, Mode, Optimizer
+from distlint.analysis.facts import Facts, How, Mode, Optimizer
 from distlint.analysis.prepared import parameters_prepared
 from distlint.fixes import FixPlan, import_name
 from distlint.model import Applicability
@@ -19,13 +19,6 @@ from distlint.rule import (
     fix_statement,
     scaled_expression,
 )
-
-FACTOR_TEXT = {
-    Mode.ACCELERATE: "`accelerator.num_processes`",
-    Mode.DDP: "`torch.distributed.get_world_size()`",
-    Mode.XLA_MULTIPROCESS: "`xr.world_size()`",
-    Mode.FABRIC: "`fabric.world_size`",
-}
 
 
 class UnscaledLearningRate(Rule):
@@ -235,6 +228,12 @@ class UnscaledLearningRate(Rule):
                     what = f"the learning rate ({opt.lr_config})"
                     ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
                 continue
+            if opt.how is How.BY_USE and opt.lr is None:
+                # built from a config nothing here can read: the LR is unknown, the hazard is not
+                if not facts.optimization.scaled_on_the_way(opt):
+                    what = "the learning rate (from configuration distlint could not read)"
+                    ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
+                continue
             if opt.lr is None:
                 if any(arg.star for arg in opt.call.args) or _param_groups_scaled(facts, opt):
                     continue
@@ -286,7 +285,7 @@ class UnscaledLearningRate(Rule):
         head = f"{subject} {verb} not scaled by the number of processes"
         if model_parallel:
             return f"{head}: multiply {it} by the data-parallel size (processes / (tp * cp))"
-        return f"{head}: multiply {it} by {FACTOR_TEXT[mode]}"
+        return f"{head}: multiply {it} by {mode.process_count_text}"
 
     def _report_reads(self, ctx: RuleContext, call: cst.Call, opts: list[Optimizer]) -> None:
         """A factory reads one or more LRs from its arguments (`args.lr`): one finding at the

@@ -29,6 +29,17 @@ def expected_findings(source: str) -> set[tuple[int, str]]:
     return out
 
 
+def fixture_config(path: Path, source: str) -> Config:
+    """Every rule for a fixture, an opt-in one only where it is chosen: in its own fixtures
+    (`fixtures/<CODE>/`) and in a file that expects it, as a user turns it on. An opt-in rule
+    reports what correct scripts do on purpose (DL403: the main process logs its own loss)."""
+    from distlint.registry import all_rules
+
+    opt_in = {rule.CODE for rule in all_rules() if not rule.DEFAULT_ENABLED}
+    chosen = {code for _, code in expected_findings(source)} | {path.parent.name}
+    return Config(select=("ALL",), ignore=tuple(sorted(opt_in - chosen)))
+
+
 def undefined_names(source: str, filename: str = "<fixed>") -> list[str]:
     """Names used but never bound, according to pyflakes (compiles the source too)."""
     import io

@@ -26,6 +26,7 @@ from helpers import (
     FIXTURES,
     assert_fix_is_sound,
     expected_findings,
+    fixture_config,
     lint_snippet,
     lint_text,
     undefined_names,
@@ -113,7 +114,7 @@ class FixtureTests:
 
     def test_fixture_findings_match_inline_expectations(self, fixture: Path) -> None:
         source = fixture.read_text(encoding="utf-8")
-        result = lint_text(fixture.read_bytes(), str(fixture), ALL)
+        result = lint_text(fixture.read_bytes(), str(fixture), fixture_config(fixture, source))
         found = {(f.line, f.code) for f in result.findings}
         expected = expected_findings(source)
         missed = sorted(expected - found)

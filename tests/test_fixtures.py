@@ -13,7 +13,13 @@ import subprocess
 import sys
 
 import pytest
-from helpers import FIXTURES, assert_fix_is_sound, expected_findings, lint_text
+from helpers import (
+    FIXTURES,
+    assert_fix_is_sound,
+    expected_findings,
+    fixture_config,
+    lint_text,
+)
 
 from distlint.api import Config
 
@@ -26,7 +32,8 @@ def _ids(paths):
 
 
 def lint(path, fix=False):
-    return lint_text(path.read_bytes(), str(path), CONFIG, fix=fix)
+    config = fixture_config(path, path.read_text(encoding="utf-8"))
+    return lint_text(path.read_bytes(), str(path), config, fix=fix)
 
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=_ids(SCRIPTS))

@@ -71,6 +71,29 @@ def test_closure_is_one_set_for_many_roots():
     assert o_call in closure and q_call not in closure
 
 
+def test_a_class_call_is_a_caller_of_its_init_and_its_arguments_reach_the_parameters():
+    index = index_of(
+        """
+        class Trainer:
+            def __init__(self, lr, steps=10):
+                self.lr = lr
+
+        def make(lr):
+            return lr
+
+        t = Trainer(0.1)
+        u = Trainer(steps=3, lr=0.2)
+        v = mod.Trainer(0.3)
+        """
+    )
+    init = index.functions["Trainer.__init__"][0]
+    calls = [index.module.code_for_node(c) for c in index.callers(init)]
+    assert calls == ["Trainer(0.1)", "Trainer(steps=3, lr=0.2)"]
+    lr = init.params.params[1].name
+    sources = {index.module.code_for_node(n) for n in index.values_of(lr) if n is not None}
+    assert sources == {"0.1", "0.2"}
+
+
 def test_method_callers_are_not_every_method_of_that_name():
     index = index_of(
         """

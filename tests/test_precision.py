@@ -1,7 +1,8 @@
 """Precision, measured: every rule x (expected, found, missed, false positives) on all fixtures.
 
 The corpus is fixtures/scripts/*.py plus fixtures/DL*/bad.py and good.py, with their inline
-`# expect: CODE` markers. The whole table must show zero missed findings and zero false
+`# expect: CODE` markers, linted with every rule; an opt-in rule only where it is chosen (its own
+fixtures, a file that expects it), as a user turns it on. The whole table must show zero missed findings and zero false
 positives; benchmarks/precision_table.py prints the same table for the notes.
 """
 
@@ -10,9 +11,8 @@ import subprocess
 import sys
 from collections import Counter
 
-from helpers import FIXTURES, ROOT, expected_findings, lint_text
+from helpers import FIXTURES, ROOT, expected_findings, fixture_config, lint_text
 
-from distlint.api import Config
 from distlint.registry import all_rules
 
 FILES = sorted((FIXTURES / "scripts").glob("*.py")) + [
@@ -26,12 +26,11 @@ FILES = sorted((FIXTURES / "scripts").glob("*.py")) + [
 @functools.cache
 def _table():
     expected, found, missed, false_positives = Counter(), Counter(), [], []
-    config = Config(select=("ALL",))
     for path in FILES:
         source = path.read_text(encoding="utf-8")
-        result = lint_text(source, str(path), config)
-        reported = {(f.line, f.code) for f in result.findings}
         marked = expected_findings(source)
+        result = lint_text(source, str(path), fixture_config(path, source))
+        reported = {(f.line, f.code) for f in result.findings}
         where = path.relative_to(FIXTURES)
         for line, code in marked:
             expected[code] += 1

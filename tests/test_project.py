@@ -481,3 +481,98 @@ def test_tracking_stays_linear_in_what_is_consulted():
                     project.module(P(f"m{i}.py"))
         assert len(deps) == 199
     assert len(project._log) == 5 * 200
+
+
+# ------------------------------------------------------------------ one name's text (issue 32)
+def test_outline_reads_definitions_imports_and_module_bindings():
+    from distlint.analysis.outline import outline
+
+    text = (
+        'NOTE = """\ndef fake():\n    pass\n"""  # a def inside a string is none\n'
+        "from .helpers import seed_all as sa, other\n"
+        "import torch.optim as O\n"
+        "@register(\n    'x')\n"
+        "def build(lr=(1,\n        2)):\n"
+        "    return O.AdamW([], lr=lr)\n"
+        "if FLAG:\n"
+        "    class Trainer(Base):\n"
+        "        def fit(self):\n"
+        "            sa(0)\n"
+        "env = make_env()\n"
+    )
+    found = outline(text)
+    assert found is not None
+    assert set(found.defs) == {"build", "Trainer"}  # `fit` is inside Trainer; `fake` a string
+    ((start, end),) = found.defs["build"]
+    assert text[start:end].startswith("@register(") and "O.AdamW" in text[start:end]
+    assert "Base" in found.words(*found.headers["Trainer"][0])
+    assert [(i.module, i.name, i.level) for i in found.imports["sa"]] == [
+        ("helpers", "seed_all", 1)
+    ]
+    assert [(i.module, i.name) for i in found.imports["O"]] == [("torch.optim", None)]
+    assert "env" in found.by_ident and "make_env" not in found.by_ident  # bound, not read
+    assert found.attributes("O") == {"AdamW"}
+    # a text the outline cannot read with confidence: None (the module is parsed instead)
+    assert outline("x = 'unterminated\n") is None
+    assert outline("x = f(1,\n") is None
+
+
+def _seeders():
+    from distlint.analysis.common import _SEEDERS
+
+    return _SEEDERS
+
+
+@pytest.mark.parametrize(
+    "helpers, expected",
+    [
+        # the seeding is two modules away, through a re-export and a called import
+        ("from deep import seed_all\n", True),
+        # a module-level value the function reads, made by a call into a seeding module
+        ("from deep import Env\nENV = Env()\ndef step():\n    return ENV.reset()\n", True),
+        # a global assigned by another function of the module
+        (
+            "from deep import Env\n"
+            "def setup():\n    global ENV\n    ENV = Env()\n"
+            "def step():\n    return ENV.reset()\n",
+            True,
+        ),
+        # `from deep import *` binds the name
+        ("from deep import *\n", True),
+        # a module that imports the seeder but whose `step` never calls it
+        (
+            "from deep import seed_all\nimport torch\ndef step():\n    return torch.zeros(2)\n",
+            False,
+        ),
+    ],
+)
+def test_name_may_write_follows_what_the_definition_uses(helpers, expected):
+    deep = (
+        "import random\n\ndef seed_all(s):\n    random.seed(s)\n\n"
+        "class Env:\n    def reset(self):\n        random.seed(0)\n"
+    )
+    project = make({"helpers.py": helpers, "deep.py": deep})
+    name = "step" if "def step" in helpers else ("seed_all" if "*" not in helpers else "Env")
+    assert project.name_may_write(P("helpers.py"), name, _seeders()) is expected
+    assert project.parse_count == 0  # nothing parsed to answer
+
+
+def test_a_helper_that_cannot_seed_is_not_parsed_for_seeding():
+    files = {
+        "train.py": (
+            "import random\nimport torch\nfrom util import pick, seed_all\n"
+            "torch.manual_seed(0)\nseed_all(0)\nx = pick()\nrandom.random()\n"
+        ),
+        "util.py": (
+            "import random\nfrom big import table\n\n"
+            "def seed_all(s):\n    random.seed(s)\n\n"
+            "def pick():\n    return table()\n"
+        ),
+        "big.py": "def table():\n    return [1, 2]\n",
+    }
+    project = make(files)
+    from distlint.analysis.facts import Seeds
+
+    facts = _facts(project, "train.py")
+    assert facts.seeding.by_kind[Seeds.PYTHON]  # `seed_all` seeds python's generator
+    assert project.parse_count == 2  # train.py and util.py; big.py's `table` cannot seed

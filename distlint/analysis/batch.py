@@ -13,12 +13,15 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple, Union
+from functools import cached_property
+from typing import Any, NamedTuple, Union
 
 import libcst as cst
 
 from distlint.analysis import knowledge as K
+from distlint.analysis.common import Provider, _names_batch_or_accumulation
 from distlint.analysis.index import Assignment, Index, string_value, target_key
+from distlint.analysis.records import BatchUse, Param
 
 _WORD_RE = re.compile(r"[a-z]+|[A-Z][a-z]*|\d+")
 _PERCENT_RE = re.compile(
@@ -145,14 +148,10 @@ def is_numeric_wrapper(index: Index, call: cst.Call) -> bool:
     return index.qualname(func) in K.ROUNDING_FUNCTIONS
 
 
-def per_device_places(index: Index, loaders: Sequence[cst.Call]) -> list[Place]:
-    """Every place that holds the `batch_size` given to one of ``loaders``."""
+def per_device_places(index: Index, values: Sequence[cst.BaseExpression]) -> list[Place]:
+    """Every place that holds one of ``values`` (the `batch_size` given to a DataLoader)."""
     places: list[Place] = []
-    pending: list[cst.CSTNode] = []
-    for call in loaders:
-        arg = index.argument(call, "batch_size", 1)
-        if arg is not None:
-            pending.append(arg.value)
+    pending: list[cst.CSTNode] = list(values)
     seen: set[int] = set()
     # backwards: plain copies the DataLoader's value was taken from, helper-function arguments
     while pending:
@@ -402,3 +401,417 @@ def extend_use(index: Index, node: cst.BaseExpression) -> Use:
                 continue
         break
     return Use(node, expr, others)
+
+
+# ------------------------------------------------------------------------------------------
+# The batch through helpers: what functions and classes do with a batch size or a loader's
+# batches (summarised for their callers, in this module and in others)
+# ------------------------------------------------------------------------------------------
+
+
+class BatchFlow(Provider):
+    """Where the per-device batch goes through calls, and where a global batch is held
+    constant by a helper: a loader builder that divides the batch it is given by the world
+    size, an iterator that keeps each rank's slice of every global batch, an argument helper
+    that sets `args.batch_size` to a world-size share. A provider of the facts
+    (``facts.data.batch``), computed once per module."""
+
+    # -------------------------------------------------------------- summaries, for callers
+    def use_of(self, fn: cst.CSTNode) -> BatchUse:
+        """What ``fn`` (a function or class of this module) does with batches."""
+        index = self.index
+        if not isinstance(fn, (cst.FunctionDef, cst.ClassDef)):
+            return BatchUse()
+        items_of, slices = self._slicing(fn)
+        if isinstance(fn, cst.ClassDef):
+            return BatchUse(slices_items_of=items_of)
+        loaders = [c for c in self.facts.data.loaders if index.is_inside(c, fn)]
+        given = [a.value for c in loaders for a in [Index.argument(c, "batch_size", 1)] if a]
+        params: list[Param] = []
+        for place in per_device_places(index, given) if given else ():
+            if place[0] != "name":
+                continue
+            for b in self._param_bindings(fn):
+                if id(b) in place[1] and b.key not in [p[0] for p in params]:
+                    params.append(_as_param(index, fn, b.key))
+        return BatchUse(
+            loader_params=tuple(params),
+            divides=self._divides_inside(fn, loaders),
+            slices_items_of=items_of,
+            slices=slices,
+            shares=self._returned_shares(fn),
+        )
+
+    def _param_bindings(self, fn: cst.FunctionDef) -> list[Assignment]:
+        scope = self.index.scope(fn.body)
+        return [b for assigns in scope.bindings.values() for b in assigns if b.op == "param"]
+
+    def _divides_inside(self, fn: cst.FunctionDef, loaders: Sequence[cst.Call]) -> bool:
+        """A DataLoader built in ``fn`` (or by a function it calls) gets a world-size share of
+        its batch."""
+        processes = self.facts.processes
+        for call in loaders:
+            arg = Index.argument(call, "batch_size", 1)
+            if arg is not None and processes.divided_by_process_count(arg.value):
+                return True
+        index = self.index
+        if not self.facts.data.loaders:
+            return False
+        # through the loader builders of this module (`build_batch_data_loader(...)`)
+        return any(
+            callee is not None and callee is not fn and self._local_use(callee).divides
+            for call in index.calls
+            if index.is_inside(call, fn)
+            for callee in [index.local_function(call.func)]
+        )
+
+    def _returned_shares(
+        self, fn: cst.FunctionDef
+    ) -> tuple[tuple[str, bool, tuple[str, ...]], ...]:
+        """`args.batch_size = args.global_batch_size // (args.devices * args.num_nodes)` on
+        the `args` that ``fn`` returns."""
+        index = self.index
+        returned = {
+            r.value.value for r in index.returns.get(fn, ()) if isinstance(r.value, cst.Name)
+        }
+        out = []
+        for key, assigns in index.attr_assignments.items():
+            head, _, attr = key.partition(".")
+            if head not in returned or not attr.isidentifier():
+                continue
+            for a in assigns:
+                if a.op == "=" and a.value is not None and index.is_inside(a.node, fn):
+                    share = self._share(a.value, head)
+                    if share is not None:
+                        out.append((attr, *share))
+        return tuple(out)
+
+    def _share(self, value: cst.BaseExpression, head: str) -> tuple[bool, tuple[str, ...]] | None:
+        """For `x // divisor` (or `int(x / divisor)`): whether the divisor is the process count,
+        and the attribute paths of ``head`` it reads (".devices"); None for anything else."""
+        while isinstance(value, cst.Call) and len(value.args) == 1:
+            value = value.args[0].value  # int(...), math.ceil(...)
+        if not isinstance(value, cst.BinaryOperation) or not isinstance(
+            value.operator, (cst.Divide, cst.FloorDivide)
+        ):
+            return None
+        divisors = tuple(
+            k[len(head) :]
+            for n in [value.right, *_descendants(self.index, value.right)]
+            if isinstance(n, cst.Attribute)
+            for k in [target_key(n)]
+            if k is not None and k.startswith(head + ".")
+        )
+        counted = self.facts.processes.reads_process_count(value.right)
+        return (counted, divisors) if counted or divisors else None
+
+    # -------------------------------------------------------------- per-rank slices
+    def _slicing(
+        self, fn: cst.FunctionDef | cst.ClassDef
+    ) -> tuple[tuple[Param, ...], tuple[Param, ...]]:
+        """(parameters whose items ``fn`` yields as per-rank slices, parameters it returns a
+        per-rank slice of). A class answers for its constructor's parameters."""
+        init = fn if isinstance(fn, cst.FunctionDef) else _method(fn, "__init__")
+        if init is None:
+            return (), ()
+        param_ids = {id(b): b.key for b in self._param_bindings(init)}
+        if not param_ids:
+            return (), ()
+        items_of = self._iterated_slices(fn, init, param_ids)
+        slices = self._returned_slices(fn, param_ids) if isinstance(fn, cst.FunctionDef) else ()
+        return items_of, slices
+
+    def _iterated_slices(
+        self, fn: cst.CSTNode, init: cst.FunctionDef, param_ids: dict[int, str]
+    ) -> tuple[Param, ...]:
+        """An iterator: the parameters it loops over, yielding each item's per-rank slice."""
+        index = self.index
+        if "yield" not in index.source or not any(
+            index.is_inside(y, fn) for y in index.nodes_of(cst.Yield)
+        ):
+            return ()
+        loops = [
+            n
+            for n in index.nodes_of(cst.For, cst.CompFor)
+            if isinstance(n, (cst.For, cst.CompFor)) and index.is_inside(n, fn)
+        ]
+        items_of: list[Param] = []
+        for loop in loops:
+            source = self._param_source(loop.iter, param_ids)
+            if source is None or _as_param(index, init, source) in items_of:
+                continue
+            if self._yields_rank_slice(fn, self._derived_loops(loop, loops)):
+                items_of.append(_as_param(index, init, source))
+        return tuple(items_of)
+
+    def _returned_slices(self, fn: cst.FunctionDef, param_ids: dict[int, str]) -> tuple[Param, ...]:
+        """The parameters ``fn`` returns a per-rank slice of (`return batch[rank::world]`)."""
+        index = self.index
+        slices: list[Param] = []
+        for ret in index.returns.get(fn, ()):
+            value = ret.value
+            if isinstance(value, cst.Name):  # `part = batch[...]; return part`
+                bound = index.bindings_of(value)
+                value = bound[0].value if len(bound) == 1 else None
+            if not isinstance(value, cst.Subscript) or not isinstance(value.value, cst.Name):
+                continue
+            for b in index.bindings_of(value.value):
+                if id(b) in param_ids and self._is_rank_slice_of(value, lambda n: True):
+                    slices.append(_as_param(index, fn, b.key))
+        return tuple(dict.fromkeys(slices))
+
+    def _param_source(self, expr: cst.CSTNode, param_ids: dict[int, str]) -> str | None:
+        """The parameter (of the function, or of the class's constructor) ``expr`` iterates."""
+        found: list[str] = []
+
+        def is_param(node: cst.CSTNode, _q: str | None) -> bool:
+            if isinstance(node, cst.Name):
+                for b in self.index.bindings_of(node):
+                    if id(b) in param_ids:
+                        found.append(param_ids[id(b)])
+                        return True
+            return False
+
+        target = expr
+        if (
+            isinstance(expr, cst.Call)
+            and expr.args
+            and self.facts.data.passes_batches_through(expr.func)
+        ):
+            target = expr.args[0].value  # enumerate(loader), tqdm(loader)
+        self.flow.reaches(target, is_param, depth=3)
+        return found[0] if found else None
+
+    def _derived_loops(self, loop: cst.CSTNode, loops: Sequence[cst.CSTNode]) -> list[cst.CSTNode]:
+        """``loop`` and the loops and comprehensions over what it binds
+        (`{k: v[...] for k, v in batch.items()}`)."""
+        derived = [loop]
+        changed = True
+        while changed:
+            changed = False
+            for other in loops:
+                if other in derived:
+                    continue
+                assert isinstance(other, (cst.For, cst.CompFor))
+                if any(self._bound_by(n, derived) for n in _names_in(self.index, other.iter)):
+                    derived.append(other)
+                    changed = True
+        return derived
+
+    def _bound_by(self, name: cst.Name, loops: list[cst.CSTNode]) -> bool:
+        """``name`` is a target of one of ``loops`` (`batch` in `for batch in loader`, `v` in
+        `for k, v in batch.items()`)."""
+        bindings = self.index.bindings_of(name)
+        if bindings:
+            return any(b.op in ("for", "unpack") and b.node in loops for b in bindings)
+        # a comprehension's element reads its own targets
+        for loop in loops:
+            owner = self.index.parent(loop)
+            if isinstance(loop, cst.CompFor) and owner and self.index.is_inside(name, owner):
+                if any(n.value == name.value for n in _names_in(self.index, loop.target)):
+                    return True
+        return False
+
+    def _yields_rank_slice(self, fn: cst.CSTNode, derived: list[cst.CSTNode]) -> bool:
+        index = self.index
+        for node in index.nodes_of(cst.Yield):
+            assert isinstance(node, cst.Yield)
+            if node.value is None or not index.is_inside(node, fn):
+                continue
+            if self._is_rank_slice_of(node.value, lambda n: self._bound_by(n, derived)):
+                return True
+        return False
+
+    def _is_rank_slice_of(self, expr: cst.CSTNode, binds: Any) -> bool:
+        """A value flowing into ``expr`` is a per-rank slice of a name ``binds`` accepts
+        (`batch[rank::world_size]`, `batch.chunk(world_size)[rank]`, `slice(batch, rank, ws)`
+        of a helper that returns a per-rank slice)."""
+
+        def of_name(node: cst.CSTNode) -> bool:
+            return isinstance(node, cst.Name) and binds(node)
+
+        def rank_slice(node: cst.CSTNode, _q: str | None) -> bool:
+            if isinstance(node, cst.Subscript):
+                base = node.value
+                if isinstance(base, cst.Call):  # batch.chunk(world_size)[rank]
+                    func = base.func
+                    parts = [a.value for a in base.args]
+                    if isinstance(func, cst.Attribute):
+                        parts.append(func.value)
+                    if not any(of_name(p) for p in parts):
+                        return False
+                elif not of_name(base):
+                    return False
+                return any(self.facts.data.data_sharded_by_rank(c) for c in _slice_parts(node))
+            if isinstance(node, cst.Call) and any(of_name(a.value) for a in node.args):
+                use = self.callee_use(node)
+                if use is not None and use.slices:
+                    return any(
+                        of_name(arg.value)
+                        for name, position in use.slices
+                        for arg in [Index.argument(node, name, position)]
+                        if arg is not None
+                    )
+            return False
+
+        return self.flow.reaches(expr, rank_slice, depth=4)
+
+    # -------------------------------------------------------------- this module's calls
+    def callee_use(self, call: cst.Call) -> BatchUse | None:
+        """What the function or class ``call`` calls does with batches (this module or another
+        of the project)."""
+        index = self.index
+        func = call.func
+        if isinstance(func, cst.Name):
+            for b in index.bindings_of(func):
+                if b.op in ("def", "class") and isinstance(b.node, (cst.FunctionDef, cst.ClassDef)):
+                    return self._local_use(b.node)
+        fn = index.local_function(func)
+        if fn is not None:
+            return self._local_use(fn)
+        summary = self.facts.summaries._external_summary(call)
+        return summary.batch if summary is not None else None
+
+    def _local_use(self, fn: cst.CSTNode) -> BatchUse:
+        """`use_of` for a function or class of this module, once (not its whole summary)."""
+        memo = self.__dict__.setdefault("_uses", {})
+        if fn not in memo:
+            memo[fn] = BatchUse()  # a cycle: nothing known
+            memo[fn] = self.use_of(fn)
+        found: BatchUse = memo[fn]
+        return found
+
+    @cached_property
+    def _calls_with_use(self) -> list[tuple[cst.Call, BatchUse]]:
+        out = []
+        for call in self.index.calls:
+            if not call.args and not _assigned_names(self.index, call):
+                continue  # gives nothing, keeps nothing
+            if self.facts.data.is_dataloader(self.index.qualname(call.func)):
+                continue
+            use = self.callee_use(call)
+            if use is not None and use != BatchUse():
+                out.append((call, use))
+        return out
+
+    @cached_property
+    def sliced_loaders(self) -> list[cst.Call]:
+        """DataLoaders of this module whose batches a helper slices per rank: their batch is
+        the global batch, each rank keeps its share."""
+        loaders = self.facts.data.loaders
+        if not loaders:
+            return []
+        found: list[cst.Call] = []
+        for call, use in self._calls_with_use:
+            for name, position in use.slices_items_of:
+                arg = Index.argument(call, name, position)
+                if arg is None:
+                    continue
+                for loader in loaders:
+                    if loader not in found and self.flow.reaches(
+                        arg.value, _node_is(loader), depth=6
+                    ):
+                        found.append(loader)
+        return found
+
+    @cached_property
+    def per_device_values(self) -> list[cst.BaseExpression]:
+        """The values that become a per-device batch: the `batch_size` of this module's
+        DataLoaders (not those whose batches are sliced per rank) and the arguments a
+        loader helper (of this module or another) gives its DataLoader as `batch_size`."""
+        out: list[cst.BaseExpression] = []
+        sliced = self.sliced_loaders
+        for loader in self.facts.data.loaders:
+            if loader in sliced:
+                continue
+            arg = Index.argument(loader, "batch_size", 1)
+            if arg is not None:
+                out.append(arg.value)
+        for call, use in self._calls_with_use:
+            if self.index.local_function(call.func) is not None:
+                continue  # followed by per_device_places through the parameter
+            for name, position in use.loader_params:
+                arg = Index.argument(call, name, position)
+                if arg is not None:
+                    out.append(arg.value)
+        return out
+
+    @cached_property
+    def held_constant_by_helpers(self) -> bool:
+        """A helper holds the global batch constant for this module: a loader builder divides
+        the batch it is given by the world size, or an iterator slices each batch of this
+        module's loader per rank, or the caller divides what it gives a loader builder."""
+        if self.sliced_loaders:
+            return True
+        processes = self.facts.processes
+        for call, use in self._calls_with_use:
+            if use.divides:
+                return True
+            for name, position in use.loader_params:
+                arg = Index.argument(call, name, position)
+                if arg is not None and processes.divided_by_process_count(arg.value):
+                    return True
+        return False
+
+    def shares_held(self, launch_places: frozenset[Any]) -> bool:
+        """An argument helper returns an object whose batch attribute it set to a share of the
+        process count, or of what this module gives its launcher (`Fabric(devices=args.devices)`)."""
+        for call, use in self._calls_with_use:
+            for attr, counted, divisors in use.shares:
+                if not _names_batch_or_accumulation(attr):
+                    continue
+                if counted:
+                    return True
+                for name in _assigned_names(self.index, call):
+                    if any(f"{name}{d}" in launch_places for d in divisors):
+                        return True
+        return False
+
+
+def _node_is(wanted: cst.CSTNode) -> Any:
+    return lambda node, _q: node is wanted
+
+
+def _as_param(index: Index, fn: cst.FunctionDef, name: str) -> Param:
+    params = [p.name.value for p in [*fn.params.posonly_params, *fn.params.params]]
+    if index.scope(fn).kind == "class" and params and params[0] in ("self", "cls"):
+        params = params[1:]
+    return (name, params.index(name) if name in params else None)
+
+
+def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    for st in cls.body.body:
+        if isinstance(st, cst.FunctionDef) and st.name.value == name:
+            return st
+    return None
+
+
+def _slice_parts(node: cst.Subscript) -> Iterator[cst.BaseExpression]:
+    for element in node.slice:
+        part = element.slice
+        if isinstance(part, cst.Index):
+            yield part.value
+        elif isinstance(part, cst.Slice):
+            yield from (p for p in (part.lower, part.upper, part.step) if p is not None)
+
+
+def _descendants(index: Index, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    for child in index.children(node):
+        yield child
+        yield from _descendants(index, child)
+
+
+def _names_in(index: Index, node: cst.CSTNode) -> Iterator[cst.Name]:
+    for n in [node, *_descendants(index, node)]:
+        if isinstance(n, cst.Name):
+            yield n
+
+
+def _assigned_names(index: Index, call: cst.Call) -> list[str]:
+    """The names the result of ``call`` is assigned to (`args = parse_args()`)."""
+    parent = index.parent(call)
+    if isinstance(parent, cst.Assign) and parent.value is call:
+        return [t.target.value for t in parent.targets if isinstance(t.target, cst.Name)]
+    if isinstance(parent, (cst.AnnAssign, cst.NamedExpr)) and isinstance(parent.target, cst.Name):
+        return [parent.target.value]
+    return []

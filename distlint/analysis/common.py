@@ -60,6 +60,11 @@ class _Spellings(NamedTuple):
         pairs = frozenset((f.split(".")[0], f.rsplit(".", 1)[-1]) for f in forms)
         return cls(pairs, frozenset(word for pair in pairs for word in pair))
 
+    @classmethod
+    def any_of(cls, words: set[str]) -> _Spellings:
+        """Any one of ``words`` written (each is both parts of its own pair)."""
+        return cls(frozenset((w, w) for w in words), frozenset(words))
+
     def written_in(self, words: frozenset[str]) -> bool:
         return any(first in words and last in words for first, last in self.pairs)
 
@@ -80,6 +85,17 @@ _DISTRIBUTED = _Spellings.of(
 )
 _SEEDERS = _Spellings.of(
     K.FULL_SEEDERS | K.TORCH_SEEDERS | K.PYTHON_SEEDERS | K.NUMPY_SEEDERS | K.XLA_SEEDERS
+)
+# What a module must write to build an optimizer (see `Optimizers._optimizer`): a library
+# optimizer's package, class or factory, a config instantiation, the optimizer base class, or an
+# `lr=` keyword (an optimizer recognised by its parameters and LR).
+_OPTIMIZING = _Spellings.any_of(
+    {p.rstrip(".").rsplit(".", 1)[-1] for p in K.OPTIMIZER_PACKAGES}
+    | {q.rsplit(".", 1)[-1] for q in K.OPTIMIZER_CLASSES | K.OPTIMIZER_BASES}
+    | {q.rsplit(".", 1)[-1] for q in (*K.OPTIMIZER_FACTORIES, *K.OPTIMIZER_FACTORIES_READING)}
+    | {q.rsplit(".", 1)[-1] for q in K.CONFIG_INSTANTIATE}
+    | {q.rsplit(".", 1)[-1] for q in K.IMPORT_BY_NAME}  # a project's own `instantiate()`
+    | {"lr"}
 )
 
 

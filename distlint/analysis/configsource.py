@@ -170,11 +170,14 @@ def config_value(
 
 
 def config_component(
-    facts_or_index: Any, call: cst.Call, project: Any, path: str | None
+    facts_or_index: Any, call: cst.Call, project: Any, path: str | None, any_callee: bool = False
 ) -> Component | None:
-    """For ``instantiate(cfg.x, ...)``: the :class:`Component` the config node describes."""
+    """For ``instantiate(cfg.x, ...)``: the :class:`Component` the config node describes
+    (``any_callee``: the caller knows the callee instantiates config nodes)."""
     index: Index = getattr(facts_or_index, "index", facts_or_index)
-    if not isinstance(call, cst.Call) or _qual(index, call.func) not in _INSTANTIATE:
+    if not isinstance(call, cst.Call) or (
+        not any_callee and _qual(index, call.func) not in _INSTANTIATE
+    ):
         return None
     arg = Index.argument(call, "config", 0)
     if arg is None:

@@ -56,6 +56,7 @@ from distlint.analysis.summaries import Summaries
 
 if TYPE_CHECKING:
     from distlint.analysis.accumulation import Accumulation
+    from distlint.analysis.logged import LoggedLosses
     from distlint.analysis.loops import Loops
     from distlint.analysis.metrics import Metrics
 
@@ -179,6 +180,13 @@ class Facts:
         from distlint.analysis.metrics import Metrics
 
         return Metrics(self)
+
+    @cached_property
+    def logged_losses(self) -> LoggedLosses:
+        """Training losses written out by the main process only (analysis/logged.py)."""
+        from distlint.analysis.logged import LoggedLosses
+
+        return LoggedLosses(self)
 
     # ============================================================== what rules ask
     # The facade's questions, each answered by the provider that computes it (rules and the

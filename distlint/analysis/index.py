@@ -1001,12 +1001,8 @@ class Index:
                 for call in by_name.get(name, ())
                 if isinstance(call.func, cst.Name) and self.local_function(call.func) is fn
             ]
-        if name == "__init__" and owner.kind is ScopeKind.FUNCTION:
-            cls_scope = owner.parent
-            if cls_scope is not None and cls_scope.kind is ScopeKind.CLASS:
-                out.extend(
-                    c for c in by_name.get(cls_scope.name, ()) if isinstance(c.func, cst.Name)
-                )
+        if name == "__init__" and owner.kind is ScopeKind.CLASS:  # `Cls(...)` runs `__init__`
+            out.extend(c for c in by_name.get(owner.name, ()) if isinstance(c.func, cst.Name))
         return out
 
     def _calls_by_callee(self) -> dict[str, list[cst.Call]]:

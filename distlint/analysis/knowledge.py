@@ -32,6 +32,10 @@ DDP_CALLS = frozenset(
         "deepspeed.initialize",
     }
 )
+# Calls that start the process group of a multi-process torch.distributed run.
+PROCESS_GROUP_STARTS = frozenset(
+    {"torch.distributed.init_process_group", "deepspeed.init_distributed"}
+)
 DDP_WRAPPERS = frozenset(
     {
         "torch.nn.parallel.DistributedDataParallel",
@@ -68,6 +72,19 @@ MODEL_PARALLEL_CALLS = frozenset(
 )
 MODEL_PARALLEL_PREFIXES = ("torch.distributed.tensor.parallel.",)
 MODEL_PARALLEL_KEYWORDS = frozenset({"parallelism_config", "torch_tp_plugin", "megatron_lm_plugin"})
+# The model-parallel sizes such a call is given by keyword (each 1 unless given)...
+PARALLEL_SIZES = frozenset(
+    {"tp_size", "cp_size", "sp_size", "tp_degree", "tensor_parallel_size", "context_parallel_size"}
+)
+# ... and the configurations that are data-parallel only when every such size is left at 1.
+PARALLEL_SIZE_CONFIGS = frozenset(
+    {
+        "accelerate.ParallelismConfig",
+        "accelerate.parallelism_config.ParallelismConfig",
+        "accelerate.utils.ParallelismConfig",
+        "accelerate.utils.TorchTensorParallelPlugin",
+    }
+)
 
 # Words a module that sets up data-parallel training on its own spells out (an Accelerator, a
 # Fabric, a DDP/FSDP wrapper, DeepSpeed, torch_xla): a followed module without any of them is
@@ -180,6 +197,10 @@ KNOWN_LIBRARIES = frozenset(
         "torch_xla", "torchtune", "transformers",
     }
 )  # fmt: skip
+# Methods whose use says what an object is, when nothing resolves its construction:
+# `x.prepare(...)` and `x.backward(loss)` together are Accelerate's API; `model.no_sync()` (no
+# argument) is DistributedDataParallel's / FSDP's (DataParallel has none).
+ROLE_METHODS = frozenset({"prepare", "backward", "no_sync"})
 # Same policy as PROCESS_COUNT_NAMES for the gradient accumulation steps (a helper's untraced
 # `grad_accum` parameter).
 ACCUMULATION_WORD = "accum"
@@ -251,6 +272,10 @@ OPTIMIZER_FACTORIES_READING: dict[str, tuple[str, int, str]] = {
 }
 
 # Calls that build an object from a config node naming its class (`_target_` / `_component_`).
+# A config node names the class to build under one of these keys (hydra, torchtune)...
+COMPONENT_KEYS = frozenset({"_target_", "_component_"})
+# ... and a project's own `instantiate()` imports it by that name.
+IMPORT_BY_NAME = frozenset({"importlib.import_module", "pydoc.locate", "hydra.utils.get_class"})
 CONFIG_INSTANTIATE = frozenset(
     {
         "hydra.utils.instantiate",
@@ -262,6 +287,11 @@ CONFIG_INSTANTIATE = frozenset(
 
 # ------------------------------------------------------------------ schedulers
 _TORCH = "torch.optim.lr_scheduler."
+# LR schedulers by where they live: what is handed to one (its first argument) is an optimizer.
+SCHEDULER_MODULES = (
+    _TORCH, "transformers.get_", "transformers.optimization.get_", "diffusers.optimization.",
+    "timm.scheduler.", "torchtune.training.lr_schedulers.",
+)  # fmt: skip
 # Schedulers whose `max_lr` is the learning rate the run actually peaks at.
 PEAK_LR_SCHEDULERS = frozenset({_TORCH + "OneCycleLR", _TORCH + "CyclicLR"})
 _HF_WARMUP = ((1, "num_warmup_steps", "warmup"), (2, "num_training_steps", "total"))
@@ -362,6 +392,10 @@ BATCH_SIZE_KEYWORDS = frozenset({"batch_size", "gradient_accumulation_steps", "n
 # (read by analysis/loops.py, analysis/accumulation.py, analysis/metrics.py)
 # Methods whose call runs a backward pass: a loop calling one trains.
 BACKWARD_METHODS = frozenset({"backward", "optimizer_step"})
+# The backward pass itself: `loss.backward()`, `accelerator.backward(loss)`, and the gradient
+# scaler's wrapping of the loss (`scaler.scale(loss).backward()`).
+BACKWARD_METHOD = "backward"
+SCALE_METHOD = "scale"
 STEP_METHODS = frozenset({"step", "optimizer_step"})
 # Context managers that gate gradient synchronisation (accumulation entered, or done by hand).
 ACCUMULATION_CONTEXTS = frozenset({"accumulate", "no_sync"})
@@ -435,6 +469,57 @@ MEAN_FUNCTIONS = frozenset(
 )
 MEAN_METHOD = "mean"
 COLLECT_METHODS = frozenset({"append", "extend"})
+# Methods that fold a value into their receiver (`losses.append(loss.item())`,
+# `loss_meter.update(loss.item(), n)`, `running_loss.add_(loss)`): the receiver then carries it.
+ACCUMULATE_INTO_METHODS = COLLECT_METHODS | frozenset({"update", "add_", "add", "insert"})
+# Calls that write out only on the main process, whatever the test around them: Accelerate's
+# `print` (local main process) and `log` (`@on_main_process`), Fabric's `print` / `log` /
+# `log_dict` (rank zero), torch_xla's `master_print`.
+MAIN_PROCESS_OUTPUT = frozenset(
+    {
+        "accelerate.Accelerator().print",
+        "accelerate.Accelerator().log",
+        "accelerate.PartialState().print",
+        "lightning.Fabric().print",
+        "lightning.Fabric().log",
+        "lightning.Fabric().log_dict",
+        "torch_xla.core.xla_model.master_print",
+    }
+)
+# Same policy as RANK_NAMES: ONLY for a receiver the analysis cannot trace (an Accelerator made
+# by a project helper, a Fabric handed in), their methods that write on the main process only.
+MAIN_PROCESS_OUTPUT_METHODS = frozenset({"print", "log", "log_dict"})
+MAIN_PROCESS_RECEIVER_NAMES = frozenset({"accelerator", "fabric"})
+# Accelerate's logger logs on the main process only unless told `main_process_only=False`.
+MAIN_PROCESS_LOGGER = "accelerate.logging.get_logger()."
+MAIN_PROCESS_ONLY_KEYWORD = "main_process_only"
+# Packages whose calls named in OUTPUT_METHODS write to the console, a log file or a tracker
+# (`torch.log` is a tensor function: torch is not one of them).
+OUTPUT_PACKAGES = frozenset(
+    {
+        "logging", "wandb", "mlflow", "tensorboardX", "torch.utils.tensorboard", "tqdm", "loguru",
+        "comet_ml", "clearml", "neptune", "aim", "swanlab", "accelerate", "lightning",
+        "transformers.utils.logging", "absl.logging",
+    }
+)  # fmt: skip
+# Method names that write a value out (logger, tracker, summary writer); for a receiver the
+# analysis cannot trace (`self.writer`, a logger handed in), the name alone decides.
+OUTPUT_METHODS = frozenset(
+    {
+        "log", "info", "debug", "warning", "print", "write", "add_scalar", "add_scalars",
+        "log_metric", "log_metrics", "log_dict", "master_print",
+    }
+)  # fmt: skip
+# Backends whose loss is already averaged over the data-parallel group when the script sees it
+# (Accelerate's Megatron-LM integration: "the losses are already averaged across the data
+# parallel group"): naming them anywhere in a module says the script runs on one.
+LOSS_REDUCING_BACKENDS = frozenset(
+    {
+        "accelerate.DistributedType.MEGATRON_LM",
+        "accelerate.utils.DistributedType.MEGATRON_LM",
+        "accelerate.utils.MegatronLMPlugin",
+    }
+)
 # Accelerate options that stop the padding of the last batch (no duplicates to drop).
 EVEN_BATCHES = "even_batches"
 

@@ -25,7 +25,7 @@ from distlint.analysis.records import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from distlint.analysis.batch import BatchFlow
 
 
 class Loaders(Provider):
@@ -35,6 +35,13 @@ class Loaders(Provider):
     @cached_property
     def loaders(self) -> list[cst.Call]:
         return self.facts.calls_to(K.DATALOADERS)
+
+    @cached_property
+    def batch(self) -> BatchFlow:
+        """The batch through helpers (analysis/batch.py)."""
+        from distlint.analysis.batch import BatchFlow
+
+        return BatchFlow(self.facts)
 
     def is_dataloader(self, q: str | None) -> bool:
         return q in K.DATALOADERS

@@ -86,6 +86,12 @@ class Loops:
                     return True
         return False
 
+    def runs_backward_in_helper(self, call: cst.Call) -> bool:
+        """``call`` calls a function of this module that runs a backward pass (`loss =
+        train_step(batch)`)."""
+        fn = self.index.local_function(call.func)
+        return fn is not None and fn in self._functions_calling(K.BACKWARD_METHODS)
+
     def trains(self, node: cst.CSTNode) -> bool:
         """``node`` (a loop body, a block) runs a backward pass, itself or through a function of
         this module it calls."""

@@ -40,25 +40,25 @@ class Metrics:
     def combines_across_processes(self) -> bool:
         """Somewhere in the module values are gathered or reduced across processes (any
         collective: a tensor's `.gather(dim, index)` is counted too, which can only silence)."""
+        return any(self.is_collective(call) for call in self.index.calls)
+
+    def is_collective(self, call: cst.Call) -> bool:
+        """``call`` gathers or reduces values across processes: a known collective, a
+        `.gather` / `.reduce` / `.all_reduce` method, or a helper of another package whose name
+        says it gathers, reduces or synchronises."""
         index = self.index
-        for call in index.calls:
-            q = index.qualname(call.func)
-            if q in K.GATHER_FUNCTIONS or q in K.GATHER_WITH_DUPLICATES:
-                return True
-            func = call.func
-            name = func.attr.value if isinstance(func, cst.Attribute) else None
-            if name in K.GATHER_METHODS:
-                return True
-            if (
-                index.local_function(func) is None
-                and q is not None
-                and q.split(".")[0] in (K.KNOWN_LIBRARIES)
-            ):
-                continue  # a known library's call is judged by the tables above
-            last = (dotted_name(func) or "").rsplit(".", 1)[-1].lower()
-            if index.local_function(func) is None and any(w in last for w in K.GATHER_NAME_WORDS):
-                return True
-        return False
+        q = index.qualname(call.func)
+        if q in K.GATHER_FUNCTIONS or q in K.GATHER_WITH_DUPLICATES:
+            return True
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in K.GATHER_METHODS:
+            return True
+        if index.local_function(func) is not None:
+            return False
+        if q is not None and q.split(".")[0] in K.KNOWN_LIBRARIES:
+            return False  # a known library's call is judged by the tables above
+        last = (dotted_name(func) or "").rsplit(".", 1)[-1].lower()
+        return any(w in last for w in K.GATHER_NAME_WORDS)
 
     def duplicate_keeping_gathers(self, loop: cst.CSTNode) -> list[cst.Call]:
         """`accelerator.gather(x)` (and `accelerate.utils.gather(x)`) calls in ``loop``."""

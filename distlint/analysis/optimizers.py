@@ -13,6 +13,7 @@ import libcst as cst
 
 from distlint.analysis import knowledge as K
 from distlint.analysis.common import (
+    _OPTIMIZING,
     Provider,
     _is_call,
 )
@@ -28,6 +29,7 @@ from distlint.analysis.records import (
     Made,
     Optimizer,
     Scheduler,
+    Summary,
 )
 
 if TYPE_CHECKING:
@@ -59,7 +61,7 @@ class Optimizers(Provider):
         if found is None or found.how is not How.FACTORY or not found.lr_inside:
             return [found] if found is not None else []
         # a factory or Trainer class of another module: one per optimizer it builds
-        external = self.facts.summaries._external_summary(call)
+        external = self.facts.summaries._external_summary(call, _OPTIMIZING)
         if external is not None and external.lrs:
             if external.trained_there:
                 return []  # reported in that module
@@ -69,6 +71,28 @@ class Optimizers(Provider):
     def _optimizer(self, call: cst.Call) -> Optimizer | None:
         index = self.index
         q = index.qualname(call.func)
+        found = self._known_optimizer(call, q)
+        if found is not None or q in K.OPTIMIZER_FACTORIES or q in K.CONFIG_INSTANTIATE:
+            return found
+        external = self.facts.summaries._external_summary(call, _OPTIMIZING)
+        if self._project_instantiate(call, external):
+            return self._instantiated_optimizer(call) or self._unresolved_optimizer(call)
+        if external is not None and (Made.OPTIMIZER in external.makes or external.lrs):
+            if self._wraps_an_optimizer(call):
+                return None  # a wrapper of another module given the optimizer, not parameters
+            return Optimizer(call, How.FACTORY, None, None, lr_inside=True)
+        local = index.local_function(call.func) is not None or (
+            isinstance(call.func, cst.Name)
+            and any(b.op == "class" for b in index.bindings_of(call.func))
+        )
+        if local or (q is not None and q.startswith(("torch.", "accelerate.", "transformers."))):
+            return None
+        return self._unresolved_optimizer(call)
+
+    def _known_optimizer(self, call: cst.Call, q: str | None) -> Optimizer | None:
+        """A library optimizer class or factory, a project subclass of `Optimizer`, a class
+        picked from candidates, a config node naming an optimizer class."""
+        index = self.index
         lr = Index.argument(call, "lr", 1)
         params = Index.argument(call, "params", 0)
 
@@ -96,28 +120,129 @@ class Optimizers(Provider):
         if q is None and self._picked_optimizer_class(call.func):
             return made(How.PICKED)
         if q in K.CONFIG_INSTANTIATE:
-            return self._instantiated_optimizer(call)
-        external = self.facts.summaries._external_summary(call)
-        if external is not None and (Made.OPTIMIZER in external.makes or external.lrs):
-            if self._wraps_an_optimizer(call):
-                return None  # a wrapper of another module given the optimizer, not parameters
-            return Optimizer(call, How.FACTORY, None, None, lr_inside=True)
-        local = index.local_function(call.func) is not None or (
-            isinstance(call.func, cst.Name)
-            and any(b.op == "class" for b in index.bindings_of(call.func))
-        )
-        if not local and (
-            q is None or not q.startswith(("torch.", "accelerate.", "transformers."))
-        ):
-            # anything else given the model's parameters and an lr
-            keyword_lr = call_keyword(call, "lr")
-            first = call.args[0].value if call.args and call.args[0].keyword is None else None
-            source = call_keyword(call, "params") or first
-            if keyword_lr is not None and source is not None and self._parameters(source):
-                if self._wraps_an_optimizer(call):
-                    return None  # `LARS(base, lr=...)`: parameters only through the wrapped one
-                return Optimizer(call, How.PARAMETERS_AND_LR, keyword_lr, source)
+            return self._instantiated_optimizer(call) or self._unresolved_optimizer(call)
         return None
+
+    def _project_instantiate(self, call: cst.Call, external: Summary | None) -> bool:
+        """``call`` calls the project's own `instantiate()` (it imports what a config node's
+        `_component_` / `_target_` names); ``external``: the callee's summary, if any."""
+        if len(call.args) < 2:
+            return False  # `instantiate(cfg.optimizer, model.parameters())`
+        local = self.index.local_function(call.func)
+        if local is not None:
+            found = self.instantiates_component(local)
+        else:
+            found = external is not None and Made.CONFIGURED in external.makes
+        return found and any(self._parameters(a.value) for a in call.args[1:])
+
+    def instantiates_component(self, fn: cst.CSTNode) -> bool:
+        """``fn`` builds what a config node names: it reads the node's `_target_` /
+        `_component_` and imports it (`importlib.import_module` + `getattr`, `pydoc.locate`)."""
+        if not isinstance(fn, cst.FunctionDef):
+            return False
+        index = self.index
+        keys = any(index.is_inside(s, fn) for s in self._component_keys)
+        return keys and self._imports_by_name(fn, 2)
+
+    @cached_property
+    def _component_keys(self) -> list[cst.CSTNode]:
+        if not any(k in self.index.source for k in K.COMPONENT_KEYS):
+            return []
+        return [
+            s
+            for s in self.index.nodes_of(cst.SimpleString)
+            if isinstance(s, cst.SimpleString)
+            and any(k in s.value for k in K.COMPONENT_KEYS)  # cheap before evaluating it
+            and string_value(s) in K.COMPONENT_KEYS
+        ]
+
+    def _imports_by_name(self, fn: cst.CSTNode, depth: int) -> bool:
+        """``fn`` (or a helper of this module it calls) imports something by its dotted name."""
+        index = self.index
+        for call in index.calls:
+            if not index.is_inside(call, fn):
+                continue
+            if index.qualname(call.func) in K.IMPORT_BY_NAME:
+                return True
+            helper = index.local_function(call.func) if depth > 1 else None
+            if helper is not None and helper is not fn and self._imports_by_name(helper, depth - 1):
+                return True
+        return False
+
+    def _unresolved_optimizer(self, call: cst.Call) -> Optimizer | None:
+        """A call nothing resolves (a registry, a config object built at run time, an unknown
+        library) given the model's parameters: an optimizer when it gets an `lr` too, or when
+        its result is then used as an optimizer (stepped and zeroed, or scheduled)."""
+        keyword_lr = call_keyword(call, "lr")
+        if keyword_lr is None and self._optimizer_place(call) not in self._used_as_optimizers:
+            return None
+        sources = [a.value for a in call.args if not a.star and a.keyword is None][:2]
+        given = call_keyword(call, "params")
+        sources = [given] if given is not None else sources
+        source = next((v for v in sources if self._parameters(v)), None)
+        if source is None or self._wraps_an_optimizer(call):
+            return None  # `LARS(base, lr=...)`: parameters only through the wrapped one
+        first = call.args[0].value if call.args and call.args[0].keyword is None else None
+        if keyword_lr is not None and (source is first or source is given):
+            return Optimizer(call, How.PARAMETERS_AND_LR, keyword_lr, source)
+        if self._optimizer_place(call) in self._used_as_optimizers:
+            return Optimizer(call, How.BY_USE, keyword_lr, source)
+        return None
+
+    def _optimizer_place(self, call: cst.Call) -> tuple[str, int] | None:
+        """Where ``call``'s result is kept: a name of a scope, or a dotted place."""
+        index = self.index
+        parent = index.parent(call)
+        if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
+            return None
+        return _place(index, parent.targets[0].target)
+
+    @cached_property
+    def _used_as_optimizers(self) -> set[tuple[str, int] | None]:
+        """The places (see `_optimizer_place`) whose value is used as optimizers are: stepped,
+        and zeroed, read for its `param_groups` or handed to an LR scheduler."""
+        index = self.index
+        uses: dict[tuple[str, int], set[str]] = {}
+        if ".step(" not in index.source:
+            return set()
+        for node in index.nodes_of(cst.Attribute):
+            assert isinstance(node, cst.Attribute)
+            if node.attr.value in ("step", "zero_grad", "param_groups"):
+                place = _place(index, node.value)
+                if place is not None:
+                    uses.setdefault(place, set()).add(node.attr.value)
+        for call in index.calls:
+            first = Index.argument(call, "optimizer", 0)
+            if first is not None and (index.qualname(call.func) or "").startswith(
+                K.SCHEDULER_MODULES
+            ):
+                place = _place(index, first.value)
+                if place is not None:
+                    uses.setdefault(place, set()).add("scheduled")
+        return {
+            place
+            for place, used in uses.items()
+            if "step" in used and used & {"zero_grad", "param_groups", "scheduled"}
+        }
+
+    def scaled_on_the_way(self, opt: Optimizer) -> bool:
+        """Something on the way to an optimizer built from an unreadable config depends on the
+        process count: an argument of the call, or a field of the config objects it reads
+        (`cfg.optimizer.lr = cfg.optimizer.lr * world_size` before `cfg.optimizer.build(...)`)."""
+        processes = self.facts.processes
+        call = opt.call
+        if any(processes.reads_process_count(a.value) for a in call.args):
+            return True
+        func = call.func
+        roots = [func.value] if isinstance(func, cst.Attribute) else []
+        roots += [a.value for a in call.args]
+        bases = {k for r in roots if (k := target_key(r)) is not None}
+        for key, assigns in self.index.attr_assignments.items():
+            if not any(key.startswith((b + ".", b + "[")) for b in bases):
+                continue
+            if any(a.value is not None and processes.reads_process_count(a.value) for a in assigns):
+                return True
+        return False
 
     @staticmethod
     def _factory_reading(call: cst.Call, lr: FactoryLR) -> Optimizer:
@@ -182,7 +307,7 @@ class Optimizers(Provider):
             return None
         from distlint.analysis.configsource import config_component
 
-        component = config_component(self, call, self.project, self.path)
+        component = config_component(self, call, self.project, self.path, any_callee=True)
         if component is None or not K.is_optimizer_class(component.target):
             return None
         params = call.args[1].value if len(call.args) > 1 and call.args[1].keyword is None else None
@@ -210,7 +335,7 @@ class Optimizers(Provider):
                     if b.op == "class" and self._is_optimizer_class_def(b.node, seen):
                         return True
                     if b.op == "import":
-                        summary = self.facts.summaries._imported_summary(base.value)
+                        summary = self.facts.summaries._imported_summary(base.value, _OPTIMIZING)
                         if summary is not None and Made.OPTIMIZER in summary.makes:
                             return True
         return False
@@ -273,3 +398,14 @@ class Optimizers(Provider):
             else:
                 out.append((arg.value, role))
         return out
+
+
+def _place(index: Index, node: cst.CSTNode) -> tuple[str, int] | None:
+    """A name by its spelling and scope (rebinding it from `accelerator.prepare(...)` keeps
+    the place), a dotted place (`self.optimizer`) by its text."""
+    if isinstance(node, cst.Name):
+        return (node.value, id(index.scope(node)))
+    if isinstance(node, cst.Attribute):
+        key = target_key(node)
+        return (key, 0) if key is not None else None
+    return None

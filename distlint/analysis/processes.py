@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     pass
 
 
+_PROCESS_GROUP = _Spellings.of(K.PROCESS_GROUP_STARTS)
+
+
 class Processes(Provider):
     """How the script trains data-parallel (the mode: Accelerate, Fabric, DDP, torch_xla)
     and what counts its processes (``get_world_size()``, ``num_processes``, launch arguments),
@@ -60,15 +63,18 @@ class Processes(Provider):
         if not self._imports_may_train:
             return False
         return any(
-            Made.ACCELERATOR in self.facts.summaries._external_makes(c)
-            for c in self.facts.summaries._external_calls
+            Made.ACCELERATOR in self.facts.summaries._external_makes(c, _DISTRIBUTED)
+            for c in self.index.calls
         )
 
     @cached_property
     def _imports_may_train(self) -> bool:
         """Some module this one imports from the project (directly or through others) writes
         the name of a callable that makes an Accelerator or trains data-parallel. When none
-        does, no call into them can, and `mode` needs none of their summaries."""
+        does, no call into them can, and `mode` needs none of their summaries. (A project
+        that reads one name's text checks each call by itself instead: `_may_reach`.)"""
+        if getattr(self.project, "name_may_write", None) is not None:
+            return True
         return self.imports_may_reach(_DISTRIBUTED)
 
     def imports_may_reach(self, callables: _Spellings, path: str | None = None) -> bool:
@@ -107,10 +113,89 @@ class Processes(Provider):
         # the script hands its model / optimizer to a project class or function that trains
         # them data-parallel (a Trainer that creates the Accelerator and prepares what it gets)
         for call in self._training_calls:
-            summary = self.facts.summaries._external_summary(call)
+            summary = self.facts.summaries._external_summary(call, _DISTRIBUTED)
             if summary is not None and summary.trains is not None:
                 return summary.trains
+        return self._mode_by_use()
+
+    def _mode_by_use(self) -> Mode:
+        """Where no construction says it: a process group started by a project helper a few
+        calls deep; an object nothing resolves that is used as an Accelerator
+        (`.prepare(...)` and `.backward(loss)`); a model that is used as a DDP model
+        (`model.no_sync()`)."""
+        if self.project is not None and self.imports_may_reach(_PROCESS_GROUP):
+            for call in self.index.calls:
+                found = self.facts.summaries._external_summary(call, _PROCESS_GROUP)
+                if found is not None and Made.PROCESS_GROUP in found.makes:
+                    return Mode.DDP
+        methods: dict[str, set[str]] = {}
+        for call in self.index.calls:
+            func = call.func
+            if not isinstance(func, cst.Attribute) or func.attr.value not in K.ROLE_METHODS:
+                continue
+            key = (
+                target_key(func.value)
+                if isinstance(func.value, (cst.Name, cst.Attribute))
+                else None
+            )
+            if key is None or (func.attr.value != "no_sync") != bool(call.args):
+                continue  # `accelerator.prepare(model)`, `loss.backward()` has no argument
+            if self._unresolved(func.value):
+                methods.setdefault(key, set()).add(func.attr.value)
+        if any({"prepare", "backward"} <= used for used in methods.values()):
+            return Mode.ACCELERATE
+        if any("no_sync" in used for used in methods.values()):
+            return Mode.DDP
         return Mode.NONE
+
+    @cached_property
+    def _process_group_starts(self) -> list[cst.Call]:
+        return self.facts.calls_to(K.PROCESS_GROUP_STARTS)
+
+    def starts_process_group(self, fn: cst.CSTNode) -> bool:
+        """``fn`` (a function or class of this module) starts the torch.distributed process
+        group, itself or through the helpers of this module it calls (a caller in another
+        module asks this summary: the chain may cross one module boundary)."""
+        index = self.index
+        starts = self._process_group_starts
+        if not starts:
+            return False
+        if any(index.is_inside(c, fn) for c in starts):
+            return True
+        for call in index.calls:
+            if not index.is_inside(call, fn):
+                continue
+            local = index.local_function(call.func)
+            if local is not None and local is not fn:
+                if Made.PROCESS_GROUP in self.facts.summary(local).makes:
+                    return True
+        return False
+
+    def _unresolved(self, expr: cst.BaseExpression) -> bool:
+        """Nothing in the project says what ``expr`` holds: every value it is given is a call
+        of something unresolved (not a class or function of the project, not a library the
+        knowledge base describes)."""
+        index = self.index
+        values = [v for v in index.values_of(expr) if v is not None]
+        if isinstance(expr, cst.Name) and any(b.op == "param" for b in index.bindings_of(expr)):
+            return False  # a parameter: its callers say what it is
+        if not values:
+            return False
+        for value in values:
+            if not isinstance(value, cst.Call):
+                return False
+            q = index.qualname(value.func)
+            if q is not None and q.split(".", 1)[0] in K.KNOWN_LIBRARIES:
+                return False
+            if index.local_function(value.func) is not None:
+                return False
+            if isinstance(value.func, cst.Name) and any(
+                b.op in ("class", "def") for b in index.bindings_of(value.func)
+            ):
+                return False
+            if self.facts.summaries._external_summary(value) is not None:
+                return False
+        return True
 
     @cached_property
     def _training_calls(self) -> list[cst.Call]:
@@ -119,8 +204,8 @@ class Processes(Provider):
         out: list[cst.Call] = []
         if not self._imports_may_train:
             return out
-        for call in self.facts.summaries._external_calls:
-            summary = self.facts.summaries._external_summary(call)
+        for call in self.index.calls:
+            summary = self.facts.summaries._external_summary(call, _DISTRIBUTED)
             if summary is not None and summary.trains is not None and call.args:
                 out.append(call)
         return out
@@ -223,16 +308,101 @@ class Processes(Provider):
 
     @cached_property
     def model_parallel(self) -> bool:
-        """Tensor / context parallelism: only the data-parallel size multiplies the batch."""
+        """Tensor / context parallelism, as the script runs by default: only the data-parallel
+        size multiplies the batch. An optional path whose size defaults to 1 (`--tp-size 1`,
+        `if args.tp > 1: parallelize_module(...)`) is plain data-parallel."""
         for call in self.index.calls:
             q = self.index.qualname(call.func)
             if q in K.MODEL_PARALLEL_CALLS or (q or "").startswith(K.MODEL_PARALLEL_PREFIXES):
-                return True
-        return any(
-            self.accelerator_keyword(call, kw) is not None
-            for call in self.accelerators
-            for kw in K.MODEL_PARALLEL_KEYWORDS
+                if not self._off_by_default(call, q):
+                    return True
+        for call in self.accelerators:
+            for kw in K.MODEL_PARALLEL_KEYWORDS:
+                value = self.accelerator_keyword(call, kw)
+                if value is not None and not self._parallel_value_off(value):
+                    return True
+        return False
+
+    def _parallel_value_off(self, value: cst.BaseExpression, depth: int = 3) -> bool:
+        """A `parallelism_config=` value that is None or a config whose sizes are all 1, as the
+        script runs by default (names followed to what they are bound to)."""
+        if isinstance(value, cst.Name) and value.value == "None":
+            return True
+        if isinstance(value, cst.Call):
+            return self._off_by_default(value, self.index.qualname(value.func))
+        if isinstance(value, cst.IfExp):  # `config if args.tp > 1 else None`
+            return all(self._parallel_value_off(v, depth) for v in (value.body, value.orelse))
+        values = [v for v in self.index.values_of(value) if v is not None] if depth > 0 else []
+        return bool(values) and all(self._parallel_value_off(v, depth - 1) for v in values)  # type: ignore[arg-type]
+
+    def _off_by_default(self, call: cst.Call, q: str | None) -> bool:
+        """A model-parallel call whose parallel sizes are 1 as the script runs by default."""
+        sizes = [a.value for a in call.args if a.keyword and a.keyword.value in K.PARALLEL_SIZES]
+        if sizes and all(self._defaults_to_one(v) for v in sizes):
+            return True
+        if not sizes and q in K.PARALLEL_SIZE_CONFIGS:
+            return True  # every size left at 1 (`ParallelismConfig(dp_shard_size=8)`)
+        return self._guarded_by_size_above_one(call)
+
+    def _guarded_by_size_above_one(self, node: cst.CSTNode) -> bool:
+        """``node`` only runs under `if size > 1:` (or `!= 1`, `>= 2`) with a size of 1 by
+        default."""
+        index = self.index
+        child, parent = node, index.parent(node)
+        while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module)):
+            if isinstance(parent, cst.If) and parent.body is child:
+                if any(self._size_above_one(t) for t in _conjuncts(parent.test)):
+                    return True
+            child, parent = parent, index.parent(parent)
+        return False
+
+    def _size_above_one(self, test: cst.BaseExpression) -> bool:
+        """`size > 1` (`!= 1`, `>= 2`) with a size of 1 by default."""
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            return False
+        op, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        bound = self.index.constant_value(right)
+        above = (isinstance(op, (cst.GreaterThan, cst.NotEqual)) and bound == 1) or (
+            isinstance(op, cst.GreaterThanEqual) and bound == 2
         )
+        return above and self._defaults_to_one(test.left)
+
+    def _defaults_to_one(self, expr: cst.CSTNode, depth: int = 4) -> bool:
+        """``expr`` is 1 as the script runs by default: a constant, an argparse or config-file
+        default, or names bound only to such values."""
+        if depth <= 0:
+            return False
+        constant = self.index.constant_value(expr)
+        if constant is not None:
+            return constant == 1
+        from distlint.analysis.configsource import config_value
+
+        found = config_value(self, expr, self.project, self.path)  # argparse defaults too
+        if found is not None:
+            return bool(found.value == 1)
+        values = [v for v in self.index.values_of(expr) if v is not None]
+        if not values and isinstance(expr, cst.Attribute):
+            values.extend(self._field_defaults(expr.attr.value))  # `args.x` parsed into a dataclass
+        return bool(values) and all(self._defaults_to_one(v, depth - 1) for v in values)
+
+    def _field_defaults(self, name: str) -> list[cst.BaseExpression]:
+        """The defaults of the class fields ``name`` of this module (`x: int = 1`,
+        `x: int = field(default=1)`): what an argument parser filling those classes gives."""
+        out: list[cst.BaseExpression] = []
+        for node in self.index.nodes_of(cst.AnnAssign):
+            assert isinstance(node, cst.AnnAssign)
+            target, value = node.target, node.value
+            if not isinstance(target, cst.Name) or target.value != name or value is None:
+                continue
+            if self.index.scope(node).kind != "class":
+                continue
+            if isinstance(value, cst.Call):
+                default = call_keyword(value, "default")
+                if default is None:
+                    return []
+                value = default
+            out.append(value)
+        return out
 
     @cached_property
     def accumulation_settings(self) -> list[cst.BaseExpression]:
@@ -376,7 +546,7 @@ class Processes(Provider):
                 return True
         return isinstance(
             node, cst.Call
-        ) and Made.ACCELERATOR in self.facts.summaries._external_makes(node)
+        ) and Made.ACCELERATOR in self.facts.summaries._external_makes(node, _DISTRIBUTED)
 
     def divided_by_process_count(self, expr: cst.CSTNode, depth: int = 4) -> bool:
         """``expr`` is (a copy of) ``x // world_size`` / ``x / (n * num_processes)``, or a name
@@ -432,6 +602,11 @@ class Processes(Provider):
                 candidates.append(positional.value)
         if any(self.divided_by_process_count(c) for c in candidates):
             return True
+        batch = self.facts.data.batch
+        if batch.held_constant_by_helpers or batch.shares_held(self._launch_counts):
+            return True
+        if self._imported_shares_held():
+            return True
         # A place that holds the per-device batch or the accumulation steps, whose use may live
         # in another module (`args.batch_size //= world_size`): its name is what says so, and its
         # own value must be the world-size share (bookkeeping such as
@@ -454,3 +629,72 @@ class Processes(Provider):
             last = key.split("@")[0].rsplit(".", 1)[-1].rsplit("[", 1)[-1]
             if _names_batch_or_accumulation(last):
                 yield assigns
+
+    def _imported_shares_held(self) -> bool:
+        """A module this one imports its batch sizes from (a hyper-parameter module) sets one
+        to a world-size share: `batch_size = global_batch_size // (devices * num_nodes)`, with
+        the process count or with names this module gives its launcher (`Fabric(devices=devices)`)."""
+        for path, (counts, batchy) in self._imported_modules().items():
+            other = self.facts._facts_of(path) if batchy else None
+            if other is not None and other.processes.holds_share(frozenset(counts)):
+                return True
+        return False
+
+    def _imported_modules(self) -> dict[str, tuple[set[str], bool]]:
+        """The project modules this one imports names from: path -> (the names it gives its
+        launcher as the device count, whether it imports a batch or accumulation value)."""
+        if self.project is None or self.path is None:
+            return {}
+        launched = {
+            i for place in self._launch_counts if isinstance(place, frozenset) for i in place
+        }
+        modules: dict[str, tuple[set[str], bool]] = {}
+        for assigns in self.index.module_scope.bindings.values():
+            for b in assigns:
+                record = b.record
+                if b.op != "import" or record is None or record.name is None:
+                    continue
+                path = self.project.resolve_import(self.path, record.module, record.level)
+                if path is None:
+                    continue
+                counts, batchy = modules.get(path, (set(), False))
+                if id(b) in launched:
+                    counts.add(record.name)
+                modules[path] = (counts, batchy or _names_batch_or_accumulation(record.name))
+        return modules
+
+    def holds_share(self, counts: frozenset[str]) -> bool:
+        """A module-level batch or accumulation value of this module is a share of the process
+        count, or of one of the module-level names ``counts`` (which an importer gives its
+        launcher as the number of devices)."""
+        index = self.index
+        scope = index.module_scope
+
+        def is_count(node: cst.CSTNode, q: str | None) -> bool:
+            if isinstance(node, cst.Name) and node.value in counts:
+                if any(b.scope is scope for b in index.bindings_of(node)):
+                    return True
+            return self.is_process_count(node, q)
+
+        for name, assigns in scope.bindings.items():
+            if not _names_batch_or_accumulation(name):
+                continue
+            for a in assigns:
+                value = a.value
+                if a.op != "=" or value is None:
+                    continue
+                while isinstance(value, cst.Call) and len(value.args) == 1:
+                    value = value.args[0].value
+                if isinstance(value, cst.BinaryOperation) and isinstance(
+                    value.operator, (cst.Divide, cst.FloorDivide)
+                ):
+                    if self.flow.reaches(value.right, is_count, key=("count", counts), depth=6):
+                        return True
+        return False
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of `a and b and c` (the test itself otherwise)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test]

@@ -23,6 +23,7 @@ from functools import lru_cache
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any
 
+from distlint.analysis.outline import Outline, outline
 from distlint.files import file_like, read_regular
 from distlint.model import FileError
 
@@ -119,19 +120,7 @@ class Project:
         self._memory: dict[str, bytes] | None = None
         self._memory_dirs: set[str] = set()
         if sources is not None:
-            self._memory = {}
-            for rel, content in sources.items():
-                full = normalise(os.path.join(self.root, rel))
-                self._memory[full] = (
-                    content.encode("utf-8") if isinstance(content, str) else content
-                )
-                parent = os.path.dirname(full)
-                while parent not in self._memory_dirs:
-                    self._memory_dirs.add(parent)
-                    up = os.path.dirname(parent)
-                    if up == parent:
-                        break
-                    parent = up
+            self._keep_sources(sources)
         self._overlay: dict[str, bytes] = {}
         for p, text in (overlay or {}).items():
             self.set_overlay(p, text)
@@ -143,6 +132,7 @@ class Project:
         self._error_keys: set[tuple[str, str]] = set()
         self._isfile: dict[str, bool] = {}
         self._isdir: dict[str, bool] = {}
+        self._found: dict[tuple[str, str], str | None] = {}  # (folder, module) -> `_find`
         # (importer, module, level) and ("from", importer, module, name, level) -> path, by the
         # importer as given (when absolute); ("in" / "from-in", its folder, ...) -> path
         self._resolved: dict[tuple[str, ...] | tuple[str, str, int], str | None] = {}
@@ -160,6 +150,14 @@ class Project:
         self._block_seen: set[str] | None = None
         # start path -> the search of the project modules its imports reach (line scan)
         self._closures: dict[str, _Search] = {}
+        # path -> its text outline (None: not readable with confidence; see `name_may_write`)
+        self._outlines: dict[str, Outline | None] = {}
+        self._may_write: dict[tuple[frozenset[tuple[str, str]], str, str], bool] = {}
+        # (spellings, (path, name)) -> True (reaches a definition writing one by itself) or the
+        # words of the spellings it reaches (a superset), from earlier searches
+        self._reach: dict[tuple[frozenset[tuple[str, str]], tuple[str, str]], Any] = {}
+        # (path, name) -> (words its definition writes, the (path, name) pairs they may mean)
+        self._uses: dict[tuple[str, str], tuple[frozenset[str], tuple[tuple[str, str], ...]]] = {}
         self.parse_count = 0  # modules parsed by this project (benchmarks, tests)
         # paths checked against the disk since the run began (see `_stale`, `begin_run`)
         self._fresh: set[str] = set()
@@ -170,6 +168,20 @@ class Project:
         self._loaded: set[str] = set()
         self.reached: tuple[str, ...] = ()  # of the last `tracking` block
         self._reported: set[tuple[str, str]] = set()
+
+    def _keep_sources(self, sources: Mapping[str, str | bytes]) -> None:
+        """The files of an in-memory project, and the folders holding them."""
+        self._memory = {}
+        for rel, content in sources.items():
+            full = normalise(os.path.join(self.root, rel))
+            self._memory[full] = content.encode("utf-8") if isinstance(content, str) else content
+            parent = os.path.dirname(full)
+            while parent not in self._memory_dirs:
+                self._memory_dirs.add(parent)
+                up = os.path.dirname(parent)
+                if up == parent:
+                    break
+                parent = up
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -210,11 +222,16 @@ class Project:
         self._modules.pop(full, None)
         self._configs.pop(full, None)
         self._isfile.pop(full, None)
+        self._found.clear()
         self._digests.pop(full, None)
         self._resolved.clear()
         self._scans.clear()  # (what an import resolves to may have changed too)
         self._words.clear()
         self._closures.clear()
+        self._outlines.pop(full, None)
+        self._may_write.clear()
+        self._uses.clear()
+        self._reach.clear()
         self._error_keys = {k for k in self._error_keys if k[0] != full}
         self.errors = [e for e in self.errors if e.path != full]
         self.memo.clear()  # analysis results may depend on the old content
@@ -547,6 +564,149 @@ class Project:
             if sub is not None:
                 yield sub
 
+    # ------------------------------------------------------------------ one name's text
+    def name_may_write(self, path: str, name: str, spellings: Any) -> bool:
+        """The definition of ``name`` in module ``path`` may reach one of ``spellings`` (a
+        :class:`~distlint.analysis.common._Spellings`): its text, the module-level code and
+        the imports of the names it uses, and the definitions of those in other project
+        modules, followed transitively, write both parts of one of the spellings. False means
+        no summary of ``name`` can hold what the spellings name, so the module need not be
+        parsed for it; a text the outline cannot read answers True (parse it)."""
+        full = normalise(path)
+        key = (spellings.pairs, full, name)
+        found = self._may_write.get(key)
+        if found is None:
+            while True:
+                found = self._name_closure(full, name, spellings)
+                if found is not None:
+                    break
+            self._may_write[key] = found
+        return found
+
+    def _name_closure(self, start: str, name: str, spellings: Any) -> bool | None:
+        """One search of `name_may_write`; None: a module changed on disk (search again).
+
+        What one search learns serves the next (a chain of helpers asked link by link stays
+        linear): a name that reaches a definition writing a whole spelling by itself answers
+        yes, and so does every name on the way to it; a search that ends in no leaves, for
+        each name it visited, the words it found (a superset of what that name reaches)."""
+        pairs, wanted = spellings.pairs, spellings.words
+        known = self._reach
+        words: set[str] = set()
+        via: dict[tuple[str, str], tuple[str, str] | None] = {}
+        todo: list[tuple[tuple[str, str], tuple[str, str] | None]] = [((start, name), None)]
+        while todo:
+            item, parent = todo.pop()
+            if item in via:
+                continue
+            via[item] = parent
+            if self._stale(item[0]):
+                return None
+            self._touch(item[0])
+            found: Any = known.get((pairs, item))  # True, a set of words, or None
+            if found is None:
+                uses = self._uses_at(item)
+                if uses is None:
+                    return True  # a text the outline cannot read: ask the parse
+                written, following = uses
+                found = written & wanted
+                if found and spellings.written_in(found):
+                    found = True
+                todo += [(f, item) for f in following]
+            if found is True:
+                step: tuple[str, str] | None = item
+                while step is not None:  # every name on the way reaches it too
+                    known[(pairs, step)] = True
+                    step = via[step]
+                return True
+            words |= found
+            if spellings.written_in(words):
+                return True
+        reached = frozenset(words)
+        for item in via:
+            known[(pairs, item)] = reached
+        return False
+
+    def _uses_at(
+        self, item: tuple[str, str]
+    ) -> tuple[frozenset[str], tuple[tuple[str, str], ...]] | None:
+        """`_uses_of` the (path, name), once; None when the module's text cannot be read
+        with confidence; nothing for an unreadable module (it has no summary either)."""
+        uses = self._uses.get(item)
+        if uses is None:
+            info = self._outline(item[0])
+            if info is None:
+                if item[0] in self._outlines:
+                    return None
+                uses = (frozenset(), ())
+            else:
+                uses = self._uses_of(item[0], info, item[1])
+            self._uses[item] = uses
+        return uses
+
+    def _uses_of(
+        self, path: str, info: Outline, ident: str
+    ) -> tuple[frozenset[str], tuple[tuple[str, str], ...]]:
+        """What the name ``ident`` of module ``path`` is written with, and the (module, name)
+        pairs those words may stand for."""
+        texts = list(info.defs.get(ident, ()))
+        texts += [info.module_lines[i] for i in info.by_ident.get(ident, ())]
+        used: set[str] = {ident}
+        called: set[str] = {ident}
+        for begin, end in texts:
+            used |= info.words(begin, end)
+            called |= info.called(begin, end)
+        for begin, end in info.headers.get(ident, ()):
+            called |= info.words(begin, end)  # a base class, a decorator
+        words = set(used)
+        # the module's own definitions and variables it names (a value may flow from them)
+        out = [
+            (path, w)
+            for w in used
+            if w != ident and (w in info.defs or w in info.by_ident or w in info.globals)
+        ]
+        out += [(path, fn) for fn in info.globals.get(ident, ())]
+        for w in used:
+            for imp in info.imports.get(w, ()):
+                words |= imp.words
+                if w in called:  # another module is reached through what is called
+                    out += self._import_uses(path, info, w, imp)
+        if not texts and ident not in info.imports:
+            for star in info.stars:  # `from pkg.helpers import *` may bind it
+                target = self.resolve_import(path, star.module, star.level)
+                if target is not None:
+                    out.append((target, ident))
+        return frozenset(words), tuple(out)
+
+    def _import_uses(self, path: str, info: Outline, bound: str, imp: Any) -> list[tuple[str, str]]:
+        """The (module, name) pairs an import binding ``bound`` in ``path`` may stand for: the
+        name it imports, and the attributes read from it when it is a module."""
+        out: list[tuple[str, str]] = []
+        if imp.name is None:  # `import pkg.mod [as bound]`
+            target = self.resolve_import(path, imp.module, 0)
+            if target is not None:
+                out += [(target, a) for a in info.attributes(bound)]
+                if bound != imp.module and "." in imp.module:
+                    out += [(target, a) for a in info.attributes(imp.module)]
+            return out
+        if imp.module or imp.level:
+            package = self.resolve_import(path, imp.module, imp.level)
+            if package is not None:
+                out.append((package, imp.name))
+        sub = self.resolve_from_import(path, imp.module, imp.name, imp.level)
+        if sub is not None:  # `from pkg import mod`: a module, its attributes read
+            out += [(sub, a) for a in info.attributes(bound)]
+        return out
+
+    def _outline(self, full: str) -> Outline | None:
+        if full in self._outlines:
+            return self._outlines[full]
+        data = self.read_bytes(full)
+        if data is None:
+            return None  # (not recorded: unreadable, not unknown)
+        found = self._outlines[full] = outline(data.decode("utf-8", "replace"))
+        return found
+
     # ------------------------------------------------------------------ resolution
     def resolve_import(self, importer: str, module: str, level: int = 0) -> str | None:
         """Absolute path of the project file that ``import module`` (level 0) or
@@ -623,7 +783,15 @@ class Project:
 
     def _find(self, base: str, module: str) -> str | None:
         """``module`` (dotted) below folder ``base``: a .py file, a package's __init__.py, or the
-        folder of a namespace package; None when absent."""
+        folder of a namespace package; None when absent (asked once per folder and module:
+        `from transformers import A, B, C` asks for each name)."""
+        key = (base, module)
+        if key in self._found:
+            return self._found[key]
+        found = self._found[key] = self._find_now(base, module)
+        return found
+
+    def _find_now(self, base: str, module: str) -> str | None:
         if not module:
             init = os.path.join(base, "__init__.py")
             return init if self.is_file(init) else (base if self.is_dir(base) else None)
@@ -745,6 +913,10 @@ class Project:
         """Check files against the disk again (each at most once until the next call): a run
         sees every file as it was when the run first looked at it."""
         self._fresh.clear()
+        # what name searches learnt skips the modules behind it: searched again, each module
+        # checked against the disk (its outline is kept while it is unchanged)
+        self._may_write.clear()
+        self._reach.clear()
 
     def report_errors(self, deps: Mapping[str, str], exclude: str | None = None) -> list[FileError]:
         """The recorded errors of files in ``deps`` not reported yet in this run (each is

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Optional, Protocol
 
 import libcst as cst
 
@@ -27,6 +27,19 @@ class Mode(enum.Enum):
     def per_process_batches(self) -> bool:
         """Each process draws its own batch (the observed batch grows with the processes)."""
         return self not in (Mode.NONE, Mode.XLA_SPMD)
+
+    @property
+    def process_count_text(self) -> str:
+        """How the script's framework spells its number of processes, for static advice."""
+        return _PROCESS_COUNT_TEXT.get(self.value, "the number of processes")
+
+
+_PROCESS_COUNT_TEXT = {
+    "accelerate": "`accelerator.num_processes`",
+    "ddp": "`torch.distributed.get_world_size()`",
+    "xla": "`xr.world_size()`",
+    "fabric": "`fabric.world_size`",
+}
 
 
 class Seeds(enum.Flag):
@@ -47,6 +60,8 @@ class Made(enum.Enum):
     DATALOADER = "dataloader"
     SHARDED = "sharded"  # a dataset or loader split by process
     WRAPPED_MODEL = "wrapped-model"  # DDP / FSDP
+    CONFIGURED = "configured"  # built from what a config node's `_target_` / `_component_` names
+    PROCESS_GROUP = "process-group"  # (a call of it) starts the torch.distributed process group
 
 
 class Origin(enum.Enum):
@@ -66,6 +81,9 @@ class How(enum.Enum):
     PICKED = "class picked from candidates"
     PARAMETERS_AND_LR = "receives the parameters and an lr"
     CONFIG_COMPONENT = "instantiated from a config node naming an optimizer class"
+    # built where nothing says what it is (a registry, a config chosen at run time), given the
+    # model's parameters, then used as optimizers are: stepped and zeroed, scheduled
+    BY_USE = "receives the parameters and is used as an optimizer"
 
 
 class Optimizer:
@@ -114,10 +132,33 @@ class Scheduler(NamedTuple):
     peak_lr: cst.BaseExpression | None  # OneCycleLR / CyclicLR `max_lr`
 
 
+Param = tuple[str, Optional[int]]  # a parameter as its callers give it: name, position
+
+
+class BatchUse(NamedTuple):
+    """What a function or class does with a batch size or with a loader's batches, for its
+    callers. Plain data: parameters by (name, caller position), attribute names."""
+
+    # parameters that become the `batch_size` of a DataLoader it builds: the per-device batch
+    loader_params: tuple[Param, ...] = ()
+    # the DataLoaders it builds (itself or through its callees) get a world-size share of a
+    # batch (`total_batch_size // world_size`): the batch it is given is the global one
+    divides: bool = False
+    # parameters whose items (a loader's batches) it yields as per-rank slices
+    slices_items_of: tuple[Param, ...] = ()
+    # parameters it returns a per-rank slice of (`slice(batch, rank, world_size)`)
+    slices: tuple[Param, ...] = ()
+    # attributes of the object it returns that it sets to a share of another value
+    # (`args.batch_size = args.global_batch_size // (args.devices * args.num_nodes)`): the
+    # attribute, whether the divisor is the process count, and the divisor's attribute paths
+    # relative to that object (".devices"), which a caller may give its launcher
+    shares: tuple[tuple[str, bool, tuple[str, ...]], ...] = ()
+
+
 class Summary:
     """A function's or class's training facts, composed through the calls it makes."""
 
-    __slots__ = ("makes", "seeds", "lrs", "loaders", "trained_there", "trains", "method")
+    __slots__ = ("makes", "seeds", "lrs", "loaders", "trained_there", "trains", "method", "batch")
 
     def __init__(self) -> None:
         self.makes: set[Made] = set()
@@ -136,6 +177,8 @@ class Summary:
         self.trains: Mode | None = None
         # for a class: the summary of one of its methods, by name (computed when asked)
         self.method: Callable[[str], Summary | None] | None = None
+        # what it does with batch sizes and with loaders' batches (see BatchUse)
+        self.batch = BatchUse()
 
 
 class ProcessCount(NamedTuple):

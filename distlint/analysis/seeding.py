@@ -26,28 +26,68 @@ class SeedingFacts:
     sample images) does not seed the run."""
 
     def __init__(self, facts: Facts) -> None:
-        index = facts.index
         self.facts = facts
-        self.by_kind: dict[Seeds, list[cst.Call]] = {
-            s: [] for s in (Seeds.TORCH, Seeds.PYTHON, Seeds.NUMPY, Seeds.XLA)
-        }
-        self.full: list[cst.Call] = []  # helpers that seed everything
-        self.draws = Seeds.NONE
+        # What each call does, from the knowledge base alone; a call of a project helper that
+        # may seed is left open (None) until a question needs its summary (`_resolved`): a
+        # module whose draws no seed could cover never parses the helpers it calls.
+        # (call, what it seeds or None, what it draws when it seeds nothing)
+        self._calls: list[tuple[cst.Call, Seeds | None, Seeds]] = []
+        # an upper bound of `draws`: what the module draws if no helper seeds anything
+        self.may_draw = Seeds.NONE
+        index = facts.index
         for call in index.calls:
             q = index.qualname(call.func)
-            kind = self.kind_of(call, q)
+            kind = self._known_kind(q)
+            if kind is Seeds.NONE:
+                drawn = self._drawn(call, q)
+                self._calls.append((call, None, drawn))
+                self.may_draw |= drawn
+            else:
+                self._calls.append((call, kind, Seeds.NONE))
+
+    @cached_property
+    def _resolved(self) -> tuple[dict[Seeds, list[cst.Call]], list[cst.Call], Seeds]:
+        facts = self.facts
+        by_kind: dict[Seeds, list[cst.Call]] = {
+            s: [] for s in (Seeds.TORCH, Seeds.PYTHON, Seeds.NUMPY, Seeds.XLA)
+        }
+        full: list[cst.Call] = []  # helpers that seed everything
+        draws = Seeds.NONE
+        for call, known, drawn in self._calls:
+            kind = known if known is not None else self._helper_kind(call)
             if kind is not Seeds.NONE and facts.on_one_process(call):
                 continue
             if kind is Seeds.ALL:
-                self.full.append(call)
+                full.append(call)
             elif kind is not Seeds.NONE:
-                for flag in list(self.by_kind):  # a project helper may seed several generators
+                for flag in list(by_kind):  # a project helper may seed several generators
                     if kind & flag:  # type: ignore[operator]  # (Flag members: mypy sees Literals)
-                        self.by_kind[flag].append(call)
-            elif q is not None:
-                self.draws |= self._draws_of(call, q)
-            elif self._shuffles_a_dataset(call):
-                self.draws |= Seeds.NUMPY
+                        by_kind[flag].append(call)
+            else:
+                draws |= drawn
+        return by_kind, full, draws
+
+    @property
+    def by_kind(self) -> dict[Seeds, list[cst.Call]]:
+        """The calls that seed each generator (a helper seeding several: under each)."""
+        return self._resolved[0]
+
+    @property
+    def full(self) -> list[cst.Call]:
+        """The calls of helpers that seed everything."""
+        return self._resolved[1]
+
+    @property
+    def draws(self) -> Seeds:
+        """The global generators the module's calls draw from."""
+        return self._resolved[2]
+
+    def _drawn(self, call: cst.Call, q: str | None) -> Seeds:
+        if q is not None:
+            return self._draws_of(call, q)
+        if self._shuffles_a_dataset(call):
+            return Seeds.NUMPY
+        return Seeds.NONE
 
     def _draws_of(self, call: cst.Call, q: str) -> Seeds:
         """The global generators ``call`` (resolved to ``q``) draws from when it runs."""
@@ -109,6 +149,12 @@ class SeedingFacts:
         return arg is not None and self.facts.models._is_rank(arg.value)
 
     def kind_of(self, call: cst.Call, q: str | None) -> Seeds:
+        kind = self._known_kind(q)
+        return self._helper_kind(call) if kind is Seeds.NONE else kind
+
+    @staticmethod
+    def _known_kind(q: str | None) -> Seeds:
+        """What a call of ``q`` seeds, by the knowledge base."""
         if q in K.FULL_SEEDERS:
             return Seeds.ALL
         if q in K.TORCH_SEEDERS:
@@ -119,6 +165,9 @@ class SeedingFacts:
             return Seeds.NUMPY
         if q in K.XLA_SEEDERS:
             return Seeds.XLA
+        return Seeds.NONE
+
+    def _helper_kind(self, call: cst.Call) -> Seeds:
         if not self.helpers_may_seed:
             return Seeds.NONE
         external = self.facts.summaries._external_summary(call, _SEEDERS)
@@ -128,6 +177,8 @@ class SeedingFacts:
 
     @cached_property
     def helpers_may_seed(self) -> bool:
+        if getattr(self.facts.project, "name_may_write", None) is not None:
+            return True  # each helper's own text is read instead (`Summaries._may_reach`)
         return self.facts.imports_may_reach(_SEEDERS)
 
     def seeds_in(self, fn: cst.CSTNode) -> Seeds:

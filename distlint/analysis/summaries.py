@@ -7,7 +7,6 @@ module."""
 from __future__ import annotations
 
 import os
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -68,6 +67,11 @@ class Summaries(Provider):
         summary = Summary()
         summary.trained_there = self.facts.processes.trains_data_parallel
         summary.trains = self.facts.processes._trains_inside(fn) if summary.trained_there else None
+        summary.batch = self.facts.data.batch._local_use(fn)
+        if self.facts.processes.starts_process_group(fn):
+            summary.makes.add(Made.PROCESS_GROUP)
+        if self.facts.optimization.instantiates_component(fn):
+            summary.makes.add(Made.CONFIGURED)
         if isinstance(fn, cst.ClassDef):
             if self.facts.optimization._is_optimizer_class_def(fn, set()):
                 summary.makes.add(Made.OPTIMIZER)
@@ -176,15 +180,8 @@ class Summaries(Provider):
         return f"{shown}:{found.start.line}" if found is not None else shown
 
     # ------------------------------------------------------------------ across modules
-    @cached_property
-    def _external_calls(self) -> list[cst.Call]:
-        """Calls whose callee is imported from another module of the project."""
-        if self.project is None:
-            return []
-        return [c for c in self.index.calls if self._external_summary(c) is not None]
-
-    def _external_makes(self, call: cst.Call) -> set[Made]:
-        summary = self._external_summary(call)
+    def _external_makes(self, call: cst.Call, needs: _Spellings | None = None) -> set[Made]:
+        summary = self._external_summary(call, needs)
         return summary.makes if summary is not None else set()
 
     def _external_summary(self, call: cst.Call, needs: _Spellings | None = None) -> Summary | None:
@@ -208,7 +205,7 @@ class Summaries(Provider):
                             self.path, record.module, record.name, record.level
                         )
                     if path is not None:
-                        if needs is not None and not self.facts.imports_may_reach(needs, path):
+                        if needs is not None and not self._may_reach(needs, path, func.attr.value):
                             return None
                         other = self.facts._facts_of(path)
                         return other.summary_of(func.attr.value) if other else None
@@ -227,6 +224,18 @@ class Summaries(Provider):
                 busy.discard(call)
         return None
 
+    def _may_reach(self, needs: _Spellings, path: str, name: str) -> bool:
+        """The summary of ``name`` in module ``path`` may hold what ``needs`` names: the
+        definition of ``name``, with what it uses, followed across modules, writes it (a line
+        scan; nothing parsed)."""
+        may_write = getattr(self.project, "name_may_write", None)
+        if may_write is None:
+            return self.facts.imports_may_reach(needs, path)
+        # (what the name's definition reaches is part of what its module's imports reach:
+        # the module-wide search would answer yes whenever this does, and costs a search of
+        # the import closure per module asked, quadratic along a chain of helpers)
+        return bool(may_write(path, name, needs))
+
     def _imported_summary(self, name: cst.Name, needs: _Spellings | None = None) -> Summary | None:
         if self.project is None or self.path is None:
             return None
@@ -243,7 +252,7 @@ class Summaries(Provider):
         path = self.project.resolve_import(importer, record.module, record.level)
         if path is None:
             return None
-        if needs is not None and not self.facts.imports_may_reach(needs, path):
+        if needs is not None and not self._may_reach(needs, path, record.name):
             return None
         key = ("summary", path, record.name)
         memo = self.project.memo

@@ -1,0 +1,266 @@
+"""What a module's text says about its names, without parsing it: where each function and class
+is written, what each import binds, which lines are module-level code.
+
+The project analysis asks another module for the summary of one function or class only when
+that definition (with the module-level code and the project definitions it names, followed
+transitively) writes one of the names the question is about (see
+:meth:`~distlint.analysis.project.Project.name_may_write`): a diffusers pipeline calling
+``randn_tensor`` needs no parse of ``torch_utils.py`` to learn that it seeds nothing. The
+outline is a superset view: strings and comments are blanked before lines are joined and
+indentation is read, so a ``def`` inside a docstring is never taken for one; a text the outline
+cannot read with confidence (an unterminated string, unbalanced brackets) answers "maybe"
+(``None``), and the caller parses the module as before.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterator
+from typing import NamedTuple
+
+# Strings (triple-quoted first) and comments. f-strings hold code: their spans are kept to
+# read names from, though they are blanked for the structure like every other string.
+_BLANKED = re.compile(
+    r"(?P<prefix>[rRbBuUfF]{0,2})(?:"
+    r'"""(?:[^"\\]+|\\.|"(?!""))*"""'
+    r"|'''(?:[^'\\]+|\\.|'(?!''))*'''"
+    r'|"(?:[^"\\\n]+|\\.)*"'
+    r"|'(?:[^'\\\n]+|\\.)*'"
+    r")|\#[^\n]*",
+    re.S,
+)
+_NOT_NEWLINE = re.compile(r"[^\n]")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ATTRIBUTE = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)+(?=\s*\()")
+# the first name of a called expression: `f(`, `mod.f(`, `x.method(`
+_CALLED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?:\s*\.\s*[A-Za-z_]\w*)*\s*\(")
+_WALRUS = re.compile(r"([A-Za-z_]\w*)[ \t]*:=")
+_ASSIGNED = re.compile(r"(?<![=!<>])=(?!=)")
+_HEADER = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
+_FROM = re.compile(r"from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]*(.*)", re.S)
+_IMPORT = re.compile(r"import[ \t]+(.*)", re.S)
+
+
+class Import(NamedTuple):
+    """``from <level dots><module> import name [as bound]`` (``name`` None: ``import module
+    [as bound]``); ``star``: ``from module import *``."""
+
+    module: str
+    name: str | None
+    level: int
+    words: frozenset[str]  # what the statement writes
+
+
+class Outline:
+    """The text-level structure of one module (see the module docstring)."""
+
+    __slots__ = (
+        "code",
+        "fstrings",
+        "defs",
+        "headers",
+        "imports",
+        "stars",
+        "module_lines",
+        "by_ident",
+        "globals",
+        "_attributes",
+    )
+
+    def __init__(self, code: str) -> None:
+        self.code = code  # the text, strings and comments blanked (same offsets)
+        self.fstrings: list[tuple[int, int, str]] = []  # (start, end, text) of f-strings
+        # name -> spans (start, end) of the top-level (not nested) `def` / `class` of it, and
+        # of its header (decorators, bases, defaults)
+        self.defs: dict[str, list[tuple[int, int]]] = {}
+        self.headers: dict[str, list[tuple[int, int]]] = {}
+        self.imports: dict[str, list[Import]] = {}  # bound name -> what binds it
+        self.stars: list[Import] = []
+        self.module_lines: list[tuple[int, int]] = []  # module-level code, imports aside
+        self.by_ident: dict[str, list[int]] = {}  # name -> indices of module_lines binding it
+        # name -> the top-level functions assigning it as a `global`
+        self.globals: dict[str, list[str]] = {}
+        self._attributes: dict[str, set[str]] | None = None
+
+    def called(self, start: int, end: int) -> set[str]:
+        """The first names of the expressions called in ``[start, end)`` (``mod`` of
+        ``mod.f()``): what a call there can reach another module through."""
+        return set(_CALLED.findall(self.code, start, end))
+
+    def attributes(self, spelled: str) -> set[str]:
+        """The names called as attributes of ``spelled`` (``mod.f()``, ``pkg.mod.f()``)."""
+        if self._attributes is None:
+            found: dict[str, set[str]] = {}
+            for m in _ATTRIBUTE.finditer(self.code):
+                parts = "".join(m.group().split()).split(".")
+                for i in range(1, len(parts)):
+                    found.setdefault(".".join(parts[:i]), set()).add(parts[i])
+            self._attributes = found
+        return self._attributes.get(spelled, set())
+
+    def words(self, start: int, end: int) -> set[str]:
+        """The names written in ``[start, end)``, code and f-strings."""
+        out = set(_IDENT.findall(self.code, start, end))
+        strings = self.fstrings  # in text order, none overlapping
+        i = max(0, bisect_right(strings, (start,)) - 1)
+        while i < len(strings) and strings[i][0] < end:
+            if strings[i][1] > start:
+                out.update(_IDENT.findall(strings[i][2]))
+            i += 1
+        return out
+
+
+def outline(text: str) -> Outline | None:
+    """The outline of ``text``; None when it cannot be read with confidence."""
+    fstrings: list[tuple[int, int, str]] = []
+
+    def blank(m: re.Match[str]) -> str:
+        s = m.group()
+        if "f" in (m.group("prefix") or "").lower():
+            fstrings.append((m.start(), m.end(), s))
+        return _NOT_NEWLINE.sub(" ", s) if "\n" in s else " " * len(s)
+
+    code = _BLANKED.sub(blank, text)
+    if '"' in code or "'" in code:
+        return None  # a quote left over: an unterminated string (or a syntax error)
+    out = Outline(code)
+    out.fstrings = fstrings
+    if not _read_blocks(out):
+        return None
+    for i, (start, end) in enumerate(out.module_lines):
+        for ident in _bound_names(code[start:end].strip()):
+            out.by_ident.setdefault(ident, []).append(i)
+    return out
+
+
+def _read_blocks(out: Outline) -> bool:
+    """Fill ``out`` from its code, logical line by logical line; False when the brackets never
+    close."""
+    code = out.code
+    stack: list[tuple[int, str, int]] = []  # open top-level def/class: (indent, name, start)
+    decorated = -1  # where the decorators of the next def/class begin
+    for indent, start, end in _logical_lines(code):
+        if indent < 0:
+            return False
+        while stack and indent <= stack[-1][0]:
+            _, name, first = stack.pop()
+            out.defs.setdefault(name, []).append((first, start))
+        stripped = code[start + indent : end].strip()
+        if stack:
+            _in_function(stripped, out, stack[0][1])
+            continue
+        header = _HEADER.match(stripped)
+        if header is not None:
+            first = decorated if decorated >= 0 else start
+            stack.append((indent, header.group(2), first))
+            out.headers.setdefault(header.group(2), []).append((first, end))
+            decorated = -1
+        elif stripped.startswith("@"):
+            decorated = start if decorated < 0 else decorated
+        else:
+            decorated = -1
+            if not _imports_in(stripped, out):
+                out.module_lines.append((start, end))
+    for _, name, first in stack:
+        out.defs.setdefault(name, []).append((first, len(code)))
+    return True
+
+
+def _in_function(stripped: str, out: Outline, owner: str) -> None:
+    """A line inside the top-level function or class ``owner``: an import there binds a name
+    too, and a `global` statement makes ``owner`` a binder of module names."""
+    _imports_in(stripped, out)
+    if stripped.startswith("global"):
+        for name in _IDENT.findall(stripped)[1:]:
+            out.globals.setdefault(name, []).append(owner)
+
+
+def _bound_names(stripped: str) -> set[str]:
+    """The names a module-level statement may bind (a superset): assignment targets, loop and
+    `with` targets, walrus names."""
+    out = set(_WALRUS.findall(stripped))
+    if stripped.startswith(("for ", "async for ")):
+        head = stripped.split(" in ", 1)[0]
+        out.update(_IDENT.findall(head))
+    elif stripped.startswith(("with ", "async with ", "except")):
+        for part in stripped.split(" as ")[1:]:
+            out.update(_IDENT.findall(part)[:1])
+    else:
+        m = _ASSIGNED.search(stripped)
+        if m is not None:
+            out.update(_IDENT.findall(stripped, 0, m.start()))
+    return out
+
+
+def _logical_lines(code: str) -> Iterator[tuple[int, int, int]]:
+    """(indent, start, end) of each non-blank logical line (brackets and backslashes join
+    physical lines); indent -1 when the text ends inside brackets."""
+    pos = 0
+    n = len(code)
+    start = -1
+    indent = 0
+    depth = 0
+    while pos < n:
+        nl = code.find("\n", pos)
+        end = n if nl < 0 else nl
+        line = code[pos:end]
+        if start < 0:
+            body = line.lstrip()
+            if not body:
+                pos = end + 1
+                continue
+            start = pos
+            indent = len(line) - len(body)
+        depth += (
+            line.count("(")
+            + line.count("[")
+            + line.count("{")
+            - line.count(")")
+            - line.count("]")
+            - line.count("}")
+        )
+        if depth <= 0 and not line.rstrip().endswith("\\"):
+            yield indent, start, end
+            start = -1
+            depth = 0
+        pos = end + 1
+    if start >= 0:
+        yield (indent if depth <= 0 else -1), start, n
+
+
+def _imports_in(stripped: str, out: Outline) -> bool:
+    """Record the import statement ``stripped`` (a logical line); False when it is none."""
+    if stripped.startswith("from"):
+        m = _FROM.match(stripped)
+        if m is None:
+            return False
+        level, module, body = len(m.group(1)), m.group(2), m.group(3)
+        for part in body.replace("\\", " ").strip("() \t\n").split(","):
+            names = part.split()
+            if not names:
+                continue
+            if names[0] == "*":
+                out.stars.append(Import(module, "*", level, frozenset()))
+                continue
+            bound = names[2] if len(names) >= 3 and names[1] == "as" else names[0]
+            words = frozenset((*module.split("."), names[0], bound))
+            out.imports.setdefault(bound, []).append(Import(module, names[0], level, words))
+        return True
+    if stripped.startswith("import"):
+        m = _IMPORT.match(stripped)
+        if m is None:
+            return False
+        for part in m.group(1).replace("\\", " ").split(","):
+            names = part.split()
+            if not names:
+                continue
+            module = names[0]
+            if len(names) >= 3 and names[1] == "as":
+                bound = names[2]
+            else:
+                bound = module.split(".")[0]
+            words = frozenset((*module.split("."), bound))
+            out.imports.setdefault(bound, []).append(Import(module, None, 0, words))
+        return True
+    return False
