@@ -25,8 +25,13 @@ from __future__ import annotations
 import os
 import signal
 from collections import deque
-from collections.abc import Iterable, Iterator
-from typing import Callable, TypeVar
+from collections.abc import Generator, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Generic, TypeVar
+
+if TYPE_CHECKING:
+    import ctypes
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing.context import BaseContext
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -121,70 +126,100 @@ def ordered_map(
             yield func(item)
         return
     import multiprocessing
-    from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
 
-    global _started
     context = multiprocessing.get_context("fork")
     started = context.RawArray("b", len(todo))
-    results: dict[int, R] = {}
+    out: _InOrder[R] = _InOrder()
     pending = deque(range(len(todo)))
-    next_out = 0
-    while next_out < len(todo):
-        _started = started
-        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_isolate)
-        futures: dict = {}
-        lost: list[int] = []
-        clean = False
-        try:
-            while pending or futures:
-                broken = False
-                while pending and len(futures) < workers * _WINDOW_PER_WORKER:
-                    index = pending[0]
-                    try:
-                        future = pool.submit(_run_task, func, index, todo[index])
-                    except BrokenProcessPool:  # a worker died since the last wait
-                        broken = True
-                        break
-                    pending.popleft()
-                    futures[future] = index
-                # a broken pool fails every future it holds: wait for all of them then
-                done, _ = wait(futures, return_when=ALL_COMPLETED if broken else FIRST_COMPLETED)
-                for future in done:
-                    index = futures.pop(future)
-                    try:
-                        results[index] = future.result()
-                    except BrokenProcessPool:
-                        broken = True
-                        lost.append(index)
-                while next_out in results:
-                    yield results.pop(next_out)
-                    next_out += 1
-                if broken:
-                    lost += futures.values()
-                    futures.clear()
-                    break
-            clean = True
-        finally:
-            _started = None
-            if not clean:  # an early stop, an exception, Ctrl-C: no worker outlives the run
-                for process in list((getattr(pool, "_processes", None) or {}).values()):
-                    if process.is_alive():
-                        process.terminate()
-            pool.shutdown(wait=True, cancel_futures=True)
+    while out.next < len(todo):
+        lost = yield from _pool_round(func, todo, workers, context, started, pending, out)
         # The pool broke: the items that had started are retried one by one, each in its own
         # fork; the others go back into the queue of a fresh pool (or, when none had even
         # started, so that the pool itself is what fails, each alone too: progress either way).
         suspects = [index for index in lost if started[index]]
         for index in sorted(lost):
             if started[index] or not suspects:
-                results[index] = _run_alone(func, todo[index], on_crash)
+                out.results[index] = _run_alone(func, todo[index], on_crash)
             else:
                 pending.append(index)
         pending = deque(sorted(pending))
-        while next_out in results:
-            yield results.pop(next_out)
-            next_out += 1
+        yield from out.ready()
+
+
+class _InOrder(Generic[R]):
+    """Results by the index of their item, handed out in input order as soon as the next is in."""
+
+    def __init__(self) -> None:
+        self.results: dict[int, R] = {}
+        self.next = 0
+
+    def ready(self) -> Iterator[R]:
+        while self.next in self.results:
+            yield self.results.pop(self.next)
+            self.next += 1
+
+
+def _pool_round(
+    func: Callable[[T], R],
+    todo: list[T],
+    workers: int,
+    context: BaseContext,
+    started: ctypes.Array[ctypes.c_byte],
+    pending: deque[int],
+    out: _InOrder[R],
+) -> Generator[R, None, list[int]]:
+    """One pool's life: fork it, feed it ``pending`` (a window at a time), yield what is ready
+    in order, and stop it, its workers with it on an early stop. Returns the items lost when a
+    worker died and broke the pool (none when every item was done)."""
+    from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    global _started
+    _started = started
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_isolate)
+    futures: dict = {}
+    lost: list[int] = []
+    clean = False
+    try:
+        while pending or futures:
+            broken = False
+            while pending and len(futures) < workers * _WINDOW_PER_WORKER:
+                index = pending[0]
+                try:
+                    future = pool.submit(_run_task, func, index, todo[index])
+                except BrokenProcessPool:  # a worker died since the last wait
+                    broken = True
+                    break
+                pending.popleft()
+                futures[future] = index
+            # a broken pool fails every future it holds: wait for all of them then
+            done, _ = wait(futures, return_when=ALL_COMPLETED if broken else FIRST_COMPLETED)
+            for future in done:
+                index = futures.pop(future)
+                try:
+                    out.results[index] = future.result()
+                except BrokenProcessPool:
+                    broken = True
+                    lost.append(index)
+            yield from out.ready()
+            if broken:
+                lost += futures.values()
+                futures.clear()
+                break
+        clean = True
+    finally:
+        _started = None
+        if not clean:  # an early stop, an exception, Ctrl-C: no worker outlives the run
+            _terminate_workers(pool)
+        pool.shutdown(wait=True, cancel_futures=True)
+    return lost
+
+
+def _terminate_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's live workers, so that shutting it down waits for no task they run."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            process.terminate()
 
 
 def _run_alone(func: Callable[[T], R], item: T, on_crash: Callable[[T, str], R] | None) -> R:

@@ -249,10 +249,7 @@ def _role(index: Index, use: Use) -> str | None:
     if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr)) and parent.value is expr:
         return _assigned_role(index, parent, multiplied)
     if isinstance(parent, cst.AugAssign) and parent.value is expr:
-        role = target_role(parent.target)
-        if role == GLOBAL and isinstance(parent.operator, cst.AddAssign):
-            return None  # accumulating per-device batches into a "total": a sum, not a batch size
-        return role if role == SAMPLES or role == GLOBAL else None
+        return _augmented_role(parent)
     if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.value is expr:
         role = _named_role(parent.keyword.value, multiplied)
         if role == SAMPLES and _configures(index, index.parent(parent)):
@@ -260,15 +257,32 @@ def _role(index: Index, use: Use) -> str | None:
         if role is not None:
             return role
     if isinstance(parent, cst.DictElement) and parent.value is expr:
-        key = string_value(parent.key)
-        role = _named_role(key, multiplied) if key else None
+        role = _key_role(parent, multiplied)
         if role is not None:
             return role
-    # a log message that calls it the global batch / a throughput
+    return _logged_role(index, expr, multiplied)
+
+
+def _logged_role(index: Index, expr: cst.BaseExpression, multiplied: bool) -> str | None:
+    """A log message that calls it the global batch / a throughput."""
     around = message_context(index, expr)
     if around is not None:
         return message_role(around[0], around[1], multiplied)
     return None
+
+
+def _augmented_role(parent: cst.AugAssign) -> str | None:
+    """`total_samples += bs * n`: the role of the target the product is added to."""
+    role = target_role(parent.target)
+    if role == GLOBAL and isinstance(parent.operator, cst.AddAssign):
+        return None  # accumulating per-device batches into a "total": a sum, not a batch size
+    return role if role == SAMPLES or role == GLOBAL else None
+
+
+def _key_role(parent: cst.DictElement, multiplied: bool) -> str | None:
+    """`{"global_batch_size": bs * n}`: the role the string key names."""
+    key = string_value(parent.key)
+    return _named_role(key, multiplied) if key else None
 
 
 def _named_role(name: str, multiplied: bool) -> str | None:

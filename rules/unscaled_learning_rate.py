@@ -213,45 +213,7 @@ class UnscaledLearningRate(Rule):
                 and not parameters_prepared(facts, opt)
             ):
                 continue
-            if opt.lr_inside:
-                if not opt.lr_scaled:
-                    what = (
-                        f"the learning rate set inside {opt.where}"
-                        if opt.where
-                        else "the factory's learning rate"
-                    )
-                    ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
-                continue
-            if opt.lr_config is not None:
-                # the lr is written in a config file: scaled in code before the call?
-                if opt.lr_key is None or not facts.key_reads_process_count(opt.lr_key):
-                    what = f"the learning rate ({opt.lr_config})"
-                    ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
-                continue
-            if opt.how is How.BY_USE and opt.lr is None:
-                # built from a config nothing here can read: the LR is unknown, the hazard is not
-                if not facts.optimization.scaled_on_the_way(opt):
-                    what = "the learning rate (from configuration distlint could not read)"
-                    ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
-                continue
-            if opt.lr is None:
-                if any(arg.star for arg in opt.call.args) or _param_groups_scaled(facts, opt):
-                    continue
-                groups = _param_groups_have_lr(facts, opt)
-                what = (
-                    "the LRs of the parameter groups"
-                    if groups
-                    else "the optimizer's default learning rate"
-                )
-                message = self._message(None, what, mode, facts.model_parallel, plural=groups)
-                ctx.report(opt.call, message)
-                continue
-            if opt.lr_key is not None:
-                # a factory of another module reads `<arg>.lr`: scaled where it is assigned?
-                if not facts.key_reads_process_count(opt.lr_key):
-                    unscaled_reads.setdefault(opt.call, []).append(opt)
-                continue
-            self._check_value(ctx, opt.call, opt.lr, "learning rate")
+            self._check_optimizer(ctx, opt, unscaled_reads)
         for call, opts in unscaled_reads.items():
             self._report_reads(ctx, call, opts)
         for sched in schedulers:
@@ -259,6 +221,56 @@ class UnscaledLearningRate(Rule):
             self._check_value(ctx, sched.call, sched.peak_lr, "peak learning rate (`max_lr`)")
 
     # ------------------------------------------------------------------ helpers
+    def _check_optimizer(
+        self, ctx: RuleContext, opt: Optimizer, unscaled_reads: dict[cst.Call, list[Optimizer]]
+    ) -> None:
+        """Report one optimizer's unscaled LR, or keep a factory's read of it in
+        ``unscaled_reads`` (reported together per call)."""
+        facts = ctx.facts
+        mode = facts.mode
+        if opt.lr_inside:
+            if not opt.lr_scaled:
+                what = (
+                    f"the learning rate set inside {opt.where}"
+                    if opt.where
+                    else "the factory's learning rate"
+                )
+                ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
+            return
+        if opt.lr_config is not None:
+            # the lr is written in a config file: scaled in code before the call?
+            if opt.lr_key is None or not facts.key_reads_process_count(opt.lr_key):
+                what = f"the learning rate ({opt.lr_config})"
+                ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
+            return
+        if opt.how is How.BY_USE and opt.lr is None:
+            # built from a config nothing here can read: the LR is unknown, the hazard is not
+            if not facts.optimization.scaled_on_the_way(opt):
+                what = "the learning rate (from configuration distlint could not read)"
+                ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
+            return
+        if opt.lr is None:
+            self._report_missing_lr(ctx, opt)
+            return
+        if opt.lr_key is not None:
+            # a factory of another module reads `<arg>.lr`: scaled where it is assigned?
+            if not facts.key_reads_process_count(opt.lr_key):
+                unscaled_reads.setdefault(opt.call, []).append(opt)
+            return
+        self._check_value(ctx, opt.call, opt.lr, "learning rate")
+
+    def _report_missing_lr(self, ctx: RuleContext, opt: Optimizer) -> None:
+        """No lr given: the parameter groups' LRs or the class default go unscaled."""
+        facts = ctx.facts
+        if any(arg.star for arg in opt.call.args) or _param_groups_scaled(facts, opt):
+            return
+        groups = _param_groups_have_lr(facts, opt)
+        what = (
+            "the LRs of the parameter groups" if groups else "the optimizer's default learning rate"
+        )
+        message = self._message(None, what, facts.mode, facts.model_parallel, plural=groups)
+        ctx.report(opt.call, message)
+
     def _check_value(
         self, ctx: RuleContext, call: cst.Call, value: cst.BaseExpression, what: str
     ) -> None:

@@ -166,17 +166,29 @@ def per_device_places(index: Index, values: Sequence[cst.BaseExpression]) -> lis
         if place is None:
             continue
         places.append(place)
-        if isinstance(copied, cst.Name):
-            bindings = index.bindings_of(copied)
-            if all(b.op == "param" for b in bindings):
-                pending.extend(v for v in index.values_of(copied) if v is not None)
-            elif len(bindings) == 1 and bindings[0].op == "=":
-                pending.extend(v for v in [bindings[0].value] if v is not None)
-        else:
-            assigns = index.attribute_assignments(copied)
-            if len(assigns) == 1 and assigns[0].op == "=" and assigns[0].value is not None:
-                pending.append(assigns[0].value)
-    # forwards: names and attributes that are plain copies of a per-device place
+        pending.extend(_copy_sources(index, copied))
+    _add_plain_copies(index, places)
+    return places
+
+
+def _copy_sources(index: Index, copied: cst.BaseExpression) -> list[cst.CSTNode]:
+    """What the place ``copied`` holds a plain copy of: the values a parameter is called with,
+    or the value of the one plain assignment of a name or attribute."""
+    if isinstance(copied, cst.Name):
+        bindings = index.bindings_of(copied)
+        if all(b.op == "param" for b in bindings):
+            return [v for v in index.values_of(copied) if v is not None]
+        if len(bindings) == 1 and bindings[0].op == "=":
+            return [v for v in [bindings[0].value] if v is not None]
+        return []
+    assigns = index.attribute_assignments(copied)
+    if len(assigns) == 1 and assigns[0].op == "=" and assigns[0].value is not None:
+        return [assigns[0].value]
+    return []
+
+
+def _add_plain_copies(index: Index, places: list[Place]) -> None:
+    """Forwards: add to ``places`` the names and attributes that are plain copies of one."""
     changed = True
     while changed:
         changed = False
@@ -195,7 +207,6 @@ def per_device_places(index: Index, values: Sequence[cst.BaseExpression]) -> lis
             if new is not None and not matches(new, places):
                 places.append(new)
                 changed = True
-    return places
 
 
 def _all_assignments(index: Index) -> Iterator[Assignment]:
@@ -233,34 +244,44 @@ def message_context(index: Index, expr: cst.BaseExpression) -> tuple[str, str] |
         text = _literal_text(container.left)
         return None if text is None else _percent_around(text, position)
     if isinstance(parent, cst.Arg) and parent.value is expr:
-        call = index.parent(parent)
-        if not isinstance(call, cst.Call):
+        return _argument_context(index, parent)
+    return None
+
+
+def _argument_context(index: Index, argument: cst.Arg) -> tuple[str, str] | None:
+    """The text around ``argument`` in the message of the call it is passed to."""
+    call = index.parent(argument)
+    if not isinstance(call, cst.Call):
+        return None
+    func = call.func
+    # "...{}...".format(value)
+    if isinstance(func, cst.Attribute) and func.attr.value == "format":
+        text = _literal_text(func.value)
+        if text is None:
             return None
-        func = call.func
-        # "...{}...".format(value)
-        if isinstance(func, cst.Attribute) and func.attr.value == "format":
-            text = _literal_text(func.value)
-            if text is None:
-                return None
-            return _format_around(text, call, parent)
-        args = list(call.args)
-        position = args.index(parent)
-        first = _literal_text(args[0].value) if args and args[0].keyword is None else None
-        # logger.info("... %d", value)
-        if first is not None and position > 0 and _PERCENT_RE.search(first.replace("%%", "")):
-            return _percent_around(first, position - 1)
-        # print("Total batch size:", value)
-        before = ""
-        for arg in reversed(args[:position]):
-            text = _literal_text(arg.value) if arg.keyword is None else None
-            if text is None:
-                break
-            before = text + " " + before
-        after = ""
-        if position + 1 < len(args) and args[position + 1].keyword is None:
-            after = _literal_text(args[position + 1].value) or ""
-        if before or after:
-            return before, after
+        return _format_around(text, call, argument)
+    args = list(call.args)
+    position = args.index(argument)
+    first = _literal_text(args[0].value) if args and args[0].keyword is None else None
+    # logger.info("... %d", value)
+    if first is not None and position > 0 and _PERCENT_RE.search(first.replace("%%", "")):
+        return _percent_around(first, position - 1)
+    return _printed_around(args, position)
+
+
+def _printed_around(args: list[cst.Arg], position: int) -> tuple[str, str] | None:
+    """print("Total batch size:", value): the literal arguments next to ``args[position]``."""
+    before = ""
+    for arg in reversed(args[:position]):
+        text = _literal_text(arg.value) if arg.keyword is None else None
+        if text is None:
+            break
+        before = text + " " + before
+    after = ""
+    if position + 1 < len(args) and args[position + 1].keyword is None:
+        after = _literal_text(args[position + 1].value) or ""
+    if before or after:
+        return before, after
     return None
 
 

@@ -102,7 +102,11 @@ class Models(Provider):
         flag = test.func if isinstance(test, cst.Call) else test
         if qualname is None and isinstance(flag, cst.Attribute):
             return flag.attr.value in K.MAIN_PROCESS_ATTRIBUTES  # an untraceable receiver
-        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return isinstance(test, cst.Comparison) and self._rank_is_zero(test)
+
+    def _rank_is_zero(self, test: cst.Comparison) -> bool:
+        """`rank == 0`, `0 == rank`, `rank in (0, -1)`: true on one process only."""
+        if len(test.comparisons) != 1:
             return False
         left, (target,) = test.left, test.comparisons
         right = target.comparator

@@ -23,6 +23,8 @@ from distlint.analysis.common import (
     _Spellings,
 )
 from distlint.analysis.index import (
+    Assignment,
+    ImportRecord,
     Index,
     call_keyword,
     string_value,
@@ -424,26 +426,13 @@ class Processes(Provider):
     def is_process_count(self, node: cst.CSTNode, qualname: str | None) -> bool:
         """Predicate: ``node`` IS the number of processes (or a device count)."""
         if qualname is not None:
-            if qualname in K.PROCESS_COUNT or qualname in K.DEVICE_COUNTS:
-                return True
-            if qualname.startswith(K.DEVICE_MESH) and qualname.endswith(".size()"):
-                return True
-            if qualname in K.ENV_READERS and isinstance(node, cst.Call) and node.args:
-                return string_value(node.args[0].value) == K.ENV_WORLD_SIZE
-        if isinstance(node, cst.Attribute) and node.attr.value in K.PROCESS_COUNT_ATTRIBUTES:
-            # `accelerator.num_processes` / `fabric.world_size` on an instance made anywhere
-            # (a parameter fed an Accelerator, `self.facts.accelerator`, a helper's return value)
-            if self.is_accelerator(node.value):
-                return True
-            if not self.traceable(node.value) and not self.traceable(node):
-                return True  # an object nothing in the project describes: the API attribute
-        if isinstance(node, cst.Call):
-            if Made.PROCESS_COUNT in self.facts.summaries._external_makes(node):
-                return True
-            # `utils.get_world_size()` from a module the project does not contain
-            name = self._untraced_import_call(node, qualname)
-            if name is not None and name.lower().removeprefix("get_") in K.PROCESS_COUNT_NAMES:
-                return True
+            known = _known_process_count(node, qualname)
+            if known is not None:
+                return known
+        if isinstance(node, cst.Attribute) and self._process_count_attribute(node):
+            return True
+        if isinstance(node, cst.Call) and self._calls_process_count(node, qualname):
+            return True
         if isinstance(node, (cst.Name, cst.Attribute)) and self._launch_counts:
             if self._launch_place(node) in self._launch_counts:
                 return True
@@ -453,6 +442,24 @@ class Processes(Provider):
             if last is not None and last.lower() in K.PROCESS_COUNT_NAMES:
                 return not self.traceable(node)
         return False
+
+    def _process_count_attribute(self, node: cst.Attribute) -> bool:
+        """`accelerator.num_processes` / `fabric.world_size` on an instance made anywhere
+        (a parameter fed an Accelerator, `self.facts.accelerator`, a helper's return value)."""
+        if node.attr.value not in K.PROCESS_COUNT_ATTRIBUTES:
+            return False
+        if self.is_accelerator(node.value):
+            return True
+        # an object nothing in the project describes: the API attribute
+        return not self.traceable(node.value) and not self.traceable(node)
+
+    def _calls_process_count(self, node: cst.Call, qualname: str | None) -> bool:
+        """A call of a project function that returns the process count, or of
+        `utils.get_world_size()` from a module the project does not contain."""
+        if Made.PROCESS_COUNT in self.facts.summaries._external_makes(node):
+            return True
+        name = self._untraced_import_call(node, qualname)
+        return name is not None and name.lower().removeprefix("get_") in K.PROCESS_COUNT_NAMES
 
     def _untraced_import_call(self, call: cst.Call, qualname: str | None) -> str | None:
         """The callee's name when ``call`` calls something imported from a module that is
@@ -470,17 +477,21 @@ class Processes(Provider):
         for b in bindings:
             if b.op != "import" or b.record is None:
                 return None
-            record = b.record
-            if self.project is not None and self.path is not None:
-                if record.name is None or isinstance(func, cst.Name):
-                    found = self.project.resolve_import(self.path, record.module, record.level)
-                else:
-                    found = self.project.resolve_from_import(
-                        self.path, record.module, record.name, record.level
-                    ) or self.project.resolve_import(self.path, record.module, record.level)
-                if found is not None:
-                    return None
+            if self._imports_from_project(func, b.record):
+                return None
         return func.attr.value if isinstance(func, cst.Attribute) else head.value
+
+    def _imports_from_project(self, func: cst.BaseExpression, record: ImportRecord) -> bool:
+        """The import ``func`` is called through (``record``) resolves to a project module."""
+        if self.project is None or self.path is None:
+            return False
+        if record.name is None or isinstance(func, cst.Name):
+            found = self.project.resolve_import(self.path, record.module, record.level)
+        else:
+            found = self.project.resolve_from_import(
+                self.path, record.module, record.name, record.level
+            ) or self.project.resolve_import(self.path, record.module, record.level)
+        return found is not None
 
     @cached_property
     def _launch_counts(self) -> frozenset[Any]:
@@ -559,17 +570,32 @@ class Processes(Provider):
                 return self.reads_process_count(expr.right)
             return False
         if isinstance(expr, cst.Call):
-            if isinstance(expr.func, cst.Name) and expr.func.value in ("int", "max", "round"):
-                return any(self.divided_by_process_count(a.value, depth - 1) for a in expr.args)
-            return index.qualname(expr.func) in ("math.ceil", "math.floor") and any(
-                self.divided_by_process_count(a.value, depth - 1) for a in expr.args
-            )
+            return self._rounds_a_share(expr, depth)
         if isinstance(expr, cst.Name):
             assigns = index.bindings_of(expr)
         elif isinstance(expr, (cst.Attribute, cst.Subscript)):
             assigns = index.attribute_assignments(expr)
         else:
             return False
+        if self._assigned_a_share(assigns, depth):
+            return True
+        if isinstance(expr, cst.Name) and all(a.op == "param" for a in assigns):
+            return any(
+                v is not None and self.divided_by_process_count(v, depth - 1)
+                for v in index.values_of(expr)
+            )
+        return False
+
+    def _rounds_a_share(self, call: cst.Call, depth: int) -> bool:
+        """`int(x / world_size)`, `math.ceil(x / world_size)`: a rounded per-device share."""
+        if isinstance(call.func, cst.Name) and call.func.value in ("int", "max", "round"):
+            return any(self.divided_by_process_count(a.value, depth - 1) for a in call.args)
+        return self.index.qualname(call.func) in ("math.ceil", "math.floor") and any(
+            self.divided_by_process_count(a.value, depth - 1) for a in call.args
+        )
+
+    def _assigned_a_share(self, assigns: Sequence[Assignment], depth: int) -> bool:
+        """One of ``assigns`` divides by the process count in place or assigns a share."""
         for a in assigns:
             if a.op in ("/=", "//=") and a.value is not None and self.reads_process_count(a.value):
                 return True
@@ -579,11 +605,6 @@ class Processes(Provider):
                 and self.divided_by_process_count(a.value, depth - 1)
             ):
                 return True
-        if isinstance(expr, cst.Name) and all(a.op == "param" for a in assigns):
-            return any(
-                v is not None and self.divided_by_process_count(v, depth - 1)
-                for v in index.values_of(expr)
-            )
         return False
 
     @cached_property
@@ -591,16 +612,7 @@ class Processes(Provider):
         """The per-device batch or the accumulation steps are the world-size share of a global
         value: the batch per optimizer step is the same on 1 or N processes. Judged on what the
         loaders and the Accelerator are given, not on bookkeeping elsewhere in the file."""
-        candidates: list[cst.BaseExpression] = []
-        for call in self.index.calls:
-            for arg in call.args:
-                if arg.keyword is not None and arg.keyword.value in K.BATCH_SIZE_KEYWORDS:
-                    candidates.append(arg.value)
-        for loader in self.facts.data.loaders:
-            positional = Index.argument(loader, "batch_size", 1)
-            if positional is not None and positional.keyword is None:
-                candidates.append(positional.value)
-        if any(self.divided_by_process_count(c) for c in candidates):
+        if any(self.divided_by_process_count(c) for c in self._batch_size_arguments()):
             return True
         batch = self.facts.data.batch
         if batch.held_constant_by_helpers or batch.shares_held(self._launch_counts):
@@ -619,6 +631,20 @@ class Processes(Provider):
                 elif a.op == "=" and self.divided_by_process_count(a.value, 2):
                     return True
         return False
+
+    def _batch_size_arguments(self) -> list[cst.BaseExpression]:
+        """What calls are given as a batch size: `batch_size=` and friends by keyword, and a
+        loader's second positional argument."""
+        candidates: list[cst.BaseExpression] = []
+        for call in self.index.calls:
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value in K.BATCH_SIZE_KEYWORDS:
+                    candidates.append(arg.value)
+        for loader in self.facts.data.loaders:
+            positional = Index.argument(loader, "batch_size", 1)
+            if positional is not None and positional.keyword is None:
+                candidates.append(positional.value)
+        return candidates
 
     def _batch_places(self) -> Iterator[Sequence[Any]]:
         for scope in self.index.scopes:
@@ -698,3 +724,16 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _conjuncts(test.left) + _conjuncts(test.right)
     return [test]
+
+
+def _known_process_count(node: cst.CSTNode, qualname: str) -> bool | None:
+    """What ``qualname`` says of ``node``: True for a process or device count by name
+    (`dist.get_world_size`, a device mesh's `.size()`), the variable read for
+    `os.environ.get(...)`, None when the name decides nothing."""
+    if qualname in K.PROCESS_COUNT or qualname in K.DEVICE_COUNTS:
+        return True
+    if qualname.startswith(K.DEVICE_MESH) and qualname.endswith(".size()"):
+        return True
+    if qualname in K.ENV_READERS and isinstance(node, cst.Call) and node.args:
+        return string_value(node.args[0].value) == K.ENV_WORLD_SIZE
+    return None

@@ -87,28 +87,34 @@ class Summaries(Provider):
                 summary.makes.add(Made.ACCELERATOR)
             if self.facts.data.data_sharded_by_rank(value):
                 summary.makes.add(Made.SHARDED)
-        inner = self.facts.optimization._optimizers_in(fn)
-        if inner and any(self.flow.reaches(v, _node_in(inner), depth=6) for v in returns):
-            summary.makes.add(Made.OPTIMIZER)
-            returned = [
-                o
-                for o in inner
-                if len(inner) == 1
-                or any(self.flow.reaches(v, _node_in([o]), depth=6) for v in returns)
-            ]
-            method = index.scope(fn).kind == "class"
-            for opt in returned:
-                lr = self._factory_lr(fn, opt)
-                if method and lr.param is None and not lr.scaled and not self._constant_lr(opt):
-                    # `self.facts.args.lr` in a method: given to the constructor, not to the call
-                    continue
-                if all((lr.param, lr.scaled) != (o.param, o.scaled) for o in summary.lrs):
-                    summary.lrs.append(lr)  # one per LR: an if/elif choosing the class is one
-            if method and not summary.lrs:
-                summary.makes.discard(Made.OPTIMIZER)  # what its LR is, the call cannot say
+        self._returned_optimizers(fn, returns, summary)
         summary.seeds = self.facts.seeding.seeds_in(fn)
         summary.loaders = self.facts.data._summarise_loaders(fn)
         return summary
+
+    def _returned_optimizers(
+        self, fn: cst.CSTNode, returns: list[cst.BaseExpression], summary: Summary
+    ) -> None:
+        """Function ``fn`` returns an optimizer it builds: record it, with the LR of each."""
+        inner = self.facts.optimization._optimizers_in(fn)
+        if not inner or not any(self.flow.reaches(v, _node_in(inner), depth=6) for v in returns):
+            return
+        summary.makes.add(Made.OPTIMIZER)
+        returned = [
+            o
+            for o in inner
+            if len(inner) == 1 or any(self.flow.reaches(v, _node_in([o]), depth=6) for v in returns)
+        ]
+        method = self.index.scope(fn).kind == "class"
+        for opt in returned:
+            lr = self._factory_lr(fn, opt)
+            if method and lr.param is None and not lr.scaled and not self._constant_lr(opt):
+                # `self.facts.args.lr` in a method: given to the constructor, not to the call
+                continue
+            if all((lr.param, lr.scaled) != (o.param, o.scaled) for o in summary.lrs):
+                summary.lrs.append(lr)  # one per LR: an if/elif choosing the class is one
+        if method and not summary.lrs:
+            summary.makes.discard(Made.OPTIMIZER)  # what its LR is, the call cannot say
 
     def _method_summary(self, cls: cst.ClassDef, name: str) -> Summary | None:
         for st in cls.body.body:
@@ -195,33 +201,49 @@ class Summaries(Provider):
             return self._imported_summary(func, needs)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             # `utils.get_world_size()` with `import utils` / `from pkg import utils`
-            for b in self.index.bindings_of(func.value):
-                if b.op == "import" and b.record is not None:
-                    record = b.record
-                    if record.name is None:
-                        path = self.project.resolve_import(self.path, record.module, 0)
-                    else:
-                        path = self.project.resolve_from_import(
-                            self.path, record.module, record.name, record.level
-                        )
-                    if path is not None:
-                        if needs is not None and not self._may_reach(needs, path, func.attr.value):
-                            return None
-                        other = self.facts._facts_of(path)
-                        return other.summary_of(func.attr.value) if other else None
+            path = self._imported_module(func.value)
+            if path is not None:
+                if needs is not None and not self._may_reach(needs, path, func.attr.value):
+                    return None
+                other = self.facts._facts_of(path)
+                return other.summary_of(func.attr.value) if other else None
             # `env.size()` on `env = DistEnv()`, a class of another module
-            busy = self.facts.__dict__.setdefault("_owner_lookups", set())
-            if call in busy:
-                return None  # `a = b.m(); b = a.n()`: no owner to find
-            busy.add(call)
-            try:
-                for value in self.index.values_of(func.value):
-                    if isinstance(value, cst.Call) and value is not call:
-                        owner = self._external_summary(value, needs)
-                        if owner is not None and owner.method is not None:
-                            return owner.method(func.attr.value)
-            finally:
-                busy.discard(call)
+            return self._owner_method_summary(call, func.value, func.attr.value, needs)
+        return None
+
+    def _imported_module(self, name: cst.Name) -> str | None:
+        """The path of the project module ``name`` is bound to by an import, if any."""
+        assert self.project is not None and self.path is not None
+        for b in self.index.bindings_of(name):
+            if b.op == "import" and b.record is not None:
+                record = b.record
+                if record.name is None:
+                    path = self.project.resolve_import(self.path, record.module, 0)
+                else:
+                    path = self.project.resolve_from_import(
+                        self.path, record.module, record.name, record.level
+                    )
+                if path is not None:
+                    return path
+        return None
+
+    def _owner_method_summary(
+        self, call: cst.Call, owner: cst.Name, method: str, needs: _Spellings | None
+    ) -> Summary | None:
+        """The summary of method ``method`` of the project class whose instance ``owner``
+        holds (``owner = DistEnv()``)."""
+        busy = self.facts.__dict__.setdefault("_owner_lookups", set())
+        if call in busy:
+            return None  # `a = b.m(); b = a.n()`: no owner to find
+        busy.add(call)
+        try:
+            for value in self.index.values_of(owner):
+                if isinstance(value, cst.Call) and value is not call:
+                    made = self._external_summary(value, needs)
+                    if made is not None and made.method is not None:
+                        return made.method(method)
+        finally:
+            busy.discard(call)
         return None
 
     def _may_reach(self, needs: _Spellings, path: str, name: str) -> bool:

@@ -6,6 +6,7 @@ code; the name comes from distlint.registry):
                    sharded, and nothing about the global batch can be confirmed
   lr        DL201  LR ratio against the global-batch ratio
   schedule  DL202  the LR against samples seen: does the schedule advance alike on 1 and N?
+  ranks            every rank holds the same parameters after each update (fingerprints)
   seeding   DL101  generator fingerprints across ranks and between the runs
   data             cumulative input checksums at equal samples seen
   loss             the loss at equal samples seen, with a tolerance from the runs' own noise
@@ -49,7 +50,7 @@ def _same_sum(a: Sequence[float] | None, b: Sequence[float] | None) -> bool:
 def run_all(
     one: RunSummary, many: RunSummary, exact: bool, loss_rtol: float | None = None
 ) -> list[Check]:
-    sharding = check_sharding(many)
+    sharding, ranks = check_sharding(many), check_ranks(many)
     if sharding.status == "fail":
         # Every rank trained the same inputs: the N-process run is one run repeated N times.
         # That is the verdict, said first; what depends on the distinct samples is not judged.
@@ -59,6 +60,7 @@ def run_all(
         )
         return [
             sharding,
+            ranks,
             check_batch(one, many, exact, identical=True),
             check_lr(one, many, exact, identical=True),
             Check("schedule", "LR schedule", "skip", why, "DL202"),
@@ -66,15 +68,17 @@ def run_all(
             Check("data", "data order", "skip", why),
             Check("loss", "loss", "skip", why + " (the curves cannot be set at equal samples)"),
         ]
-    return [
+    checks = [
         check_batch(one, many, exact),
         sharding,
+        ranks,
         check_lr(one, many, exact),
         check_schedule(one, many),
         check_seeding(one, many),
         check_data_order(one, many, exact),
         check_loss(one, many, exact, loss_rtol),
     ]
+    return drifted(checks, many)
 
 
 def duplicated(checks: Sequence[Check]) -> bool:
@@ -1289,3 +1293,149 @@ def join_static(checks: Sequence[Check], findings: Sequence[Any] | None) -> None
             check.static = "confirmed" if check.confirms else "refuted"
         elif check.confirms and check.observes_hazard:
             check.static = "missed"
+
+
+# -- ranks agree -------------------------------------------------------------------------------
+
+# Data parallelism hands every rank the same averaged gradient (all-reduce reduces each element
+# once and sends the result to all), and the optimizer's update is elementwise: replicas stay
+# bit-identical. The tolerance is a margin for the fingerprint's own sums on ranks of different
+# hardware, far below what one update of a drifted rank moves (an lr-sized step per element).
+RANKS_RTOL = 1e-6
+
+
+def _fingerprint_diff(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """How far two parameter fingerprints are apart, relative to the parameters' own scale."""
+    sq = max(float(a.get("sq") or 0.0), float(b.get("sq") or 0.0), 1e-300)
+    counted = max(int(a.get("counted") or a.get("numel") or 1), 1)
+    rms = math.sqrt(sq / counted)
+    diffs = [
+        abs(float(a.get("sq") or 0.0) - float(b.get("sq") or 0.0)) / sq,
+        # |sum| <= sqrt(n * sum of squares): the sum's own scale
+        abs(float(a.get("sum") or 0.0) - float(b.get("sum") or 0.0)) / math.sqrt(counted * sq),
+    ]
+    for x, y in zip(a.get("sample") or [], b.get("sample") or []):
+        diffs.append(abs(x - y) / max(abs(x), abs(y), rms, 1e-300))
+    return max(diffs)
+
+
+def _ranks_advice(run: RunSummary, before: bool) -> str:
+    words = _words(run)
+    if before:
+        return (
+            "they already differed before the first update: each rank built its own initial "
+            f"parameters (a per-rank seed before the model was built?) and nothing broadcast "
+            f"rank 0's. Seed alike on every rank ({words['seed_all']}) before building the "
+            "model, or let the wrapper broadcast them"
+            + {
+                "accelerate": " (accelerator.prepare(model))",
+                "fabric": " (fabric.setup(model))",
+                "torch.distributed": " (DistributedDataParallel(model))",
+            }.get(framework(run), "")
+        )
+    fix = {
+        "accelerate": "forward the model returned by accelerator.prepare (not the model from "
+        "before prepare, nor its .module) and call accelerator.backward(loss)",
+        "fabric": "forward the module returned by fabric.setup (not the original model, nor "
+        "its .module) and call fabric.backward(loss)",
+        "xla": "reduce the gradients before the step: xm.optimizer_step(optimizer)",
+    }.get(
+        framework(run),
+        "call the DDP-wrapped model for the training forward, not model.module (DDP all-reduces "
+        "the gradients only for forwards through itself)",
+    )
+    return (
+        "the gradients were not averaged across ranks, or a rank stepped differently: "
+        f"{fix}; and keep rank-dependent branches ({words['rank']} == 0) away from the "
+        "backward and the step"
+    )
+
+
+def check_ranks(many: RunSummary) -> Check:
+    """Every rank holds the same parameters after every update (the probe's fingerprints)."""
+    title = "ranks agree"
+    ranks = [r for r in many.records.ranks if r.updates]
+    if many.nprocs < 2 or len(ranks) < 2:
+        return Check("ranks", title, "skip", "fewer than 2 ranks made an update")
+    prints = [{u.n: u.params for u in r.updates if u.params} for r in ranks]
+    if not all(prints):
+        return Check(
+            "ranks",
+            title,
+            "skip",
+            "no parameter fingerprints were recorded on every rank (no parameters seen, or "
+            "records of an older probe)",
+        )
+    every = [fp for p in prints for fp in p.values()]
+    if any(fp.get("sharded") for fp in every):
+        return Check(
+            "ranks",
+            title,
+            "skip",
+            "the parameters are sharded (FSDP, DeepSpeed ZeRO): each rank holds its own part",
+        )
+    shape = {(fp.get("numel"), fp.get("tensors"), fp.get("shapes")) for fp in every}
+    if len(shape) > 1:
+        return Check(
+            "ranks",
+            title,
+            "skip",
+            "the ranks step different parameters (model or pipeline parallel): nothing to compare",
+        )
+    ref, ref_rank = prints[0], ranks[0].rank
+    common = sorted(set(ref).intersection(*prints[1:]))
+    data: dict[str, Any] = {"tolerance": RANKS_RTOL, "compared_updates": len(common)}
+    before = [r.updates[0].params_before for r in ranks]
+    worst_before = 0.0
+    if all(before):
+        worst_before = max(_fingerprint_diff(before[0], b) for b in before[1:])  # type: ignore[arg-type]
+    for n in common:
+        off = {
+            r.rank: d
+            for r, p in zip(ranks[1:], prints[1:])
+            if (d := _fingerprint_diff(ref[n], p[n])) > RANKS_RTOL
+        }
+        if not off:
+            continue
+        init = worst_before > RANKS_RTOL
+        data.update(
+            first_update=n, ranks=sorted(off, key=lambda k: -1 if k is None else k),
+            rel_diff=max(off.values()), before_first_update=init,
+        )  # fmt: skip
+        named = ", ".join(f"rank {k} by {d:.2g}" for k, d in off.items())
+        return Check(
+            "ranks",
+            title,
+            "fail",
+            f"after update {n} the ranks hold different parameters: {named} (relative, "
+            f"against rank {ref_rank}; tolerance {RANKS_RTOL:g}). The {many.nprocs}-process run is "
+            f"{len(ranks)} separate trainings, not one: {_ranks_advice(many, init)}.",
+            data=data,
+        )
+    return Check(
+        "ranks",
+        title,
+        "pass",
+        f"all {len(ranks)} ranks hold the same parameters after each of {len(common)} updates "
+        f"(fingerprints within {RANKS_RTOL:g})",
+        data=data,
+    )
+
+
+def drifted(checks: Sequence[Check], many: RunSummary) -> list[Check]:
+    """When the ranks drifted apart, the comparisons between the runs are of one of the N
+    trainings: the loss check says so instead of judging (its measurement is kept)."""
+    ranks = next((c for c in checks if c.id == "ranks"), None)
+    if ranks is None or ranks.status != "fail":
+        return list(checks)
+    why = (
+        f"not judged: the ranks' parameters differ from update {ranks.data.get('first_update')} "
+        f"(see ranks agree), so the {many.nprocs}-process run is {many.nprocs} separate trainings and its "
+        "curve is rank 0's alone"
+    )
+    out = []
+    for c in checks:
+        if c.id == "loss" and c.status != "skip":
+            c = Check(c.id, c.title, "skip", f"{why}. Measured: {c.detail}", c.rule, data=c.data)
+        out.append(c)
+    return out

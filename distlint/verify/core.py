@@ -536,6 +536,12 @@ def compare_runs(result: VerifyResult, loss_rtol: float | None = None) -> None:
         )
     else:
         result.table = checks_mod.equivalence_table(many, one)
+    ranks = result.check("ranks")
+    if ranks is not None and ranks.status == "fail":
+        result.notes.append(
+            f"the ranks' parameters drifted apart (see ranks agree): the {many.nprocs}-process run "
+            f"was {many.nprocs} separate trainings, and the table sizes one training: fix that first"
+        )
 
 
 def files_check(changed: Sequence[str], user_cwd: str, who: dict[str, str] | None = None) -> Check:

@@ -15,6 +15,10 @@ from typing import Any
 from distlint.verify.probe import distlint_probe_schema as schema
 
 
+def _dict_or_none(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
 @dataclass
 class Update:
     """One real optimizer update of one rank, with what was trained on for it."""
@@ -34,6 +38,8 @@ class Update:
     factors: list[float] = field(default_factory=list)
     base_lrs: list[float | None] = field(default_factory=list)  # scheduler base (peak) LRs
     precision: dict[str, Any] | None = None  # autocast / param / grad dtypes, GradScaler use
+    params: dict[str, Any] | None = None  # fingerprint of the parameters after this update
+    params_before: dict[str, Any] | None = None  # and before it (first update only)
 
     @property
     def loss(self) -> float | None:
@@ -258,6 +264,8 @@ def read_rank(path: str) -> RankRecord | None:
                     factors=factors,
                     base_lrs=list(r.get("base_lrs") or []),
                     precision=r.get("precision") if isinstance(r.get("precision"), dict) else None,
+                    params=_dict_or_none(r.get("params")),
+                    params_before=_dict_or_none(r.get("params_before")),
                 )
             )
             batch_samples, losses = 0, []

@@ -86,6 +86,7 @@ def write_rank(
                 "untrained": u.get("untrained", 0),
                 "loaders": u.get("loaders", []),
                 **({"precision": u["precision"]} if "precision" in u else {}),
+                **{k: u[k] for k in ("params", "params_before") if k in u},
             }
         )
     if finished:

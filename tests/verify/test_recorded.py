@@ -26,6 +26,7 @@ def test_correct_script_is_comparable():
     assert {k: v.status for k, v in c.items()} == {
         "batch": "warn",
         "sharding": "pass",
+        "ranks": "skip",  # recorded before the probe fingerprinted parameters
         "lr": "pass",
         "schedule": "skip",
         "seeding": "pass",

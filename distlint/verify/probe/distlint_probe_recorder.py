@@ -23,6 +23,10 @@ from distlint_probe_schema import (
     SCHEMA_VERSION,
 )
 
+# The parameter fingerprint: values sampled per update, elements reduced per update at most
+FP_SAMPLES = 16
+FP_CAP = 1 << 24
+
 _INTERNAL = (os.sep + "torch" + os.sep, os.sep + "accelerate" + os.sep, os.sep + "distlint_probe")
 
 
@@ -131,6 +135,7 @@ class Recorder:
         self.loader_ids = {}  # id(DataLoader) -> small int
         self.patches = None  # the Patcher (set by the hooks)
         self.epoch_bound = None  # --epochs: loaders of an update -> whether to stop there
+        self.params_before = None  # fingerprint of the first optimizer's parameters, first update
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -400,6 +405,71 @@ class Recorder:
         return {"autocast": casts, "outputs": outs, "param": param, "grad": grad,
                 "scaler": scaled, "opaque": opaque}  # fmt: skip
 
+    # -- parameters ------------------------------------------------------------------------
+
+    def param_fingerprint(self, optimizer):
+        """A cheap fingerprint of the parameters `optimizer` steps, equal on ranks holding equal
+        parameters: sum and sum of squares (over every `stride`-th element, at most FP_CAP
+        elements per update), FP_SAMPLES values at fixed positions, and the count and
+        shape of what was fingerprinted. `sharded`: a parameter is a shard (FSDP's FlatParameter,
+        a DTensor, a DeepSpeed ZeRO parameter), so ranks hold different values by design.
+        One host sync per call; None when there is nothing to fingerprint; never raises."""
+        torch = sys.modules.get("torch")
+        try:
+            params = [
+                p
+                for group in optimizer.param_groups
+                for p in group.get("params", [])
+                if isinstance(p, torch.Tensor) and p.device.type != "meta"
+            ]
+            total = sum(p.numel() for p in params)
+            if not total:
+                return None
+            sharded = any(
+                type(p).__name__ in ("FlatParameter", "DTensor") or hasattr(p, "ds_id")
+                for p in params
+            )
+            stride = max(1, -(-total // FP_CAP))
+            marks = sorted({(i * total) // FP_SAMPLES for i in range(FP_SAMPLES)})
+            parts, picks, start, counted = [], [], 0, 0
+            with torch.no_grad():
+                for p in params:
+                    flat = p.detach().reshape(-1)
+                    offset = (-start) % stride  # a global stride across the parameters
+                    part = flat[offset::stride] if stride > 1 else flat
+                    if part.is_complex():
+                        part = torch.view_as_real(part).reshape(-1)
+                    counted += part.numel()
+                    if part.dtype not in (torch.float32, torch.float64):
+                        part = part.float()  # half/bf16: summed in fp32, like fp32 itself
+                    # per tensor in its own precision (fast; equal inputs give equal bits),
+                    # across tensors in float64
+                    parts.append(part.sum().to(torch.float64))
+                    parts.append(torch.dot(part, part).to(torch.float64))
+                    end = start + flat.numel()
+                    inside = [m - start for m in marks if start <= m < end]
+                    if inside:
+                        picked = flat[torch.tensor(inside, device=flat.device)]
+                        picks.append(picked.abs() if picked.is_complex() else picked)
+                    start = end
+                values = torch.stack(parts).reshape(-1, 2).sum(0)
+                sample = torch.cat([x.to(torch.float64) for x in picks]) if picks else values[:0]
+                both = torch.cat([values, sample.to(values.device)]).cpu().tolist()
+            return {
+                "sum": both[0], "sq": both[1], "sample": both[2:], "numel": total,
+                "counted": counted, "stride": stride, "tensors": len(params),
+                "shapes": self.shapes_digest(params), "sharded": sharded,
+            }  # fmt: skip
+        except Exception:
+            return None
+
+    @staticmethod
+    def shapes_digest(params):
+        import zlib
+
+        text = ";".join(",".join(map(str, p.shape)) for p in params)
+        return zlib.crc32(text.encode()) & 0xFFFFFFFF
+
     # -- losses ----------------------------------------------------------------------------
 
     def loss_factor(self, loss):
@@ -450,6 +520,7 @@ class Recorder:
             self.optimizer_index[key] = len(self.optimizer_index)
         if self.updates == 0 and not self.step_counts:
             self.rng("first_step", become_rank=True)
+            self.params_before = self.param_fingerprint(optimizer)
         groups = optimizer.param_groups
         self.pending_lrs[key] = [float(g.get("lr", float("nan"))) for g in groups]
         # A scheduler's base LR: `initial_lr` (LambdaLR, warmup schedules: the peak), `max_lr`
@@ -476,6 +547,9 @@ class Recorder:
                 if all(isinstance(s, list) and len(s) == 2 for s in sums):
                     data["checksum"] = [sum(s[0] for s in sums), sum(s[1] for s in sums)]
             data["precision"] = self.precision_of(optimizer, trained)
+            data["params"] = self.param_fingerprint(optimizer)
+            if self.params_before is not None:
+                data["params_before"], self.params_before = self.params_before, None
             self.forwards = []
             data["loaders"] = self.loaders_since_step
             self.loaders_since_step = []

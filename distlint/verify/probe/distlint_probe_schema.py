@@ -59,7 +59,10 @@ KINDS = {
     # Optional: base_lrs (each group's scheduler base LR: initial_lr / max_lr, the peak of a
     # warmup), precision (first optimizer: {"autocast": dtypes over the trained forwards or
     # "off", "outputs": their output dtypes, "param"/"grad": dtypes stepped, "scaler": GradScaler
-    # scale calls since the previous update})
+    # scale calls since the previous update}), params (first optimizer: a fingerprint of the
+    # parameters it steps, after the update: {"sum", "sq", "sample", "numel", "counted",
+    # "stride", "tensors", "shapes", "sharded"}; equal on ranks that hold equal parameters),
+    # params_before (the same, before the first update; first update only)
     "step": ("n", "opt", "lrs", "samples", "numel", "checksum", "forwards", "untrained", "loaders"),
     # the rank reached --max-steps / the sample target and leaves cleanly
     "stop": ("updates", "reason"),
