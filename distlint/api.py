@@ -502,9 +502,10 @@ def lint_paths(
     todo = [slot for slot in slots if isinstance(slot, str)]
     from distlint.analysis.project import lint_run
 
-    # a module linted in this run reports its own errors, not its importers; each file is
-    # checked against the disk once in a run
-    lint_run(todo)
+    # a module of this run (linted now or answered from the cache) reports its own errors, not
+    # its importers, and its calls count for the modules it imports; each file is checked
+    # against the disk once in a run
+    lint_run([slot if isinstance(slot, str) else slot.path for slot in slots])
     if todo:
         # Load LibCST and the rules here, once: forked pool workers inherit them instead of
         # each importing them again.

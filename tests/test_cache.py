@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import FIXTURES
 
 from distlint import api, cache
 from distlint.api import LintOptions, lint_paths
@@ -278,3 +279,29 @@ def test_entries_of_the_old_flat_layout_are_removed(project):
     (old / ("0" * 64 + ".json")).write_text("{}")
     run()
     assert not (old / ("0" * 64 + ".json")).exists() and entries(project)
+
+
+def test_a_helper_judged_by_its_importers_answers_as_the_run_does(tmp_path, monkeypatch):
+    """An evaluation helper's loop over a parameter is judged by the loaders the run's other
+    files pass it: linted alone it is silent, in a run with its caller it is reported, and the
+    cache answers each run as that run would be answered without it (the caller answered from
+    the cache still counts)."""
+    helper = FIXTURES / "projects" / "accelerate_eval_helper_module"
+    for name in ("train.py", "evaluation.py", "pyproject.toml"):
+        shutil.copy(helper / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+
+    def codes(paths, cache):
+        results = lint_paths(list(paths), LintOptions(cache=cache, jobs=1))
+        return sorted((Path(r.path).name, f.code) for r in results for f in r.findings)
+
+    together = codes(["train.py", "evaluation.py"], cache=False)
+    alone = codes(["evaluation.py"], cache=False)
+    assert ("evaluation.py", "DL402") in together and alone == []
+    for paths, expected in [
+        (["evaluation.py"], alone),  # cached silent: must not answer the next run
+        (["train.py", "evaluation.py"], together),
+        (["train.py", "evaluation.py"], together),  # train.py now from the cache
+        (["evaluation.py"], alone),
+    ]:
+        assert codes(paths, cache=True) == expected, paths

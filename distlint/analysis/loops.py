@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
@@ -235,7 +235,7 @@ class Loops:
         path = os.path.normpath(os.path.abspath(path))  # as imports resolve (linted as given)
         importers = getattr(project, "run_importers", None)  # a project of this run's files
         out: list[Origin] = []
-        callers: list[Facts] = self.__dict__.setdefault("_callers", {}).setdefault(param, [])
+        callers: list[Facts] = self._this_run("_callers").setdefault(param, [])
         for importer in importers(path) if importers is not None else ():
             other = facts._facts_of(importer)
             if other is None:
@@ -245,6 +245,16 @@ class Loops:
                 callers.append(other)
             out += passed
         return out
+
+    def _this_run(self, name: str) -> dict[Any, Any]:
+        """A memo of facts that depend on the files of the run (what importers pass), kept
+        while the project is in the same run: a later run, or an editor's next lint, asks
+        again (this module's facts outlive a run while its text is unchanged)."""
+        run = getattr(self.facts.project, "run_number", 0)
+        held = self.__dict__.get(name)
+        if held is None or held[0] != run:
+            held = self.__dict__[name] = (run, {})
+        return held[1]
 
     def callers_of_loader(self, loop: cst.For) -> list[Facts]:
         """The other files of the run whose calls pass ``loop`` its loader (a loop over a
@@ -257,7 +267,7 @@ class Loops:
         if len(bindings) != 1 or bindings[0].op != "param":
             return []
         self.loader_origins(expr)  # (records the callers)
-        found: dict[cst.CSTNode, list[Facts]] = self.__dict__.get("_callers", {})
+        found: dict[cst.CSTNode, list[Facts]] = self._this_run("_callers")
         return list(found.get(bindings[0].node, ()))
 
     def passed_to(
@@ -267,7 +277,7 @@ class Loops:
         ``path`` (imported by name or through its module) pass for the parameter at
         ``position`` (None: keyword-only) called ``keyword``: plain data, for that module."""
         memo: dict[tuple[str, str, int | None, str], list[Origin]]
-        memo = self.__dict__.setdefault("_passed_to", {})
+        memo = self._this_run("_passed_to")
         key = (path, name, position, keyword)
         if key in memo:
             return memo[key]

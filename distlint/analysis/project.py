@@ -168,6 +168,7 @@ class Project:
         self._loaded: set[str] = set()
         self.reached: tuple[str, ...] = ()  # of the last `tracking` block
         self._reported: set[tuple[str, str]] = set()
+        self.run_number = 0  # counts begin_run: memos of run-dependent facts are per run
         # module path -> the files of this run importing it (see `run_importers`)
         self._importers: dict[str, list[str]] | None = None
 
@@ -322,6 +323,8 @@ class Project:
 
     def _digest_of(self, full: str) -> str | None:
         """The digest of what was read of ``full`` (None: nothing was), computed once."""
+        if full.endswith(RUN_IMPORTERS):
+            return "the files of the run"  # no file digest equals it: never a cache hit
         digest = self._digests.get(full)
         if digest is None:
             data = self._data.get(full)
@@ -796,6 +799,10 @@ class Project:
                 for target in scan[1]:
                     found.setdefault(target, []).append(importer)
         full = normalise(path)
+        # What this lint finds now depends on which files this run lints: a stand-in dependency
+        # that never matches a file on disk keeps its result out of the cache (`check helper.py`
+        # alone must not answer a later `check .`, whose importers decide otherwise).
+        self._touch(full + RUN_IMPORTERS)
         return tuple(p for p in found.get(full, ()) if p != full)
 
     def _within(self, path: str) -> bool:
@@ -934,6 +941,7 @@ class Project:
         sees every file as it was when the run first looked at it."""
         self._fresh.clear()
         self._importers = None
+        self.run_number += 1  # facts that depend on the run's files are asked again
         # what name searches learnt skips the modules behind it: searched again, each module
         # checked against the disk (its outline is kept while it is unchanged)
         self._may_write.clear()
@@ -1021,6 +1029,9 @@ def forget_projects() -> None:
 
 
 _RUN_FILES: set[str] = set()
+# Appended to a module's path: the dependency of a result on the run's files importing that
+# module (a path below a file, so it never names a file on disk).
+RUN_IMPORTERS = os.sep + "<files of the run importing it>"
 
 
 def lint_run(paths: Iterable[str]) -> None:
