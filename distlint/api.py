@@ -488,10 +488,17 @@ def lint_paths(
     others are linted on a process pool when there are many of them (``options.jobs``).
     ``on_total`` is told how many files were found, before the first result (for progress).
     """
+    from distlint.analysis.project import lint_run
     from distlint.parallel import ordered_map
 
+    items = list(iter_source_files(paths, lambda p: config_for(p, options)))
+    # a module of this run (linted now or answered from the cache) reports its own errors, not
+    # its importers, and its calls count for the modules it imports (declared before the cache
+    # is asked: a result that depended on its importers holds only for the same ones); each
+    # file is checked against the disk once in a run
+    lint_run([item for item in items if isinstance(item, str)])
     slots: list[FileResult | str] = []  # a ready result, or a path still to lint
-    for item in iter_source_files(paths, lambda p: config_for(p, options)):
+    for item in items:
         if isinstance(item, FileError):
             slots.append(FileResult(item.path, errors=(item,)))
         else:
@@ -500,12 +507,6 @@ def lint_paths(
     if on_total is not None:
         on_total(len(slots))
     todo = [slot for slot in slots if isinstance(slot, str)]
-    from distlint.analysis.project import lint_run
-
-    # a module of this run (linted now or answered from the cache) reports its own errors, not
-    # its importers, and its calls count for the modules it imports; each file is checked
-    # against the disk once in a run
-    lint_run([slot if isinstance(slot, str) else slot.path for slot in slots])
     if todo:
         # Load LibCST and the rules here, once: forked pool workers inherit them instead of
         # each importing them again.
@@ -610,6 +611,19 @@ def _fix_wanted(result: FileResult, config: Config, options: LintOptions) -> boo
     )
 
 
+def _run_dependency(dep: str, config: Config) -> str | None:
+    """The digest now of a cached result's dependency that is not a file: the files of this run
+    importing a module (see ``Project.run_importers``); None for a file."""
+    if not dep.endswith(">"):  # every such dependency ends so; a file's path practically never
+        return None
+    from distlint.analysis.project import RUN_IMPORTERS
+
+    if not dep.endswith(RUN_IMPORTERS):
+        return None
+    module = dep[: -len(RUN_IMPORTERS)]
+    return str(project_for(module, config).importers_digest(module))
+
+
 def _cached_result(path: str, options: LintOptions) -> FileResult | None:
     try:
         config = config_for(path, options)
@@ -620,7 +634,7 @@ def _cached_result(path: str, options: LintOptions) -> FileResult | None:
         return None
     data, state = read
     cache, key = _cache_entry(path, data, config, options)
-    result = cache.get(key, path)
+    result = cache.get(key, path, partial(_run_dependency, config=config))
     if result is None or (options.fix and _fix_wanted(result, config, options)):
         return None  # a fix run starts from the cached edits in its worker (see _lint_file)
     if options.add_noqa and result.findings:

@@ -26,7 +26,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -104,8 +104,11 @@ class Cache:
         self._digests: dict[str, list[Any]] | None = None
         self._digests_changed = False
 
-    def get(self, key: str, path: str) -> FileResult | None:
-        """The cached result for ``key`` shown under ``path``, or None (missing or corrupt)."""
+    def get(
+        self, key: str, path: str, digest_of: Callable[[str], str | None] | None = None
+    ) -> FileResult | None:
+        """The cached result for ``key`` shown under ``path``, or None (missing or corrupt).
+        ``digest_of``: the digest now of a dependency that is not a file (None: a file)."""
         if not self._usable():
             return None
         raw = read_source(os.path.join(self.entries, key + ".json"), MAX_ENTRY_BYTES)
@@ -116,8 +119,10 @@ class Cache:
         except Exception:  # corrupt, truncated or foreign entry: lint the file again
             return None
         # The modules and config files it reached are part of the key: any changed, a miss.
-        if any(self.digest_now(dep) != digest for dep, digest in result.dependencies):
-            return None
+        for dep, digest in result.dependencies:
+            now = digest_of(dep) if digest_of is not None else None
+            if (now if now is not None else self.digest_now(dep)) != digest:
+                return None
         return result
 
     def put(self, key: str, result: FileResult) -> None:

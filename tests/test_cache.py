@@ -305,3 +305,9 @@ def test_a_helper_judged_by_its_importers_answers_as_the_run_does(tmp_path, monk
         (["evaluation.py"], alone),
     ]:
         assert codes(paths, cache=True) == expected, paths
+    counter = Counter(monkeypatch)
+    assert codes(["evaluation.py"], cache=True) == alone
+    assert codes(["train.py", "evaluation.py"], cache=True) == together
+    assert codes(["train.py", "evaluation.py"], cache=True) == together
+    # the same run again is answered from the cache: 1 lint for the change of run, then none
+    assert [Path(p).name for p in counter.paths] == ["evaluation.py"]

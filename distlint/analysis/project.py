@@ -324,7 +324,7 @@ class Project:
     def _digest_of(self, full: str) -> str | None:
         """The digest of what was read of ``full`` (None: nothing was), computed once."""
         if full.endswith(RUN_IMPORTERS):
-            return "the files of the run"  # no file digest equals it: never a cache hit
+            return self.importers_digest(full[: -len(RUN_IMPORTERS)])
         digest = self._digests.get(full)
         if digest is None:
             data = self._data.get(full)
@@ -786,7 +786,21 @@ class Project:
 
     def run_importers(self, path: str) -> tuple[str, ...]:
         """The other files of this run whose import lines reach module ``path`` (a line scan,
-        done once per run; nothing parsed): where the callers of its functions may be."""
+        done once per run; nothing parsed): where the callers of its functions may be.
+
+        What a lint finds from them depends on which files this run lints: a stand-in
+        dependency (``path`` + RUN_IMPORTERS, digest :meth:`importers_digest`) makes a cached
+        result answer only a run with the same importers (`check helper.py` alone must not
+        answer a later `check .`)."""
+        full = normalise(path)
+        self._touch(full + RUN_IMPORTERS)
+        return self._run_importers(full)
+
+    def importers_digest(self, full: str) -> str:
+        """The digest of the files of this run importing module ``full`` (see run_importers)."""
+        return "importers " + _digest("\n".join(self._run_importers(full)).encode())
+
+    def _run_importers(self, full: str) -> tuple[str, ...]:
         found = self._importers
         if found is None:
             found = self._importers = {}
@@ -798,11 +812,6 @@ class Project:
                     scan = self._scans[importer] = self._scan_module(importer)
                 for target in scan[1]:
                     found.setdefault(target, []).append(importer)
-        full = normalise(path)
-        # What this lint finds now depends on which files this run lints: a stand-in dependency
-        # that never matches a file on disk keeps its result out of the cache (`check helper.py`
-        # alone must not answer a later `check .`, whose importers decide otherwise).
-        self._touch(full + RUN_IMPORTERS)
         return tuple(p for p in found.get(full, ()) if p != full)
 
     def _within(self, path: str) -> bool:
