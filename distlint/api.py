@@ -614,8 +614,7 @@ def _fix_wanted(result: FileResult, config: Config, options: LintOptions) -> boo
 def _run_dependency(dep: str, config: Config) -> str | None:
     """The digest now of a cached result's dependency that is not a file: the files of this run
     importing a module (see ``Project.run_importers``); None for a file."""
-    if not dep.endswith(">"):  # every such dependency ends so; a file's path practically never
-        return None
+    # (loaded already: lint_paths declared the run with it)
     from distlint.analysis.project import RUN_IMPORTERS
 
     if not dep.endswith(RUN_IMPORTERS):
