@@ -198,6 +198,101 @@ def test_a_process_group_started_two_helper_calls_deep_in_another_module():
     assert Made.PROCESS_GROUP in facts.summaries._external_makes(facts.index.calls[0])
 
 
+DEEP_GROUP = {
+    "pkg/__init__.py": "",
+    "pkg/distributed.py": """
+        import os
+        from torch import distributed as dist
+
+        def get_rank():
+            return dist.get_rank()
+
+        def initialize():
+            {start}
+    """,
+    "pkg/context.py": """
+        import pkg.distributed as dist
+
+        class ParallelContext:
+            def __init__(self, tp):
+                self.tp = tp
+                if not dist.is_initialized():
+                    dist.initialize()
+                self.rank = dist.get_rank()
+    """,
+    "pkg/engine.py": """
+        from pkg.context import ParallelContext
+
+        class Engine:
+            def __init__(self, cfg):
+                self.context = ParallelContext(cfg.tp)
+    """,
+    "train.py": """
+        from pkg.engine import Engine
+
+        def main(cfg):
+            engine = Engine(cfg)
+    """,
+}
+
+
+@pytest.mark.parametrize(
+    "start, mode",
+    [
+        pytest.param(
+            'dist.init_process_group("nccl", world_size=int(os.environ["WORLD_SIZE"]))',
+            Mode.DDP,
+            id="started-three-modules-deep",
+        ),
+        pytest.param(
+            'dist.init_process_group("nccl", world_size=1, rank=0)', Mode.NONE, id="one-process"
+        ),
+        pytest.param("return dist.get_rank()", Mode.NONE, id="only-reads-the-rank"),
+    ],
+)
+def test_a_process_group_started_through_constructors_three_modules_deep(start, mode):
+    sources = dict(DEEP_GROUP)
+    sources["pkg/distributed.py"] = sources["pkg/distributed.py"].replace("{start}", start)
+    facts, _ = project_facts(sources)
+    assert facts.mode is mode
+
+
+def test_a_process_group_of_one_process_started_in_the_script_is_not_data_parallel():
+    code = "import torch.distributed as dist\ndist.init_process_group('gloo', world_size={})\n"
+    assert facts_of(code.format("1")).mode is Mode.NONE
+    assert facts_of(code.format("2")).mode is Mode.DDP
+    assert facts_of("WORLD = 1\n" + code.format("WORLD")).mode is Mode.NONE
+
+
+def test_a_chain_of_constructors_is_summarised_once_per_link(monkeypatch):
+    """Each class of a 40-module chain is asked once whether it starts the process group:
+    the cost grows with the chain, not with its square."""
+    from distlint.analysis.processes import Processes
+
+    n = 40
+    sources = {
+        f"m{k}.py": f"from m{k + 1} import C{k + 1}\n\nclass C{k}:\n"
+        f"    def __init__(self):\n        self.inner = C{k + 1}()\n"
+        for k in range(n)
+    }
+    sources[f"m{n}.py"] = (
+        f"import torch.distributed as dist\n\nclass C{n}:\n"
+        "    def __init__(self):\n        dist.init_process_group('nccl')\n"
+    )
+    sources["train.py"] = "from m0 import C0\n\nC0()\n"
+    asked: list[object] = []
+    original = Processes.starts_process_group
+
+    def counting(self, fn):
+        asked.append(fn)
+        return original(self, fn)
+
+    monkeypatch.setattr(Processes, "starts_process_group", counting)
+    facts, project = project_facts(sources)
+    assert facts.mode is Mode.DDP
+    assert len(asked) == len({id(fn) for fn in asked}) == n + 1
+
+
 def test_a_project_instantiate_is_recognised_by_what_it_does():
     facts = facts_of(
         """

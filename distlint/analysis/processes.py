@@ -26,6 +26,7 @@ from distlint.analysis.index import (
     Assignment,
     ImportRecord,
     Index,
+    Op,
     call_keyword,
     string_value,
     target_key,
@@ -110,7 +111,7 @@ class Processes(Provider):
             return Mode.FABRIC
         if self.facts.calls_to(K.XLA_MULTIPROCESS):
             return Mode.XLA_MULTIPROCESS
-        if self.facts.calls_to(K.DDP_CALLS):
+        if any(not self._one_process(c) for c in self.facts.calls_to(K.DDP_CALLS)):
             return Mode.DDP
         # the script hands its model / optimizer to a project class or function that trains
         # them data-parallel (a Trainer that creates the Accelerator and prepares what it gets)
@@ -152,26 +153,64 @@ class Processes(Provider):
 
     @cached_property
     def _process_group_starts(self) -> list[cst.Call]:
-        return self.facts.calls_to(K.PROCESS_GROUP_STARTS)
+        """Calls of this module that start a process group of several processes: a group
+        started with `world_size=1` is one process (a single-GPU run that calls collectives)."""
+        return [c for c in self.facts.calls_to(K.PROCESS_GROUP_STARTS) if not self._one_process(c)]
+
+    def _one_process(self, call: cst.Call) -> bool:
+        """`init_process_group(..., world_size=1)`: a number 1 written (or a name bound once
+        to it), not a launcher's value that is 1 only when nothing sets it."""
+        size = call_keyword(call, "world_size")
+        return size is not None and self.index.constant_value(size) == 1
+
+    @cached_property
+    def _group_started_elsewhere(self) -> bool:
+        """A call of this module into the project may start the process group: a module its
+        imports reach writes one of the calls that start it (a line scan; nothing parsed)."""
+        return self.project is not None and self.imports_may_reach(_PROCESS_GROUP)
+
+    @cached_property
+    def _calls_within(self) -> dict[cst.CSTNode, list[cst.Call]]:
+        """Each function and class of this module -> the calls written inside it (one walk of
+        every call's ancestors, instead of one per function asked)."""
+        out: dict[cst.CSTNode, list[cst.Call]] = {}
+        for call in self.index.calls:
+            for anc in self.index.ancestors(call):
+                if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+                    out.setdefault(anc, []).append(call)
+        return out
 
     def starts_process_group(self, fn: cst.CSTNode) -> bool:
-        """``fn`` (a function or class of this module) starts the torch.distributed process
-        group, itself or through the helpers of this module it calls (a caller in another
-        module asks this summary: the chain may cross one module boundary)."""
-        index = self.index
+        """``fn`` (a function or class of this module) starts a torch.distributed process group
+        of several processes, itself or through what it calls: functions and classes of this
+        module, and of other project modules, whose summaries ask the same question (a chain
+        of helpers and constructors across any number of modules, each link summarised once)."""
         starts = self._process_group_starts
-        if not starts:
+        elsewhere = self._group_started_elsewhere
+        if not starts and not elsewhere:
             return False
-        if any(index.is_inside(c, fn) for c in starts):
+        inside = self._calls_within.get(fn, ())
+        if any(c in starts for c in inside):
             return True
-        for call in index.calls:
-            if not index.is_inside(call, fn):
-                continue
-            local = index.local_function(call.func)
-            if local is not None and local is not fn:
-                if Made.PROCESS_GROUP in self.facts.summary(local).makes:
+        for call in inside:
+            local = self._local_callable(call.func)
+            if local is not None:
+                if local is not fn and Made.PROCESS_GROUP in self.facts.summary(local).makes:
+                    return True
+            elif elsewhere:
+                found = self.facts.summaries._external_summary(call, _PROCESS_GROUP)
+                if found is not None and Made.PROCESS_GROUP in found.makes:
                     return True
         return False
+
+    def _local_callable(self, func: cst.BaseExpression) -> cst.CSTNode | None:
+        """The function, method or class of this module that a call of ``func`` runs."""
+        local = self.index.local_function(func)
+        if local is None and isinstance(func, cst.Name):
+            for b in self.index.bindings_of(func):
+                if b.op is Op.CLASS and isinstance(b.node, cst.ClassDef):
+                    return b.node
+        return local
 
     def _unresolved(self, expr: cst.BaseExpression) -> bool:
         """Nothing in the project says what ``expr`` holds: every value it is given is a call
