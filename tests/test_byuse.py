@@ -198,6 +198,73 @@ def test_a_process_group_started_two_helper_calls_deep_in_another_module():
     assert Made.PROCESS_GROUP in facts.summaries._external_makes(facts.index.calls[0])
 
 
+WRAPPED = """
+import os
+import torch
+{imports}
+
+def main(cfg):
+    model = {wrap}
+    optimizer = torch.optim.SGD(model.module.parameters(), lr=0.1)
+    {evidence}
+"""
+
+
+@pytest.mark.parametrize(
+    "imports, wrap, evidence, mode",
+    [
+        pytest.param(
+            "import torch.distributed as dist",
+            "cfg.build_model()",
+            "dist.barrier()",
+            Mode.DDP,
+            id="unresolved-and-torch-distributed",
+        ),
+        pytest.param(
+            "",
+            "cfg.build_model()",
+            'torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))',
+            Mode.DDP,
+            id="unresolved-and-launcher-env",
+        ),
+        pytest.param(
+            "",
+            "cfg.build_model()",
+            'torch.cuda.set_device(int(os.getenv("LOCAL_RANK", "0")))',
+            Mode.DDP,
+            id="unresolved-and-getenv",
+        ),
+        pytest.param("", "cfg.build_model()", "pass", Mode.NONE, id="unresolved-alone"),
+        pytest.param(
+            "import torch.distributed as dist",
+            "cfg.build_model()",
+            "print(dist.is_initialized())",
+            Mode.NONE,
+            id="unresolved-and-only-asks-whether-distributed",
+        ),
+        pytest.param(
+            "",
+            "cfg.build_model()",
+            'torch.cuda.set_device(int(os.environ["CUDA_DEVICE"]))',
+            Mode.NONE,
+            id="unresolved-and-other-env",
+        ),
+        pytest.param(
+            "import torch.distributed as dist",
+            "torch.nn.DataParallel(cfg.build_model())",
+            "dist.is_available()",
+            Mode.NONE,
+            id="resolved-data-parallel",
+        ),
+    ],
+)
+def test_model_module_means_ddp_only_where_the_run_is_distributed(imports, wrap, evidence, mode):
+    """`model.module` is where both DDP and DataParallel keep the model: on a model nothing
+    resolves, the rest of the script says which (DataParallel is one process)."""
+    code = WRAPPED.format(imports=imports, wrap=wrap, evidence=evidence)
+    assert facts_of(code).mode is mode
+
+
 DEEP_GROUP = {
     "pkg/__init__.py": "",
     "pkg/distributed.py": """

@@ -149,7 +149,44 @@ class Processes(Provider):
             return Mode.ACCELERATE
         if any("no_sync" in used for used in methods.values()):
             return Mode.DDP
+        if self._wrapped_model_used and self._uses_torch_distributed:
+            return Mode.DDP
         return Mode.NONE
+
+    @cached_property
+    def _wrapped_model_used(self) -> bool:
+        """`model.module` on a model nothing resolves (`model = build_model(cfg)` from a
+        registry): a DistributedDataParallel wrapper, or a DataParallel one, which trains on
+        one process; the rest of the run tells them apart (`_uses_torch_distributed`)."""
+        for node in self.index.nodes_of(cst.Attribute):
+            assert isinstance(node, cst.Attribute)
+            if node.attr.value != K.WRAPPED_MODEL_ATTRIBUTE:
+                continue
+            if isinstance(node.value, (cst.Name, cst.Attribute)) and self._unresolved(node.value):
+                return True
+        return False
+
+    @cached_property
+    def _uses_torch_distributed(self) -> bool:
+        """The module calls torch.distributed or reads what a distributed launcher sets for
+        each process (`LOCAL_RANK`, `RANK`, `WORLD_SIZE`): a single-process run has neither."""
+        index = self.index
+        for call in index.calls:
+            q = index.qualname(call.func)
+            if q is not None and q.startswith("torch.distributed."):
+                # `dist.is_initialized()` / `is_available()` only ask: either kind of run does
+                if not q.rsplit(".", 1)[1].startswith("is_"):
+                    return True
+            if f"{q}()" in K.ENV_READERS and call.args:
+                if string_value(call.args[0].value) in K.LAUNCHER_ENV:
+                    return True
+        for node in index.nodes_of(cst.Subscript):
+            assert isinstance(node, cst.Subscript)
+            if index.qualname(node.value) == "os.environ" and len(node.slice) == 1:
+                element = node.slice[0].slice
+                if isinstance(element, cst.Index) and string_value(element.value) in K.LAUNCHER_ENV:
+                    return True
+        return False
 
     @cached_property
     def _process_group_starts(self) -> list[cst.Call]:
