@@ -265,6 +265,38 @@ def test_model_module_means_ddp_only_where_the_run_is_distributed(imports, wrap,
     assert facts_of(code).mode is mode
 
 
+@pytest.mark.parametrize(
+    "hparams, share",
+    [
+        pytest.param(
+            "DEVICES = 8\nGLOBAL_BATCH = 512\nbatch_size = GLOBAL_BATCH // DEVICES\n",
+            ("batch_size", "GLOBAL_BATCH // DEVICES", "DEVICES", 8),
+            id="share-by-a-constant-count",
+        ),
+        pytest.param(
+            "DEVICES = 1\nGLOBAL_BATCH = 512\nbatch_size = GLOBAL_BATCH // DEVICES\n",
+            None,
+            id="one-device",
+        ),
+        pytest.param(
+            "GLOBAL_BATCH = 512\nMICRO_BATCH = 8\naccum_steps = GLOBAL_BATCH // MICRO_BATCH\n",
+            None,
+            id="accumulation-count",
+        ),
+        pytest.param("GLOBAL_BATCH = 512\nbatch_size = GLOBAL_BATCH // 4\n", None, id="literal"),
+    ],
+)
+def test_a_global_batch_shared_by_a_constant_in_a_hyperparameter_module(hparams, share):
+    facts, _ = project_facts(
+        {
+            "hparams.py": hparams,
+            "train.py": "from hparams import batch_size\n",
+        }
+    )
+    found = facts.processes.constant_share
+    assert (tuple(found) if found is not None else None) == share
+
+
 DEEP_GROUP = {
     "pkg/__init__.py": "",
     "pkg/distributed.py": """

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import libcst as cst
 
@@ -41,6 +41,15 @@ if TYPE_CHECKING:
 
 
 _PROCESS_GROUP = _Spellings.of(K.PROCESS_GROUP_STARTS)
+
+
+class ConstantShare(NamedTuple):
+    """`place = whole // divisor` with `divisor` a module constant `count`."""
+
+    place: str  # `batch_size`
+    value: str  # `global_batch_size // num_of_devices`
+    divisor: str  # `num_of_devices`
+    processes: int  # 8
 
 
 class Processes(Provider):
@@ -699,7 +708,7 @@ class Processes(Provider):
         # in another module (`args.batch_size //= world_size`): its name is what says so, and its
         # own value must be the world-size share (bookkeeping such as
         # `steps_per_epoch = len(ds) // (bs * num_processes)` is not).
-        for assigns in self._batch_places():
+        for _name, assigns in self._batch_places():
             for a in assigns:
                 if a.op in ("/=", "//=") and a.value is not None:
                     if self.reads_process_count(a.value):
@@ -722,15 +731,55 @@ class Processes(Provider):
                 candidates.append(positional.value)
         return candidates
 
-    def _batch_places(self) -> Iterator[Sequence[Any]]:
+    def _batch_places(self) -> Iterator[tuple[str, Sequence[Any]]]:
+        """(name, its assignments) of each place named for the batch or the accumulation."""
         for scope in self.index.scopes:
             for name, assigns in scope.bindings.items():
                 if _names_batch_or_accumulation(name):
-                    yield assigns
+                    yield name, assigns
         for key, assigns in self.index.attr_assignments.items():
             last = key.split("@")[0].rsplit(".", 1)[-1].rsplit("[", 1)[-1]
             if _names_batch_or_accumulation(last):
-                yield assigns
+                yield key.split("@")[0], assigns
+
+    @cached_property
+    def constant_share(self) -> ConstantShare | None:
+        """A batch or accumulation value that is a share of a global batch by a named constant
+        count (`batch_size = global_batch_size // num_of_devices` with `num_of_devices = 8`),
+        here or in a hyper-parameter module this one imports: the global batch is what the
+        author meant on that many processes only. (Dividing by another batch,
+        `global_batch // micro_batch`, is an accumulation count, not a share.)"""
+        for name, assigns in self._batch_places():
+            for a in assigns:
+                found = self._share_by_constant(name, a.value) if a.op == "=" else None
+                if found is not None:
+                    return found
+        for path, (_counts, batchy) in self._imported_modules().items():
+            other = self.facts._facts_of(path) if batchy else None
+            if other is not None and other.processes.constant_share is not None:
+                return other.processes.constant_share
+        return None
+
+    def _share_by_constant(
+        self, name: str, value: cst.BaseExpression | None
+    ) -> ConstantShare | None:
+        while isinstance(value, cst.Call) and len(value.args) == 1:  # `int(a / b)`
+            value = value.args[0].value
+        if not isinstance(value, cst.BinaryOperation) or not isinstance(
+            value.operator, (cst.Divide, cst.FloorDivide)
+        ):
+            return None
+        left, right = value.left, value.right
+        whole = _last_name(left) if isinstance(left, (cst.Name, cst.Attribute)) else None
+        if whole is None or not _names_batch_or_accumulation(whole):
+            return None
+        if not isinstance(right, cst.Name) or _names_batch_or_accumulation(right.value):
+            return None
+        count = self.index.constant_value(right)
+        if type(count) is not int or count < 2:
+            return None
+        text = self.index.module.code_for_node(value).strip()
+        return ConstantShare(name, text, right.value, count)
 
     def _imported_shares_held(self) -> bool:
         """A module this one imports its batch sizes from (a hyper-parameter module) sets one
