@@ -297,6 +297,43 @@ def test_a_global_batch_shared_by_a_constant_in_a_hyperparameter_module(hparams,
     assert (tuple(found) if found is not None else None) == share
 
 
+@pytest.mark.parametrize(
+    "reads, given, lr, key",
+    [
+        pytest.param("cfg.lr", "Cfg(lr=args.lr)", "args.lr", "args.lr", id="config-keyword"),
+        pytest.param(
+            "cfg.optim.lr", "Cfg(optim=Cfg(lr=args.base))", "args.base", "args.base", id="nested"
+        ),
+        pytest.param("cfg.lr", "dict(lr=args.lr)", "args.lr", "args.lr", id="dict-call"),
+        pytest.param("cfg.lr", "Cfg(lr=1e-3)", "1e-3", None, id="a-number"),
+        pytest.param("cfg.lr", "cfg", "cfg", "cfg.lr", id="a-name-read-as-before"),
+    ],
+)
+def test_a_factory_reading_a_config_objects_field_names_what_the_keyword_is_given(
+    reads, given, lr, key
+):
+    facts, _ = project_facts(
+        {
+            "optim.py": f"""
+                import torch
+
+                def create_optimizer(model, cfg):
+                    return torch.optim.AdamW(model.parameters(), lr={reads})
+            """,
+            "train.py": f"""
+                import torch
+                from optim import create_optimizer
+
+                def main(args, model, Cfg, cfg):
+                    return create_optimizer(model, {given})
+            """,
+        }
+    )
+    (opt,) = facts.optimizers
+    assert opt.lr_key == key
+    assert facts.index.module.code_for_node(opt.lr) == lr
+
+
 DEEP_GROUP = {
     "pkg/__init__.py": "",
     "pkg/distributed.py": """
