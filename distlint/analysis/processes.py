@@ -229,8 +229,21 @@ class Processes(Provider):
     def starts_process_group(self, fn: cst.CSTNode) -> bool:
         """``fn`` (a function or class of this module) starts a torch.distributed process group
         of several processes, itself or through what it calls: functions and classes of this
-        module, and of other project modules, whose summaries ask the same question (a chain
-        of helpers and constructors across any number of modules, each link summarised once)."""
+        module (asked here, once each), and of other project modules, whose summaries ask the
+        same question (a chain of helpers and constructors across any number of modules, each
+        link answered once)."""
+        known = self._starts
+        if fn in known:
+            return bool(known[fn])  # None: a cycle, asked again on the way
+        known[fn] = None
+        known[fn] = found = self._starts_process_group(fn)
+        return found
+
+    @cached_property
+    def _starts(self) -> dict[cst.CSTNode, bool | None]:
+        return {}
+
+    def _starts_process_group(self, fn: cst.CSTNode) -> bool:
         starts = self._process_group_starts
         elsewhere = self._group_started_elsewhere
         if not starts and not elsewhere:
@@ -241,7 +254,7 @@ class Processes(Provider):
         for call in inside:
             local = self._local_callable(call.func)
             if local is not None:
-                if local is not fn and Made.PROCESS_GROUP in self.facts.summary(local).makes:
+                if local is not fn and self.starts_process_group(local):
                     return True
             elif elsewhere:
                 found = self.facts.summaries._external_summary(call, _PROCESS_GROUP)
