@@ -134,12 +134,23 @@ class Processes(Provider):
         """Where no construction says it: a process group started by a project helper a few
         calls deep; an object nothing resolves that is used as an Accelerator
         (`.prepare(...)` and `.backward(loss)`); a model that is used as a DDP model
-        (`model.no_sync()`)."""
+        (`model.no_sync()`, or `model.module` in a run that uses torch.distributed)."""
         if self.project is not None and self.imports_may_reach(_PROCESS_GROUP):
             for call in self.index.calls:
                 found = self.facts.summaries._external_summary(call, _PROCESS_GROUP)
                 if found is not None and Made.PROCESS_GROUP in found.makes:
                     return Mode.DDP
+        methods = self._role_methods_of_unresolved()
+        if any({"prepare", "backward"} <= used for used in methods.values()):
+            return Mode.ACCELERATE
+        if any("no_sync" in used for used in methods.values()):
+            return Mode.DDP
+        if self._wrapped_model_used and self._uses_torch_distributed:
+            return Mode.DDP
+        return Mode.NONE
+
+    def _role_methods_of_unresolved(self) -> dict[str, set[str]]:
+        """Objects nothing resolves (by their key) -> the role methods called on them."""
         methods: dict[str, set[str]] = {}
         for call in self.index.calls:
             func = call.func
@@ -154,13 +165,7 @@ class Processes(Provider):
                 continue  # `accelerator.prepare(model)`, `loss.backward()` has no argument
             if self._unresolved(func.value):
                 methods.setdefault(key, set()).add(func.attr.value)
-        if any({"prepare", "backward"} <= used for used in methods.values()):
-            return Mode.ACCELERATE
-        if any("no_sync" in used for used in methods.values()):
-            return Mode.DDP
-        if self._wrapped_model_used and self._uses_torch_distributed:
-            return Mode.DDP
-        return Mode.NONE
+        return methods
 
     @cached_property
     def _wrapped_model_used(self) -> bool:
