@@ -48,18 +48,15 @@ def test_a_class_the_run_never_uses_is_not_reported():
     "tail",
     [
         pytest.param("", id="no-run-a-library-module"),
-        pytest.param(
-            'if __name__ == "__main__":\n    print(Trainer)\n', id="main-block-names-it"
-        ),
-        pytest.param(
-            'TRAINERS = {"default": Trainer}\n' + MAIN_BLOCK, id="registered-in-a-dict"
-        ),
+        pytest.param('if __name__ == "__main__":\n    print(Trainer)\n', id="main-block-names-it"),
+        pytest.param('TRAINERS = {"default": Trainer}\n' + MAIN_BLOCK, id="registered-in-a-dict"),
         pytest.param(
             'if __name__ == "__main__":\n    globals()["Trainer"](None, 0.1)\n    main()\n',
             id="looked-up-at-run-time",
         ),
         pytest.param(
-            'if __name__ == "__main__":\n    torch.nn.Linear(2, 2)\n', id="main-block-runs-no-function"
+            'if __name__ == "__main__":\n    torch.nn.Linear(2, 2)\n',
+            id="main-block-runs-no-function",
         ),
     ],
 )
@@ -131,18 +128,22 @@ if __name__ == "__main__":
 @pytest.mark.parametrize(
     "guard, single",
     [
-        pytest.param("    if world_size > 1:\n        raise SystemExit('one GPU')", True, id="raise"),
+        pytest.param(
+            "    if world_size > 1:\n        raise SystemExit('one GPU')", True, id="raise"
+        ),
         pytest.param("    if 1 < world_size:\n        sys.exit(1)", True, id="mirrored-exit"),
-        pytest.param("    if args.debug or world_size != 1:\n        raise ValueError", True, id="or"),
+        pytest.param(
+            "    if args.debug or world_size != 1:\n        raise ValueError", True, id="or"
+        ),
         pytest.param("    assert world_size == 1, 'one process'", True, id="assert"),
         pytest.param("    assert torch.cuda.device_count() < 2", True, id="assert-devices"),
         pytest.param(
-            "    if args.fp8 and world_size > 1:\n        raise ValueError", False, id="under-a-condition"
+            "    if args.fp8 and world_size > 1:\n        raise ValueError",
+            False,
+            id="under-a-condition",
         ),
         pytest.param("    if world_size > 1:\n        print('untested')", False, id="warns-only"),
-        pytest.param(
-            "    if args.check:\n        assert world_size == 1", False, id="in-a-branch"
-        ),
+        pytest.param("    if args.check:\n        assert world_size == 1", False, id="in-a-branch"),
         pytest.param("    if world_size > 2:\n        raise ValueError", False, id="allows-two"),
     ],
 )

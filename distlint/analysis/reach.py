@@ -73,7 +73,9 @@ class Reach:
     @cached_property
     def main_blocks(self) -> list[cst.If]:
         """The module's `if __name__ == "__main__":` blocks."""
-        return [s for s in self.index.module.body if isinstance(s, cst.If) and _is_main_test(s.test)]
+        return [
+            s for s in self.index.module.body if isinstance(s, cst.If) and _is_main_test(s.test)
+        ]
 
     @cached_property
     def has_run(self) -> bool:
@@ -106,10 +108,14 @@ class Reach:
             if spelled not in defined:
                 continue
             top = bisect.bisect_right(tops, index.order(node)) - 1
-            stmt = module.body[top] if top >= 0 else None
-            if stmt is not None and isinstance(stmt, _DEFINITIONS) and stmt.name is node:
+            holder_stmt = module.body[top] if top >= 0 else None
+            if isinstance(holder_stmt, _DEFINITIONS) and holder_stmt.name is node:
                 continue  # its own name
-            holder = top if isinstance(stmt, _DEFINITIONS) and not stmt.decorators else None
+            holder = (
+                top
+                if isinstance(holder_stmt, _DEFINITIONS) and not holder_stmt.decorators
+                else None
+            )
             uses.setdefault(holder, set()).add(spelled)
         reached: set[int] = set()
         todo = [i for name in uses.get(None, ()) for i in defined[name]]
@@ -155,7 +161,8 @@ class Reach:
         if index.scope(fn).kind is not ScopeKind.MODULE or index.callers(fn):
             return None
         name = fn.name.value
-        if any(n.value == name and n is not fn.name for n in index.nodes_of(cst.Name)):
+        names = index.nodes_of(cst.Name)
+        if any(isinstance(n, cst.Name) and n.value == name and n is not fn.name for n in names):
             return None  # passed around or called from its own module
         path = os.path.normpath(os.path.abspath(path))  # as imports resolve
         found: list[tuple[Facts, cst.Call]] = []
@@ -234,7 +241,9 @@ class Reach:
 
     def _above_one(self, test: cst.BaseExpression) -> bool:
         """`count > 1`, `count >= 2`, `count != 1`, `1 < count` on the process count."""
-        return self._compares(test, {(cst.GreaterThan, 1), (cst.GreaterThanEqual, 2), (cst.NotEqual, 1)})
+        return self._compares(
+            test, {(cst.GreaterThan, 1), (cst.GreaterThanEqual, 2), (cst.NotEqual, 1)}
+        )
 
     def _at_most_one(self, test: cst.BaseExpression) -> bool:
         """`count == 1`, `count <= 1`, `count < 2`, `not count > 1` on the process count."""
@@ -270,7 +279,9 @@ def _is_main_test(test: cst.BaseExpression) -> bool:
         return False
     sides = (test.left, test.comparisons[0].comparator)
     names = [s for s in sides if isinstance(s, cst.Name) and s.value == "__name__"]
-    texts = [s for s in sides if isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__"]
+    texts = [
+        s for s in sides if isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__"
+    ]
     return bool(names) and bool(texts)
 
 
