@@ -92,45 +92,46 @@ class Reach:
     def _unreached(self) -> tuple[cst.CSTNode, ...]:
         """The top-level functions and classes this module's own run never uses."""
         index = self.index
-        module = index.module
+        body = index.module.body
         if not self.has_run or any(w in index.source for w in _DYNAMIC_LOOKUPS):
             return ()
         defined: dict[str, list[int]] = {}
-        for i, stmt in enumerate(module.body):
+        for i, stmt in enumerate(body):
             if isinstance(stmt, _DEFINITIONS) and not stmt.decorators:
                 defined.setdefault(stmt.name.value, []).append(i)
         if not defined:
             return ()
-        tops = [index.order(stmt) for stmt in module.body]
-        uses: dict[int | None, set[str]] = {}  # top-level statement -> the names it spells
-        for node in index.nodes_of(cst.Name, cst.SimpleString):
-            spelled = _spelled(node)
-            if spelled not in defined:
-                continue
-            top = bisect.bisect_right(tops, index.order(node)) - 1
-            holder_stmt = module.body[top] if top >= 0 else None
-            if isinstance(holder_stmt, _DEFINITIONS) and holder_stmt.name is node:
-                continue  # its own name
-            holder = (
-                top
-                if isinstance(holder_stmt, _DEFINITIONS) and not holder_stmt.decorators
-                else None
-            )
-            uses.setdefault(holder, set()).add(spelled)
+        uses = self._spelled_by_statement(defined)
         reached: set[int] = set()
         todo = [i for name in uses.get(None, ()) for i in defined[name]]
         while todo:
             i = todo.pop()
-            if i in reached:
-                continue
-            reached.add(i)
-            todo += [j for name in uses.get(i, ()) for j in defined[name]]
-        unreached = tuple(
-            module.body[i] for ids in defined.values() for i in ids if i not in reached
-        )
+            if i not in reached:
+                reached.add(i)
+                todo += [j for name in uses.get(i, ()) for j in defined[name]]
+        unreached = tuple(body[i] for ids in defined.values() for i in ids if i not in reached)
         if unreached and self._imported_in_run():
             return ()
         return unreached
+
+    def _spelled_by_statement(self, defined: dict[str, list[int]]) -> dict[int | None, set[str]]:
+        """Which of the names in ``defined`` each top-level definition spells (by its position
+        in the module; None: the module-level code, decorated definitions included)."""
+        index = self.index
+        body = index.module.body
+        tops = [index.order(stmt) for stmt in body]
+        uses: dict[int | None, set[str]] = {}
+        for node in index.nodes_of(cst.Name, cst.SimpleString):
+            spelled = _spelled(node)
+            if spelled is None or spelled not in defined:
+                continue
+            top = bisect.bisect_right(tops, index.order(node)) - 1
+            holder = body[top] if top >= 0 else None
+            if not isinstance(holder, _DEFINITIONS) or holder.decorators:
+                uses.setdefault(None, set()).add(spelled)
+            elif holder.name is not node:  # (not its own name)
+                uses.setdefault(top, set()).add(spelled)
+        return uses
 
     def _imported_in_run(self) -> bool:
         """Another file of this run imports this module: what it defines is that file's API."""
