@@ -58,6 +58,11 @@ def test_a_class_the_run_never_uses_is_not_reported():
             'if __name__ == "__main__":\n    torch.nn.Linear(2, 2)\n',
             id="main-block-runs-no-function",
         ),
+        pytest.param(
+            "import unittest\n\n\ndef _mp_fn(index):\n    unittest.main()\n\n\n"
+            'if __name__ == "__main__":\n    torch.multiprocessing.spawn(_mp_fn)\n',
+            id="a-test-runner-finds-the-classes",
+        ),
     ],
 )
 def test_the_class_is_reported_where_the_run_may_use_it(tail):

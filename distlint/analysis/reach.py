@@ -10,8 +10,9 @@ or class whose name it spells (as a name, an attribute or a string: `TRAINERS = 
 `getattr(self, "train")`), and a reached function or class reaches what its own code spells, to
 a fixed point. Everything is reached (the module reports as a library does) when the module
 looks its own names up at run time (`globals()`, `vars()`, `eval`, `sys.modules`,
-`importlib.import_module`, hydra's `instantiate` / `_target_`), when a class of it is made by a
-metaclass, or when another file of the run imports it (its classes are then that file's API).
+`importlib.import_module`, hydra's `instantiate` / `_target_`, a test runner or `fire.Fire()`
+that looks through the module), when a class of it is made by a metaclass, or when another file
+of the run imports it (its classes are then that file's API).
 A decorated top-level function or class is reached (a decorator may register it).
 
 A module without a run (a library module: helpers, a trainer class) reports what it holds, as
@@ -57,6 +58,14 @@ _DYNAMIC_LOOKUPS = (
     "_target_",
     "metaclass",
     "__init_subclass__",
+    # runners that find what to run by looking through the module: test classes for
+    # unittest / pytest / absltest, every function for `fire.Fire()` and `jsonargparse.CLI()`
+    "unittest",
+    "TestCase",
+    "pytest",
+    "absltest",
+    "Fire()",
+    "CLI()",
 )
 _EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 _DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
