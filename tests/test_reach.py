@@ -166,3 +166,15 @@ def test_a_refusal_in_a_function_the_run_never_calls_does_not_count():
     facts = facts_of(code)
     assert not facts.reach.one_process_only
     assert facts.mode is Mode.DDP
+
+
+def test_a_refusal_in_a_helper_the_run_calls_counts():
+    code = GUARDED.format(guard="    ensure_single_process()") + (
+        "\n\ndef ensure_single_process():\n"
+        "    raw = os.environ.get('WORLD_SIZE', '1')\n"
+        "    try:\n        world_size = int(raw)\n    except ValueError:\n        world_size = 1\n"
+        "    if world_size > 1:\n        raise RuntimeError('single-process only')\n"
+    )
+    facts = facts_of(code)
+    assert facts.reach.one_process_only
+    assert facts.mode is Mode.NONE
