@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from distlint.analysis import knowledge as K
-from distlint.analysis.index import Index, ScopeKind, child_list, dotted_name
+from distlint.analysis.index import Index, ScopeKind, dotted_name
 
 if TYPE_CHECKING:
     from distlint.analysis.facts import Facts
@@ -91,11 +91,43 @@ class Reach:
         """Running the module trains or starts something: its `__main__` block runs a function
         of the module (`main()`, `fire.Fire(main)`, `mp.spawn(worker, ...)`) or trains, or the
         module trains at module level."""
-        for block in self.main_blocks:
-            for call in _calls_in(block.body):
-                if self._called_functions(call) or _is_backward(call):
-                    return True
-        return any(_backward_outside_definitions(s) for s in self.index.module.body)
+        blocks = self.main_blocks
+        runs = (self.index.module, *blocks)
+        for call in self.index.calls:
+            if _is_backward(call) and any(self._owner(call)[0] is r for r in runs):
+                return True
+        return any(
+            any(self._owner(call)[0] is b for b in blocks)
+            for call, _fns in (self._local_calls if blocks else ())
+        )
+
+    @cached_property
+    def _local_calls(self) -> list[tuple[cst.Call, list[cst.FunctionDef]]]:
+        """The calls that run a function of this module (as the callee or handed to one),
+        with those functions."""
+        index = self.index
+        names = {name.rsplit(".", 1)[-1] for name in index.functions}
+        out = []
+        for call in index.calls:
+            spelled = [call.func, *(a.value for a in call.args)]
+            if any(isinstance(e, cst.Name) and e.value in names for e in spelled):
+                found = self._called_functions(call)
+                if found:
+                    out.append((call, found))
+        return out
+
+    def _owner(self, call: cst.Call) -> tuple[cst.CSTNode | None, bool]:
+        """The function, `__main__` block or module whose code holds ``call`` (None: a class
+        body or a lambda), and whether an `if` stands between them."""
+        blocks = self.main_blocks
+        conditional = False
+        for anc in self.index.ancestors(call):
+            if isinstance(anc, (cst.FunctionDef, cst.Module)) or any(anc is b for b in blocks):
+                return anc, conditional
+            if isinstance(anc, (cst.ClassDef, cst.Lambda)):
+                return None, conditional
+            conditional = conditional or isinstance(anc, cst.If)
+        return None, conditional
 
     @cached_property
     def _unreached(self) -> tuple[cst.CSTNode, ...]:
@@ -209,22 +241,24 @@ class Reach:
 
     def _run_statements(self) -> Iterator[cst.CSTNode]:
         """The statements that always run, in the order of the run: the module's, the
-        `__main__` block's, and the top of the functions those call directly."""
-        bodies: list[tuple[cst.BaseSuite | cst.Module, int]] = [(self.index.module, 0)]
-        bodies += [(block.body, 0) for block in self.main_blocks]
+        `__main__` block's, and those of the functions these call outside every `if`, a few
+        calls deep."""
+        runs: dict[int, list[cst.FunctionDef]] = {}  # id(function / block / module) -> callees
+        for call, functions in self._local_calls:
+            owner, conditional = self._owner(call)
+            if owner is not None and not conditional:
+                runs.setdefault(id(owner), []).extend(functions)
+        todo: list[tuple[cst.CSTNode, int]] = [(self.index.module, 0)]
+        todo += [(block, 0) for block in self.main_blocks]
         seen: set[int] = set()
-        while bodies:
-            body, depth = bodies.pop(0)
-            for stmt in _statements(body):
-                yield stmt
-                if depth >= _ENTRY_DEPTH or isinstance(stmt, (*_DEFINITIONS, cst.If)):
-                    continue
-                for node in child_list(stmt):
-                    for call in _calls_in(node):
-                        for fn in self._called_functions(call):
-                            if id(fn) not in seen:
-                                seen.add(id(fn))
-                                bodies.append((fn.body, depth + 1))
+        while todo:
+            owner, depth = todo.pop(0)
+            body = owner if isinstance(owner, cst.Module) else getattr(owner, "body", None)
+            yield from _statements(body) if body is not None else ()
+            for fn in runs.get(id(owner), ()) if depth < _ENTRY_DEPTH else ():
+                if id(fn) not in seen:
+                    seen.add(id(fn))
+                    todo.append((fn, depth + 1))
 
     def _called_functions(self, call: cst.Call) -> list[cst.FunctionDef]:
         """The module's functions ``call`` runs: its callee, or one it is handed
@@ -304,27 +338,8 @@ def _spelled(node: cst.CSTNode) -> str | None:
     return None
 
 
-def _backward_outside_definitions(stmt: cst.CSTNode) -> bool:
-    """``stmt`` runs a backward pass itself, outside every function and class it holds."""
-    if isinstance(stmt, _DEFINITIONS):
-        return False
-    return any(_is_backward(call) for call in _calls_in(stmt))
-
-
 def _is_backward(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value in K.BACKWARD_METHODS
-
-
-def _calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
-    """The calls in ``node`` outside the functions, classes and lambdas it holds."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Call):
-            yield current
-        stack.extend(
-            c for c in child_list(current) if not isinstance(c, (*_DEFINITIONS, cst.Lambda))
-        )
 
 
 def _statements(body: cst.CSTNode) -> list[cst.CSTNode]:
