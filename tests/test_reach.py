@@ -178,3 +178,31 @@ def test_a_refusal_in_a_helper_the_run_calls_counts():
     facts = facts_of(code)
     assert facts.reach.one_process_only
     assert facts.mode is Mode.NONE
+
+
+@pytest.mark.parametrize(
+    "setup, guard",
+    [
+        pytest.param(
+            "from accelerate import Accelerator\n",
+            "    accelerator = Accelerator()\n"
+            "    if accelerator.num_processes > 1:\n        raise ValueError('one GPU')\n",
+            id="accelerate",
+        ),
+        pytest.param(
+            "import lightning as L\n",
+            "    fabric = L.Fabric(devices=devices)\n"
+            "    assert devices == 1, 'only one device is supported'\n",
+            id="fabric-devices",
+        ),
+    ],
+)
+def test_the_framework_s_own_process_count_refused_above_one(setup, guard):
+    facts = facts_of(
+        f"import torch\n{setup}\n\ndef main(devices=2):\n{guard}"
+        "    model = torch.nn.Linear(2, 2)\n"
+        "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)\n\n\n"
+        'if __name__ == "__main__":\n    main()\n'
+    )
+    assert facts.reach.one_process_only
+    assert facts.mode is Mode.NONE
