@@ -4,12 +4,16 @@ shapes (entry + modules) are fixture projects (tests/test_projects.py)."""
 
 from __future__ import annotations
 
+import shutil
 import textwrap
+from pathlib import Path
 
 import pytest
+from helpers import FIXTURES
 from test_facts import facts_of
 
 from distlint.analysis.facts import Mode
+from distlint.api import LintOptions, lint_paths
 from distlint.config import Config
 from distlint.runner import lint_source
 
@@ -206,3 +210,37 @@ def test_the_framework_s_own_process_count_refused_above_one(setup, guard):
     )
     assert facts.reach.one_process_only
     assert facts.mode is Mode.NONE
+
+
+# ------------------------------------------------------------------ the files of the run
+def _codes(paths, cache):
+    results = lint_paths(list(paths), LintOptions(select=("DL201",), cache=cache, jobs=1))
+    return sorted((Path(r.path).as_posix(), f.line, f.code) for r in results for f in r.findings)
+
+
+def _orders_answer_as_without_the_cache(runs):
+    for paths in [*runs, *runs]:  # the second time, answered from the cache
+        assert _codes(paths, cache=True) == _codes(paths, cache=False), paths
+
+
+def test_a_script_another_file_of_the_run_imports_reports_all_it_holds(tmp_path, monkeypatch):
+    """`LegacyTrainer` is unused by train.py's own run, but run.py imports it: in a run with
+    run.py it is reported; the cache answers each run as that run is answered without it."""
+    shutil.copy(FIXTURES / "projects" / "accelerate_unused_trainer_class" / "train.py", tmp_path)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "run.py").write_text("from train import LegacyTrainer\n")
+    monkeypatch.chdir(tmp_path)
+    assert _codes(["train.py"], cache=False) == []
+    assert _codes(["train.py", "run.py"], cache=False) == [("train.py", 25, "DL201")]
+    _orders_answer_as_without_the_cache([["train.py"], ["train.py", "run.py"]])
+
+
+def test_a_helper_s_optimizer_is_decided_by_the_callers_in_the_run(tmp_path, monkeypatch):
+    """utils/torch_utils.py linted alone reports its optimizers (a library's API); with the
+    caller that holds its global batch constant, it does not."""
+    shutil.copytree(FIXTURES / "projects" / "ddp_helper_optimizer_caller_exempt", tmp_path / "p")
+    monkeypatch.chdir(tmp_path / "p")
+    helper = "utils/torch_utils.py"
+    assert [c for _p, _l, c in _codes([helper], cache=False)] == ["DL201", "DL201"]
+    assert _codes(["train.py", helper], cache=False) == []
+    _orders_answer_as_without_the_cache([[helper], ["train.py", helper]])
