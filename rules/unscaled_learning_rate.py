@@ -200,16 +200,16 @@ class UnscaledLearningRate(Rule):
     def check(self, ctx: RuleContext) -> None:
         facts = ctx.facts
         mode = facts.mode
-        if not mode.per_process_batches or (mode is Mode.ACCELERATE and facts.split_batches):
+        if not _batch_grows(facts):
             return
         optimizers = facts.optimizers
-        if not optimizers or facts.global_batch_held_constant:
+        if not optimizers:
             return
         schedulers = [s for s in facts.schedulers if s.peak_lr is not None]
         exempt = _driven_by_peak_lr_scheduler(facts, optimizers, schedulers)
         unscaled_reads: dict[cst.Call, list[Optimizer]] = {}
         for opt in optimizers:
-            if opt.call in exempt:
+            if opt.call in exempt or _callers_decide(facts, opt):
                 continue
             if (
                 mode is Mode.ACCELERATE
@@ -377,6 +377,38 @@ class UnscaledLearningRate(Rule):
         else:
             fix.replace[value] = scaled_expression(value, factor)
         return fix
+
+
+def _batch_grows(facts: Facts) -> bool:
+    """Each process draws its own batch and the script does not hold the global batch
+    constant: the optimizer sees N times the samples on N processes."""
+    mode = facts.mode
+    if not mode.per_process_batches or (mode is Mode.ACCELERATE and facts.split_batches):
+        return False
+    return not facts.global_batch_held_constant
+
+
+def _callers_decide(facts: Facts, opt: Optimizer) -> bool:
+    """The optimizer is built in a function of a library module that the run's other files
+    call (a `smart_optimizer(model, lr)` helper next to a `smart_DDP`): each of those files
+    holds its global batch constant, or does not train data-parallel, or passes a learning
+    rate scaled by the process count. Then the helper's own finding would contradict them."""
+    fn = facts.index.enclosing_function(opt.call)
+    callers = facts.reach.run_callers(fn) if fn is not None else None
+    if not callers:
+        return False
+    lr = opt.lr
+    bindings = facts.index.bindings_of(lr) if isinstance(lr, cst.Name) else []
+    param = bindings[0].node if len(bindings) == 1 and bindings[0].op == "param" else None
+    for caller, call in callers:
+        if not _batch_grows(caller):
+            continue
+        if not isinstance(param, cst.Param) or fn is None or param.star:
+            return False
+        given = caller.index.argument_for_param(call, fn, param.name.value)
+        if given is None or not caller.reads_process_count(given.value):
+            return False
+    return True
 
 
 def _is_attribute_path(text: str) -> bool:

@@ -113,6 +113,8 @@ class Processes(Provider):
     def mode(self) -> Mode:
         if self.xla_spmd:
             return Mode.XLA_SPMD
+        if self.facts.reach.one_process_only:  # `if world_size > 1: raise ...` before training
+            return Mode.NONE
         if self.creates_accelerator:
             return Mode.ACCELERATE
         fabrics = self.facts.calls_to({K.FABRIC})
