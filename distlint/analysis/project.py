@@ -208,15 +208,21 @@ class Project:
         data = text.encode("utf-8") if isinstance(text, str) else text
         if self._overlay.get(full) == data:
             return  # unchanged: keep what was parsed and memoised
+        shown = full in self._overlay  # (a buffer edited again names the same file)
         if data is None:
             self._overlay.pop(full, None)
         else:
             self._overlay[full] = data
-        self.refresh(full)
+        self.refresh(full, shown)
 
-    def refresh(self, path: str) -> None:
-        """Forget what was read of ``path`` (it changed on disk or in an editor)."""
+    def refresh(self, path: str, existed: bool = False) -> None:
+        """Forget what was read of ``path`` (it changed on disk or in an editor), and what was
+        learnt from it. A file that existed and still does resolves the same imports, so only
+        what its text decided goes: an edit of a training script keeps the scans, outlines and
+        analysis of the helper modules it follows (see :meth:`_forget_analysis`). ``existed``:
+        the file is known to have existed (an open buffer's)."""
         full = normalise(path)
+        existed = existed or self._isfile.get(full) is True or self._data.get(full) is not None
         old = self._digest_of(full) if self._parsed else None
         if old is not None and sum(d == old for d in self._digests.values()) == 1:
             self._parsed.pop(old, None)  # an editor's every keystroke must not stay parsed
@@ -225,20 +231,71 @@ class Project:
         self._modules.pop(full, None)
         self._configs.pop(full, None)
         self._isfile.pop(full, None)
-        self._found.clear()
         self._digests.pop(full, None)
-        self._resolved.clear()
-        self._scans.clear()  # (what an import resolves to may have changed too)
+        if existed and self.is_file(full):
+            self._scans.pop(full, None)
+            self._words = {k: v for k, v in self._words.items() if k[1] != full}
+            self._closures = {k: v for k, v in self._closures.items() if full not in v.seen}
+            self._uses = {k: v for k, v in self._uses.items() if k[0] != full}
+            self._forget_analysis(full)
+        else:  # a file that appeared or went: an import may now resolve elsewhere
+            self._found.clear()
+            self._resolved.clear()
+            self._scans.clear()
+            self._words.clear()
+            self._closures.clear()
+            self._uses.clear()
+            self.memo.clear()
         self._importers = None
-        self._words.clear()
-        self._closures.clear()
         self._outlines.pop(full, None)
         self._may_write.clear()
-        self._uses.clear()
         self._reach.clear()
         self._error_keys = {k for k in self._error_keys if k[0] != full}
         self.errors = [e for e in self.errors if e.path != full]
-        self.memo.clear()  # analysis results may depend on the old content
+
+    def _forget_analysis(self, full: str) -> None:
+        """Drop the memoised analysis (``memo``) that may depend on module ``full``: its own,
+        and that of every module whose text names it, transitively. Another module reaches
+        this one only through an import, which writes its name (``helpers`` in ``from pkg
+        import helpers``, ``from .helpers import f``); a package's ``__init__.py`` is reached
+        by ``from . import x`` too, which names nothing, and a config file by any module: for
+        those, and for entries of unknown owner, everything goes."""
+        name = os.path.basename(full)
+        if not name.endswith(".py") or name == "__init__.py":
+            self.memo.clear()
+            return
+        owners = {k[2]: k[1] for k in self.memo if isinstance(k, tuple) and k[0] == "facts"}
+        by_key: dict[Any, str | None] = {}
+        for key in self.memo:
+            owner = None
+            if isinstance(key, tuple) and len(key) >= 3:
+                if key[0] in ("facts", "summary"):
+                    owner = key[1]
+                elif key[0] == "configsource.value":
+                    owner = owners.get(key[1])
+                elif key[0] == "configsource.argparse":
+                    owner = owners.get(key[2])
+            by_key[key] = owner
+        dropped = {full}
+        words = [name[:-3].encode()]
+        rest = {p for p in by_key.values() if p is not None} - dropped
+        while True:
+            grown = False
+            for other in sorted(rest):
+                data = self._data.get(other)
+                if data is None or any(w in data for w in words):
+                    if os.path.basename(other) == "__init__.py":
+                        self.memo.clear()
+                        return
+                    dropped.add(other)
+                    words.append(os.path.basename(other)[:-3].encode())
+                    grown = True
+            rest -= dropped
+            if not grown:
+                break
+        for key, owner in by_key.items():
+            if owner is None or owner in dropped:
+                del self.memo[key]
 
     def is_file(self, path: str) -> bool:
         found = self._isfile.get(path)
