@@ -303,20 +303,10 @@ def _parse_block_piece(
     that many ``if 1:`` lines; None when they do not parse as exactly that."""
     newline = module.default_newline
     lines = ["".join(indent[:depth]) + "if 1:" + newline for depth in range(len(indent))]
-    source = "".join(lines) + piece
-    if safe is not None and not safe(source):
+    sub = _parsed("".join(lines) + piece, safe)
+    if sub is None or sub.header or sub.footer or len(sub.body) != 1:
         return None
-    try:
-        sub = cst.parse_module(source)
-    except Exception:
-        return None
-    if sub.header or sub.footer or len(sub.body) != 1:
-        return None
-    if (sub.default_indent, sub.default_newline) != (
-        module.default_indent,
-        module.default_newline,
-    ):
-        sub = sub.visit(_Defaults(sub, module))
+    sub = _with_defaults_of(module, sub)
     node: cst.CSTNode = sub
     statements: Sequence[cst.CSTNode] = sub.body
     for _ in indent:
@@ -385,22 +375,32 @@ def _parse_piece(
     """``piece`` (statements ``first`` to ``last`` of ``module``'s edited text, from offset
     ``begin``) parsed alone, written with ``module``'s defaults; None when it is not safe to
     parse, does not parse, or does not parse as a run of whole statements like the module's."""
-    if safe is not None and not safe(piece):
-        return None
-    try:
-        sub = cst.parse_module(piece)
-    except Exception:
-        return None
-    if not sub.has_trailing_newline or sub.footer:
+    sub = _parsed(piece, safe)
+    if sub is None or not sub.has_trailing_newline or sub.footer:
         return None
     if not _same_defaults(module, sub, first, last, begin):
         return None
-    if (sub.default_indent, sub.default_newline) != (
+    return _with_defaults_of(module, sub)
+
+
+def _parsed(source: str, safe: Callable[[str], bool] | None) -> cst.Module | None:
+    """``source`` parsed; None when it is not safe to parse or does not parse."""
+    if safe is not None and not safe(source):
+        return None
+    try:
+        return cst.parse_module(source)
+    except Exception:
+        return None
+
+
+def _with_defaults_of(module: cst.Module, sub: cst.Module) -> cst.Module:
+    """``sub`` (a piece parsed alone) as ``module``'s parse would hold it (see `_Defaults`)."""
+    if (sub.default_indent, sub.default_newline) == (
         module.default_indent,
         module.default_newline,
     ):
-        sub = sub.visit(_Defaults(sub, module))
-    return sub
+        return sub
+    return sub.visit(_Defaults(sub, module))
 
 
 class _Defaults(cst.CSTTransformer):

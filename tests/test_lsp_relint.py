@@ -4,60 +4,25 @@ follows, and forgets exactly what the edit can change."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
+from helpers import FIXTURES
 
 from distlint import api
 from distlint.analysis import facts as facts_module
 from distlint.analysis import project as project_module
 from distlint.incremental import Document
 
-ENTRY = """\
-import random
-
-import torch
-from accelerate import Accelerator
-
-from utils.misc import fix_random_seeds
-
-
-def main():
-    accelerator = Accelerator()
-    fix_random_seeds(0)
-    samples = list(range(100))
-    random.shuffle(samples)
-    model = torch.nn.Linear(4, 4)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * accelerator.num_processes)
-    model, optimizer = accelerator.prepare(model, optimizer)
-    for _ in samples[:4]:
-        loss = model(torch.randn(2, 4)).sum()
-        accelerator.backward(loss)
-        optimizer.step()
-
-
-if __name__ == "__main__":
-    main()
-"""
-
-SEEDS_ALL = """\
-import random
-
-import numpy as np
-import torch
-
-
-def fix_random_seeds(seed=31):
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-"""
-
-SEEDS_TORCH_ONLY = """\
-import torch
-
-
-def fix_random_seeds(seed=31):
-    torch.manual_seed(seed)
-"""
+# the entry calls a seed helper of its project that seeds python, numpy and torch (silent);
+# the torch-only variant of that helper leaves python's and numpy's generators unseeded (DL101)
+PROJECT = FIXTURES / "projects" / "seed_helper_module"
+ENTRY = (PROJECT / "train.py").read_text()
+SEEDS_ALL = (PROJECT / "utils" / "misc.py").read_text()
+SEEDS_TORCH_ONLY = (
+    FIXTURES / "projects" / "seed_helper_torch_only" / "utils" / "misc.py"
+).read_text()
+BACKWARD = "        accelerator.backward("
 
 
 class Buffer:
@@ -76,11 +41,7 @@ class Buffer:
 @pytest.fixture
 def tree(tmp_path, monkeypatch):
     project_module.forget_projects()
-    (tmp_path / "pyproject.toml").write_text("[tool.distlint]\n")
-    (tmp_path / "utils").mkdir()
-    (tmp_path / "utils" / "__init__.py").write_text("")
-    (tmp_path / "utils" / "misc.py").write_text(SEEDS_ALL)
-    (tmp_path / "train.py").write_text(ENTRY)
+    shutil.copytree(PROJECT, tmp_path, dirs_exist_ok=True)
     monkeypatch.chdir(tmp_path)
     work: list[str] = []  # what the project did: "outline", "scan <path>", "facts <path>"
     real_outline = project_module.outline
@@ -108,10 +69,15 @@ def tree(tmp_path, monkeypatch):
 
 def _typed(text: str, line: str) -> str:
     """``text`` with ``line`` typed before the training loop's backward call."""
-    return text.replace(
-        "        accelerator.backward(loss)\n",
-        f"        {line}\n        accelerator.backward(loss)\n",
-    )
+    assert BACKWARD in text
+    return text.replace(BACKWARD, f"        {line}\n{BACKWARD}", 1)
+
+
+def _opened(root):
+    """The entry's path, its configuration, and a buffer of it."""
+    path = str(root / "train.py")
+    config = api.config_for(path, api.LintOptions())
+    return path, config, Buffer(path, config)
 
 
 def codes(result):
@@ -120,7 +86,7 @@ def codes(result):
 
 def test_an_edit_of_the_script_reads_none_of_the_modules_it_follows(tree):
     root, work = tree
-    buffer = Buffer(root / "train.py", api.config_for(str(root / "train.py"), api.LintOptions()))
+    _, _, buffer = _opened(root)
     first = buffer.lint(ENTRY)
     helper = str(root / "utils" / "misc.py")
     assert any(path == helper for path, _ in first.dependencies)
@@ -148,7 +114,7 @@ def test_an_edit_of_the_script_reads_none_of_the_modules_it_follows(tree):
 def test_an_edit_that_adds_an_import_follows_the_new_module(tree):
     root, _ = tree
     (root / "utils" / "extra.py").write_text(SEEDS_TORCH_ONLY.replace("fix_random", "other"))
-    buffer = Buffer(root / "train.py", api.config_for(str(root / "train.py"), api.LintOptions()))
+    _, _, buffer = _opened(root)
     buffer.lint(ENTRY)
     parsed = buffer.project.parse_count
     edited = ENTRY.replace(
@@ -166,9 +132,7 @@ def test_an_edited_helper_buffer_changes_the_scripts_answer(tree):
     # the helper is open in another buffer and edited to seed torch only: the script's next
     # lint must see it (DL101: python's and numpy's generators are used but never seeded)
     root, _ = tree
-    path = str(root / "train.py")
-    config = api.config_for(path, api.LintOptions())
-    buffer = Buffer(root / "train.py", config)
+    path, config, buffer = _opened(root)
     helper = str(root / "utils" / "misc.py")
     assert "DL101" not in codes(buffer.lint(ENTRY, {helper: SEEDS_ALL}))
     edited = _typed(ENTRY, "step = 1")
@@ -178,9 +142,8 @@ def test_an_edited_helper_buffer_changes_the_scripts_answer(tree):
 
 def test_the_project_forgets_what_depends_on_the_changed_module_only(tree):
     root, _ = tree
-    path = str(root / "train.py")
-    config = api.config_for(path, api.LintOptions())
-    Buffer(root / "train.py", config).lint(ENTRY)
+    path, config, buffer = _opened(root)
+    buffer.lint(ENTRY)
     project = api.project_for(path, config)
     helper = project_module.normalise(str(root / "utils" / "misc.py"))
     entry = project_module.normalise(path)
@@ -193,7 +156,7 @@ def test_the_project_forgets_what_depends_on_the_changed_module_only(tree):
     project.set_overlay(helper, SEEDS_TORCH_ONLY)
     assert not {key[1] for key in project.memo if key[0] in ("facts", "summary")} & {helper}
     # a package's __init__.py can be reached without being named: everything goes
-    Buffer(root / "train.py", config).lint(ENTRY)
+    buffer.lint(ENTRY)
     assert project.memo
     project.set_overlay(str(root / "utils" / "__init__.py"), "X = 1\n")
     assert not project.memo
@@ -203,9 +166,8 @@ def test_a_new_module_resolves_imports_again(tree):
     # a file that appears (a new buffer, a file created on disk) may change what an import
     # resolves to: nothing resolved before is kept
     root, _ = tree
-    path = str(root / "train.py")
-    config = api.config_for(path, api.LintOptions())
-    Buffer(root / "train.py", config).lint(ENTRY)
+    path, config, buffer = _opened(root)
+    buffer.lint(ENTRY)
     project = api.project_for(path, config)
     assert project._resolved
     project.set_overlay(str(root / "utils" / "fresh.py"), "X = 1\n")
