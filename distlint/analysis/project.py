@@ -247,6 +247,7 @@ class Project:
             self._uses.clear()
             self.memo.clear()
         self._importers = None
+        self.run_number += 1  # what the run's files pass a helper's functions is asked again
         self._outlines.pop(full, None)
         self._may_write.clear()
         self._reach.clear()
