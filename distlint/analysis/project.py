@@ -261,42 +261,38 @@ class Project:
         import helpers``, ``from .helpers import f``); a package's ``__init__.py`` is reached
         by ``from . import x`` too, which names nothing, and a config file by any module: for
         those, and for entries of unknown owner, everything goes."""
-        name = os.path.basename(full)
-        if not name.endswith(".py") or name == "__init__.py":
+        owners = _memo_owners(self.memo)
+        dropped = self._naming(full, {p for p in owners.values() if p is not None})
+        if dropped is None:
             self.memo.clear()
             return
-        owners = {k[2]: k[1] for k in self.memo if isinstance(k, tuple) and k[0] == "facts"}
-        by_key: dict[Any, str | None] = {}
-        for key in self.memo:
-            owner = None
-            if isinstance(key, tuple) and len(key) >= 3:
-                if key[0] in ("facts", "summary"):
-                    owner = key[1]
-                elif key[0] == "configsource.value":
-                    owner = owners.get(key[1])
-                elif key[0] == "configsource.argparse":
-                    owner = owners.get(key[2])
-            by_key[key] = owner
-        dropped = {full}
+        for key, owner in owners.items():
+            if owner is None or owner in dropped:
+                del self.memo[key]
+
+    def _naming(self, full: str, modules: set[str]) -> set[str] | None:
+        """``full`` and those of ``modules`` whose text names it or one of them (a text not
+        at hand counts as naming it); None when that takes in a package's ``__init__.py`` (or
+        ``full`` is one, or no module)."""
+        name = os.path.basename(full)
+        if not name.endswith(".py") or name == "__init__.py":
+            return None
+        found = {full}
         words = [name[:-3].encode()]
-        rest = {p for p in by_key.values() if p is not None} - dropped
-        while True:
+        rest = modules - found
+        grown = True
+        while grown:
             grown = False
             for other in sorted(rest):
                 data = self._data.get(other)
                 if data is None or any(w in data for w in words):
                     if os.path.basename(other) == "__init__.py":
-                        self.memo.clear()
-                        return
-                    dropped.add(other)
+                        return None
+                    found.add(other)
                     words.append(os.path.basename(other)[:-3].encode())
                     grown = True
-            rest -= dropped
-            if not grown:
-                break
-        for key, owner in by_key.items():
-            if owner is None or owner in dropped:
-                del self.memo[key]
+            rest -= found
+        return found
 
     def is_file(self, path: str) -> bool:
         found = self._isfile.get(path)
@@ -1033,6 +1029,24 @@ class Project:
         """Of ``results`` (path -> its dependency paths), those that depend on ``changed``."""
         full = normalise(changed)
         return [p for p, deps in results.items() if full in {normalise(d) for d in deps}]
+
+
+def _memo_owners(memo: Mapping[Any, Any]) -> dict[Any, str | None]:
+    """The module each memo entry is about (None: not known): facts and summaries name their
+    module; configsource's answers name the index of a module whose facts are memoised."""
+    indexes = {k[2]: k[1] for k in memo if isinstance(k, tuple) and k[0] == "facts"}
+    out: dict[Any, str | None] = {}
+    for key in memo:
+        owner = None
+        if isinstance(key, tuple) and len(key) >= 3:
+            if key[0] in ("facts", "summary"):
+                owner = key[1]
+            elif key[0] == "configsource.value":
+                owner = indexes.get(key[1])
+            elif key[0] == "configsource.argparse":
+                owner = indexes.get(key[2])
+        out[key] = owner
+    return out
 
 
 class _Search:
