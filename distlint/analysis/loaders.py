@@ -17,8 +17,10 @@ from distlint.analysis.common import (
     Provider,
     _distributed_sampler,
     _last_name,
+    _Spellings,
     _whole_dataset_sampler,
 )
+from distlint.analysis.index import Op
 from distlint.analysis.records import (
     Made,
     Origin,
@@ -26,6 +28,8 @@ from distlint.analysis.records import (
 
 if TYPE_CHECKING:
     from distlint.analysis.batch import BatchFlow
+
+_LOADER_SPELLINGS = _Spellings.of(K.DATALOADERS)
 
 
 class Loaders(Provider):
@@ -68,10 +72,41 @@ class Loaders(Provider):
         bound = bindings[0]
         if isinstance(bound.node, cst.ClassDef):
             return id(bound.node) in derived
+        if bound.op is Op.IMPORT:
+            return self._imports_derived_loader(bound.record)
         choice = bound.value
         return isinstance(choice, cst.IfExp) and all(
             self._makes_loader(side, derived, depth + 1) for side in (choice.body, choice.orelse)
         )
+
+    def derives_loader(self, name: str) -> bool:
+        """``name`` is a class of this module derived from a DataLoader (or a re-export of
+        one)."""
+        for b in self.index.module_scope.bindings.get(name, ()):
+            if isinstance(b.node, cst.ClassDef) and id(b.node) in self._derived_loader_classes:
+                return True
+            if b.op is Op.IMPORT:
+                return self._imports_derived_loader(b.record)
+        return False
+
+    def _imports_derived_loader(self, record: Any) -> bool:
+        """An imported name is a project class derived from a DataLoader (yolov5's
+        `from ..dataloaders import InfiniteDataLoader`); its module is parsed only when its
+        text can spell a DataLoader."""
+        project, path = self.project, self.path
+        if project is None or path is None or record is None or record.name is None:
+            return False
+        target = project.resolve_import(path, record.module, record.level)
+        if target is None or not self.facts.summaries._may_reach(
+            _LOADER_SPELLINGS, target, record.name
+        ):
+            return False
+        key = ("derives-loader", target, record.name)
+        if key not in project.memo:
+            project.memo[key] = False  # a cycle between modules: not known to be one
+            other = self.facts._facts_of(target)
+            project.memo[key] = other is not None and other.data.derives_loader(record.name)
+        return bool(project.memo[key])
 
     @cached_property
     def batch(self) -> BatchFlow:
