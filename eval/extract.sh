@@ -6,7 +6,8 @@ mkdir -p /tmp/repos
 for d in CarperAI+trlx OpenRLHF+OpenRLHF crowsonkb+k-diffusion willisma+SiT jaywalnut310+vits \
     huggingface+distil-whisper Megvii-BaseDetection+YOLOX IDEA-Research+DINO lyuwenyu+RT-DETR \
     openai+consistency_models PixArt-alpha+PixArt-alpha pytorch+xla microsoft+Samba jik876+hifi-gan \
-    karpathy+llama2.c WongKinYiu+yolov7 weirayao+torchprime; do
+    karpathy+llama2.c WongKinYiu+yolov7 weirayao+torchprime \
+    lucidrains+PaLM-rlhf-pytorch; do
   n=${d#*+}; g=/work/.mirror/$d/repo; mkdir -p /tmp/repos/$n
   git --git-dir=$g archive HEAD $(git --git-dir=$g ls-tree -r --name-only HEAD \
     | grep -E '\.(py|yaml|yml|json|sh|toml|cfg)$') | tar -x -C /tmp/repos/$n

@@ -18,5 +18,7 @@ here=$(dirname "$0")
 "$here/run.sh" Samba pretrain.py
 "$here/run.sh" xla test/test_train_mp_mnist.py test/test_train_mp_imagenet.py examples/data_parallel/train_resnet_xla_ddp.py
 "$here/run.sh" yolov7 train.py train_aux.py
+"$here/run.sh" torchprime torchprime/torch_xla_models/train.py
+"$here/run.sh" PaLM-rlhf-pytorch train.py
 "$here/run.sh" pl-fabric/examples/fabric image_classifier/train_fabric.py kfold_cv/train_fabric.py dcgan/train_fabric.py reinforcement_learning/train_fabric.py build_your_own_trainer/run.py
 } 2>&1 | grep -v "fixable with"

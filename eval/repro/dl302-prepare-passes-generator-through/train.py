@@ -3,7 +3,7 @@
 # loader is never sharded, and the dataset's `torch.randint` offsets come from the default CPU
 # generator, seeded alike on every process: every process trains on the same batches. distlint takes
 # anything passed to `prepare` as prepared. Expected: DL302 at the loader (prepare the DataLoader,
-# then cycle it).
+# then cycle it). Its DL201 is moot while every process gets the same batches.
 import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader, Dataset
