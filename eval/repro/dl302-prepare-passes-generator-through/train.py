@@ -3,7 +3,9 @@
 # loader is never sharded, and the dataset's `torch.randint` offsets come from the default CPU
 # generator, seeded alike on every process: every process trains on the same batches. distlint takes
 # anything passed to `prepare` as prepared. Expected: DL302 at the loader (prepare the DataLoader,
-# then cycle it). Its DL201 is moot while every process gets the same batches.
+# then cycle it). Its DL201 is moot while every process gets the same batches. Second layer: with
+# the generator left out of `prepare`, DL302 is still silent: the training loop draws with
+# `next(...)` from a project generator that loops over the DataLoader, not `for batch in loader`.
 import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader, Dataset
