@@ -4,7 +4,7 @@ repo=$1; shift
 cd /tmp/repos/$repo || exit 2
 for e in "$@"; do
   echo "## $repo $e  [--select ALL]"
-  /work/venvs/repos/bin/distlint check --no-cache --select ALL --format concise "$e" 2>&1 | grep -v '^Found\|^$'
+  ${DISTLINT:-/work/venvs/repos/bin/distlint} check --no-cache --select ALL --format concise "$e" 2>&1 | grep -v '^Found\|^$'
   echo "## $repo $e  [default]"
-  /work/venvs/repos/bin/distlint check --no-cache --format concise "$e" 2>&1 | grep -v '^$'
+  ${DISTLINT:-/work/venvs/repos/bin/distlint} check --no-cache --format concise "$e" 2>&1 | grep -v '^$'
 done
