@@ -683,6 +683,9 @@ BATCH_LOCAL_WORDS = frozenset(
 # Calls that keep a number's value as a count (`int(bs * 2)`, `math.ceil(n / world)`).
 NUMERIC_WRAPPERS = frozenset({"int", "float", "round"})
 ROUNDING_FUNCTIONS = frozenset({"math.ceil", "math.floor"})
+# builtins that cap a value by others (`batch_size = min(batch_size, len(dataset))`): the
+# result is the value itself wherever the cap does not bite
+CAPPING_BUILTINS = frozenset({"min", "max"})
 
 # ------------------------------------------------------------------ seeding
 # What DL101's fix may call to seed everything (the `seed-function` option), the default first.
