@@ -21,7 +21,8 @@ class SamplerEpochNotSet(Rule):
 
     The loader is followed from the sampler through `sampler=` / `batch_sampler=`, assignments
     and helpers of the module; the epoch loop is the loop around the training loop, or around a
-    call of the function that holds it. Not reported: a sampler with `shuffle=False`, a loader
+    call of the function that holds it, or the training loop itself when it starts the loader
+    over with `iter(loader)` once it runs out (a step loop drawing batches with `next`). Not reported: a sampler with `shuffle=False`, a loader
     prepared by Accelerate or set up by Lightning Fabric (both call `set_epoch` each time the
     loader is iterated), a script that calls `set_epoch` on anything with a per-epoch value (it
     may reach the sampler through `loader.sampler`), a loader iterated in another module.
@@ -118,6 +119,16 @@ class SamplerEpochNotSet(Rule):
             "            model(batch).backward()\n            step += 1\n",
             range="5:39-5:57",
         ),
+        # a step loop that restarts the loader's iterator when it runs out: report only
+        Invalid(
+            "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
+            "def train(model, data, max_steps):\n    loader = DataLoader(data, sampler=DistributedSampler(data))\n"
+            "    it = iter(loader)\n    for step in range(max_steps):\n        try:\n"
+            "            batch = next(it)\n        except StopIteration:\n"
+            "            it = iter(loader)\n            batch = next(it)\n"
+            "        model(batch).backward()\n",
+            range="5:39-5:57",
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:
@@ -141,15 +152,38 @@ class SamplerEpochNotSet(Rule):
                         epoch_loop = loops.epoch_loop(loop)
                         if epoch_loop is not None:
                             break
-                if epoch_loop is None:
+                restarted = epoch_loop is None and _restarted_in_training_loop(ctx, made_here)
+                if epoch_loop is None and not restarted:
                     continue
                 text = index.module.code_for_node(sampler.func)
                 message = (
                     f"`{text}` shuffles by epoch, but `set_epoch` is never called: every epoch "
                     "repeats the same order"
                 )
-                ctx.report(sampler.func, message, _fix(ctx, sampler, epoch_loop))
+                fix = None if epoch_loop is None else _fix(ctx, sampler, epoch_loop)
+                ctx.report(sampler.func, message, fix)
                 break
+
+
+def _restarted_in_training_loop(
+    ctx: RuleContext, made_here: Callable[[cst.CSTNode, str | None], bool]
+) -> bool:
+    """A step loop that draws batches with `next(...)` and, when the loader runs out, starts
+    the next epoch with `iter(loader)` inside the loop (torchprime's `train_loop`): each restart
+    is an epoch. No fix: the loop counts steps, not epochs."""
+    index, facts = ctx.index, ctx.facts
+    for loop in facts.loops.training_loops:
+        for call in index.calls:
+            if (
+                isinstance(call.func, cst.Name)
+                and call.func.value == "iter"
+                and len(call.args) == 1
+                and index.is_inside(call, loop)
+                and not index.bindings_of(call.func)
+                and facts.flow.reaches(call.args[0].value, made_here, depth=6)
+            ):
+                return True
+    return False
 
 
 def _is_node(wanted: cst.CSTNode) -> Callable[[cst.CSTNode, str | None], bool]:

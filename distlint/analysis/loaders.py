@@ -163,7 +163,7 @@ class Loaders(Provider):
             return [Origin.UNKNOWN]
         if isinstance(expr, (cst.Name, cst.Attribute)):
             if isinstance(expr, cst.Name):
-                assigns: Sequence[Any] = index.bindings_of(expr)
+                assigns: Sequence[Any] = _past_none_tests(index, expr, index.bindings_of(expr))
             else:
                 assigns = index.attribute_assignments(expr)
             found = [o for a in assigns for o in self._assigned_origins(a, depth)]
@@ -297,3 +297,48 @@ class Loaders(Provider):
             if isinstance(node, cst.Attribute) and last in ("process_index", "global_rank"):
                 return True
         return False
+
+
+def _past_none_tests(index: Any, use: cst.Name, bindings: Sequence[Any]) -> Sequence[Any]:
+    """Drop the bindings that reach ``use`` only where the name is None: before an
+    `if val is None: ... else: val = setup(val)` (or `if val is not None: val = setup(val)`) that
+    ``use`` follows, the earlier value gets past the test only as None (Samba's validation loader,
+    set up by Fabric only when there is one)."""
+    name, at = use.value, index.order(use)
+    cut = -1
+    for b in bindings:
+        for anc in index.ancestors(b.node):
+            if not isinstance(anc, cst.If) or index.order(anc) > at or index.is_inside(use, anc):
+                continue
+            branch = _not_none_branch(anc, name)
+            if branch is not None and _block_of(index, b.node) is branch:
+                cut = max(cut, index.order(anc))  # bound on every path of that branch
+    if cut < 0:
+        return bindings
+    return [b for b in bindings if b.order >= cut]
+
+
+def _block_of(index: Any, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The innermost block (indented body) that holds ``node``."""
+    return next((a for a in index.ancestors(node) if isinstance(a, cst.IndentedBlock)), None)
+
+
+def _not_none_branch(node: cst.If, name: str) -> cst.CSTNode | None:
+    """The block of ``node`` where ``name`` is not None: the `else` of `if name is None:`,
+    the body of `if name is not None:`."""
+    test = node.test
+    if not (
+        isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Name)
+        and test.left.value == name
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+    ):
+        return None
+    operator = test.comparisons[0].operator
+    if isinstance(operator, cst.IsNot):
+        return node.body
+    if isinstance(operator, cst.Is) and isinstance(node.orelse, cst.Else):
+        return node.orelse.body
+    return None

@@ -112,6 +112,7 @@ class LoggedLosses:
                 self._scan_call(node, values)
             elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
                 self._scan_assignment(node, values)
+        _names_of_the_backward_value(values)
         return values
 
     def _scan_call(self, call: cst.Call, values: _Values) -> None:
@@ -223,6 +224,31 @@ class LoggedLosses:
         if q is None or not self.facts.traceable(func.value):
             return True  # a logger or writer handed in: its method's name says it writes
         return any(q == p or q.startswith((p + ".", p + "(")) for p in K.OUTPUT_PACKAGES)
+
+
+def _names_of_the_backward_value(values: _Values) -> None:
+    """`loss_all = loss_sum` and then `scaler.scale(loss_all).backward()`: the backward pass
+    takes the value `loss_sum` holds too (VITS logs the discriminator loss by its first name)."""
+    changed = True
+    while changed:
+        changed = False
+        for key, bindings in list(values.bindings.items()):
+            for order, kind, value in bindings:
+                source = dotted_name(value) if isinstance(value, cst.BaseExpression) else None
+                if kind != _ASSIGNED or source is None or source == key:
+                    continue
+                if not values.reaches_backward(key, order):
+                    continue
+                rebound = min((b[0] for b in bindings if b[0] > order), default=None)
+                taken = values.backward.setdefault(source, [])
+                later = [
+                    b
+                    for b in values.backward.get(key, ())
+                    if order < b and (rebound is None or b < rebound) and b not in taken
+                ]
+                if later:
+                    taken.extend(later)
+                    changed = True
 
 
 def _roots(expr: cst.BaseExpression) -> Iterator[str]:

@@ -157,10 +157,10 @@ class Metrics:
             func = n.func
             if self.index.qualname(func) in K.MEAN_FUNCTIONS:
                 return bool(n.args) and _mentions(n.args[0].value, collected)
+            # `losses.mean()`, and `losses.mean(0)` over a table filled by index
             return (
                 isinstance(func, cst.Attribute)
                 and func.attr.value == K.MEAN_METHOD
-                and not n.args
                 and _mentions(func.value, collected)
             )
         return (
@@ -224,7 +224,9 @@ def _counts_matches(value: cst.CSTNode) -> bool:
 
 
 def _collected_in(loop: cst.For) -> frozenset[str]:
-    """Names of the lists ``loop`` appends its values to (`losses.append(loss.item())`)."""
+    """Names of the lists ``loop`` appends its values to (`losses.append(loss.item())`) and of
+    the tables it fills by index (`losses[k] = loss.item()` into a `torch.zeros(n)` made before
+    the loop, as lit-gpt's `validate` does)."""
     names = set()
     for n in body_nodes(loop.body):
         if (
@@ -234,6 +236,12 @@ def _collected_in(loop: cst.For) -> frozenset[str]:
             and isinstance(n.func.value, cst.Name)
         ):
             names.add(n.func.value.value)
+        elif isinstance(n, cst.Assign):
+            for target in n.targets:
+                if isinstance(target.target, cst.Subscript) and isinstance(
+                    target.target.value, cst.Name
+                ):
+                    names.add(target.target.value.value)
     return frozenset(names)
 
 
