@@ -373,10 +373,49 @@ class UnscaledLearningRate(Rule):
         stmt = index.statement(call)
         if isinstance(value, cst.Name) and can_scale_name_in_place(index, value, stmt):
             assert stmt is not None
-            fix.insert_before[stmt] = [fix_statement(f"{value.value} *= {factor}\n")]
+            at = _first_read_statement(index, value, stmt)
+            if at is None:
+                return None  # read earlier in another block: no one place scales every use
+            fix.insert_before[at] = [fix_statement(f"{value.value} *= {factor}\n")]
         else:
             fix.replace[value] = scaled_expression(value, factor)
         return fix
+
+
+def _first_read_statement(
+    index: Index, name: cst.Name, stmt: cst.CSTNode
+) -> cst.CSTNode | None:
+    """Where `lr *= n` goes so that every read of the value the optimizer gets sees it: before
+    ``stmt``, or before an earlier statement of the same block that already read the same value
+    (k-diffusion: `groups = model.param_groups(lr)` copies it into the groups first). None
+    when such a read sits in another block."""
+    bindings = index.bindings_of(name)
+    first = stmt
+    for node in index.nodes_of(cst.Name):
+        if (
+            node is name
+            or not isinstance(node, cst.Name)
+            or node.value != name.value
+            or index.order(node) >= index.order(first)
+            or index.bindings_of(node) != bindings
+        ):
+            continue
+        parent = index.parent(node)
+        if isinstance(parent, (cst.AssignTarget, cst.Attribute, cst.Arg)) and (
+            getattr(parent, "target", None) is node
+            or getattr(parent, "attr", None) is node
+            or getattr(parent, "keyword", None) is node
+        ):
+            continue  # bound, an attribute's name or a keyword's name: not a read
+        read = index.statement(node)
+        if read is None or read is stmt or index.is_inside(stmt, read):
+            continue
+        if index.parent(read) is not index.parent(stmt) or not can_scale_name_in_place(
+            index, name, read
+        ):
+            return None
+        first = read
+    return first
 
 
 def _batch_grows(facts: Facts) -> bool:

@@ -327,6 +327,40 @@ def test_dl201_fix_multiplies_in_place_inside_a_loop(snapshot):
     assert "lr *=" not in fixed_and_bound(snapshot(lint_snippet("DL201", code)))
 
 
+def test_dl201_fix_scales_before_an_earlier_read_of_the_same_value():
+    # k-diffusion: the parameter groups copy `lr` before the optimizer is built; `lr *= n`
+    # just before the optimizer would leave every group at the old LR
+    code = """
+    import torch
+    from accelerate import Accelerator
+    def main(args, model):
+        accelerator = Accelerator()
+        lr = args.lr
+        groups = [{"params": model.parameters(), "lr": lr}]
+        return torch.optim.AdamW(groups, lr=lr)
+    """
+    fixed = fixed_and_bound(lint_snippet("DL201", code))
+    assert fixed.index("lr *= accelerator.num_processes") < fixed.index("groups = ")
+
+
+def test_dl201_no_fix_when_an_earlier_read_is_in_another_block():
+    code = """
+    import torch
+    from accelerate import Accelerator
+    def main(args, model, flag):
+        accelerator = Accelerator()
+        lr = args.lr
+        if flag:
+            groups = [{"params": model.parameters(), "lr": lr}]
+        else:
+            groups = model.parameters()
+        return torch.optim.AdamW(groups, lr=lr)
+    """
+    linted = lint_snippet("DL201", code)
+    assert [f.code for f in linted.findings] == ["DL201"]
+    assert linted.fixed_source is None or "num_processes" not in linted.fixed_source
+
+
 def test_dl201_fix_parenthesises_low_precedence_values(snapshot):
     code = """
     import torch
