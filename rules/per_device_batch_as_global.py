@@ -18,6 +18,7 @@ from distlint.analysis.batch import (
     uses_of,
 )
 from distlint.analysis.facts import Facts, Mode
+from distlint.analysis.index import Op
 from distlint.fixes import FixPlan
 from distlint.model import Applicability
 from distlint.rule import Invalid, Rule, RuleContext, Valid, factor_expression
@@ -130,8 +131,18 @@ class PerDeviceBatchAsGlobal(Rule):
             "accelerator = Accelerator()\nbs = 8\nloader = DataLoader(range(8), batch_size=bs)\n"
             "total_batch_size = bs * 2\ntotal_batch_size *= accelerator.num_processes\n"
         ),
+        # yolov7: the total is taken from the attribute before it is divided in place
+        Valid(
+            'import argparse\n\nimport torch.distributed as dist\nfrom torch.utils.data import DataLoader\n\nparser = argparse.ArgumentParser()\nparser.add_argument("--batch-size", type=int, default=64, help="total batch size for all GPUs")\nopt = parser.parse_args()\ndist.init_process_group("nccl")\nopt.world_size = dist.get_world_size()\nopt.total_batch_size = opt.batch_size\nopt.batch_size = opt.total_batch_size // opt.world_size\nloader = DataLoader(range(64), batch_size=opt.batch_size)\n'
+        ),
     )
     INVALID = (
+        # ... but the attribute read after the division is the per-device batch
+        Invalid(
+            'import argparse\n\nimport torch.distributed as dist\nfrom torch.utils.data import DataLoader\n\nparser = argparse.ArgumentParser()\nparser.add_argument("--batch-size", type=int, default=64, help="total batch size for all GPUs")\nopt = parser.parse_args()\ndist.init_process_group("nccl")\nopt.world_size = dist.get_world_size()\nopt.total_batch_size = opt.batch_size\nopt.batch_size = opt.total_batch_size // opt.world_size\nloader = DataLoader(range(64), batch_size=opt.batch_size)\nprint(f"Global batch size: {opt.batch_size}")\n',
+            fixed='import argparse\n\nimport torch.distributed as dist\nfrom torch.utils.data import DataLoader\n\nparser = argparse.ArgumentParser()\nparser.add_argument("--batch-size", type=int, default=64, help="total batch size for all GPUs")\nopt = parser.parse_args()\ndist.init_process_group("nccl")\nopt.world_size = dist.get_world_size()\nopt.total_batch_size = opt.batch_size\nopt.batch_size = opt.total_batch_size // opt.world_size\nloader = DataLoader(range(64), batch_size=opt.batch_size)\nprint(f"Global batch size: {opt.batch_size * dist.get_world_size()}")\n',
+            range="14:29-14:43",
+        ),
         Invalid(
             "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n\n"
             "accelerator = Accelerator()\nbatch_size = 16\nloader = DataLoader(range(64), batch_size=batch_size)\n"
@@ -220,7 +231,7 @@ class PerDeviceBatchAsGlobal(Rule):
             if id(use.expr) in reported:
                 continue
             role = _role(index, use)
-            if role is None or _has_process_factor(facts, use):
+            if role is None or _has_process_factor(facts, use) or _read_before_share(facts, use):
                 continue
             reported.add(id(use.expr))
             factor = None if facts.model_parallel else _factor_text(facts, use.node)
@@ -363,6 +374,34 @@ def _has_process_factor(facts: Facts, use: Use) -> bool:
         a.node is not parent and a.value is not None and facts.reads_process_count(a.value)
         for a in later
     )
+
+
+def _read_before_share(facts: Facts, use: Use) -> bool:
+    """An attribute read before its function sets it to a share of itself by the process count
+    (yolov7: `opt.total_batch_size = opt.batch_size`, then `opt.batch_size =
+    opt.total_batch_size // opt.world_size`): until then it holds the global batch it was
+    given, outside any loop that would bring the read round again."""
+    index, node = facts.index, use.node
+    if not isinstance(node, (cst.Attribute, cst.Subscript)):
+        return False
+    here, order = index.enclosing_function(node), index.order(node)
+    for a in index.attribute_assignments(node):
+        if (
+            a.op is not Op.ASSIGN
+            or a.order <= order
+            or index.enclosing_function(a.node) is not here
+            or a.value is None
+            or not facts.processes.divided_by_process_count(a.value)
+        ):
+            continue
+        loops = (cst.For, cst.While)
+        if not any(
+            index.is_inside(node, loop)
+            for loop in index.ancestors(a.node)
+            if isinstance(loop, loops)
+        ):
+            return True
+    return False
 
 
 def _factor_text(facts: Facts, at: cst.CSTNode) -> str | None:
