@@ -382,40 +382,41 @@ class UnscaledLearningRate(Rule):
         return fix
 
 
-def _first_read_statement(
-    index: Index, name: cst.Name, stmt: cst.CSTNode
-) -> cst.CSTNode | None:
+def _first_read_statement(index: Index, name: cst.Name, stmt: cst.CSTNode) -> cst.CSTNode | None:
     """Where `lr *= n` goes so that every read of the value the optimizer gets sees it: before
-    ``stmt``, or before an earlier statement of the same block that already read the same value
-    (k-diffusion: `groups = model.param_groups(lr)` copies it into the groups first). None
-    when such a read sits in another block."""
+    ``stmt``, or before an earlier statement, of its block or of a block around it, that
+    already read the same value (k-diffusion: `groups = model.param_groups(lr)` copies it into
+    the groups first). None when such a read sits in a branch ``stmt`` is not in."""
     bindings = index.bindings_of(name)
     first = stmt
     for node in index.nodes_of(cst.Name):
-        if (
-            node is name
-            or not isinstance(node, cst.Name)
-            or node.value != name.value
-            or index.order(node) >= index.order(first)
-            or index.bindings_of(node) != bindings
-        ):
+        if node is name or index.order(node) >= index.order(first):
             continue
-        parent = index.parent(node)
-        if isinstance(parent, (cst.AssignTarget, cst.Attribute, cst.Arg)) and (
-            getattr(parent, "target", None) is node
-            or getattr(parent, "attr", None) is node
-            or getattr(parent, "keyword", None) is node
-        ):
-            continue  # bound, an attribute's name or a keyword's name: not a read
+        if not _reads_same_value(index, node, name.value, bindings):
+            continue
         read = index.statement(node)
         if read is None or read is stmt or index.is_inside(stmt, read):
             continue
-        if index.parent(read) is not index.parent(stmt) or not can_scale_name_in_place(
-            index, name, read
-        ):
+        block = index.parent(read)
+        if block is None or not index.is_inside(stmt, block):
+            return None  # a read in a branch the optimizer's statement is not in
+        if not can_scale_name_in_place(index, name, read):
             return None
         first = read
     return first
+
+
+def _reads_same_value(index: Index, node: cst.CSTNode, name: str, bindings: list) -> bool:
+    """``node`` reads ``name`` where it holds the value of ``bindings`` (not a target, an
+    attribute's or a keyword's name)."""
+    if not isinstance(node, cst.Name) or node.value != name:
+        return False
+    parent = index.parent(node)
+    if any(getattr(parent, part, None) is node for part in ("target", "attr", "keyword")):
+        return False
+    if isinstance(parent, cst.AssignTarget):
+        return False
+    return index.bindings_of(node) == bindings
 
 
 def _batch_grows(facts: Facts) -> bool:

@@ -200,12 +200,15 @@ class Reach:
         importers = getattr(project, "run_importers", None)
         if importers is None or path is None or self.has_run:
             return None
-        if index.scope(fn).kind is not ScopeKind.MODULE or index.callers(fn):
+        kind = index.scope(fn).kind
+        if kind is ScopeKind.CLASS:
+            names = self._class_and_subclasses(fn)
+        elif kind is ScopeKind.MODULE and not index.callers(fn):
+            names = self._only_defined(fn)
+        else:
             return None
-        name = fn.name.value
-        names = index.nodes_of(cst.Name)
-        if any(isinstance(n, cst.Name) and n.value == name and n is not fn.name for n in names):
-            return None  # passed around or called from its own module
+        if not names:
+            return None
         path = os.path.normpath(os.path.abspath(path))  # as imports resolve
         found: list[tuple[Facts, cst.Call]] = []
         for importer in importers(path):
@@ -215,9 +218,43 @@ class Reach:
             found += [
                 (other, call)
                 for call in other.index.calls
-                if other.loops.calls_function_of(call, path, name)
+                if any(other.loops.calls_function_of(call, path, name) for name in names)
             ]
         return found or None
+
+    def _only_defined(self, fn: cst.FunctionDef) -> set[str]:
+        """``{fn's name}`` when its module never names it elsewhere (it is not passed around
+        nor called there), else nothing."""
+        name = fn.name.value
+        for n in self.index.nodes_of(cst.Name):
+            if isinstance(n, cst.Name) and n.value == name and n is not fn.name:
+                return set()
+        return {name}
+
+    def _class_and_subclasses(self, method: cst.FunctionDef) -> set[str]:
+        """For a method of a module-level class (consistency_models' `TrainLoop.__init__`
+        builds the optimizer from what its constructor is given): the class and its subclasses
+        of the module, when the module names them only to define and derive them, so that only
+        the run's other files make instances. Else nothing."""
+        index = self.index
+        cls = index.enclosing(method, cst.ClassDef)
+        classes = {
+            c.name.value: c
+            for c in index.module.body
+            if isinstance(c, cst.ClassDef) and len(index.classes.get(c.name.value, ())) == 1
+        }
+        if not isinstance(cls, cst.ClassDef) or classes.get(cls.name.value) is not cls:
+            return set()
+        names, bases = _with_subclasses(cls.name.value, classes)
+        for n in index.nodes_of(cst.Name):
+            if (
+                isinstance(n, cst.Name)
+                and n.value in names
+                and id(n) not in bases
+                and not any(n is c.name for c in classes.values())
+            ):
+                return set()  # made or passed around in its own module
+        return names
 
     # ------------------------------------------------------------------ one process only
     @property
@@ -369,3 +406,21 @@ def _operands(test: cst.BaseExpression, kind: type) -> list[cst.BaseExpression]:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, kind):
         return _operands(test.left, kind) + _operands(test.right, kind)
     return [test]
+
+
+def _with_subclasses(name: str, classes: dict[str, cst.ClassDef]) -> tuple[set[str], set[int]]:
+    """Class ``name`` and the ``classes`` derived from it, directly or in turn; and the base
+    Name nodes that derive them (ids)."""
+    names = {name}
+    bases: set[int] = set()
+    grown = True
+    while grown:
+        grown = False
+        for other, c in classes.items():
+            for base in c.bases:
+                if isinstance(base.value, cst.Name) and base.value.value in names:
+                    bases.add(id(base.value))
+                    if other not in names:
+                        names.add(other)
+                        grown = True
+    return names, bases
