@@ -435,8 +435,8 @@ def _callers_decide(facts: Facts, opt: Optimizer) -> bool:
     rate scaled by the process count. Then the helper's own finding would contradict them."""
     fn = facts.index.enclosing_function(opt.call)
     callers = facts.reach.run_callers(fn) if fn is not None else None
-    if not callers:
-        return False
+    if callers is None:
+        return False  # no caller of the run decides
     lr = opt.lr
     bindings = facts.index.bindings_of(lr) if isinstance(lr, cst.Name) else []
     param = bindings[0].node if len(bindings) == 1 and bindings[0].op == "param" else None

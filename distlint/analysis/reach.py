@@ -191,10 +191,12 @@ class Reach:
 
     # ------------------------------------------------------------------ callers in the run
     def run_callers(self, fn: cst.FunctionDef) -> list[tuple[Facts, cst.Call]] | None:
-        """The calls of module-level function ``fn`` that the other files of the run make, with
-        their files' facts: they say what ``fn`` is given and how its caller trains. None when
-        they do not decide: the module has a run of its own, ``fn`` is used in its own module
-        too, or no file of the run calls it."""
+        """The calls of module-level function ``fn`` (or of the class a method ``fn`` belongs
+        to) that the other files of the run make, with their files' facts: they say what ``fn``
+        is given and how its caller trains. Empty when files of the run import the module and
+        none of them names ``fn`` (the run never goes there). None when they do not decide:
+        the module has a run of its own, ``fn`` is used in its own module too, no file of the
+        run imports the module, or one names ``fn`` other than in a call (passed around)."""
         facts, index = self.facts, self.index
         project, path = facts.project, facts.path
         importers = getattr(project, "run_importers", None)
@@ -211,16 +213,22 @@ class Reach:
             return None
         path = os.path.normpath(os.path.abspath(path))  # as imports resolve
         found: list[tuple[Facts, cst.Call]] = []
-        for importer in importers(path):
+        spelled = False  # an importer names one of them other than in a call found
+        files = importers(path)
+        for importer in files:
             other = facts._facts_of(importer)
             if other is None:
-                continue
-            found += [
-                (other, call)
+                return None
+            calls = [
+                call
                 for call in other.index.calls
                 if any(other.loops.calls_function_of(call, path, name) for name in names)
             ]
-        return found or None
+            found += [(other, call) for call in calls]
+            spelled = spelled or _names_elsewhere(other.index, names, calls)
+        if not files or (spelled and not found):
+            return None
+        return found
 
     def _only_defined(self, fn: cst.FunctionDef) -> set[str]:
         """``{fn's name}`` when its module never names it elsewhere (it is not passed around
@@ -424,3 +432,17 @@ def _with_subclasses(name: str, classes: dict[str, cst.ClassDef]) -> tuple[set[s
                         names.add(other)
                         grown = True
     return names, bases
+
+
+def _names_elsewhere(index: Index, names: set[str], calls: list[cst.Call]) -> bool:
+    """``index``'s module spells one of ``names`` other than as the callee of ``calls`` and
+    in its imports (it may pass it around, register it or call it through an alias)."""
+    callees = {id(c.func) for c in calls} | {
+        id(c.func.attr) for c in calls if isinstance(c.func, cst.Attribute)
+    }
+    for n in index.nodes_of(cst.Name):
+        if not isinstance(n, cst.Name) or n.value not in names or id(n) in callees:
+            continue
+        if index.enclosing(n, (cst.Import, cst.ImportFrom)) is None:
+            return True
+    return False
