@@ -373,7 +373,7 @@ class UnscaledLearningRate(Rule):
         stmt = index.statement(call)
         if isinstance(value, cst.Name) and can_scale_name_in_place(index, value, stmt):
             assert stmt is not None
-            at = _first_read_statement(index, value, stmt)
+            at = _first_read_statement(index, value, stmt, call)
             if at is None:
                 return None  # read earlier in another block: no one place scales every use
             fix.insert_before[at] = [fix_statement(f"{value.value} *= {factor}\n")]
@@ -382,12 +382,16 @@ class UnscaledLearningRate(Rule):
         return fix
 
 
-def _first_read_statement(index: Index, name: cst.Name, stmt: cst.CSTNode) -> cst.CSTNode | None:
+def _first_read_statement(
+    index: Index, name: cst.Name, stmt: cst.CSTNode, call: cst.Call
+) -> cst.CSTNode | None:
     """Where `lr *= n` goes so that every read of the value the optimizer gets sees it: before
-    ``stmt``, or before an earlier statement, of its block or of a block around it, that
-    already read the same value (k-diffusion: `groups = model.param_groups(lr)` copies it into
-    the groups first). None when such a read sits in a branch ``stmt`` is not in."""
+    ``stmt``, or before an earlier statement, of its block or of a block around it, that copies
+    the same value into a name the optimizer's ``call`` is given (k-diffusion: `groups =
+    model.param_groups(lr)` puts it in the groups first). None when such a statement sits in a
+    branch ``stmt`` is not in."""
     bindings = index.bindings_of(name)
+    given = {n.value for a in call.args for n in _names_in(a.value)}
     first = stmt
     for node in index.nodes_of(cst.Name):
         if node is name or index.order(node) >= index.order(first):
@@ -397,13 +401,38 @@ def _first_read_statement(index: Index, name: cst.Name, stmt: cst.CSTNode) -> cs
         read = index.statement(node)
         if read is None or read is stmt or index.is_inside(stmt, read):
             continue
+        if not _assigns_one_of(read, given):
+            continue  # logged, or kept for something else: not what the optimizer gets
         block = index.parent(read)
         if block is None or not index.is_inside(stmt, block):
-            return None  # a read in a branch the optimizer's statement is not in
+            return None  # in a branch the optimizer's statement is not in
         if not can_scale_name_in_place(index, name, read):
             return None
         first = read
     return first
+
+
+def _names_in(node: cst.CSTNode) -> list[cst.Name]:
+    if isinstance(node, cst.Name):
+        return [node]
+    return [n for child in node.children for n in _names_in(child)]
+
+
+def _assigns_one_of(stmt: cst.CSTNode, names: set[str]) -> bool:
+    """``stmt`` is an assignment to one of ``names`` (`groups = ...`)."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        targets = (
+            [t.target for t in small.targets]
+            if isinstance(small, cst.Assign)
+            else [small.target]
+            if isinstance(small, (cst.AnnAssign, cst.AugAssign))
+            else []
+        )
+        if any(n.value in names for t in targets for n in _names_in(t)):
+            return True
+    return False
 
 
 def _reads_same_value(index: Index, node: cst.CSTNode, name: str, bindings: list) -> bool:
