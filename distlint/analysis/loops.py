@@ -236,7 +236,8 @@ class Loops:
         importers = getattr(project, "run_importers", None)  # a project of this run's files
         out: list[Origin] = []
         callers: list[Facts] = self._this_run("_callers").setdefault(param, [])
-        for importer in importers(path) if importers is not None else ():
+        # (only those that spell the function's name can call it: the others are not parsed)
+        for importer in importers(path, fn.name.value) if importers is not None else ():
             other = facts._facts_of(importer)
             if other is None:
                 continue
