@@ -399,9 +399,10 @@ class Project:
             ]:
                 del self.memo[key]
             # a module's Facts and index point at each other: what was let go dies in a full
-            # collection (the lints keep the collector paused), run once this much was let go
+            # collection (the lints keep the collector paused), run once a quarter of the
+            # budget was let go (a tree with its index is ~50x its text)
             self._let_go_chars += freed
-            if self._let_go_chars > budget:
+            if self._let_go_chars > budget // 4:
                 import gc
 
                 self._let_go_chars = 0
