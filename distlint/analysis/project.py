@@ -103,6 +103,8 @@ def _marked_root(here: str) -> str | None:
 class Project:
     """Static view of one training project. Never imports or executes anything."""
 
+    tracks_dependencies = True  # `module(path, touch=False)`: see `tracking`
+
     def __init__(
         self,
         root: str,

@@ -261,19 +261,10 @@ class Summaries(Provider):
         """The summary of method ``name`` of the class ``methods`` names. Its module was
         reached (and counted) when the class's summary was made: it is not a dependency of
         this lint again, and is parsed again only if it was let go since."""
-        from distlint.analysis.facts import facts_for
-        from distlint.analysis.project import Project
-
-        project = self.project
-        if project is None:
+        if self.project is None:
             return None
-        if isinstance(project, Project):
-            info = project.module(methods.path, touch=False)
-        else:
-            info = project.module(methods.path)
-        if info is None:
-            return None
-        return facts_for(info.index, methods.path, project).summaries.method_of(methods.name, name)
+        other = self.facts._facts_of(methods.path, quiet=True)
+        return other.summaries.method_of(methods.name, name) if other is not None else None
 
     def _may_reach(self, needs: _Spellings, path: str, name: str) -> bool:
         """The summary of ``name`` in module ``path`` may hold what ``needs`` names: the
