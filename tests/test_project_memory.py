@@ -112,3 +112,19 @@ def test_words_are_found_in_the_bytes_as_in_the_decoded_text(data):
     words = frozenset({"seed", "torch", "café", "x", "import torch"})
     text = data.decode("utf-8", "replace")
     assert _spelled(words, data) == frozenset(w for w in words if w in text)
+
+
+def test_cache_entries_read_share_their_dependency_pairs():
+    from distlint.cache import _decode
+
+    entry = {
+        "findings": [],
+        "suppressed": [],
+        "errors": [],
+        "deps": [["/proj/utils.py", "ab" * 32]],
+        "reached": ["/proj/utils.py"],
+    }
+    a, b = _decode(entry, "/proj/a.py"), _decode(dict(entry), "/proj/b.py")
+    assert a.dependencies == (("/proj/utils.py", "ab" * 32),)
+    assert a.dependencies[0] is b.dependencies[0]  # held once across a warm run's results
+    assert a.reached == ("/proj/utils.py",) and a.reached[0] is b.reached[0]
