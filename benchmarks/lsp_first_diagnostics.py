@@ -6,7 +6,8 @@ the time to re-lint after an edit; `ruff server` on the same file in the same ro
 
 ``--file``: a script inside its own repository instead of the generated ones (the server then
 starts in the repository's root, where the script's imports resolve to project modules, as an
-editor opening that repository does); the edit appends a comment line.
+editor opening that repository does); the edit types one statement into the training loop (a
+line before its ``backward`` call, else a comment line at the end).
 
 For each size, a training script of exactly that many lines is written to a temporary directory
 (whole fixture scripts from fixtures/scripts, so the rules have real work to do, padded with
@@ -16,15 +17,17 @@ plain helper functions). Each round then runs, alternately:
   and `textDocument/didOpen`, and stop the clock at the first `textDocument/publishDiagnostics`
   (what an editor waits for after opening a file);
 - then a hover request, answered (an editor's first edit comes seconds after opening, when the
-  server is fully loaded: distlint loads pygls only after the first diagnostics), and two
-  edits, each a full-text `textDocument/didChange` (one line changed); the second is timed, from
-  the change to the diagnostics of the new version (the first warms up); distlint waits its
-  debounce (DEBOUNCE_SECONDS) before it lints, so its re-lint time is reported without it;
+  server is fully loaded: distlint loads pygls only after the first diagnostics), and
+  ``--edits`` + 1 edits, each a full-text `textDocument/didChange` changing one line of the
+  previous version; all but the first (a warm-up) are timed, from the change to the
+  diagnostics of the new version; distlint waits its debounce (DEBOUNCE_SECONDS) before it
+  lints, so its re-lint time is reported without it;
 - the floor: `python -c "import libcst; libcst.parse_module(src)"` on the same file;
 - `ruff server` (when ruff is installed), the same steps, the same file.
 
-Reported: medians of wall time, and the median of the per-round ratios server / floor (both run
-in the same round, so a busy machine slows both alike). Targets (issue #17): first diagnostics
+Reported: medians of wall time (the re-lint: over every timed edit of every round), and the
+median of the per-round ratios server / floor (both run in the same round, so a busy machine
+slows both alike). Targets (issue #17): first diagnostics
 within 1.5x of the floor, a re-lint within 30 ms plus the debounce on 500 lines.
 """
 
@@ -103,16 +106,23 @@ def _receive(proc: subprocess.Popen) -> dict:
 
 
 def _edited(text: str, version: int) -> str:
-    """``text`` with one line changed: a helper's constant (generated scripts), else a comment
-    appended."""
+    """``text`` with one line changed from the previous version's: a helper's constant
+    (generated scripts), else a statement typed before the training loop's ``backward`` call,
+    else a comment appended."""
     if "total = 0.0" in text:
         return text.replace("total = 0.0", f"total = 0.{version}", 1)
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if ".backward(" in line and not line.lstrip().startswith("#"):
+            indent = line[: len(line) - len(line.lstrip())]
+            return "".join([*lines[:i], f"{indent}edit_step = {version}\n", *lines[i:]])
     return text + f"# edit {version}\n"
 
 
-def server_round(command: list, path: Path, root: Path | None = None) -> tuple:
+def server_round(command: list, path: Path, root: Path | None = None, edits: int = 1) -> tuple:
     """(seconds to the initialize answer, seconds to the first diagnostics, number of
-    diagnostics, seconds from a didChange to the new version's diagnostics)."""
+    diagnostics, [seconds from a didChange to the new version's diagnostics] for ``edits``
+    edits after a warm-up one)."""
     uri = path.resolve().as_uri()
     text = path.read_text()
     root = root or path.parent
@@ -174,10 +184,11 @@ def server_round(command: list, path: Path, root: Path | None = None) -> tuple:
         )
         while (msg := _receive(proc)).get("id") != 3:
             pass
-        # Two edits, one line of a helper changed, the whole text sent (as most clients do). The
-        # first warms up (an editor's first edit comes seconds after opening: by then the
-        # server is fully loaded); the second is measured.
-        for version in (2, 3):
+        # Edits, one line changed each, the whole text sent (as most clients do). The first
+        # warms up (an editor's first edit comes seconds after opening: by then the server is
+        # fully loaded); the others are measured.
+        relints = []
+        for version in range(2, 3 + edits):
             edited = _edited(text, version)
             changed = time.perf_counter()
             _send(
@@ -197,11 +208,12 @@ def server_round(command: list, path: Path, root: Path | None = None) -> tuple:
                     "version"
                 ) in (version, None):
                     break
-        relint = time.perf_counter() - changed
+            if version > 2:
+                relints.append(time.perf_counter() - changed)
         _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
         _send(proc, {"jsonrpc": "2.0", "method": "exit"})
         proc.wait(timeout=30)
-        return initialized, first, count, relint
+        return initialized, first, count, relints
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -231,6 +243,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--lines", type=int, nargs="+", default=[500, 300])
     parser.add_argument("--file", help="a script inside its repository (instead of --lines)")
+    parser.add_argument("--edits", type=int, default=3, help="timed edits per round")
     args = parser.parse_args()
     from distlint.lsp import DEBOUNCE_SECONDS
 
@@ -257,17 +270,17 @@ def main() -> None:
             # warm the OS file cache and .pyc files: editors start warm too
             server_round(command, path, root)
             for _ in range(args.repeats):
-                i, f, n, r = server_round(command, path, root)
+                i, f, n, r = server_round(command, path, root, args.edits)
                 fl = floor_round(path)
                 init.append(i)
                 first.append(f)
                 floor.append(fl)
                 ratio.append(f / fl)
-                relint.append(r - DEBOUNCE_SECONDS)
+                relint += [x - DEBOUNCE_SECONDS for x in r]
                 if ruff_command:
-                    _, rf, _, rr = server_round(ruff_command, path, root)
+                    _, rf, _, rr = server_round(ruff_command, path, root, args.edits)
                     ruff_first.append(rf)
-                    ruff_relint.append(rr)
+                    ruff_relint += rr
             ms = lambda values: statistics.median(values) * 1000  # noqa: E731
             print(
                 f"{lines:4d} lines ({n} diagnostics): first diagnostics {ms(first):6.0f} ms "

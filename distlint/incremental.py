@@ -9,14 +9,24 @@ re-parsed statements, generated with the module's own indentation and newline, m
 exactly the new text between the unchanged parts, else the whole text is parsed again. Edits in
 the module's header or footer, and files without a final newline, are parsed whole.
 
+An edit inside one function (a training script's ``main()`` is often most of the file) goes
+deeper: the statements around it in the innermost indented block holding it are re-parsed, as
+the body of as many ``if 1:`` lines as the block is deep (so their indentation, continuation
+lines and strings are read exactly as in the file), and spliced into that block. Where each
+statement inside a top-level one starts is learnt from the same code generation that gives the
+top-level offsets, once per statement text (:meth:`Document.prepare`, between lints).
+
 The offsets also let :func:`distlint.positions.layout` generate only the statements that hold a
 reported node, instead of the whole module.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from itertools import accumulate
+from typing import Any
 
 import libcst as cst
 
@@ -26,25 +36,62 @@ from distlint._libcst_compat import CodegenState
 MARGIN = 1
 
 
-def _code(module: cst.Module, nodes: list) -> list[str]:
+def _code(module: cst.Module, nodes: list, indent: Sequence[str] = ()) -> list[str]:
     out = []
     for node in nodes:
         state = CodegenState(
             default_indent=module.default_indent, default_newline=module.default_newline
         )
+        state.indent_tokens = list(indent)
         node._codegen(state)
         out.append("".join(state.tokens))
     return out
 
 
-def statement_offsets(module: cst.Module) -> list[int] | None:
+# Where each statement inside one top-level statement starts and ends, from the start of that
+# statement's code: id(statement) -> (start, end).
+Spans = dict[int, tuple[int, int]]
+
+
+class _Marking(CodegenState):
+    """LibCST's codegen state, noting where each statement's tokens start and end."""
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(
+            default_indent=module.default_indent, default_newline=module.default_newline
+        )
+        self.marks: dict[int, list[int]] = {}
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.BaseStatement):
+            self.marks[id(node)] = [len(self.tokens)]
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.BaseStatement):
+            self.marks[id(node)].append(len(self.tokens))
+
+
+def _code_and_spans(module: cst.Module, node: cst.CSTNode) -> tuple[str, Spans]:
+    """The code of top-level statement ``node`` and the spans of the statements inside it."""
+    state = _Marking(module)
+    node._codegen(state)
+    at = list(accumulate(map(len, state.tokens), initial=0))
+    spans = {key: (at[start], at[end]) for key, (start, end) in state.marks.items()}
+    return "".join(state.tokens), spans
+
+
+def statement_offsets(module: cst.Module, spans: dict[int, Any] | None = None) -> list[int] | None:
     """Where each top-level statement starts in ``module.code``, then where the last one ends
-    (None for a module without a final newline: its last statement's code is not its text)."""
+    (None for a module without a final newline: its last statement's code is not its text).
+    ``spans``: filled with id(statement) -> (statement, its :data:`Spans`)."""
     if not module.has_trailing_newline and module.body:
         return None
     header = "".join(_code(module, list(module.header)))
     offsets = [len(header)]
-    for code in _code(module, list(module.body)):
+    for node in module.body:
+        code, inner = _code_and_spans(module, node)
+        if spans is not None:
+            spans[id(node)] = (node, inner)
         offsets.append(offsets[-1] + len(code))
     return offsets
 
@@ -58,19 +105,41 @@ class Document:
         self.text = text
         self.module = module
         self._offsets = offsets
+        # id(top-level statement) -> (the statement, the spans of the statements inside it)
+        self._spans: dict[int, tuple[cst.CSTNode, Spans]] = {}
         self.reparsed = 0  # statements re-parsed by the last update (tests, benchmarks)
+        self.nested = False  # the last update re-parsed statements inside a block
 
     def reset(self, text: str, module: cst.Module | None) -> None:
         """A text parsed whole: the document starts again from it (None: from no module; an
         edit of it is then parsed whole)."""
         self.text, self.module, self._offsets = text, module, None
+        self._spans = {}
         self.reparsed = 0
+        self.nested = False
 
     @property
     def offsets(self) -> list[int] | None:
         if self._offsets is None and self.module is not None:
-            self._offsets = statement_offsets(self.module)
+            self._spans = {}
+            self._offsets = statement_offsets(self.module, self._spans)
         return self._offsets
+
+    def prepare(self) -> None:
+        """Compute what the next edit needs (the offsets, the spans inside each top-level
+        statement) now, between lints: the language server's worker calls this when idle."""
+        if self.offsets is None or self.module is None:
+            return
+        body = self.module.body
+        kept = {id(node) for node in body}
+        self._spans = {k: v for k, v in self._spans.items() if k in kept}
+        for node in body:
+            if id(node) not in self._spans:
+                self._spans[id(node)] = (node, _code_and_spans(self.module, node)[1])
+
+    def _spans_of(self, node: cst.CSTNode) -> Spans | None:
+        found = self._spans.get(id(node))
+        return found[1] if found is not None and found[0] is node else None
 
     def update(
         self, text: str, safe: Callable[[str], bool] | None = None
@@ -83,6 +152,10 @@ class Document:
         if module is None or offsets is None or not module.body:
             return None
         body = module.body
+        self.nested = False
+        found = self._update_inside(text, module, offsets, safe)
+        if found is not None:
+            return found
         edited = _edited_statements(old, text, offsets, len(body))
         if edited is None:
             return None  # the header or the footer changed
@@ -120,6 +193,161 @@ class Document:
         self.reparsed = len(statements)
         return new_module, new_offsets
 
+    def _update_inside(
+        self,
+        text: str,
+        module: cst.Module,
+        offsets: list[int],
+        safe: Callable[[str], bool] | None,
+    ) -> tuple[cst.Module, list[int]] | None:
+        """:meth:`update` for an edit inside one indented block of one top-level statement:
+        the statements of that block around it re-parsed; None when the edit is not inside one
+        block, the spans are not known yet, or the piece does not read as it does in place."""
+        old = self.text
+        start, tail = _common_ends(old, text)
+        old_end = len(old) - tail
+        k = bisect_right(offsets, start) - 1
+        if k < 0 or k >= len(module.body) or old_end > offsets[k + 1]:
+            return None
+        top = module.body[k]
+        spans = self._spans_of(top)
+        if spans is None or not isinstance(top, cst.BaseCompoundStatement):
+            return None
+        base = offsets[k]
+        path = _innermost_block(top, spans, start - base, old_end - base)
+        if not path:
+            return None
+        block = path[-1][1]
+        kids = block.body
+        i, j = path[-1][2], path[-1][3]
+        a, b = max(0, i - MARGIN), min(len(kids) - 1, j + MARGIN)
+        begin, end = base + spans[id(kids[a])][0], base + spans[id(kids[b])][1]
+        delta = len(text) - len(old)
+        piece = text[begin : end + delta]
+        indent = [
+            step[1].indent if step[1].indent is not None else module.default_indent for step in path
+        ]
+        statements = _parse_block_piece(piece, indent, module, safe)
+        if statements is None:
+            return None
+        if "".join(_code(module, statements, indent)) != piece:
+            return None  # parsed differently in place: re-parse the whole statements
+        new_top = _replaced(path, [*kids[:a], *statements, *kids[b + 1 :]])
+        new_module = module.with_changes(body=[*module.body[:k], new_top, *module.body[k + 1 :]])
+        new_offsets = offsets[: k + 1] + [o + delta for o in offsets[k + 1 :]]
+        self.text, self.module, self._offsets = text, new_module, new_offsets
+        self.reparsed = len(statements)
+        self.nested = True
+        return new_module, new_offsets
+
+
+# The nodes of a compound statement that hold an indented block of it (`else:`, `except:`, an
+# `elif` (an If in `orelse`), `finally:`, a `case`).
+_HOLDERS = (
+    cst.BaseCompoundStatement,
+    cst.Else,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.Finally,
+    cst.MatchCase,
+)
+
+
+def _blocks(node: cst.CSTNode) -> Iterator[tuple[cst.IndentedBlock, list[cst.CSTNode]]]:
+    """The indented blocks of compound statement ``node`` (not those of statements inside
+    them), each with the nodes from ``node`` down to it."""
+    todo: list[tuple[cst.CSTNode, list[cst.CSTNode]]] = [(node, [node])]
+    while todo:
+        holder, way = todo.pop(0)
+        for child in holder.children:
+            if isinstance(child, cst.IndentedBlock):
+                yield child, way
+            elif isinstance(child, _HOLDERS):
+                todo.append((child, [*way, child]))
+
+
+def _innermost_block(
+    top: cst.CSTNode, spans: Spans, start: int, end: int
+) -> list[tuple[list[cst.CSTNode], cst.IndentedBlock, int, int]]:
+    """The indented blocks, from ``top`` inwards, whose statements hold the edited span
+    ``[start, end)`` (offsets from the start of ``top``'s code): for each, the nodes from the
+    statement owning it down to it, the block, and the first and last of its statements the
+    edit touched. Empty when no block of ``top`` holds the whole span."""
+    path: list[tuple[list[cst.CSTNode], cst.IndentedBlock, int, int]] = []
+    node: cst.CSTNode = top
+    while isinstance(node, cst.BaseCompoundStatement):
+        for block, way in _blocks(node):
+            kids = block.body
+            if kids and spans[id(kids[0])][0] <= start and end <= spans[id(kids[-1])][1]:
+                break
+        else:
+            break
+        starts = [spans[id(kid)][0] for kid in kids]
+        i = bisect_right(starts, start) - 1
+        j = bisect_right(starts, max(end - 1, start)) - 1
+        path.append((way, block, i, j))
+        if i != j:
+            break
+        node = kids[i]
+    return path
+
+
+def _parse_block_piece(
+    piece: str,
+    indent: list[str],
+    module: cst.Module,
+    safe: Callable[[str], bool] | None,
+) -> list[cst.BaseStatement] | None:
+    """The statements of ``piece`` (whole lines of statements of a block nested
+    ``len(indent)`` deep, ``indent`` the indentation each level adds), parsed as the body of
+    that many ``if 1:`` lines; None when they do not parse as exactly that."""
+    newline = module.default_newline
+    lines = ["".join(indent[:depth]) + "if 1:" + newline for depth in range(len(indent))]
+    sub = _parsed("".join(lines) + piece, safe)
+    if sub is None or sub.header or sub.footer or len(sub.body) != 1:
+        return None
+    sub = _with_defaults_of(module, sub)
+    node: cst.CSTNode = sub
+    statements: Sequence[cst.CSTNode] = sub.body
+    for _ in indent:
+        if len(statements) != 1 or not isinstance(statements[0], cst.If):
+            return None
+        wrapper = statements[0]
+        body = wrapper.body
+        if wrapper.orelse is not None or not isinstance(body, cst.IndentedBlock) or body.footer:
+            return None
+        node, statements = body, body.body
+    if node is sub or not statements:
+        return None
+    return [s for s in statements if isinstance(s, cst.BaseStatement)]
+
+
+def _replaced(
+    path: list[tuple[list[cst.CSTNode], cst.IndentedBlock, int, int]], body: list
+) -> cst.CSTNode:
+    """The top-level statement of ``path`` with its innermost block's statements ``body``:
+    each node from that block up to the statement rebuilt with its new child."""
+    chain: list[cst.CSTNode] = []  # from the top-level statement down to the innermost block
+    for way, block, _, _ in path:
+        chain += [*way, block]
+    old: cst.CSTNode = chain[-1]
+    new: cst.CSTNode = path[-1][1].with_changes(body=body)
+    for parent in reversed(chain[:-1]):
+        new, old = _with_child(parent, old, new), parent
+    return new
+
+
+def _with_child(parent: cst.CSTNode, old: cst.CSTNode, new: cst.CSTNode) -> cst.CSTNode:
+    """``parent`` with its child ``old`` replaced by ``new`` (a field, or an item of one)."""
+    for field in dataclasses.fields(parent):
+        value = getattr(parent, field.name)
+        if value is old:
+            return parent.with_changes(**{field.name: new})
+        if isinstance(value, (list, tuple)) and any(v is old for v in value):
+            items = [new if v is old else v for v in value]
+            return parent.with_changes(**{field.name: type(value)(items)})
+    raise ValueError("not a child")  # pragma: no cover - the path was read from the tree
+
 
 def _edited_statements(
     old: str, text: str, offsets: list[int], count: int
@@ -147,22 +375,32 @@ def _parse_piece(
     """``piece`` (statements ``first`` to ``last`` of ``module``'s edited text, from offset
     ``begin``) parsed alone, written with ``module``'s defaults; None when it is not safe to
     parse, does not parse, or does not parse as a run of whole statements like the module's."""
-    if safe is not None and not safe(piece):
-        return None
-    try:
-        sub = cst.parse_module(piece)
-    except Exception:
-        return None
-    if not sub.has_trailing_newline or sub.footer:
+    sub = _parsed(piece, safe)
+    if sub is None or not sub.has_trailing_newline or sub.footer:
         return None
     if not _same_defaults(module, sub, first, last, begin):
         return None
-    if (sub.default_indent, sub.default_newline) != (
+    return _with_defaults_of(module, sub)
+
+
+def _parsed(source: str, safe: Callable[[str], bool] | None) -> cst.Module | None:
+    """``source`` parsed; None when it is not safe to parse or does not parse."""
+    if safe is not None and not safe(source):
+        return None
+    try:
+        return cst.parse_module(source)
+    except Exception:
+        return None
+
+
+def _with_defaults_of(module: cst.Module, sub: cst.Module) -> cst.Module:
+    """``sub`` (a piece parsed alone) as ``module``'s parse would hold it (see `_Defaults`)."""
+    if (sub.default_indent, sub.default_newline) == (
         module.default_indent,
         module.default_newline,
     ):
-        sub = sub.visit(_Defaults(sub, module))
-    return sub
+        return sub
+    return sub.visit(_Defaults(sub, module))
 
 
 class _Defaults(cst.CSTTransformer):

@@ -437,7 +437,7 @@ class _Engine:
         """Between requests: compute what the next edit of a linted buffer needs (where its
         statements start), so that the user's next pause in typing does not pay for it."""
         for document in list(self.documents.values()):
-            document.offsets  # noqa: B018 - computed and kept on first access
+            document.prepare()
 
     # Configuration files are re-checked on every lint (a few stat calls): an edit of
     # pyproject.toml applies at the next keystroke, whether or not the client watches files.

@@ -385,8 +385,9 @@ def _lint_indexed(
         source,
     )
     report_to = _Reporter(job, module, source, lines, positions, plan_layout, spans, directives)
+    reached = facts.reach.reached  # code the module's run never executes reports nothing
     for report in reports:
-        report_to.add(report, statements[report.node])
+        report_to.add(report, statements[report.node], reached(report.node))
     errors += report_to.errors
     findings = report_to.findings
     if run_unused:
@@ -455,9 +456,10 @@ class _Reporter:
         self.errors: list[FileError] = []
         self.seen: set[tuple[str, int, int]] = set()  # (code, line, column) of each finding
 
-    def add(self, report: Report, stmt: cst.CSTNode | None) -> None:
+    def add(self, report: Report, stmt: cst.CSTNode | None, reached: bool = True) -> None:
         """Add the finding of ``report`` (in statement ``stmt``), unless its rule reported the
-        same place already."""
+        same place already or it is in code the run does not reach (not ``reached``: only a
+        ``noqa`` there counts as used)."""
         path, rule = self.job.path, report.rule
         pos = self.positions.get(report.node)
         if pos is None:  # a node the rule built itself: report at the module start
@@ -473,6 +475,8 @@ class _Reporter:
         lines_checked = [rng.line] + ([stmt_line] if stmt_line is not None else [])
         if not self.job.ignore_noqa and self.directives.suppresses(rule.CODE, lines_checked):
             self.suppressed.append(Finding(path, rng, rule.CODE, rule.NAME, report.message))
+            return
+        if not reached:
             return
         fix = self._fix(report, pos is not None, rng) if report.fix is not None else None
         target = self.placement.target(rng.line, stmt_range)

@@ -68,7 +68,11 @@ class UnscaledLearningRate(Rule):
     scripts use `torch.distributed.get_world_size()` / `torch_xla.runtime.world_size()`, Fabric
     scripts `fabric.world_size`. No fix when
     no accelerator is visible at the optimizer, when the optimizer is given no `lr` at all (its
-    default depends on the class and the torch version), and in model-parallel scripts.
+    default depends on the class and the torch version), and in model-parallel scripts. No fix
+    either when the per-device batch is the share of a global batch by a constant count
+    (`batch_size = global_batch_size // num_of_devices` with `num_of_devices = 8`): the global
+    batch is the intended one on that many processes only, the message says so, and the cure is
+    to divide by the process count there (scaling the LR would be wrong on 8 processes).
 
     ## Options
     `lr-scaling = "sqrt"` makes the fix multiply by `num_processes ** 0.5`.
@@ -196,16 +200,16 @@ class UnscaledLearningRate(Rule):
     def check(self, ctx: RuleContext) -> None:
         facts = ctx.facts
         mode = facts.mode
-        if not mode.per_process_batches or (mode is Mode.ACCELERATE and facts.split_batches):
+        if not _batch_grows(facts):
             return
         optimizers = facts.optimizers
-        if not optimizers or facts.global_batch_held_constant:
+        if not optimizers:
             return
         schedulers = [s for s in facts.schedulers if s.peak_lr is not None]
         exempt = _driven_by_peak_lr_scheduler(facts, optimizers, schedulers)
         unscaled_reads: dict[cst.Call, list[Optimizer]] = {}
         for opt in optimizers:
-            if opt.call in exempt:
+            if opt.call in exempt or _callers_decide(facts, opt):
                 continue
             if (
                 mode is Mode.ACCELERATE
@@ -227,7 +231,6 @@ class UnscaledLearningRate(Rule):
         """Report one optimizer's unscaled LR, or keep a factory's read of it in
         ``unscaled_reads`` (reported together per call)."""
         facts = ctx.facts
-        mode = facts.mode
         if opt.lr_inside:
             if not opt.lr_scaled:
                 what = (
@@ -235,19 +238,19 @@ class UnscaledLearningRate(Rule):
                     if opt.where
                     else "the factory's learning rate"
                 )
-                ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
+                ctx.report(opt.call, self._message(None, what, facts))
             return
         if opt.lr_config is not None:
             # the lr is written in a config file: scaled in code before the call?
             if opt.lr_key is None or not facts.key_reads_process_count(opt.lr_key):
                 what = f"the learning rate ({opt.lr_config})"
-                ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
+                ctx.report(opt.call, self._message(None, what, facts))
             return
         if opt.how is How.BY_USE and opt.lr is None:
             # built from a config nothing here can read: the LR is unknown, the hazard is not
             if not facts.optimization.scaled_on_the_way(opt):
                 what = "the learning rate (from configuration distlint could not read)"
-                ctx.report(opt.call, self._message(None, what, mode, facts.model_parallel))
+                ctx.report(opt.call, self._message(None, what, facts))
             return
         if opt.lr is None:
             self._report_missing_lr(ctx, opt)
@@ -268,7 +271,7 @@ class UnscaledLearningRate(Rule):
         what = (
             "the LRs of the parameter groups" if groups else "the optimizer's default learning rate"
         )
-        message = self._message(None, what, facts.mode, facts.model_parallel, plural=groups)
+        message = self._message(None, what, facts, plural=groups)
         ctx.report(opt.call, message)
 
     def _check_value(
@@ -278,26 +281,43 @@ class UnscaledLearningRate(Rule):
         if facts.reads_process_count(value):
             return
         text = ctx.index.module.code_for_node(value).strip()
-        fix = None if facts.model_parallel else self._fix(facts, call, value)
-        message = self._message(text, what, facts.mode, facts.model_parallel)
+        fix = self._fix(facts, call, value) if self._fixable(facts) else None
+        message = self._message(text, what, facts)
         origin = facts.config_origin(value)
         if origin is not None:
             message += f" (from {origin})"
         ctx.report(value, message, fix)
 
     @staticmethod
-    def _message(
-        text: str | None, what: str, mode: Mode, model_parallel: bool, plural: bool = False
-    ) -> str:
+    def _message(text: str | None, what: str, facts: Facts, plural: bool = False) -> str:
         if text is None:
             subject = what
         else:  # a long expression is shown by its place, not copied
             subject = f"{what} `{text}`" if len(text) <= 40 else f"the {what} given here"
         verb, it = ("are", "them") if plural else ("is", "it")
         head = f"{subject} {verb} not scaled by the number of processes"
-        if model_parallel:
+        if facts.model_parallel:
             return f"{head}: multiply {it} by the data-parallel size (processes / (tp * cp))"
-        return f"{head}: multiply {it} by {mode.process_count_text}"
+        count = facts.mode.process_count_text
+        share = facts.processes.constant_share
+        if share is not None:
+            # the author holds the global batch, but by a constant: on any other number of
+            # processes the batch changes and the LR does not; scaling the LR as well would
+            # be wrong on exactly that many processes
+            shown = f"`{share.place} = {share.value}`" if len(share.value) <= 60 else share.place
+            return (
+                f"{head}, and the global batch holds only on {share.processes} processes:"
+                f" {shown} divides by the constant `{share.divisor}` ({share.processes}), not by"
+                f" {count}; divide by {count} there"
+            )
+        return f"{head}: multiply {it} by {count}"
+
+    @staticmethod
+    def _fixable(facts: Facts) -> bool:
+        """The LR may be scaled here: not under model parallelism (the factor is the
+        data-parallel size), nor where the batch is a share by a constant count (the fix
+        belongs in the share)."""
+        return not facts.model_parallel and facts.processes.constant_share is None
 
     def _report_reads(self, ctx: RuleContext, call: cst.Call, opts: list[Optimizer]) -> None:
         """A factory reads one or more LRs from its arguments (`args.lr`): one finding at the
@@ -309,9 +329,9 @@ class UnscaledLearningRate(Rule):
         what = f"learning rate{'s' if len(reads) > 1 else ''} {names}"
         if wheres:
             what += f" (read by {' and '.join(wheres)})"
-        fix = None if facts.model_parallel else self._fix_reads(facts, call, reads)
+        fix = self._fix_reads(facts, call, reads) if self._fixable(facts) else None
         assert opts[0].lr is not None
-        message = self._message(None, what, facts.mode, facts.model_parallel, len(reads) > 1)
+        message = self._message(None, what, facts, len(reads) > 1)
         ctx.report(opts[0].lr, message, fix)
 
     def _fix_reads(self, facts: Facts, call: cst.Call, reads: list[str]) -> FixPlan | None:
@@ -357,6 +377,38 @@ class UnscaledLearningRate(Rule):
         else:
             fix.replace[value] = scaled_expression(value, factor)
         return fix
+
+
+def _batch_grows(facts: Facts) -> bool:
+    """Each process draws its own batch and the script does not hold the global batch
+    constant: the optimizer sees N times the samples on N processes."""
+    mode = facts.mode
+    if not mode.per_process_batches or (mode is Mode.ACCELERATE and facts.split_batches):
+        return False
+    return not facts.global_batch_held_constant
+
+
+def _callers_decide(facts: Facts, opt: Optimizer) -> bool:
+    """The optimizer is built in a function of a library module that the run's other files
+    call (a `smart_optimizer(model, lr)` helper next to a `smart_DDP`): each of those files
+    holds its global batch constant, or does not train data-parallel, or passes a learning
+    rate scaled by the process count. Then the helper's own finding would contradict them."""
+    fn = facts.index.enclosing_function(opt.call)
+    callers = facts.reach.run_callers(fn) if fn is not None else None
+    if not callers:
+        return False
+    lr = opt.lr
+    bindings = facts.index.bindings_of(lr) if isinstance(lr, cst.Name) else []
+    param = bindings[0].node if len(bindings) == 1 and bindings[0].op == "param" else None
+    for caller, call in callers:
+        if not _batch_grows(caller):
+            continue
+        if not isinstance(param, cst.Param) or fn is None or param.star:
+            return False
+        given = caller.index.argument_for_param(call, fn, param.name.value)
+        if given is None or not caller.reads_process_count(given.value):
+            return False
+    return True
 
 
 def _is_attribute_path(text: str) -> bool:

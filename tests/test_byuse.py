@@ -198,6 +198,237 @@ def test_a_process_group_started_two_helper_calls_deep_in_another_module():
     assert Made.PROCESS_GROUP in facts.summaries._external_makes(facts.index.calls[0])
 
 
+WRAPPED = """
+import os
+import torch
+{imports}
+
+def main(cfg):
+    model = {wrap}
+    optimizer = torch.optim.SGD(model.module.parameters(), lr=0.1)
+    {evidence}
+"""
+
+
+@pytest.mark.parametrize(
+    "imports, wrap, evidence, mode",
+    [
+        pytest.param(
+            "import torch.distributed as dist",
+            "cfg.build_model()",
+            "dist.barrier()",
+            Mode.DDP,
+            id="unresolved-and-torch-distributed",
+        ),
+        pytest.param(
+            "",
+            "cfg.build_model()",
+            'torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))',
+            Mode.DDP,
+            id="unresolved-and-launcher-env",
+        ),
+        pytest.param(
+            "",
+            "cfg.build_model()",
+            'torch.cuda.set_device(int(os.getenv("LOCAL_RANK", "0")))',
+            Mode.DDP,
+            id="unresolved-and-getenv",
+        ),
+        pytest.param("", "cfg.build_model()", "pass", Mode.NONE, id="unresolved-alone"),
+        pytest.param(
+            "import torch.distributed as dist",
+            "cfg.build_model()",
+            "print(dist.is_initialized())",
+            Mode.NONE,
+            id="unresolved-and-only-asks-whether-distributed",
+        ),
+        pytest.param(
+            "",
+            "cfg.build_model()",
+            'torch.cuda.set_device(int(os.environ["CUDA_DEVICE"]))',
+            Mode.NONE,
+            id="unresolved-and-other-env",
+        ),
+        pytest.param(
+            "import torch.distributed as dist",
+            "torch.nn.DataParallel(cfg.build_model())",
+            "dist.is_available()",
+            Mode.NONE,
+            id="resolved-data-parallel",
+        ),
+    ],
+)
+def test_model_module_means_ddp_only_where_the_run_is_distributed(imports, wrap, evidence, mode):
+    """`model.module` is where both DDP and DataParallel keep the model: on a model nothing
+    resolves, the rest of the script says which (DataParallel is one process)."""
+    code = WRAPPED.format(imports=imports, wrap=wrap, evidence=evidence)
+    assert facts_of(code).mode is mode
+
+
+@pytest.mark.parametrize(
+    "hparams, share",
+    [
+        pytest.param(
+            "DEVICES = 8\nGLOBAL_BATCH = 512\nbatch_size = GLOBAL_BATCH // DEVICES\n",
+            ("batch_size", "GLOBAL_BATCH // DEVICES", "DEVICES", 8),
+            id="share-by-a-constant-count",
+        ),
+        pytest.param(
+            "DEVICES = 1\nGLOBAL_BATCH = 512\nbatch_size = GLOBAL_BATCH // DEVICES\n",
+            None,
+            id="one-device",
+        ),
+        pytest.param(
+            "GLOBAL_BATCH = 512\nMICRO_BATCH = 8\naccum_steps = GLOBAL_BATCH // MICRO_BATCH\n",
+            None,
+            id="accumulation-count",
+        ),
+        pytest.param("GLOBAL_BATCH = 512\nbatch_size = GLOBAL_BATCH // 4\n", None, id="literal"),
+    ],
+)
+def test_a_global_batch_shared_by_a_constant_in_a_hyperparameter_module(hparams, share):
+    facts, _ = project_facts(
+        {
+            "hparams.py": hparams,
+            "train.py": "from hparams import batch_size\n",
+        }
+    )
+    found = facts.processes.constant_share
+    assert (tuple(found) if found is not None else None) == share
+
+
+@pytest.mark.parametrize(
+    "reads, given, lr, key",
+    [
+        pytest.param("cfg.lr", "Cfg(lr=args.lr)", "args.lr", "args.lr", id="config-keyword"),
+        pytest.param(
+            "cfg.optim.lr", "Cfg(optim=Cfg(lr=args.base))", "args.base", "args.base", id="nested"
+        ),
+        pytest.param("cfg.lr", "dict(lr=args.lr)", "args.lr", "args.lr", id="dict-call"),
+        pytest.param("cfg.lr", "Cfg(lr=1e-3)", "1e-3", None, id="a-number"),
+        pytest.param("cfg.lr", "cfg", "cfg", "cfg.lr", id="a-name-read-as-before"),
+    ],
+)
+def test_a_factory_reading_a_config_objects_field_names_what_the_keyword_is_given(
+    reads, given, lr, key
+):
+    facts, _ = project_facts(
+        {
+            "optim.py": f"""
+                import torch
+
+                def create_optimizer(model, cfg):
+                    return torch.optim.AdamW(model.parameters(), lr={reads})
+            """,
+            "train.py": f"""
+                import torch
+                from optim import create_optimizer
+
+                def main(args, model, Cfg, cfg):
+                    return create_optimizer(model, {given})
+            """,
+        }
+    )
+    (opt,) = facts.optimizers
+    assert opt.lr_key == key
+    assert facts.index.module.code_for_node(opt.lr) == lr
+
+
+DEEP_GROUP = {
+    "pkg/__init__.py": "",
+    "pkg/distributed.py": """
+        import os
+        from torch import distributed as dist
+
+        def get_rank():
+            return dist.get_rank()
+
+        def initialize():
+            {start}
+    """,
+    "pkg/context.py": """
+        import pkg.distributed as dist
+
+        class ParallelContext:
+            def __init__(self, tp):
+                self.tp = tp
+                if not dist.is_initialized():
+                    dist.initialize()
+                self.rank = dist.get_rank()
+    """,
+    "pkg/engine.py": """
+        from pkg.context import ParallelContext
+
+        class Engine:
+            def __init__(self, cfg):
+                self.context = ParallelContext(cfg.tp)
+    """,
+    "train.py": """
+        from pkg.engine import Engine
+
+        def main(cfg):
+            engine = Engine(cfg)
+    """,
+}
+
+
+@pytest.mark.parametrize(
+    "start, mode",
+    [
+        pytest.param(
+            'dist.init_process_group("nccl", world_size=int(os.environ["WORLD_SIZE"]))',
+            Mode.DDP,
+            id="started-three-modules-deep",
+        ),
+        pytest.param(
+            'dist.init_process_group("nccl", world_size=1, rank=0)', Mode.NONE, id="one-process"
+        ),
+        pytest.param("return dist.get_rank()", Mode.NONE, id="only-reads-the-rank"),
+    ],
+)
+def test_a_process_group_started_through_constructors_three_modules_deep(start, mode):
+    sources = dict(DEEP_GROUP)
+    sources["pkg/distributed.py"] = sources["pkg/distributed.py"].replace("{start}", start)
+    facts, _ = project_facts(sources)
+    assert facts.mode is mode
+
+
+def test_a_process_group_of_one_process_started_in_the_script_is_not_data_parallel():
+    code = "import torch.distributed as dist\ndist.init_process_group('gloo', world_size={})\n"
+    assert facts_of(code.format("1")).mode is Mode.NONE
+    assert facts_of(code.format("2")).mode is Mode.DDP
+    assert facts_of("WORLD = 1\n" + code.format("WORLD")).mode is Mode.NONE
+
+
+def test_a_chain_of_constructors_is_summarised_once_per_link(monkeypatch):
+    """Each class of a 40-module chain is asked once whether it starts the process group:
+    the cost grows with the chain, not with its square."""
+    from distlint.analysis.processes import Processes
+
+    n = 40
+    sources = {
+        f"m{k}.py": f"from m{k + 1} import C{k + 1}\n\nclass C{k}:\n"
+        f"    def __init__(self):\n        self.inner = C{k + 1}()\n"
+        for k in range(n)
+    }
+    sources[f"m{n}.py"] = (
+        f"import torch.distributed as dist\n\nclass C{n}:\n"
+        "    def __init__(self):\n        dist.init_process_group('nccl')\n"
+    )
+    sources["train.py"] = "from m0 import C0\n\nC0()\n"
+    asked: list[object] = []
+    original = Processes.starts_process_group
+
+    def counting(self, fn):
+        asked.append(fn)
+        return original(self, fn)
+
+    monkeypatch.setattr(Processes, "starts_process_group", counting)
+    facts, project = project_facts(sources)
+    assert facts.mode is Mode.DDP
+    assert len(asked) == len({id(fn) for fn in asked}) == n + 1
+
+
 def test_a_project_instantiate_is_recognised_by_what_it_does():
     facts = facts_of(
         """

@@ -51,13 +51,21 @@ def _same_module(got: cst.Module, text: str) -> bool:
 
 @pytest.mark.parametrize("path", SCRIPTS[::6], ids=lambda p: p.stem)
 def test_random_edits_give_the_whole_parse(path):
+    _random_edits(path)
+
+
+def _random_edits(path) -> int:
+    """20 random edits of ``path``, each checked against the whole parse; how many were
+    re-parsed inside a block."""
     rng = random.Random(path.stem)
     text = path.read_text()
     document = Document(text, cst.parse_module(text))
-    reused = 0
+    reused = nested = 0
     for _ in range(20):
         lines = document.text.splitlines(keepends=True)
         new = "".join(rng.choice(EDITS)(lines, rng.randrange(len(lines))))
+        if rng.random() < 0.5:
+            document.prepare()  # (what the server's worker does between lints)
         found = document.update(new)
         if found is None:  # parsed whole (or not at all): start again from the whole parse
             full = _whole(new)
@@ -65,11 +73,112 @@ def test_random_edits_give_the_whole_parse(path):
                 document = Document(new, full)
             continue
         reused += 1
+        nested += document.nested
         module, offsets = found
         assert _same_module(module, new)
         assert offsets == statement_offsets(module)
-        assert document.reparsed <= len(module.body)
+        assert document.reparsed <= len(module.body) or document.nested
     assert reused >= 4  # most edits are re-parsed in place
+    return nested
+
+
+def test_random_edits_inside_blocks_are_reparsed_in_their_block():
+    nested = sum(_random_edits(path) for path in SCRIPTS[3::12])
+    assert nested >= 5
+
+
+NESTED = """\
+import torch
+
+
+def main(args):
+    model = torch.nn.Linear(4, 4)
+    for epoch in range(3):
+        for step, batch in enumerate(loader):
+            loss = model(
+                batch,
+            ).sum()
+            # a comment at the loop's level
+            accelerator.backward(loss)
+            if step % 2:
+                log(\"\"\"a string
+over lines\"\"\")
+            elif step:
+                pass
+            else:
+                continue
+        # the epoch loop's comment
+        try:
+            save(model)
+        except OSError:
+            pass
+        finally:
+            done()
+    return model
+"""
+
+NESTED_EDITS = [
+    (
+        "            accelerator.backward(loss)\n",
+        "            x = 1\n            accelerator.backward(loss)\n",
+    ),
+    ("                batch,\n", "                batch, other,\n"),
+    ("over lines", "over two lines"),
+    ("                pass\n", "                step += 1\n"),
+    ("                continue\n", "                break\n"),
+    ("            pass\n", "            raise\n"),
+    ("            done()\n", "            done()\n            # after\n"),
+    ("            # a comment at the loop's level\n", ""),
+    ("        # the epoch loop's comment\n", "    # moved out\n"),
+    ("            accelerator.backward(loss)\n", "        accelerator.backward(loss)\n"),
+    ("            accelerator.backward(loss)\n", "             accelerator.backward(loss)\n"),
+    ("            accelerator.backward(loss)\n", "            accelerator.backward(loss\n"),
+    ("    return model\n", "    return model, 1\n"),
+]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("indent", ["    ", "\t"], ids=["spaces", "tab"])
+@pytest.mark.parametrize("edit", NESTED_EDITS, ids=range(len(NESTED_EDITS)))
+def test_edits_inside_nested_blocks_give_the_whole_parse(edit, indent, newline):
+    def shaped(text: str) -> str:
+        text = text.replace("    ", indent) if indent != "    " else text
+        return text.replace("\n", newline)
+
+    text = shaped(NESTED)
+    old, new_part = shaped(edit[0]), shaped(edit[1])
+    assert old in text
+    new = text.replace(old, new_part, 1)
+    document = Document(text, cst.parse_module(text))
+    found = document.update(new)
+    if found is None:
+        assert _whole(new) is None or document.text == text  # parsed whole by the caller
+        return
+    module, offsets = found
+    assert _same_module(module, new)
+    assert offsets == statement_offsets(module)
+    # and the next edit, from the updated document, still gives the whole parse
+    document.prepare()
+    again = new.replace(shaped("model = torch"), shaped("model = torch.nn.Identity() or torch"))
+    found = document.update(again)
+    if found is not None:
+        assert _same_module(found[0], again)
+
+
+def test_an_edit_in_a_loop_reparses_the_statements_around_it():
+    document = Document(NESTED, cst.parse_module(NESTED))
+    new = NESTED.replace("accelerator.backward(loss)", "accelerator.backward(loss * 2)")
+    module, _ = document.update(new)
+    assert document.nested and document.reparsed == 3  # the statement and its neighbours
+    assert _same_module(module, new)
+    old = cst.parse_module(NESTED)
+    document = Document(NESTED, old)
+    module, _ = document.update(new)
+    # what the edit did not touch is the old tree: the other top-level statements, the
+    # statements of the function around the loop
+    assert module.body[0] is old.body[0]
+    assert module.body[1].body.body[0] is old.body[1].body.body[0]
+    assert module.body[1].body.body[-1] is old.body[1].body.body[-1]
 
 
 def test_one_line_edit_reparses_only_its_neighbourhood():
@@ -77,7 +186,7 @@ def test_one_line_edit_reparses_only_its_neighbourhood():
     document = Document(body, cst.parse_module(body))
     new = body.replace("return x + 25\n", "return x * 25\n")
     module, _ = document.update(new)
-    assert document.reparsed == 3  # the function and one statement on each side
+    assert document.reparsed == 1 and document.nested  # the return statement alone
     assert _same_module(module, new)
     # the untouched statements are the old nodes, not re-parsed copies
     old = cst.parse_module(body)

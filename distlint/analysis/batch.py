@@ -178,6 +178,10 @@ def _copy_sources(index: Index, copied: cst.BaseExpression) -> list[cst.CSTNode]
         bindings = index.bindings_of(copied)
         if all(b.op == "param" for b in bindings):
             return [v for v in index.values_of(copied) if v is not None]
+        if len(bindings) == 1:
+            capped = _capped_self(index, bindings[0], copied.value)
+            if capped is not None:
+                return [capped]
         if len(bindings) == 1 and bindings[0].op == "=":
             return [v for v in [bindings[0].value] if v is not None]
         return []
@@ -185,6 +189,26 @@ def _copy_sources(index: Index, copied: cst.BaseExpression) -> list[cst.CSTNode]
     if len(assigns) == 1 and assigns[0].op == "=" and assigns[0].value is not None:
         return [assigns[0].value]
     return []
+
+
+def _capped_self(index: Index, binding: Assignment, name: str) -> cst.Name | None:
+    """``binding`` rebinds ``name`` to itself capped by other values
+    (`batch_size = min(batch_size, len(dataset))`): the earlier ``name`` it caps, which the
+    value still is wherever the cap does not bite."""
+    value = binding.value
+    if binding.op != "=" or not isinstance(value, cst.Call):
+        return None
+    func = value.func
+    if (
+        not isinstance(func, cst.Name)
+        or func.value not in K.CAPPING_BUILTINS
+        or index.bindings_of(func)
+    ):
+        return None
+    for arg in value.args:
+        if isinstance(arg.value, cst.Name) and arg.value.value == name and not arg.star:
+            return arg.value
+    return None
 
 
 def _add_plain_copies(index: Index, places: list[Place]) -> None:

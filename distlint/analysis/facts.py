@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from distlint.analysis.logged import LoggedLosses
     from distlint.analysis.loops import Loops
     from distlint.analysis.metrics import Metrics
+    from distlint.analysis.reach import Reach
 
 
 # The records are re-exported: rules import them from here, with the facts.
@@ -186,6 +187,14 @@ class Facts:
         from distlint.analysis.metrics import Metrics
 
         return Metrics(self)
+
+    @cached_property
+    def reach(self) -> Reach:
+        """What the module's run reaches, who calls its functions in the run, and whether the
+        run refuses several processes (analysis/reach.py)."""
+        from distlint.analysis.reach import Reach
+
+        return Reach(self)
 
     @cached_property
     def logged_losses(self) -> LoggedLosses:
@@ -390,6 +399,7 @@ def _release(facts: Facts) -> None:
         "data",
         "models",
         "summaries",
+        "reach",
     ):
         held = facts.__dict__.get(provider)
         if held is not None:

@@ -140,6 +140,8 @@ PROCESS_COUNT_ARGUMENTS = {
     "torch_xla.distributed.xla_multiprocessing.spawn": ("nprocs", 2),
 }
 ENV_WORLD_SIZE = "WORLD_SIZE"
+# What a torch.distributed launcher (torchrun, torch.distributed.launch) sets for each process.
+LAUNCHER_ENV = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE"})
 ENV_READERS = frozenset({"os.environ.get()", "os.getenv()"})
 # Rank readers: a dataset split with one of these is split by process.
 RANK_VALUES = frozenset(
@@ -201,6 +203,8 @@ KNOWN_LIBRARIES = frozenset(
 # `x.prepare(...)` and `x.backward(loss)` together are Accelerate's API; `model.no_sync()` (no
 # argument) is DistributedDataParallel's / FSDP's (DataParallel has none).
 ROLE_METHODS = frozenset({"prepare", "backward", "no_sync"})
+# Where DistributedDataParallel (and DataParallel, which runs one process) keep the wrapped model.
+WRAPPED_MODEL_ATTRIBUTE = "module"
 # Same policy as PROCESS_COUNT_NAMES for the gradient accumulation steps (a helper's untraced
 # `grad_accum` parameter).
 ACCUMULATION_WORD = "accum"
@@ -679,6 +683,9 @@ BATCH_LOCAL_WORDS = frozenset(
 # Calls that keep a number's value as a count (`int(bs * 2)`, `math.ceil(n / world)`).
 NUMERIC_WRAPPERS = frozenset({"int", "float", "round"})
 ROUNDING_FUNCTIONS = frozenset({"math.ceil", "math.floor"})
+# builtins that cap a value by others (`batch_size = min(batch_size, len(dataset))`): the
+# result is the value itself wherever the cap does not bite
+CAPPING_BUILTINS = frozenset({"min", "max"})
 
 # ------------------------------------------------------------------ seeding
 # What DL101's fix may call to seed everything (the `seed-function` option), the default first.

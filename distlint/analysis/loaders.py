@@ -34,7 +34,44 @@ class Loaders(Provider):
 
     @cached_property
     def loaders(self) -> list[cst.Call]:
-        return self.facts.calls_to(K.DATALOADERS)
+        """The calls that make a DataLoader: of a DataLoader class, of a class of this module
+        derived from one (yolov5's `InfiniteDataLoader`), or of a name bound once to a choice
+        between such classes (`loader = DataLoader if weighted else InfiniteDataLoader`)."""
+        derived = self._derived_loader_classes
+        return [c for c in self.index.calls if self._makes_loader(c.func, derived, 0)]
+
+    @cached_property
+    def _derived_loader_classes(self) -> frozenset[int]:
+        """The classes of this module that derive from a DataLoader, directly or through
+        each other (ids of their ClassDefs)."""
+        found: set[int] = set()
+        classes = [c for group in self.index.classes.values() for c in group]
+        grown = True
+        while grown:
+            grown = False
+            for cls in classes:
+                if id(cls) not in found and any(
+                    self._makes_loader(base.value, frozenset(found), 0) for base in cls.bases
+                ):
+                    found.add(id(cls))
+                    grown = True
+        return frozenset(found)
+
+    def _makes_loader(self, func: cst.BaseExpression, derived: frozenset[int], depth: int) -> bool:
+        if self.index.qualname(func) in K.DATALOADERS:
+            return True
+        if not isinstance(func, cst.Name) or depth > 2:
+            return False
+        bindings = self.index.bindings_of(func)
+        if len(bindings) != 1:
+            return False
+        bound = bindings[0]
+        if isinstance(bound.node, cst.ClassDef):
+            return id(bound.node) in derived
+        choice = bound.value
+        return isinstance(choice, cst.IfExp) and all(
+            self._makes_loader(side, derived, depth + 1) for side in (choice.body, choice.orelse)
+        )
 
     @cached_property
     def batch(self) -> BatchFlow:

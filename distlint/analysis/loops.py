@@ -285,7 +285,7 @@ class Loops:
         memo[key] = []  # a cycle between modules: nothing known
         out: list[Origin] = []
         for call in self.index.calls:
-            if not self._calls_function_of(call, path, name):
+            if not self.calls_function_of(call, path, name):
                 continue
             arg = _argument(call, position, keyword)
             if arg is not None:
@@ -293,7 +293,7 @@ class Loops:
         memo[key] = out
         return out
 
-    def _calls_function_of(self, call: cst.Call, path: str, name: str) -> bool:
+    def calls_function_of(self, call: cst.Call, path: str, name: str) -> bool:
         """``call`` calls function ``name`` of module ``path`` (`name(...)` imported from it,
         `module.name(...)` with the module imported)."""
         project, here = self.facts.project, self.facts.path

@@ -258,9 +258,15 @@ class Optimizers(Provider):
         arg = Index.argument(call, name, position)
         if arg is None:  # the factory's own default
             return Optimizer(call, How.FACTORY, None, None, lr_inside=True, where=where)
-        opt = Optimizer(call, How.FACTORY, arg.value, None, where=where)
-        base = target_key(arg.value) if suffix else None
-        opt.lr_key = base + suffix if base is not None else None
+        value, rest = _through_keywords(arg.value, suffix)
+        opt = Optimizer(call, How.FACTORY, value, None, where=where)
+        if rest != suffix and isinstance(value, cst.Attribute):
+            # `OptimizerCfg(lr=args.lr)`: the factory reads `args.lr`, as other readers may
+            # (a schedule given `args.lr` too): the key says so, and the fix scales it once
+            opt.lr_key = target_key(value)
+        else:
+            base = target_key(value) if rest else None
+            opt.lr_key = base + rest if base is not None else None
         return opt
 
     def _unpacked_lr(self, call: cst.Call) -> cst.BaseExpression | None:
@@ -409,3 +415,16 @@ def _place(index: Index, node: cst.CSTNode) -> tuple[str, int] | None:
         key = target_key(node)
         return (key, 0) if key is not None else None
     return None
+
+
+def _through_keywords(value: cst.BaseExpression, suffix: str) -> tuple[cst.BaseExpression, str]:
+    """The factory reads ``suffix`` (".lr") of the argument ``value``: where the argument is
+    a constructor call (`OptimizerCfg(lr=args.lr, ...)`, `dict(lr=...)`), the LR is what its
+    keyword of that name is given (`args.lr`), not the whole call."""
+    while suffix.startswith(".") and isinstance(value, cst.Call):
+        head, _, rest = suffix[1:].partition(".")
+        given = call_keyword(value, head) if head.isidentifier() else None
+        if given is None:
+            break
+        value, suffix = given, f".{rest}" if rest else ""
+    return value, suffix

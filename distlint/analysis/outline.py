@@ -20,17 +20,20 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 # Strings (triple-quoted first) and comments. f-strings hold code: their spans are kept to
-# read names from, though they are blanked for the structure like every other string.
+# read names from, though they are blanked for the structure like every other string. Each
+# string body is written "plain run, then (escape or lone quote, plain run) repeated": one way
+# to match any text, so a string that never ends fails in linear time (a body written as
+# `(?:[^"\\]+|...)*` tries every split of the text: minutes for an unterminated docstring).
 _BLANKED = re.compile(
     r"(?P<prefix>[rRbBuUfF]{0,2})(?:"
-    r'"""(?:[^"\\]+|\\.|"(?!""))*"""'
-    r"|'''(?:[^'\\]+|\\.|'(?!''))*'''"
-    r'|"(?:[^"\\\n]+|\\.)*"'
-    r"|'(?:[^'\\\n]+|\\.)*'"
+    r'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
+    r"|'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
+    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+    r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
     r")|\#[^\n]*",
     re.S,
 )
-_NOT_NEWLINE = re.compile(r"[^\n]")
+_QUOTE_OR_HASH = re.compile(r"[\"'#]")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ATTRIBUTE = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)+(?=\s*\()")
 # the first name of a called expression: `f(`, `mod.f(`, `x.method(`
@@ -40,6 +43,9 @@ _ASSIGNED = re.compile(r"(?<![=!<>])=(?!=)")
 _HEADER = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
 _FROM = re.compile(r"from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]*(.*)", re.S)
 _IMPORT = re.compile(r"import[ \t]+(.*)", re.S)
+_IN_FUNCTION_FIRST = frozenset("fig")  # first letters of `from`, `import`, `global`
+# what `_logical_lines` does not count in a line (brackets, backslashes and newlines stay)
+_NOT_MARK = re.compile(r"[^()\[\]{}\\\n]+")
 
 
 class Import(NamedTuple):
@@ -113,15 +119,7 @@ class Outline:
 
 def outline(text: str) -> Outline | None:
     """The outline of ``text``; None when it cannot be read with confidence."""
-    fstrings: list[tuple[int, int, str]] = []
-
-    def blank(m: re.Match[str]) -> str:
-        s = m.group()
-        if "f" in (m.group("prefix") or "").lower():
-            fstrings.append((m.start(), m.end(), s))
-        return _NOT_NEWLINE.sub(" ", s) if "\n" in s else " " * len(s)
-
-    code = _BLANKED.sub(blank, text)
+    code, fstrings = _blanked(text)
     if '"' in code or "'" in code:
         return None  # a quote left over: an unterminated string (or a syntax error)
     out = Outline(code)
@@ -132,6 +130,43 @@ def outline(text: str) -> Outline | None:
         for ident in _bound_names(code[start:end].strip()):
             out.by_ident.setdefault(ident, []).append(i)
     return out
+
+
+def _blanked(text: str) -> tuple[str, list[tuple[int, int, str]]]:
+    """``text`` with its strings and comments blanked (newlines kept), and its f-strings.
+
+    What ``_BLANKED.sub`` would do, faster: that pattern may start with a string prefix, so
+    the regex engine tries it at every character; a match starts at a quote or ``#``, or at
+    most two prefix letters before a quote, so only those places are tried."""
+    out: list[str] = []
+    fstrings: list[tuple[int, int, str]] = []
+    search, match = _QUOTE_OR_HASH.search, _BLANKED.match
+    pos = last = 0
+    while True:
+        hit = search(text, pos)
+        if hit is None:
+            break
+        q = hit.start()
+        m = None
+        for start in (q - 2, q - 1, q):  # leftmost first, as a scan would find it
+            if start >= pos:
+                m = match(text, start)
+                if m is not None:
+                    break
+        if m is None:
+            pos = q + 1
+            continue
+        s = m.group()
+        if "f" in (m.group("prefix") or "").lower():
+            fstrings.append((m.start(), m.end(), s))
+        out.append(text[last : m.start()])
+        if "\n" in s:
+            out.append("\n".join(" " * len(part) for part in s.split("\n")))
+        else:
+            out.append(" " * len(s))
+        last = pos = m.end()
+    out.append(text[last:])
+    return "".join(out), fstrings
 
 
 def _read_blocks(out: Outline) -> bool:
@@ -146,10 +181,12 @@ def _read_blocks(out: Outline) -> bool:
         while stack and indent <= stack[-1][0]:
             _, name, first = stack.pop()
             out.defs.setdefault(name, []).append((first, start))
-        stripped = code[start + indent : end].strip()
         if stack:
-            _in_function(stripped, out, stack[0][1])
+            # inside a function or class only imports and `global` matter (most lines)
+            if code[start + indent] in _IN_FUNCTION_FIRST:
+                _in_function(code[start + indent : end].strip(), out, stack[0][1])
             continue
+        stripped = code[start + indent : end].strip()
         header = _HEADER.match(stripped)
         if header is not None:
             first = decorated if decorated >= 0 else start
@@ -195,16 +232,18 @@ def _bound_names(stripped: str) -> set[str]:
 
 def _logical_lines(code: str) -> Iterator[tuple[int, int, int]]:
     """(indent, start, end) of each non-blank logical line (brackets and backslashes join
-    physical lines); indent -1 when the text ends inside brackets."""
+    physical lines); indent -1 when the text ends inside brackets.
+
+    The brackets and backslashes of every line are picked out in one pass (most lines have
+    none: they are counted only where there are some)."""
+    marks = _NOT_MARK.sub("", code).split("\n")
     pos = 0
     n = len(code)
     start = -1
     indent = 0
     depth = 0
-    while pos < n:
-        nl = code.find("\n", pos)
-        end = n if nl < 0 else nl
-        line = code[pos:end]
+    for line, mark in zip(code.split("\n"), marks):
+        end = pos + len(line)
         if start < 0:
             body = line.lstrip()
             if not body:
@@ -212,15 +251,20 @@ def _logical_lines(code: str) -> Iterator[tuple[int, int, int]]:
                 continue
             start = pos
             indent = len(line) - len(body)
-        depth += (
-            line.count("(")
-            + line.count("[")
-            + line.count("{")
-            - line.count(")")
-            - line.count("]")
-            - line.count("}")
-        )
-        if depth <= 0 and not line.rstrip().endswith("\\"):
+        if mark:
+            depth += (
+                mark.count("(")
+                + mark.count("[")
+                + mark.count("{")
+                - mark.count(")")
+                - mark.count("]")
+                - mark.count("}")
+            )
+            if depth <= 0 and not ("\\" in mark and line.rstrip().endswith("\\")):
+                yield indent, start, end
+                start = -1
+                depth = 0
+        elif depth <= 0:
             yield indent, start, end
             start = -1
             depth = 0

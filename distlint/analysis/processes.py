@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import libcst as cst
 
@@ -26,6 +26,7 @@ from distlint.analysis.index import (
     Assignment,
     ImportRecord,
     Index,
+    Op,
     call_keyword,
     string_value,
     target_key,
@@ -40,6 +41,15 @@ if TYPE_CHECKING:
 
 
 _PROCESS_GROUP = _Spellings.of(K.PROCESS_GROUP_STARTS)
+
+
+class ConstantShare(NamedTuple):
+    """`place = whole // divisor` with `divisor` a module constant `count`."""
+
+    place: str  # `batch_size`
+    value: str  # `global_batch_size // num_of_devices`
+    divisor: str  # `num_of_devices`
+    processes: int  # 8
 
 
 class Processes(Provider):
@@ -103,6 +113,8 @@ class Processes(Provider):
     def mode(self) -> Mode:
         if self.xla_spmd:
             return Mode.XLA_SPMD
+        if self.facts.reach.one_process_only:  # `if world_size > 1: raise ...` before training
+            return Mode.NONE
         if self.creates_accelerator:
             return Mode.ACCELERATE
         fabrics = self.facts.calls_to({K.FABRIC})
@@ -110,7 +122,7 @@ class Processes(Provider):
             return Mode.FABRIC
         if self.facts.calls_to(K.XLA_MULTIPROCESS):
             return Mode.XLA_MULTIPROCESS
-        if self.facts.calls_to(K.DDP_CALLS):
+        if any(not self._one_process(c) for c in self.facts.calls_to(K.DDP_CALLS)):
             return Mode.DDP
         # the script hands its model / optimizer to a project class or function that trains
         # them data-parallel (a Trainer that creates the Accelerator and prepares what it gets)
@@ -124,12 +136,23 @@ class Processes(Provider):
         """Where no construction says it: a process group started by a project helper a few
         calls deep; an object nothing resolves that is used as an Accelerator
         (`.prepare(...)` and `.backward(loss)`); a model that is used as a DDP model
-        (`model.no_sync()`)."""
+        (`model.no_sync()`, or `model.module` in a run that uses torch.distributed)."""
         if self.project is not None and self.imports_may_reach(_PROCESS_GROUP):
             for call in self.index.calls:
                 found = self.facts.summaries._external_summary(call, _PROCESS_GROUP)
                 if found is not None and Made.PROCESS_GROUP in found.makes:
                     return Mode.DDP
+        methods = self._role_methods_of_unresolved()
+        if any({"prepare", "backward"} <= used for used in methods.values()):
+            return Mode.ACCELERATE
+        if any("no_sync" in used for used in methods.values()):
+            return Mode.DDP
+        if self._wrapped_model_used and self._uses_torch_distributed:
+            return Mode.DDP
+        return Mode.NONE
+
+    def _role_methods_of_unresolved(self) -> dict[str, set[str]]:
+        """Objects nothing resolves (by their key) -> the role methods called on them."""
         methods: dict[str, set[str]] = {}
         for call in self.index.calls:
             func = call.func
@@ -144,34 +167,116 @@ class Processes(Provider):
                 continue  # `accelerator.prepare(model)`, `loss.backward()` has no argument
             if self._unresolved(func.value):
                 methods.setdefault(key, set()).add(func.attr.value)
-        if any({"prepare", "backward"} <= used for used in methods.values()):
-            return Mode.ACCELERATE
-        if any("no_sync" in used for used in methods.values()):
-            return Mode.DDP
-        return Mode.NONE
+        return methods
+
+    @cached_property
+    def _wrapped_model_used(self) -> bool:
+        """`model.module` on a model nothing resolves (`model = build_model(cfg)` from a
+        registry): a DistributedDataParallel wrapper, or a DataParallel one, which trains on
+        one process; the rest of the run tells them apart (`_uses_torch_distributed`)."""
+        for node in self.index.nodes_of(cst.Attribute):
+            assert isinstance(node, cst.Attribute)
+            if node.attr.value != K.WRAPPED_MODEL_ATTRIBUTE:
+                continue
+            if isinstance(node.value, (cst.Name, cst.Attribute)) and self._unresolved(node.value):
+                return True
+        return False
+
+    @cached_property
+    def _uses_torch_distributed(self) -> bool:
+        """The module calls torch.distributed or reads what a distributed launcher sets for
+        each process (`LOCAL_RANK`, `RANK`, `WORLD_SIZE`): a single-process run has neither."""
+        index = self.index
+        for call in index.calls:
+            q = index.qualname(call.func)
+            if q is not None and q.startswith("torch.distributed."):
+                # `dist.is_initialized()` / `is_available()` only ask: either kind of run does
+                if not q.rsplit(".", 1)[1].startswith("is_"):
+                    return True
+            if f"{q}()" in K.ENV_READERS and call.args:
+                if string_value(call.args[0].value) in K.LAUNCHER_ENV:
+                    return True
+        for node in index.nodes_of(cst.Subscript):
+            assert isinstance(node, cst.Subscript)
+            if index.qualname(node.value) == "os.environ" and len(node.slice) == 1:
+                element = node.slice[0].slice
+                if isinstance(element, cst.Index) and string_value(element.value) in K.LAUNCHER_ENV:
+                    return True
+        return False
 
     @cached_property
     def _process_group_starts(self) -> list[cst.Call]:
-        return self.facts.calls_to(K.PROCESS_GROUP_STARTS)
+        """Calls of this module that start a process group of several processes: a group
+        started with `world_size=1` is one process (a single-GPU run that calls collectives)."""
+        return [c for c in self.facts.calls_to(K.PROCESS_GROUP_STARTS) if not self._one_process(c)]
+
+    def _one_process(self, call: cst.Call) -> bool:
+        """`init_process_group(..., world_size=1)`: a number 1 written (or a name bound once
+        to it), not a launcher's value that is 1 only when nothing sets it."""
+        size = call_keyword(call, "world_size")
+        return size is not None and self.index.constant_value(size) == 1
+
+    @cached_property
+    def _group_started_elsewhere(self) -> bool:
+        """A call of this module into the project may start the process group: a module its
+        imports reach writes one of the calls that start it (a line scan; nothing parsed)."""
+        return self.project is not None and self.imports_may_reach(_PROCESS_GROUP)
+
+    @cached_property
+    def _calls_within(self) -> dict[cst.CSTNode, list[cst.Call]]:
+        """Each function and class of this module -> the calls written inside it (one walk of
+        every call's ancestors, instead of one per function asked)."""
+        out: dict[cst.CSTNode, list[cst.Call]] = {}
+        for call in self.index.calls:
+            for anc in self.index.ancestors(call):
+                if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+                    out.setdefault(anc, []).append(call)
+        return out
 
     def starts_process_group(self, fn: cst.CSTNode) -> bool:
-        """``fn`` (a function or class of this module) starts the torch.distributed process
-        group, itself or through the helpers of this module it calls (a caller in another
-        module asks this summary: the chain may cross one module boundary)."""
-        index = self.index
+        """``fn`` (a function or class of this module) starts a torch.distributed process group
+        of several processes, itself or through what it calls: functions and classes of this
+        module (asked here, once each), and of other project modules, whose summaries ask the
+        same question (a chain of helpers and constructors across any number of modules, each
+        link answered once)."""
+        known = self._starts
+        if fn in known:
+            return bool(known[fn])  # None: a cycle, asked again on the way
+        known[fn] = None
+        known[fn] = found = self._starts_process_group(fn)
+        return found
+
+    @cached_property
+    def _starts(self) -> dict[cst.CSTNode, bool | None]:
+        return {}
+
+    def _starts_process_group(self, fn: cst.CSTNode) -> bool:
         starts = self._process_group_starts
-        if not starts:
+        elsewhere = self._group_started_elsewhere
+        if not starts and not elsewhere:
             return False
-        if any(index.is_inside(c, fn) for c in starts):
+        inside = self._calls_within.get(fn, ())
+        if any(c in starts for c in inside):
             return True
-        for call in index.calls:
-            if not index.is_inside(call, fn):
-                continue
-            local = index.local_function(call.func)
-            if local is not None and local is not fn:
-                if Made.PROCESS_GROUP in self.facts.summary(local).makes:
+        for call in inside:
+            local = self._local_callable(call.func)
+            if local is not None:
+                if local is not fn and self.starts_process_group(local):
+                    return True
+            elif elsewhere:
+                found = self.facts.summaries._external_summary(call, _PROCESS_GROUP)
+                if found is not None and Made.PROCESS_GROUP in found.makes:
                     return True
         return False
+
+    def _local_callable(self, func: cst.BaseExpression) -> cst.CSTNode | None:
+        """The function, method or class of this module that a call of ``func`` runs."""
+        local = self.index.local_function(func)
+        if local is None and isinstance(func, cst.Name):
+            for b in self.index.bindings_of(func):
+                if b.op is Op.CLASS and isinstance(b.node, cst.ClassDef):
+                    return b.node
+        return local
 
     def _unresolved(self, expr: cst.BaseExpression) -> bool:
         """Nothing in the project says what ``expr`` holds: every value it is given is a call
@@ -623,7 +728,7 @@ class Processes(Provider):
         # in another module (`args.batch_size //= world_size`): its name is what says so, and its
         # own value must be the world-size share (bookkeeping such as
         # `steps_per_epoch = len(ds) // (bs * num_processes)` is not).
-        for assigns in self._batch_places():
+        for _name, assigns in self._batch_places():
             for a in assigns:
                 if a.op in ("/=", "//=") and a.value is not None:
                     if self.reads_process_count(a.value):
@@ -646,15 +751,55 @@ class Processes(Provider):
                 candidates.append(positional.value)
         return candidates
 
-    def _batch_places(self) -> Iterator[Sequence[Any]]:
+    def _batch_places(self) -> Iterator[tuple[str, Sequence[Any]]]:
+        """(name, its assignments) of each place named for the batch or the accumulation."""
         for scope in self.index.scopes:
             for name, assigns in scope.bindings.items():
                 if _names_batch_or_accumulation(name):
-                    yield assigns
+                    yield name, assigns
         for key, assigns in self.index.attr_assignments.items():
             last = key.split("@")[0].rsplit(".", 1)[-1].rsplit("[", 1)[-1]
             if _names_batch_or_accumulation(last):
-                yield assigns
+                yield key.split("@")[0], assigns
+
+    @cached_property
+    def constant_share(self) -> ConstantShare | None:
+        """A batch or accumulation value that is a share of a global batch by a named constant
+        count (`batch_size = global_batch_size // num_of_devices` with `num_of_devices = 8`),
+        here or in a hyper-parameter module this one imports: the global batch is what the
+        author meant on that many processes only. (Dividing by another batch,
+        `global_batch // micro_batch`, is an accumulation count, not a share.)"""
+        for name, assigns in self._batch_places():
+            for a in assigns:
+                found = self._share_by_constant(name, a.value) if a.op == "=" else None
+                if found is not None:
+                    return found
+        for path, (_counts, batchy) in self._imported_modules().items():
+            other = self.facts._facts_of(path) if batchy else None
+            if other is not None and other.processes.constant_share is not None:
+                return other.processes.constant_share
+        return None
+
+    def _share_by_constant(
+        self, name: str, value: cst.BaseExpression | None
+    ) -> ConstantShare | None:
+        while isinstance(value, cst.Call) and len(value.args) == 1:  # `int(a / b)`
+            value = value.args[0].value
+        if not isinstance(value, cst.BinaryOperation) or not isinstance(
+            value.operator, (cst.Divide, cst.FloorDivide)
+        ):
+            return None
+        left, right = value.left, value.right
+        whole = _last_name(left) if isinstance(left, (cst.Name, cst.Attribute)) else None
+        if whole is None or not _names_batch_or_accumulation(whole):
+            return None
+        if not isinstance(right, cst.Name) or _names_batch_or_accumulation(right.value):
+            return None
+        count = self.index.constant_value(right)
+        if type(count) is not int or count < 2:
+            return None
+        text = self.index.module.code_for_node(value).strip()
+        return ConstantShare(name, text, right.value, count)
 
     def _imported_shares_held(self) -> bool:
         """A module this one imports its batch sizes from (a hyper-parameter module) sets one

@@ -220,15 +220,21 @@ class Project:
         data = text.encode("utf-8") if isinstance(text, str) else text
         if self._overlay.get(full) == data:
             return  # unchanged: keep what was parsed and memoised
+        shown = full in self._overlay  # (a buffer edited again names the same file)
         if data is None:
             self._overlay.pop(full, None)
         else:
             self._overlay[full] = data
-        self.refresh(full)
+        self.refresh(full, shown)
 
-    def refresh(self, path: str) -> None:
-        """Forget what was read of ``path`` (it changed on disk or in an editor)."""
+    def refresh(self, path: str, existed: bool = False) -> None:
+        """Forget what was read of ``path`` (it changed on disk or in an editor), and what was
+        learnt from it. A file that existed and still does resolves the same imports, so only
+        what its text decided goes: an edit of a training script keeps the scans, outlines and
+        analysis of the helper modules it follows (see :meth:`_forget_analysis`). ``existed``:
+        the file is known to have existed (an open buffer's)."""
         full = normalise(path)
+        existed = existed or self._isfile.get(full) is True or self._data.get(full) is not None
         old = self._digest_of(full) if self._parsed else None
         if old is not None and sum(d == old for d in self._digests.values()) == 1:
             self._parsed.pop(old, None)  # an editor's every keystroke must not stay parsed
@@ -238,20 +244,68 @@ class Project:
         self._kept_chars -= self._kept.pop(full, 0)
         self._configs.pop(full, None)
         self._isfile.pop(full, None)
-        self._found.clear()
         self._digests.pop(full, None)
-        self._resolved.clear()
-        self._scans.clear()  # (what an import resolves to may have changed too)
+        if existed and self.is_file(full):
+            self._scans.pop(full, None)
+            self._words = {k: v for k, v in self._words.items() if k[1] != full}
+            self._closures = {k: v for k, v in self._closures.items() if full not in v.seen}
+            self._uses = {k: v for k, v in self._uses.items() if k[0] != full}
+            self._forget_analysis(full)
+        else:  # a file that appeared or went: an import may now resolve elsewhere
+            self._found.clear()
+            self._resolved.clear()
+            self._scans.clear()
+            self._words.clear()
+            self._closures.clear()
+            self._uses.clear()
+            self.memo.clear()
         self._importers = None
-        self._words.clear()
-        self._closures.clear()
+        self.run_number += 1  # what the run's files pass a helper's functions is asked again
         self._outlines.pop(full, None)
         self._may_write.clear()
-        self._uses.clear()
         self._reach.clear()
         self._error_keys = {k for k in self._error_keys if k[0] != full}
         self.errors = [e for e in self.errors if e.path != full]
-        self.memo.clear()  # analysis results may depend on the old content
+
+    def _forget_analysis(self, full: str) -> None:
+        """Drop the memoised analysis (``memo``) that may depend on module ``full``: its own,
+        and that of every module whose text names it, transitively. Another module reaches
+        this one only through an import, which writes its name (``helpers`` in ``from pkg
+        import helpers``, ``from .helpers import f``); a package's ``__init__.py`` is reached
+        by ``from . import x`` too, which names nothing, and a config file by any module: for
+        those, and for entries of unknown owner, everything goes."""
+        owners = _memo_owners(self.memo)
+        dropped = self._naming(full, {p for p in owners.values() if p is not None})
+        if dropped is None:
+            self.memo.clear()
+            return
+        for key, owner in owners.items():
+            if owner is None or owner in dropped:
+                del self.memo[key]
+
+    def _naming(self, full: str, modules: set[str]) -> set[str] | None:
+        """``full`` and those of ``modules`` whose text names it or one of them (a text not
+        at hand counts as naming it); None when that takes in a package's ``__init__.py`` (or
+        ``full`` is one, or no module)."""
+        name = os.path.basename(full)
+        if not name.endswith(".py") or name == "__init__.py":
+            return None
+        found = {full}
+        words = [name[:-3].encode()]
+        rest = modules - found
+        grown = True
+        while grown:
+            grown = False
+            for other in sorted(rest):
+                data = self._data.get(other)
+                if data is None or any(w in data for w in words):
+                    if os.path.basename(other) == "__init__.py":
+                        return None
+                    found.add(other)
+                    words.append(os.path.basename(other)[:-3].encode())
+                    grown = True
+            rest -= found
+        return found
 
     def is_file(self, path: str) -> bool:
         found = self._isfile.get(path)
@@ -1040,6 +1094,24 @@ class Project:
         """Of ``results`` (path -> its dependency paths), those that depend on ``changed``."""
         full = normalise(changed)
         return [p for p, deps in results.items() if full in {normalise(d) for d in deps}]
+
+
+def _memo_owners(memo: Mapping[Any, Any]) -> dict[Any, str | None]:
+    """The module each memo entry is about (None: not known): facts and summaries name their
+    module; configsource's answers name the index of a module whose facts are memoised."""
+    indexes = {k[2]: k[1] for k in memo if isinstance(k, tuple) and k[0] == "facts"}
+    out: dict[Any, str | None] = {}
+    for key in memo:
+        owner = None
+        if isinstance(key, tuple) and len(key) >= 3:
+            if key[0] in ("facts", "summary"):
+                owner = key[1]
+            elif key[0] == "configsource.value":
+                owner = indexes.get(key[1])
+            elif key[0] == "configsource.argparse":
+                owner = indexes.get(key[2])
+        out[key] = owner
+    return out
 
 
 class _Search:

@@ -431,6 +431,42 @@ def test_dl201_world_size_helper_from_a_module_not_in_the_project(imports, call,
     assert linted.findings
 
 
+@pytest.mark.parametrize(
+    "share, reported",
+    [
+        pytest.param("GLOBAL_BATCH // NUM_DEVICES", "constant", id="named-constant-count"),
+        pytest.param("GLOBAL_BATCH // fabric.world_size", None, id="process-count"),
+        pytest.param("GLOBAL_BATCH // 2", "plain", id="literal-is-not-a-count"),
+        pytest.param("GLOBAL_BATCH // MICRO_BATCH", "plain", id="accumulation-not-a-share"),
+    ],
+)
+def test_dl201_global_batch_divided_by_a_constant_count(share, reported, snapshot):
+    """TinyLlama: the global batch is held by a constant, so only on that many processes; the
+    message says so and no LR fix is offered (on 8 processes it would be wrong)."""
+    code = f"""
+    import torch
+    import lightning as L
+
+    NUM_DEVICES = 8
+    GLOBAL_BATCH = 512
+    MICRO_BATCH = 4
+
+    def main(devices=8):
+        fabric = L.Fabric(devices=devices)
+        batch_size = {share}
+        accumulation = batch_size // MICRO_BATCH
+        return torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
+    """
+    linted = snapshot(lint_snippet("DL201", code))
+    if reported is None:
+        assert not linted.findings
+        return
+    (finding,) = linted.findings
+    constant = "divides by the constant `NUM_DEVICES` (8), not by `fabric.world_size`"
+    assert (constant in finding.message) is (reported == "constant")
+    assert bool(finding.fix) is (reported == "plain")
+
+
 def test_dl201_tensor_parallel_message_and_no_fix(snapshot):
     code = """
     import torch

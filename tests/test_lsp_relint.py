@@ -1,0 +1,174 @@
+"""Re-linting an editor buffer inside a project (what the language server's worker does at
+each pause in typing): an edit of the linted script keeps what was learnt about the modules it
+follows, and forgets exactly what the edit can change."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from helpers import FIXTURES
+
+from distlint import api
+from distlint.analysis import facts as facts_module
+from distlint.analysis import project as project_module
+from distlint.incremental import Document
+
+# the entry calls a seed helper of its project that seeds python, numpy and torch (silent);
+# the torch-only variant of that helper leaves python's and numpy's generators unseeded (DL101)
+PROJECT = FIXTURES / "projects" / "seed_helper_module"
+ENTRY = (PROJECT / "train.py").read_text()
+SEEDS_ALL = (PROJECT / "utils" / "misc.py").read_text()
+SEEDS_TORCH_ONLY = (
+    FIXTURES / "projects" / "seed_helper_torch_only" / "utils" / "misc.py"
+).read_text()
+BACKWARD = "        accelerator.backward("
+
+
+class Buffer:
+    """One open document, linted as the server's worker lints it (the buffer stands in for
+    its file; the same Document keeps the last parse)."""
+
+    def __init__(self, path, config):
+        self.path, self.config, self.document = str(path), config, Document()
+        self.project = api.project_for(self.path, config)
+
+    def lint(self, text, others=None):
+        self.project.set_overlay(self.path, text)
+        return api.lint_document(text, self.path, self.config, others or {}, self.document)
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    project_module.forget_projects()
+    shutil.copytree(PROJECT, tmp_path, dirs_exist_ok=True)
+    monkeypatch.chdir(tmp_path)
+    work: list[str] = []  # what the project did: "outline", "scan <path>", "facts <path>"
+    real_outline = project_module.outline
+    real_scan = project_module.Project._scan_text
+    real_facts = facts_module.Facts.__init__
+
+    def outline(text):
+        work.append("outline")
+        return real_outline(text)
+
+    def scan(self, full, text):
+        work.append(f"scan {full}")
+        return real_scan(self, full, text)
+
+    def facts(self, index, path=None, project=None):
+        work.append(f"facts {path}")
+        real_facts(self, index, path, project)
+
+    monkeypatch.setattr(project_module, "outline", outline)
+    monkeypatch.setattr(project_module.Project, "_scan_text", scan)
+    monkeypatch.setattr(facts_module.Facts, "__init__", facts)
+    yield tmp_path, work
+    project_module.forget_projects()
+
+
+def _typed(text: str, line: str) -> str:
+    """``text`` with ``line`` typed before the training loop's backward call."""
+    assert BACKWARD in text
+    return text.replace(BACKWARD, f"        {line}\n{BACKWARD}", 1)
+
+
+def _opened(root):
+    """The entry's path, its configuration, and a buffer of it."""
+    path = str(root / "train.py")
+    config = api.config_for(path, api.LintOptions())
+    return path, config, Buffer(path, config)
+
+
+def codes(result):
+    return sorted(f.code for f in result.findings)
+
+
+def test_an_edit_of_the_script_reads_none_of_the_modules_it_follows(tree):
+    root, work = tree
+    _, _, buffer = _opened(root)
+    first = buffer.lint(ENTRY)
+    helper = str(root / "utils" / "misc.py")
+    assert any(path == helper for path, _ in first.dependencies)
+    assert f"facts {helper}" in work  # the seed helper was parsed and analysed
+    assert "outline" in work and f"scan {helper}" in work
+    parsed = buffer.project.parse_count
+    for i in range(3):
+        work.clear()
+        edited = _typed(ENTRY, f"step = {i}")
+        again = buffer.lint(edited)
+        assert codes(again) == codes(first)
+        assert again.dependencies == first.dependencies
+        assert buffer.project.parse_count == parsed  # the helper was not parsed again,
+        # nor outlined, scanned or analysed: the script alone was
+        assert work == [f"scan {buffer.path}", f"facts {buffer.path}"]
+    # the answers are those of a fresh process
+    project_module.forget_projects()
+    fresh = api.project_for(buffer.path, buffer.config)
+    assert fresh is not buffer.project
+    assert api.lint_source(edited, buffer.path, buffer.config, project=fresh).findings == (
+        again.findings
+    )
+
+
+def test_an_edit_that_adds_an_import_follows_the_new_module(tree):
+    root, _ = tree
+    (root / "utils" / "extra.py").write_text(SEEDS_TORCH_ONLY.replace("fix_random", "other"))
+    _, _, buffer = _opened(root)
+    buffer.lint(ENTRY)
+    parsed = buffer.project.parse_count
+    edited = ENTRY.replace(
+        "from utils.misc import fix_random_seeds\n",
+        "from utils.misc import fix_random_seeds\nfrom utils.extra import other_seeds\n",
+    )
+    edited = _typed(edited, "other_seeds(1)")
+    again = buffer.lint(edited)
+    extra = str(root / "utils" / "extra.py")
+    assert any(path == extra for path, _ in again.dependencies)
+    assert buffer.project.parse_count > parsed  # the new helper was parsed
+
+
+def test_an_edited_helper_buffer_changes_the_scripts_answer(tree):
+    # the helper is open in another buffer and edited to seed torch only: the script's next
+    # lint must see it (DL101: python's and numpy's generators are used but never seeded)
+    root, _ = tree
+    path, config, buffer = _opened(root)
+    helper = str(root / "utils" / "misc.py")
+    assert "DL101" not in codes(buffer.lint(ENTRY, {helper: SEEDS_ALL}))
+    edited = _typed(ENTRY, "step = 1")
+    assert "DL101" in codes(buffer.lint(edited, {helper: SEEDS_TORCH_ONLY}))
+    assert "DL101" not in codes(buffer.lint(ENTRY, {helper: SEEDS_ALL}))
+
+
+def test_the_project_forgets_what_depends_on_the_changed_module_only(tree):
+    root, _ = tree
+    path, config, buffer = _opened(root)
+    buffer.lint(ENTRY)
+    project = api.project_for(path, config)
+    helper = project_module.normalise(str(root / "utils" / "misc.py"))
+    entry = project_module.normalise(path)
+    owners = {key[1] for key in project.memo if key[0] in ("facts", "summary")}
+    assert helper in owners
+    project.set_overlay(path, _typed(ENTRY, "step = 2"))
+    owners = {key[1] for key in project.memo if key[0] in ("facts", "summary")}
+    assert helper in owners and entry not in owners  # the script's own analysis went
+    # a change of the helper takes the analysis of the modules that name it with it
+    project.set_overlay(helper, SEEDS_TORCH_ONLY)
+    assert not {key[1] for key in project.memo if key[0] in ("facts", "summary")} & {helper}
+    # a package's __init__.py can be reached without being named: everything goes
+    buffer.lint(ENTRY)
+    assert project.memo
+    project.set_overlay(str(root / "utils" / "__init__.py"), "X = 1\n")
+    assert not project.memo
+
+
+def test_a_new_module_resolves_imports_again(tree):
+    # a file that appears (a new buffer, a file created on disk) may change what an import
+    # resolves to: nothing resolved before is kept
+    root, _ = tree
+    path, config, buffer = _opened(root)
+    buffer.lint(ENTRY)
+    project = api.project_for(path, config)
+    assert project._resolved
+    project.set_overlay(str(root / "utils" / "fresh.py"), "X = 1\n")
+    assert not project._resolved and not project.memo
