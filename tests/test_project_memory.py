@@ -12,7 +12,7 @@ from helpers import FIXTURES
 from distlint import api
 from distlint.analysis import project as project_mod
 from distlint.analysis.facts import facts_for
-from distlint.analysis.project import Project, _spelled, forget_projects, lint_run
+from distlint.analysis.project import Project, _spelled, forget_projects
 from distlint.analysis.records import Made, MethodsOf
 
 ENV = (
@@ -72,31 +72,6 @@ def test_letting_parses_go_between_lints_changes_no_finding(name, monkeypatch):
     # between lints nothing stays parsed
     assert not bounded._kept and whole._kept
     assert not any(info is not None for info in bounded._modules.values())
-
-
-def test_importers_that_never_spell_a_function_are_not_parsed_but_are_dependencies():
-    sources = {
-        "helper.py": "def evaluate(loader):\n    for batch in loader:\n        pass\n",
-        "calls.py": "from helper import evaluate\n\nevaluate([1])\n",
-        "plain.py": "import helper\n\nhelper.other()\n",
-        "aliased.py": "from helper import evaluate as ev\n\nev([1])\n",
-    }
-    forget_projects()
-    try:
-        project = Project.from_sources("/proj", sources)
-        lint_run([f"/proj/{name}" for name in sources])
-        with project.tracking("/proj/helper.py") as deps:
-            assert project.run_importers("/proj/helper.py") == (
-                "/proj/aliased.py",
-                "/proj/calls.py",
-                "/proj/plain.py",
-            )
-            spelled = project.run_importers("/proj/helper.py", "evaluate")
-        assert spelled == ("/proj/aliased.py", "/proj/calls.py")
-        assert project.parse_count == 0  # a line scan and a word: nothing parsed
-        assert {"/proj/aliased.py", "/proj/calls.py", "/proj/plain.py"} <= set(deps)
-    finally:
-        forget_projects()
 
 
 @pytest.mark.parametrize(

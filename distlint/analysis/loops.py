@@ -197,11 +197,14 @@ class Loops:
         origins = self.loader_origins(expr)
         return bool(origins) and all(o is Origin.SHARDED for o in origins)
 
-    def loader_origins(self, expr: cst.BaseExpression, hops: int = 2) -> list[Origin]:
+    def loader_origins(
+        self, expr: cst.BaseExpression, hops: int = 2, through: int = 3
+    ) -> list[Origin]:
         """``Facts.loader_origins``, also through a parameter: what the calls of this module
-        pass for it (`evaluate(model, eval_loader)`) and, for a module-level function, what the
-        calls of the other files of the run that import this module pass (``hops``: how many
-        modules away such calls are followed)."""
+        pass for it (`evaluate(model, eval_loader)`, and through ``through`` more parameters:
+        `main` -> `fit(..., val)` -> `validate(..., val)`) and, for a module-level function,
+        what the calls of the other files of the run that import this module pass (``hops``:
+        how many modules away such calls are followed)."""
         index = self.index
         if isinstance(expr, cst.Name):
             bindings = index.bindings_of(expr)
@@ -211,7 +214,15 @@ class Loops:
                     for v in index.values_of(expr)
                     if isinstance(v, (cst.Name, cst.Attribute, cst.Call))
                 ]
-                origins = [o for v in passed for o in self.facts.loader_origins(v, 6)]
+                origins = [
+                    o
+                    for v in passed
+                    for o in (
+                        self.loader_origins(v, 0, through - 1)
+                        if through > 0 and isinstance(v, cst.Name)
+                        else self.facts.loader_origins(v, 6)
+                    )
+                ]
                 if hops > 0 and len(bindings) == 1:
                     origins += self._passed_by_importers(bindings[0].node, hops)
                 return origins
@@ -236,8 +247,7 @@ class Loops:
         importers = getattr(project, "run_importers", None)  # a project of this run's files
         out: list[Origin] = []
         callers: list[Facts] = self._this_run("_callers").setdefault(param, [])
-        # (only those that spell the function's name can call it: the others are not parsed)
-        for importer in importers(path, fn.name.value) if importers is not None else ():
+        for importer in importers(path) if importers is not None else ():
             other = facts._facts_of(importer)
             if other is None:
                 continue

@@ -892,11 +892,9 @@ class Project:
             return [base]
         return list(dict.fromkeys((here, *self.search_roots)))
 
-    def run_importers(self, path: str, spelling: str | None = None) -> tuple[str, ...]:
+    def run_importers(self, path: str) -> tuple[str, ...]:
         """The other files of this run whose import lines reach module ``path`` (a line scan,
         done once per run; nothing parsed): where the callers of its functions may be.
-        ``spelling``: only those whose text spells it (a call of function ``f`` spells ``f``,
-        imported by name, by alias or read from its module), so the rest need not be parsed.
 
         What a lint finds from them depends on which files this run lints: a stand-in
         dependency (``path`` + RUN_IMPORTERS, digest :meth:`importers_digest`) makes a cached
@@ -904,17 +902,7 @@ class Project:
         answer a later `check .`)."""
         full = normalise(path)
         self._touch(full + RUN_IMPORTERS)
-        found = self._run_importers(full)
-        if spelling is None:
-            return found
-        out = []
-        for importer in found:
-            self._stale(importer)
-            self._touch(importer)  # (its text is what answers: a dependency either way)
-            data = self.read_bytes(importer)
-            if data is not None and spelling.encode("utf-8") in data:
-                out.append(importer)
-        return tuple(out)
+        return self._run_importers(full)
 
     def importers_digest(self, full: str) -> str:
         """The digest of the files of this run importing module ``full`` (see run_importers)."""
