@@ -520,7 +520,9 @@ def lint_paths(
     )
     given = {os.path.normpath(os.path.abspath(s if isinstance(s, str) else s.path)) for s in slots}
     followed: dict[str, None] = {}
-    for slot in slots:
+    slots.reverse()
+    while slots:  # (a result is not held here once it is handed on)
+        slot = slots.pop()
         result = next(linted) if isinstance(slot, str) else slot
         for dep in result.reached:  # modules a fact of the file flowed through
             if dep.endswith(".py") and dep not in given:

@@ -402,9 +402,19 @@ def _decode(data: dict[str, Any], path: str) -> FileResult:
         findings=tuple(_finding_in(item, path) for item in data["findings"]),
         errors=tuple(_error_in(item, path) for item in data["errors"]),
         suppressed=tuple(_finding_in(item, path) for item in data["suppressed"]),
-        dependencies=tuple((str(p), str(d)) for p, d in data.get("deps", ())),
-        reached=tuple(str(p) for p in data.get("reached", ())),
+        dependencies=tuple(_shared(str(p), str(d)) for p, d in data.get("deps", ())),
+        reached=tuple(_shared(str(p), "")[0] for p in data.get("reached", ())),
     )
+
+
+# (path, digest) pairs of the entries read: every file of a tree depends on the same modules,
+# so a warm run over it holds each pair once, not once per file (hundreds a file)
+_PAIRS: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def _shared(path: str, digest: str) -> tuple[str, str]:
+    pair = (path, digest)
+    return _PAIRS.setdefault(pair, pair)
 
 
 def _finding_in(item: Iterable[Any], path: str) -> Finding:

@@ -382,7 +382,10 @@ def _lint_all(
 def _kept_for_report(result: FileResult, fmt: str) -> FileResult:
     """``result`` without the texts the report does not need: findings, not the text of every
     fixed file, are kept across a large tree (`full` keeps the text the remaining findings
-    point into: the fixed text after a fix)."""
+    point into: the fixed text after a fix), nor what its analysis consulted (the modules it
+    depended on and reached: hundreds of paths and digests a file, across a large tree)."""
+    if result.dependencies or result.reached:
+        result = result._replace(dependencies=(), reached=())
     if result.fixed_source is None and result.source_text is None:
         return result
     shown = None

@@ -129,9 +129,15 @@ class Facts:
     def seeding(self) -> SeedingFacts:
         return SeedingFacts(self)
 
-    def _facts_of(self, path: str) -> Facts | None:
+    def _facts_of(self, path: str, quiet: bool = False) -> Facts | None:
+        """The facts of project module ``path``. ``quiet``: not a dependency of the lint
+        asking again (it was counted where the answer that led here was made)."""
         assert self.project is not None
-        info = self.project.module(path)
+        project: Any = self.project
+        if quiet and getattr(project, "tracks_dependencies", False):
+            info = project.module(path, touch=False)
+        else:
+            info = project.module(path)
         if info is None:
             return None
         return facts_for(info.index, path, self.project)

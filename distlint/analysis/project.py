@@ -37,6 +37,11 @@ if TYPE_CHECKING:  # pragma: no cover
 # vendored bundles). The linted file itself is governed by the runner's own limits.
 MAX_MODULE_BYTES = 1_000_000
 MAX_CONFIG_BYTES = 2_000_000
+# Parsed modules (trees, indexes and their Facts) of other files are kept between lints while
+# they were used recently, up to this much source text together; one asked for again after it
+# was let go is parsed again. A whole-tree run then holds what the last lints used, not every
+# module it ever followed (a LibCST tree with its index costs ~50x its text).
+KEEP_PARSED_CHARS = 1_500_000
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
@@ -98,6 +103,8 @@ def _marked_root(here: str) -> str | None:
 class Project:
     """Static view of one training project. Never imports or executes anything."""
 
+    tracks_dependencies = True  # `module(path, touch=False)`: see `tracking`
+
     def __init__(
         self,
         root: str,
@@ -127,6 +134,10 @@ class Project:
         self._data: dict[str, bytes | None] = {}  # path -> bytes read (None: unreadable)
         self._stats: dict[str, tuple[int, int]] = {}  # path -> (mtime_ns, size) when read
         self._modules: dict[str, ModuleInfo | None] = {}
+        # paths of parsed modules in `_modules`, least recently used first -> their text's length
+        self._kept: dict[str, int] = {}
+        self._kept_chars = 0
+        self._let_go_chars = 0  # text of modules let go since the last collection
         self._configs: dict[str, Any] = {}
         self._parsed: dict[str, tuple[Any, Any]] = {}  # digest -> (module, index)
         self._error_keys: set[tuple[str, str]] = set()
@@ -136,9 +147,10 @@ class Project:
         # (importer, module, level) and ("from", importer, module, name, level) -> path, by the
         # importer as given (when absolute); ("in" / "from-in", its folder, ...) -> path
         self._resolved: dict[tuple[str, ...] | tuple[str, str, int], str | None] = {}
-        # path -> (text, project modules its import lines resolve to); (vocabulary, path) ->
-        # the words of the vocabulary its text contains (see `words_reached`)
-        self._scans: dict[str, tuple[str, tuple[str, ...]]] = {}
+        # path -> the project modules its import lines resolve to (its text is in `_data`:
+        # not kept twice); (vocabulary, path) -> the words of the vocabulary its text
+        # contains (see `words_reached`)
+        self._scans: dict[str, tuple[str, ...]] = {}
         self._words: dict[tuple[frozenset[str], str], frozenset[str]] = {}
         # dependency tracking (see `tracking`)
         self._digests: dict[str, str] = {}
@@ -229,6 +241,7 @@ class Project:
         self._data.pop(full, None)
         self._stats.pop(full, None)
         self._modules.pop(full, None)
+        self._kept_chars -= self._kept.pop(full, 0)
         self._configs.pop(full, None)
         self._isfile.pop(full, None)
         self._digests.pop(full, None)
@@ -396,17 +409,60 @@ class Project:
         self.errors.append(FileError(path, message, line, column))
 
     # ------------------------------------------------------------------ modules
-    def module(self, path: str) -> ModuleInfo | None:
-        """Parsed once per content (cached). None when unreadable, unparsable or over the size
-        bounds; the error is recorded once in ``errors``. Cycles are the caller's memo's job."""
+    def module(self, path: str, touch: bool = True) -> ModuleInfo | None:
+        """Parsed once per content (cached; see KEEP_PARSED_CHARS). None when unreadable,
+        unparsable or over the size bounds; the error is recorded once in ``errors``. Cycles
+        are the caller's memo's job. ``touch=False``: not a dependency of the lint asking (what
+        it asks was reached through an answer whose own lint counted the module)."""
         full = normalise(path)
-        self._touch(full)
+        if touch:
+            self._touch(full)
         self._loaded.add(full)
         if full in self._modules and not self._stale(full):
-            return self._modules[full]
-        info = self._load_module(full)
-        self._modules[full] = info
+            info = self._modules[full]
+        else:
+            info = self._modules[full] = self._load_module(full)
+        if info is not None:
+            self._keep(full, len(info.text))
         return info
+
+    def _keep(self, full: str, size: int) -> None:
+        """``full`` was used now: the last to be let go."""
+        known = self._kept.pop(full, None)
+        if known is None:
+            self._kept_chars += size
+        self._kept[full] = size
+
+    def _let_go(self, budget: int) -> None:
+        """Between lints: forget the parses of the least recently used modules beyond
+        ``budget`` characters of their text (their trees, indexes and Facts; what was learnt
+        of them as plain data stays)."""
+        gone: set[int] = set()
+        freed = 0
+        while self._kept_chars > budget and self._kept:
+            full = next(iter(self._kept))
+            self._kept_chars -= self._kept.pop(full)
+            info = self._modules.pop(full, None)
+            if info is None:
+                continue
+            if not any(i is not None and i.digest == info.digest for i in self._modules.values()):
+                self._parsed.pop(info.digest, None)
+            gone.add(id(info.index))
+            freed += len(info.text)
+        if gone:
+            for key in [
+                k for k in self.memo if type(k) is tuple and k[0] == "facts" and k[-1] in gone
+            ]:
+                del self.memo[key]
+            # a module's Facts and index point at each other: what was let go dies in a full
+            # collection (the lints keep the collector paused), run once a quarter of the
+            # budget was let go (a tree with its index is ~50x its text)
+            self._let_go_chars += freed
+            if self._let_go_chars > budget // 4:
+                import gc
+
+                self._let_go_chars = 0
+                gc.collect()
 
     def add_module(
         self, path: str, data: bytes, module: Any = None, index: Any = None
@@ -522,12 +578,11 @@ class Project:
                         continue
                     seen.add(target)
                     self._touch(target)  # a dependency of the lint (cache key, editor)
-                    scan = self._scans.get(target)
-                    if scan is None:
-                        scan = self._scans[target] = self._scan_module(target)
-                    if scan[0]:
-                        yield scan[0]
-                        following.append(scan[1])
+                    scan = self._targets(target)
+                    data = self._data.get(target)
+                    if data:
+                        yield data.decode("utf-8", "replace")
+                        following.append(scan)
             frontier = following
 
     def words_reached(
@@ -572,20 +627,16 @@ class Project:
             if self._stale(full):
                 return None
             self._touch(full)
-            scan = self._scans.get(full)
-            if scan is None:
-                scan = self._scans[full] = self._scan_module(full)
+            scan = self._targets(full)
             if i >= search.scanned:
-                for target in scan[1]:
+                for target in scan:
                     if target not in search.seen:
                         search.seen.add(target)
                         order.append(target)
                 search.scanned = i + 1
             own = self._words.get((vocabulary, full))
             if own is None:
-                own = self._words[(vocabulary, full)] = frozenset(
-                    w for w in vocabulary if w in scan[0]
-                )
+                own = self._words[(vocabulary, full)] = _spelled(vocabulary, self._data.get(full))
             if own:
                 words |= own
                 if enough is not None and enough(frozenset(words)):
@@ -593,11 +644,14 @@ class Project:
             i += 1
         return frozenset(words)
 
-    def _scan_module(self, full: str) -> tuple[str, tuple[str, ...]]:
-        data = self.read_bytes(full)
-        if data is None:
-            return "", ()
-        return self._scan_text(full, data.decode("utf-8", "replace"))
+    def _targets(self, full: str) -> tuple[str, ...]:
+        """The project modules the import lines of module ``full`` resolve to, scanned once."""
+        found = self._scans.get(full)
+        if found is None:
+            data = self.read_bytes(full)
+            text = data.decode("utf-8", "replace") if data is not None else ""
+            found = self._scans[full] = self._scan_text(full, text)[1] if text else ()
+        return found
 
     def _scan_text(self, full: str, text: str) -> tuple[str, tuple[str, ...]]:
         """``text`` and the project modules its import lines resolve to (from file ``full``)."""
@@ -861,10 +915,7 @@ class Project:
             for importer in sorted(_RUN_FILES):
                 if not importer.endswith(".py") or not self._within(importer):
                     continue
-                scan = self._scans.get(importer)
-                if scan is None:
-                    scan = self._scans[importer] = self._scan_module(importer)
-                for target in scan[1]:
+                for target in self._targets(importer):
                     found.setdefault(target, []).append(importer)
         return tuple(p for p in found.get(full, ()) if p != full)
 
@@ -954,6 +1005,8 @@ class Project:
             yield deps
         finally:
             self._depth -= 1
+            if not self._depth:
+                self._let_go(KEEP_PARSED_CHARS)
             inner, self._block_seen = self._block_seen, outer
             if outer is not None:
                 outer |= inner
@@ -1121,6 +1174,24 @@ def lint_run(paths: Iterable[str]) -> None:
     _RUN_FILES.update(normalise(p) for p in paths)
     for project in _PROJECTS.values():
         project.begin_run()
+
+
+def _spelled(words: frozenset[str], data: bytes | None) -> frozenset[str]:
+    """The ``words`` written in ``data`` as its text decodes (UTF-8, errors replaced): an
+    ASCII word is in that text exactly when its bytes are in ``data``."""
+    if not data:
+        return frozenset()
+    text: str | None = None
+    out = []
+    for w in words:
+        if w.isascii():
+            found = w.encode("ascii") in data
+        else:
+            text = data.decode("utf-8", "replace") if text is None else text
+            found = w in text
+        if found:
+            out.append(w)
+    return frozenset(out)
 
 
 def _digest(data: bytes) -> str:

@@ -7,7 +7,6 @@ them, rules read them.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
 from typing import Any, NamedTuple, Optional, Protocol
 
 import libcst as cst
@@ -155,6 +154,14 @@ class BatchUse(NamedTuple):
     shares: tuple[tuple[str, bool, tuple[str, ...]], ...] = ()
 
 
+class MethodsOf(NamedTuple):
+    """The methods of class ``name``, defined at the top level of module ``path`` (its last
+    definition there): a class's summary names them instead of holding its module's tree."""
+
+    path: str
+    name: str
+
+
 class Summary:
     """A function's or class's training facts, composed through the calls it makes."""
 
@@ -175,8 +182,8 @@ class Summary:
         # the function or class itself trains data-parallel (creates an Accelerator / Fabric
         # and prepares, or wraps with DDP): the mode it trains in
         self.trains: Mode | None = None
-        # for a class: the summary of one of its methods, by name (computed when asked)
-        self.method: Callable[[str], Summary | None] | None = None
+        # for a module-level class: where its methods' summaries are asked (by name, when asked)
+        self.method: MethodsOf | None = None
         # what it does with batch sizes and with loaders' batches (see BatchUse)
         self.batch = BatchUse()
 

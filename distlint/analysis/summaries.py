@@ -24,6 +24,7 @@ from distlint.analysis.index import (
 from distlint.analysis.records import (
     FactoryLR,
     Made,
+    MethodsOf,
     Optimizer,
     Summary,
 )
@@ -77,7 +78,8 @@ class Summaries(Provider):
                 summary.makes.add(Made.OPTIMIZER)
             else:
                 summary.lrs = self._class_lrs(fn)
-            summary.method = lambda name: self._method_summary(fn, name)
+            if self.path is not None and index.scope(fn).kind == "module":
+                summary.method = MethodsOf(self.path, fn.name.value)
             return summary
         returns = [r.value for r in index.returns.get(fn, ()) if r.value is not None]
         for value in returns:
@@ -115,6 +117,15 @@ class Summaries(Provider):
                 summary.lrs.append(lr)  # one per LR: an if/elif choosing the class is one
         if method and not summary.lrs:
             summary.makes.discard(Made.OPTIMIZER)  # what its LR is, the call cannot say
+
+    def method_of(self, cls: str, name: str) -> Summary | None:
+        """The summary of method ``name`` of the module-level class ``cls`` (its last
+        definition, the one ``summary_of`` answers for)."""
+        for b in reversed(self.index.module_scope.bindings.get(cls, ())):
+            if b.op in ("def", "class"):
+                node = b.node
+                return self._method_summary(node, name) if isinstance(node, cst.ClassDef) else None
+        return None
 
     def _method_summary(self, cls: cst.ClassDef, name: str) -> Summary | None:
         for st in cls.body.body:
@@ -241,10 +252,19 @@ class Summaries(Provider):
                 if isinstance(value, cst.Call) and value is not call:
                     made = self._external_summary(value, needs)
                     if made is not None and made.method is not None:
-                        return made.method(method)
+                        return self._methods_summary(made.method, method)
         finally:
             busy.discard(call)
         return None
+
+    def _methods_summary(self, methods: MethodsOf, name: str) -> Summary | None:
+        """The summary of method ``name`` of the class ``methods`` names. Its module was
+        reached (and counted) when the class's summary was made: it is not a dependency of
+        this lint again, and is parsed again only if it was let go since."""
+        if self.project is None:
+            return None
+        other = self.facts._facts_of(methods.path, quiet=True)
+        return other.summaries.method_of(methods.name, name) if other is not None else None
 
     def _may_reach(self, needs: _Spellings, path: str, name: str) -> bool:
         """The summary of ``name`` in module ``path`` may hold what ``needs`` names: the

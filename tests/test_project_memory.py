@@ -1,0 +1,105 @@
+"""What a project keeps of the modules it follows: parses let go between lints (bounded by the
+text of the modules kept), plain data that outlives them, importers not parsed for a function
+they never spell."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from helpers import FIXTURES
+
+from distlint import api
+from distlint.analysis import project as project_mod
+from distlint.analysis.facts import facts_for
+from distlint.analysis.project import Project, _spelled, forget_projects
+from distlint.analysis.records import Made, MethodsOf
+
+ENV = (
+    "import torch.distributed as dist\n\n"
+    "class DistEnv:\n    def size(self):\n        return dist.get_world_size()\n\n"
+    "    def rank(self):\n        return dist.get_rank()\n"
+)
+
+
+def test_a_class_summary_names_its_methods_and_they_are_answered_after_its_parse_went():
+    project = Project.from_sources(
+        "/proj", {"env.py": ENV, "train.py": "from env import DistEnv\n"}
+    )
+    with project.tracking("/proj/train.py"):
+        info = project.module("/proj/train.py")
+        assert info is not None
+        facts = facts_for(info.index, info.path, project)
+        summary = facts._facts_of("/proj/env.py").summary_of("DistEnv")
+    assert summary.method == MethodsOf("/proj/env.py", "DistEnv")
+    # plain data: no tree, no closure over the module's analysis
+    assert pickle.loads(pickle.dumps(summary.method)) == summary.method
+    parsed = project.parse_count
+    project._let_go(0)  # (what a lint does between files when over its budget)
+    assert not project._kept
+    with project.tracking("/proj/train.py"):
+        size = facts.summaries._methods_summary(summary.method, "size")
+        rank = facts.summaries._methods_summary(summary.method, "rank")
+    assert size is not None and Made.PROCESS_COUNT in size.makes
+    assert rank is not None and Made.PROCESS_COUNT not in rank.makes
+    assert facts.summaries._methods_summary(summary.method, "missing") is None
+    assert project.parse_count == parsed + 1  # env.py parsed again, once
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["trainer_class_module", "accelerate_eval_helper_module", "accelerate_trainer_module_bypass"],
+)
+def test_letting_parses_go_between_lints_changes_no_finding(name, monkeypatch):
+    folder = FIXTURES / "projects" / name
+    files = sorted(str(p) for p in folder.rglob("*.py"))
+    options = api.LintOptions(select=("ALL",), jobs=1)
+
+    def run() -> tuple[list, Project]:
+        forget_projects()
+        results = list(api.lint_paths(files, options))
+        (shared,) = project_mod._PROJECTS.values()
+        return [(r.path, r.findings, r.errors) for r in results], shared
+
+    try:
+        kept_all, whole = run()
+        monkeypatch.setattr(project_mod, "KEEP_PARSED_CHARS", 0)
+        kept_none, bounded = run()
+    finally:
+        forget_projects()
+    assert kept_none == kept_all
+    assert any(findings for _, findings, _ in kept_all)  # (the projects report something)
+    # between lints nothing stays parsed
+    assert not bounded._kept and whole._kept
+    assert not any(info is not None for info in bounded._modules.values())
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"import torch\nseed = 1\n",
+        b"\xe2seed\xff x = 'caf\xc3\xa9' \xc3",  # invalid UTF-8 around an ASCII word
+        b"",
+        b"\xff\xfe",
+    ],
+)
+def test_words_are_found_in_the_bytes_as_in_the_decoded_text(data):
+    words = frozenset({"seed", "torch", "café", "x", "import torch"})
+    text = data.decode("utf-8", "replace")
+    assert _spelled(words, data) == frozenset(w for w in words if w in text)
+
+
+def test_cache_entries_read_share_their_dependency_pairs():
+    from distlint.cache import _decode
+
+    entry = {
+        "findings": [],
+        "suppressed": [],
+        "errors": [],
+        "deps": [["/proj/utils.py", "ab" * 32]],
+        "reached": ["/proj/utils.py"],
+    }
+    a, b = _decode(entry, "/proj/a.py"), _decode(dict(entry), "/proj/b.py")
+    assert a.dependencies == (("/proj/utils.py", "ab" * 32),)
+    assert a.dependencies[0] is b.dependencies[0]  # held once across a warm run's results
+    assert a.reached == ("/proj/utils.py",) and a.reached[0] is b.reached[0]
