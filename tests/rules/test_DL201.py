@@ -341,6 +341,31 @@ def test_dl201_fix_scales_before_an_earlier_read_of_the_same_value():
     """
     fixed = fixed_and_bound(lint_snippet("DL201", code))
     assert fixed.index("lr *= accelerator.num_processes") < fixed.index("groups = ")
+    # ... and when the optimizer is built in a branch below that read
+    branched = code.replace(
+        "        return torch.optim.AdamW(groups, lr=lr)",
+        "        if args.sgd:\n            return torch.optim.SGD(groups, lr=lr)\n"
+        "        return torch.optim.AdamW(groups, lr=lr)",
+    )
+    fixed = fixed_and_bound(lint_snippet("DL201", branched))
+    assert fixed.count("lr *= accelerator.num_processes") == 1
+    assert fixed.index("lr *= accelerator.num_processes") < fixed.index("groups = ")
+
+
+def test_dl201_fix_ignores_an_earlier_read_the_optimizer_is_not_given():
+    # diffusers' imagic: the LR is logged in a main-process branch before the optimizer
+    code = """
+    import torch
+    from accelerate import Accelerator
+    def main(args, model):
+        accelerator = Accelerator()
+        lr = args.lr
+        if accelerator.is_main_process:
+            accelerator.init_trackers("run", config={"lr": lr})
+        return torch.optim.AdamW(model.parameters(), lr=lr)
+    """
+    fixed = fixed_and_bound(lint_snippet("DL201", code))
+    assert fixed.index("lr *= accelerator.num_processes") > fixed.index("init_trackers")
 
 
 def test_dl201_no_fix_when_an_earlier_read_is_in_another_block():
