@@ -470,6 +470,8 @@ def _callers_decide(facts: Facts, opt: Optimizer) -> bool:
     bindings = facts.index.bindings_of(lr) if isinstance(lr, cst.Name) else []
     param = bindings[0].node if len(bindings) == 1 and bindings[0].op == "param" else None
     for caller, call in callers:
+        if facts.mode.per_process_batches and not caller.mode.per_process_batches:
+            return False  # the helper trains data-parallel itself: such a caller says nothing
         if not _batch_grows(caller):
             continue
         if not isinstance(param, cst.Param) or fn is None or param.star:

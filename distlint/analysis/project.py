@@ -421,6 +421,8 @@ class Project:
         if full in self._modules and not self._stale(full):
             info = self._modules[full]
         else:
+            if full in self._data:
+                self._stale(full)  # its bytes were read before (an import scan): still them?
             info = self._modules[full] = self._load_module(full)
         if info is not None:
             self._keep(full, len(info.text))
