@@ -576,3 +576,24 @@ def test_a_helper_that_cannot_seed_is_not_parsed_for_seeding():
     facts = _facts(project, "train.py")
     assert facts.seeding.by_kind[Seeds.PYTHON]  # `seed_all` seeds python's generator
     assert project.parse_count == 2  # train.py and util.py; big.py's `table` cannot seed
+
+
+def test_loaders_parse_no_helper_module_for_a_function_it_defines():
+    # `make_loader()` is a function of a module that spells DataLoader: asking whether the call
+    # makes a DataLoader subclass reads the module's outline, never parses it
+    files = {
+        "train.py": "from data import make_loader, Infinite\nloader = make_loader(8)\nother = Infinite([1])\n",
+        "data.py": (
+            "from torch.utils.data import DataLoader\n\n"
+            "class Infinite(DataLoader):\n    pass\n\n"
+            "def make_loader(bs):\n    return DataLoader(range(8), batch_size=bs)\n"
+        ),
+    }
+    project = make(files)
+    facts = _facts(project, "train.py")
+    assert [facts.index.module.code_for_node(c.func) for c in facts.data.loaders] == ["Infinite"]
+    assert project.parse_count == 2  # train.py, and data.py for the class only
+    files["train.py"] = "from data import make_loader\nloader = make_loader(8)\n"
+    project = make(files)
+    assert _facts(project, "train.py").data.loaders == []
+    assert project.parse_count == 1  # train.py only

@@ -97,7 +97,10 @@ class Loaders(Provider):
         if project is None or path is None or record is None or record.name is None:
             return False
         target = project.resolve_import(path, record.module, record.level)
-        if target is None or not self.facts.summaries._may_reach(
+        only_functions = getattr(project, "defines_only_functions", None)
+        if target is None or (only_functions is not None and only_functions(target, record.name)):
+            return False  # a helper function: not a class (its module is not parsed for it)
+        if not self.facts.summaries._may_reach(
             _LOADER_SPELLINGS, target, record.name
         ):
             return False

@@ -814,6 +814,15 @@ class Project:
             out += [(sub, a) for a in info.attributes(bound)]
         return out
 
+    def defines_only_functions(self, path: str, name: str) -> bool:
+        """Module ``path``'s text defines ``name`` at top level, only with `def` (not a class,
+        nor bound any other way): read from its outline, nothing parsed."""
+        found = self._outline(normalise(path))
+        if found is None or name in found.imports or name in found.by_ident:
+            return False
+        spans = found.defs.get(name)
+        return bool(spans) and all(found.code.startswith("def", s) for s, _ in spans)
+
     def _outline(self, full: str) -> Outline | None:
         if full in self._outlines:
             return self._outlines[full]
