@@ -100,9 +100,7 @@ class Loaders(Provider):
         only_functions = getattr(project, "defines_only_functions", None)
         if target is None or (only_functions is not None and only_functions(target, record.name)):
             return False  # a helper function: not a class (its module is not parsed for it)
-        if not self.facts.summaries._may_reach(
-            _LOADER_SPELLINGS, target, record.name
-        ):
+        if not self.facts.summaries._may_reach(_LOADER_SPELLINGS, target, record.name):
             return False
         key = ("derives-loader", target, record.name)
         if key not in project.memo:

@@ -820,7 +820,7 @@ class Project:
         found = self._outline(normalise(path))
         if found is None or name in found.imports or name in found.by_ident:
             return False
-        spans = found.defs.get(name)
+        spans = found.defs.get(name, [])
         return bool(spans) and all(found.code.startswith("def", s) for s, _ in spans)
 
     def _outline(self, full: str) -> Outline | None:
