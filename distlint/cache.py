@@ -36,8 +36,10 @@ from distlint.files import read_source
 from distlint.model import Applicability, Edit, FileError, FileResult, Finding, Fix, Range, Severity
 
 CACHE_DIR = ".distlint_cache"
+# (distlint.analysis.project.LISTING, not imported: a warm run never loads the analysis)
+_LISTING = os.sep + "<names in the folder>"
 _DIGESTS_FILE = "digests.json"
-_FORMAT = 5  # bump when the entry layout changes (2: edits; 3: deps; 4: reached; 5: per file)
+_FORMAT = 6  # bump when the entry layout changes (2: edits; 3: deps; 4: reached; 5: per file; 6: folder listings)
 # One entry is kept per file and settings (the latest); all of them together stay under this.
 MAX_CACHE_BYTES = 128 << 20
 MAX_ENTRY_BYTES = 16 << 20
@@ -184,6 +186,10 @@ class Cache:
     def digest_now(self, path: str) -> str:
         """sha256 of a file's bytes now (``missing`` when unreadable): from digests.json when
         the file's mtime and size are those recorded with it, else read and hashed."""
+        if path.endswith(_LISTING):  # the names in a folder imports were searched in
+            from distlint.analysis.project import listing_digest
+
+            return listing_digest(path[: -len(_LISTING)])
         memo = self._load_digests()
         try:
             st = os.stat(path)
