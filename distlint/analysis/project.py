@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -424,6 +425,8 @@ class Project:
         """The digest of what was read of ``full`` (None: nothing was), computed once."""
         if full.endswith(RUN_IMPORTERS):
             return self.importers_digest(full[: -len(RUN_IMPORTERS)])
+        if full.endswith(EXISTS):
+            return self.exists_digest(full[: -len(EXISTS)])
         if full.endswith(LISTING):
             return self.listing_digest(full[: -len(LISTING)])
         digest = self._digests.get(full)
@@ -452,6 +455,8 @@ class Project:
         if touch:
             self._touch(full)
         self._loaded.add(full)
+        if self._frames:
+            self._frames[-1].loaded.add(full)
         if full in self._modules and not self._stale(full):
             info = self._modules[full]
         else:
@@ -1025,26 +1030,40 @@ class Project:
         return found
 
     def _find_now(self, base: str, module: str) -> str | None:
+        # What is found depends on what exists at each path looked at, in order (a module
+        # or package appearing at one looked at before shadows what was found): each is a
+        # dependency (EXISTS), and so are the names in a folder taken for a namespace package.
+        touch = self._touch
         if not module:
-            self._touch(base + LISTING)
             init = os.path.join(base, "__init__.py")
-            return init if self.is_file(init) else (base if self.is_dir(base) else None)
+            touch(init + EXISTS)
+            if self.is_file(init):
+                return init
+            touch(base + EXISTS)
+            return base if self.is_dir(base) else None
         parts = module.split(".")
         if any(not p or p in (os.curdir, os.pardir) for p in parts):
             return None
-        target = os.path.join(base, *parts)
-        # what is found depends on the names in the folders searched (a module appearing
-        # there shadows or reveals one); a file found, on its text where it is read
-        self._touch(os.path.dirname(target) + LISTING)
+        folder = base
+        for part in parts[:-1]:  # nothing is found below a folder that is not there
+            folder = os.path.join(folder, part)
+            if not self.is_dir(folder):
+                touch(folder + EXISTS)
+                return None
+        target = os.path.join(folder, parts[-1])
+        touch(target + EXISTS)
         if self.is_dir(target):
-            self._touch(target + LISTING)
-        init = os.path.join(target, "__init__.py")
-        if self.is_file(init):
-            return init
+            init = os.path.join(target, "__init__.py")
+            touch(init + EXISTS)
+            if self.is_file(init):
+                return init
+        touch(target + ".py" + EXISTS)
         if self.is_file(target + ".py"):
             return target + ".py"
-        if self.is_dir(target) and self._has_python(target):
-            return target  # a namespace package (PEP 420)
+        if self.is_dir(target):
+            touch(target + LISTING)
+            if self._has_python(target):
+                return target  # a namespace package (PEP 420)
         return None
 
     def _has_python(self, folder: str) -> bool:
@@ -1250,11 +1269,19 @@ class Project:
     def _dependency_now(self, dep: str) -> str | None:
         """The digest now of a path an answer read from the store consulted (None: a file
         this project has not read, which the store checks itself)."""
-        if dep.endswith(RUN_IMPORTERS) or dep.endswith(LISTING):
+        if dep.endswith(EXISTS) or dep.endswith(RUN_IMPORTERS) or dep.endswith(LISTING):
             return self._digest_of(dep)
         if dep in self._data:
             return self._digest_of(dep) or "missing"
         return None
+
+    def exists_digest(self, path: str) -> str:
+        """What is at ``path`` as this project sees it (see `exists_digest` below)."""
+        if path in self._overlay:
+            return "file"
+        if self._memory is not None:
+            return "file" if path in self._memory else "dir" if path in self._memory_dirs else "missing"
+        return exists_digest(path)
 
     def listing_digest(self, folder: str) -> str:
         """The names in ``folder`` an import could find (Python files and folders), as a
@@ -1436,6 +1463,17 @@ RUN_IMPORTERS = os.sep + "<files of the run importing it>"
 # (see `Project.listing_digest`): a module or package that appears there may shadow the one
 # an import found, or make one found that was not.
 LISTING = os.sep + "<names in the folder>"
+# Appended to a path an import looked at: the dependency of a resolution on what exists there
+# (see `exists_digest`).
+EXISTS = os.sep + "<what exists there>"
+
+
+def exists_digest(path: str) -> str:
+    """``dir``, ``file`` (anything else an import would open) or ``missing``."""
+    try:
+        return "dir" if stat.S_ISDIR(os.stat(path).st_mode) else "file"
+    except (OSError, ValueError):
+        return "missing"
 
 
 def listing_digest(folder: str) -> str:
