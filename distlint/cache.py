@@ -39,6 +39,7 @@ CACHE_DIR = ".distlint_cache"
 # (distlint.analysis.project.LISTING, not imported: a warm run never loads the analysis)
 _LISTING = os.sep + "<names in the folder>"
 _EXISTS = os.sep + "<what exists there>"
+_GROUP = os.sep + "<exists "
 _DIGESTS_FILE = "digests.json"
 _FORMAT = 6  # bump when the entry layout changes (2: edits; 3: deps; 4: reached; 5: per file; 6: folder listings)
 # One entry is kept per file and settings (the latest); all of them together stay under this.
@@ -188,6 +189,13 @@ class Cache:
     def digest_now(self, path: str) -> str:
         """sha256 of a file's bytes now (``missing`` when unreadable): from digests.json when
         the file's mtime and size are those recorded with it, else read and hashed."""
+        if path.endswith(">") and _GROUP in path:  # what exists at paths imports looked at
+            from distlint.analysis.project import group_digest
+
+            found = self._seen.get(path)
+            if found is None:
+                found = self._seen[path] = group_digest(path) or "missing"
+            return found
         if path.endswith(_EXISTS):  # what exists at a path an import looked at
             from distlint.analysis.project import exists_digest
 
@@ -501,12 +509,17 @@ class AnswerStore:
         return os.path.join(self.directory, digest[:2], digest + ".json"), text
 
     def get(
-        self, key: tuple[Any, ...], dependency_now: Callable[[str], str | None]
+        self,
+        key: tuple[Any, ...],
+        dependency_now: Callable[[str], str | None],
+        checked: dict[str, bool] | None = None,
     ) -> tuple[Any, list[str], list[str]] | None:
         """(answer, the paths it consulted, the modules parsed for it) while every path it
         consulted has the digest it had then (``dependency_now``: the asking project's view
         of a path, None for a file it has not read, checked on disk); None otherwise, and for
-        a missing, corrupt, truncated or foreign entry."""
+        a missing, corrupt, truncated or foreign entry. ``checked``: dependency sets already
+        checked (the asking project's, for this run), shared by answers that consulted the
+        same files."""
         if not self.cache._usable() or os.path.islink(self.directory):
             return None
         target, text = self._where(key)
@@ -517,31 +530,59 @@ class AnswerStore:
             data = json.loads(raw)
             if (data["format"], data["scope"], data["key"]) != (_ANSWER_FORMAT, self.scope, text):
                 return None  # another question (or engine) under the same name: not ours
-            paths = []
-            for path, digest in data["deps"]:
-                if not isinstance(path, str) or not isinstance(digest, str):
-                    return None
-                now = dependency_now(path)
-                if (now if now is not None else self.cache.digest_now(path)) != digest:
-                    return None
-                paths.append(path)
+            name = data["deps"]
+            if not isinstance(name, str):
+                return None
+            deps = self._deps(name)
+            if deps is None:
+                return None
+            valid = checked.get(name) if checked is not None else None
+            if valid is None:
+                valid = all(
+                    (now if (now := dependency_now(path)) is not None else self.cache.digest_now(path))
+                    == digest
+                    for path, digest in deps
+                )
+                if checked is not None:
+                    checked[name] = valid
+            if not valid:
+                return None
             loaded = [p for p in data["loaded"] if isinstance(p, str)]
             value = _answer_in(key[0], data["value"])
         except Exception:  # corrupt, truncated or foreign: computed again
             return None
-        return value, paths, loaded
+        return value, [path for path, _ in deps], loaded
+
+    def _deps(self, name: str) -> list[tuple[str, str]] | None:
+        """The dependency set ``name`` (the sha256 of its text), None when missing or not
+        what its name says."""
+        if len(name) != 64 or not all(c in "0123456789abcdef" for c in name):
+            return None
+        raw = read_source(self._deps_path(name), MAX_ENTRY_BYTES)
+        if isinstance(raw, FileError) or hashlib.sha256(raw).hexdigest() != name:
+            return None
+        deps = []
+        for path, digest in json.loads(raw):
+            if not isinstance(path, str) or not isinstance(digest, str):
+                return None
+            deps.append((path, digest))
+        return deps
+
+    def _deps_path(self, name: str) -> str:
+        return os.path.join(self.directory, "deps", name[:2], name + ".json")
 
     def put(
         self,
         key: tuple[Any, ...],
         value: Any,
-        paths: list[str],
-        digest_of: Callable[[str], str | None],
+        deps: list[tuple[str, str]],
         loaded: list[str],
     ) -> bool:
-        """Store ``value`` with the digests now of the ``paths`` it consulted; False when it
-        is not plain data this store knows, too big, or the disk refuses (never an error)."""
-        if len(paths) > MAX_ANSWER_DEPS:
+        """Store ``value`` with the (path, digest now) ``deps`` it consulted; False when it
+        is not plain data this store knows, too big, or the disk refuses (never an error).
+        A set of dependencies is written once, named by its digest: the answers about one
+        module's functions mostly consulted the same files."""
+        if len(deps) > MAX_ANSWER_DEPS:
             return False
         try:
             encoded = _answer_out(key[0], value)
@@ -550,36 +591,40 @@ class AnswerStore:
         except (_NotPlain, TypeError, ValueError, KeyError, AttributeError):
             return False
         target, text = self._where(key)
-        deps = []
-        for path in paths:
-            digest = digest_of(path)
-            deps.append([path, digest if digest is not None else "missing"])
-        entry = {
-            "format": _ANSWER_FORMAT,
-            "scope": self.scope,
-            "key": text,
-            "value": encoded,
-            "deps": deps,
-            "loaded": loaded,
-        }
         try:
+            blob = json.dumps([list(d) for d in deps], separators=(",", ":"))
+            payload_deps = blob.encode("utf-8", "surrogateescape")
+            name = hashlib.sha256(payload_deps).hexdigest()
+            entry = {
+                "format": _ANSWER_FORMAT,
+                "scope": self.scope,
+                "key": text,
+                "value": encoded,
+                "deps": name,
+                "loaded": loaded,
+            }
             payload = json.dumps(entry, separators=(",", ":")).encode("utf-8", "surrogateescape")
         except (TypeError, ValueError):
             return False
-        if len(payload) > MAX_ENTRY_BYTES:
+        if len(payload) > MAX_ENTRY_BYTES or len(payload_deps) > MAX_ENTRY_BYTES:
             return False
         try:
             self.cache._prepare()
             if os.path.islink(self.directory):
                 return False  # never written through a link
-            folder = os.path.dirname(target)
-            os.makedirs(folder, exist_ok=True)
-            if os.path.islink(folder):
-                return False
             if not self._trimmed:
                 self._trimmed = True
                 self.trim()
-            _write_atomic(target, payload)
+            shared = self._deps_path(name)
+            for path, data in ((shared, payload_deps), (target, payload)):
+                folder = os.path.dirname(path)
+                os.makedirs(folder, exist_ok=True)
+                if os.path.islink(folder) or os.path.islink(os.path.dirname(folder)):
+                    return False
+                if path is shared and os.path.isfile(shared):
+                    os.utime(shared)  # (recently used: trimmed last)
+                    continue
+                _write_atomic(path, data)
         except OSError:
             return False  # a read-only or full disk: answered without the store
         return True
@@ -593,7 +638,14 @@ class AnswerStore:
             folders = list(os.scandir(self.directory))
         except OSError:
             return
+        if any(f.name == "deps" for f in folders):
+            try:
+                folders += list(os.scandir(os.path.join(self.directory, "deps")))
+            except OSError:
+                pass
         for folder in folders:
+            if folder.name == "deps" and os.path.dirname(folder.path) == self.directory:
+                continue
             if not folder.is_dir(follow_symlinks=False):
                 _remove(folder.path)
                 continue

@@ -215,13 +215,13 @@ def test_a_corrupt_or_foreign_entry_is_ignored(tmp_path, damage):
 def _writer(directory: str, rounds: int) -> None:
     store = cache.AnswerStore(cache.Cache(directory), "scope")
     for i in range(rounds):
-        store.put(("derives-loader", "/x.py", "C"), True, [], lambda p: None, [f"/m{i}.py"])
+        store.put(("derives-loader", "/x.py", "C"), True, [], [f"/m{i}.py"])
 
 
 def test_processes_writing_the_same_entry_never_show_half_an_entry(tmp_path):
     store = cache.AnswerStore(cache.Cache(str(tmp_path)), "scope")
     key = ("derives-loader", "/x.py", "C")
-    assert store.put(key, True, [], lambda p: None, [])
+    assert store.put(key, True, [], [])
     context = multiprocessing.get_context("fork")
     writers = [context.Process(target=_writer, args=(str(tmp_path), 300)) for _ in range(2)]
     for w in writers:
