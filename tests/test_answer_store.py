@@ -274,3 +274,18 @@ def test_the_language_server_reads_the_answers_of_a_check_run(tmp_path):
     (project,) = project_mod._PROJECTS.values()
     assert [f.code for f in result.findings] == ["DL201"]
     assert project.parse_count == 0 and project.answer_counts["disk"] > 0
+
+
+def test_an_editors_unsaved_buffer_of_a_helper_is_not_answered_from_the_disk(tmp_path):
+    root = _tree(tmp_path)
+    _lint(root)
+    forget_projects()
+    old = os.getcwd()
+    os.chdir(root)
+    try:
+        config = api.config_for(str(root / "train.py"))
+        opened = {str(root / "factory.py"): SCALED}  # edited in the editor, not saved
+        result = api.lint_document(TRAIN, str(root / "train.py"), config, opened)
+    finally:
+        os.chdir(old)
+    assert [f.code for f in result.findings] == []

@@ -1278,8 +1278,8 @@ class Project:
                 return found
         if dep.endswith(EXISTS) or dep.endswith(RUN_IMPORTERS) or dep.endswith(LISTING):
             return self._digest_of(dep)
-        if dep in self._data:
-            return self._digest_of(dep) or "missing"
+        if dep in self._data or dep in self._overlay:  # (an editor's buffer, not the disk)
+            return self.digest(dep) or "missing"
         return None
 
     def exists_digest(self, path: str) -> str:
