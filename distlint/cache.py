@@ -38,7 +38,6 @@ from distlint.model import Applicability, Edit, FileError, FileResult, Finding, 
 CACHE_DIR = ".distlint_cache"
 # (distlint.analysis.project.LISTING, not imported: a warm run never loads the analysis)
 _LISTING = os.sep + "<names in the folder>"
-_EXISTS = os.sep + "<what exists there>"
 _GROUP = os.sep + "<exists "
 _DIGESTS_FILE = "digests.json"
 _FORMAT = 6  # bump when the entry layout changes (2: edits; 3: deps; 4: reached; 5: per file; 6: folder listings)
@@ -107,7 +106,8 @@ class Cache:
         # warm run stats the modules a result reached instead of reading and hashing them
         self._digests: dict[str, list[Any]] | None = None
         self._digests_changed = False
-        self._seen: dict[str, str] = {}  # EXISTS dependency -> its digest, once per process
+        # paths imports looked at (grouped by folder) -> what exists there, once per process
+        self._seen: dict[str, str] = {}
 
     def get(
         self, key: str, path: str, digest_of: Callable[[str], str | None] | None = None
@@ -196,13 +196,6 @@ class Cache:
             if found is None:
                 found = self._seen[path] = group_digest(path) or "missing"
             return found
-        if path.endswith(_EXISTS):  # what exists at a path an import looked at
-            from distlint.analysis.project import exists_digest
-
-            seen = self._seen.get(path)  # (the same paths are looked at for every file)
-            if seen is None:
-                seen = self._seen[path] = exists_digest(path[: -len(_EXISTS)])
-            return seen
         if path.endswith(_LISTING):  # the names in a folder taken for a namespace package
             from distlint.analysis.project import listing_digest
 
@@ -539,7 +532,11 @@ class AnswerStore:
             valid = checked.get(name) if checked is not None else None
             if valid is None:
                 valid = all(
-                    (now if (now := dependency_now(path)) is not None else self.cache.digest_now(path))
+                    (
+                        now
+                        if (now := dependency_now(path)) is not None
+                        else self.cache.digest_now(path)
+                    )
                     == digest
                     for path, digest in deps
                 )
@@ -764,9 +761,9 @@ def _summary_out(summary: Any) -> Any:
     for lr in summary.lrs:
         if type(lr) is not FactoryLR or type(lr.scaled) is not bool:
             raise _NotPlain("lr")
-        param = lr.param
-        if param is not None:
-            param = [_text(param[0]), _optional_int(param[1]), _text(param[2])]
+        param = None
+        if lr.param is not None:
+            param = [_text(lr.param[0]), _optional_int(lr.param[1]), _text(lr.param[2])]
         lrs.append([param, lr.scaled, _text(lr.where)])
     loaders = []
     for position, origins in summary.loaders.items():

@@ -164,6 +164,7 @@ def config_value(
         _replay(project, memo[key][2])  # what it consulted (config files, modules) counts
         return known
     resolver = _Resolver(index, project, path)
+    result: ConfigValue | None
     result, deps = _remembered(project, lambda: resolver.value(node))
     if memo is not None:
         memo[key] = (node, result, deps)

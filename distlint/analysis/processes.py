@@ -775,9 +775,11 @@ class Processes(Provider):
                 if found is not None:
                     return found
         for path, (_counts, batchy) in self._imported_modules().items():
-            found = self._asked(("constant-share", path), path, self._constant_share_of) if batchy else None
-            if found is not None:
-                return found
+            if batchy:
+                shared: ConstantShare | None
+                shared = self._asked(("constant-share", path), path, self._constant_share_of)
+                if shared is not None:
+                    return shared
         return None
 
     @staticmethod
@@ -825,7 +827,7 @@ class Processes(Provider):
                 continue
             names = frozenset(counts)
             key = ("holds-share", path, tuple(sorted(names)))
-            if self._asked(key, path, lambda other: other.processes.holds_share(names)):
+            if self._asked(key, path, lambda other, n=names: other.processes.holds_share(n)):
                 return True
         return False
 

@@ -110,7 +110,7 @@ class Answer:
 
     __slots__ = ("value", "paths", "clean")
 
-    def __init__(self, value: Any, paths: frozenset[str], clean: bool) -> None:
+    def __init__(self, value: Any, paths: frozenset[Any], clean: bool) -> None:
         self.value = value
         self.paths = paths
         self.clean = clean
@@ -125,7 +125,7 @@ class _Frame:
 
     def __init__(self, key: Any = None) -> None:
         self.key = key
-        self.paths: set[str] = set()
+        self.paths: set[Any] = set()  # (paths; a pair: a path an import looked at)
         self.loaded: set[str] = set()
         self.used: dict[int, Any] = {}
         self.merged: dict[int, Answer] = {}
@@ -188,19 +188,21 @@ class Project:
         self._digests: dict[str, str] = {}
         # the lints and answers being computed, innermost last: what each consults
         self._frames: list[_Frame] = []
-        self._consulted: set[str] = set()  # every path a lint consulted (`dependencies`)
+        # every path a lint consulted (`dependencies`; a pair: a path an import looked at)
+        self._consulted: set[str | tuple[str, str]] = set()
         # what every lint consulted since Facts were first handed to a caller that keeps them
         # (the run's importers, see `handed_out`): theirs, and their holders'
         self._pool: set[str] | None = None
         # what the resolution caches' entries consulted (folder listings), replayed on a hit
-        self._found_deps: dict[tuple[str, str], frozenset[str]] = {}
-        self._resolved_deps: dict[Any, frozenset[str]] = {}
-        self._scan_deps: dict[str, frozenset[str]] = {}
-        self._uses_deps: dict[tuple[str, str], frozenset[str]] = {}
-        self._may_write_deps: dict[Any, frozenset[str]] = {}
-        self._reach_deps: dict[Any, frozenset[str]] = {}
+        self._found_deps: dict[tuple[str, str], frozenset[Any]] = {}
+        self._resolved_deps: dict[Any, frozenset[Any]] = {}
+        self._scan_deps: dict[str, frozenset[Any]] = {}
+        self._uses_deps: dict[tuple[str, str], frozenset[Any]] = {}
+        self._may_write_deps: dict[Any, frozenset[Any]] = {}
+        self._reach_deps: dict[Any, frozenset[Any]] = {}
         self._listings: dict[str, str] = {}  # folder -> `listing_digest`, once per run
         self._checked: dict[str, bool] = {}  # the store's dependency sets checked in this run
+        self._exists: dict[tuple[str, str], str] = {}  # (folder, name) -> `_exists_of`
         # the answer store on disk (see distlint.cache.AnswerStore; None: memory only)
         self.answers: Any = None
         # answers asked: found in memory, read from the store, computed, written to the store
@@ -318,6 +320,7 @@ class Project:
         self._may_write_deps.clear()
         self._reach_deps.clear()
         self._checked.clear()
+        self._exists.clear()
         self._error_keys = {k for k in self._error_keys if k[0] != full}
         self.errors = [e for e in self.errors if e.path != full]
 
@@ -427,8 +430,6 @@ class Project:
         """The digest of what was read of ``full`` (None: nothing was), computed once."""
         if full.endswith(RUN_IMPORTERS):
             return self.importers_digest(full[: -len(RUN_IMPORTERS)])
-        if full.endswith(EXISTS):
-            return self.exists_digest(full[: -len(EXISTS)])
         if full.endswith(LISTING):
             return self.listing_digest(full[: -len(LISTING)])
         digest = self._digests.get(full)
@@ -1034,32 +1035,33 @@ class Project:
     def _find_now(self, base: str, module: str) -> str | None:
         # What is found depends on what exists at each path looked at, in order (a module
         # or package appearing at one looked at before shadows what was found): each is a
-        # dependency (EXISTS), and so are the names in a folder taken for a namespace package.
+        # dependency, a (folder, name) pair (see `_exists_of`), and so are the names in a
+        # folder taken for a namespace package.
         touch = self._touch
         if not module:
             init = os.path.join(base, "__init__.py")
-            touch(init + EXISTS)
+            touch((base, "__init__.py"))
             if self.is_file(init):
                 return init
-            touch(base + EXISTS)
+            touch(os.path.split(base))
             return base if self.is_dir(base) else None
         parts = module.split(".")
         if any(not p or p in (os.curdir, os.pardir) for p in parts):
             return None
         folder = base
         for part in parts[:-1]:  # nothing is found below a folder that is not there
-            folder = os.path.join(folder, part)
+            above, folder = folder, os.path.join(folder, part)
             if not self.is_dir(folder):
-                touch(folder + EXISTS)
+                touch((above, part))
                 return None
         target = os.path.join(folder, parts[-1])
-        touch(target + EXISTS)
+        touch((folder, parts[-1]))
         if self.is_dir(target):
             init = os.path.join(target, "__init__.py")
-            touch(init + EXISTS)
+            touch((target, "__init__.py"))
             if self.is_file(init):
                 return init
-        touch(target + ".py" + EXISTS)
+        touch((folder, parts[-1] + ".py"))
         if self.is_file(target + ".py"):
             return target + ".py"
         if self.is_dir(target):
@@ -1091,19 +1093,19 @@ class Project:
     # the record of what they consulted too, replayed on every hit. A module's Facts hold
     # answers of their own (cached properties): a Facts keeps the union of what every frame
     # it was handed to consulted (`handed_out`), and a frame that gets it takes that union.
-    def _touch(self, full: str) -> None:
+    def _touch(self, full: str | tuple[str, str]) -> None:
         frames = self._frames
         if frames:
             frames[-1].paths.add(full)
         else:
             self._consulted.add(full)  # asked outside a lint (`dependencies`)
 
-    def _replay(self, deps: frozenset[str] | None) -> None:
+    def _replay(self, deps: frozenset[Any] | None) -> None:
         """A cache hit: what its entry consulted is consulted by the frame asking now."""
         if deps and self._frames:
             self._frames[-1].paths |= deps
 
-    def remember(self, compute: Callable[[], Any]) -> tuple[Any, frozenset[str]]:
+    def remember(self, compute: Callable[[], Any]) -> tuple[Any, frozenset[Any]]:
         """``compute()`` and what it consulted: for a cache outside the project, which
         gives it to `replay` on every hit (so a lint using the cached value depends on it)."""
         frame = self._record()
@@ -1113,11 +1115,11 @@ class Project:
             deps = self._recorded(frame)
         return value, deps
 
-    def replay(self, deps: frozenset[str]) -> None:
+    def replay(self, deps: frozenset[Any]) -> None:
         """A hit of a cache filled by `remember`: what its value consulted counts now."""
         self._replay(deps)
 
-    def _consulted_now(self) -> frozenset[str]:
+    def _consulted_now(self) -> frozenset[Any]:
         """What the innermost frame consulted so far (what a search learnt depends on)."""
         return frozenset(self._frames[-1].paths) if self._frames else frozenset()
 
@@ -1126,7 +1128,7 @@ class Project:
         self._frames.append(frame)
         return frame
 
-    def _recorded(self, frame: _Frame) -> frozenset[str]:
+    def _recorded(self, frame: _Frame) -> frozenset[Any]:
         """End a frame opened by `_record` (a cache entry's): what it consulted, which the
         frame around it consulted too."""
         self._close(frame)
@@ -1225,7 +1227,7 @@ class Project:
             known = store.get(key, self._dependency_now, self._checked)
             if known is not None:
                 value, paths, loaded = known
-                found = memo[key] = Answer(value, frozenset(paths), True)
+                found = memo[key] = Answer(value, frozenset(_expanded(paths)), True)
                 self._loaded.update(loaded)
                 if self._frames:
                     self._frames[-1].loaded.update(loaded)
@@ -1245,7 +1247,7 @@ class Project:
         found = memo[key] = Answer(value, frozenset(frame.paths), frame.clean)
         self.answer_counts["computed"] += 1
         if store is not None and frame.clean and self._storable(frame):
-            deps = grouped(self._digests_now(frame.paths))
+            deps = sorted(self._deps_now(frame.paths).items())
             if store.put(key, value, deps, sorted(frame.loaded)):
                 self.answer_counts["stored"] += 1
         return value
@@ -1276,19 +1278,42 @@ class Project:
             found = group_digest(dep, self.exists_digest)
             if found is not None:
                 return found
-        if dep.endswith(EXISTS) or dep.endswith(RUN_IMPORTERS) or dep.endswith(LISTING):
+        if dep.endswith(RUN_IMPORTERS) or dep.endswith(LISTING):
             return self._digest_of(dep)
         if dep in self._data or dep in self._overlay:  # (an editor's buffer, not the disk)
             return self.digest(dep) or "missing"
         return None
 
     def exists_digest(self, path: str) -> str:
-        """What is at ``path`` as this project sees it (see `exists_digest` below)."""
-        if path in self._overlay:
-            return "file"
-        if self._memory is not None:
-            return "file" if path in self._memory else "dir" if path in self._memory_dirs else "missing"
-        return exists_digest(path)
+        """What is at ``path`` as this project's resolutions see it (see `exists_digest`
+        below): ``dir``, ``file`` or ``missing``."""
+        return "dir" if self.is_dir(path) else "file" if self.is_file(path) else "missing"
+
+    def _exists_of(self, item: tuple[str, str]) -> str:
+        """`exists_digest` of the path a (folder, name) dependency names, once."""
+        found = self._exists.get(item)
+        if found is None:
+            found = self._exists[item] = self.exists_digest(os.path.join(*item))
+        return found
+
+    def _deps_now(self, paths: Iterable[Any], exclude: str | None = None) -> dict[str, str]:
+        """path -> digest now of what a frame consulted, the paths imports looked at grouped
+        by folder (one dependency each: see `_GROUP`)."""
+        out: dict[str, str] = {}
+        groups: dict[str, list[str]] = {}
+        digest_of = self._digest_of
+        for p in paths:
+            if type(p) is tuple:
+                groups.setdefault(p[0], []).append(p[1])
+            elif p != exclude:
+                digest = digest_of(p)
+                out[p] = digest if digest is not None else "missing"
+        exists = self._exists_of
+        for folder, names in groups.items():
+            names.sort()
+            kinds = "".join(exists((folder, n))[0] for n in names)
+            out[folder + _GROUP + "|".join(names) + ">"] = "exists " + kinds
+        return out
 
     def listing_digest(self, folder: str) -> str:
         """The names in ``folder`` an import could find (Python files and folders), as a
@@ -1317,6 +1342,8 @@ class Project:
         """path -> digest of every module and config file consulted so far (cache keys, LSP)."""
         out = {}
         for path in self._consulted:
+            if not isinstance(path, str):
+                continue  # (a path an import looked at: not a module nor a config file)
             digest = self._digest_of(path)
             if digest is not None:
                 out[path] = digest
@@ -1344,12 +1371,7 @@ class Project:
             paths = frame.paths
             self._consulted |= paths
             self.reached = tuple(sorted(p for p in paths if p in self._loaded and p != self_path))
-            deps.update(grouped(self._digests_now(p for p in paths if p != self_path)))
-
-    def _digests_now(self, paths: Iterable[str]) -> Iterator[tuple[str, str]]:
-        for p in paths:
-            digest = self._digest_of(p)
-            yield p, digest if digest is not None else "missing"
+            deps.update(self._deps_now(paths, self_path))
 
     def begin_run(self) -> None:
         """Check files against the disk again (each at most once until the next call): a run
@@ -1472,9 +1494,6 @@ RUN_IMPORTERS = os.sep + "<files of the run importing it>"
 # (see `Project.listing_digest`): a module or package that appears there may shadow the one
 # an import found, or make one found that was not.
 LISTING = os.sep + "<names in the folder>"
-# Appended to a path an import looked at: the dependency of a resolution on what exists there
-# (see `exists_digest`).
-EXISTS = os.sep + "<what exists there>"
 
 
 def exists_digest(path: str) -> str:
@@ -1485,28 +1504,22 @@ def exists_digest(path: str) -> str:
         return "missing"
 
 
-# The EXISTS dependencies of one folder, as a result or an answer is kept: one dependency
+# The paths imports looked at in one folder, as a result or an answer is kept: one dependency
 # `folder/<exists a.py|b|c.py>` whose digest spells what exists at each (a lint of a diffusers
-# script looks at ~5,000 paths in ~160 folders).
+# script looks at ~5,000 paths in ~160 folders). In memory, each is a (folder, name) pair.
 _GROUP = os.sep + "<exists "
 
 
-def grouped(deps: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """``deps`` (path, digest) with the EXISTS ones grouped by folder (see `_GROUP`)."""
-    out: list[tuple[str, str]] = []
-    groups: dict[str, list[tuple[str, str]]] = {}
-    for path, digest in deps:
-        if path.endswith(EXISTS):
-            folder, name = os.path.split(path[: -len(EXISTS)])
-            groups.setdefault(folder, []).append((name, digest))
+def _expanded(paths: Iterable[str]) -> Iterator[Any]:
+    """Dependencies as kept on disk, as frames hold them (folder groups as pairs)."""
+    for path in paths:
+        at = path.rfind(_GROUP) if path.endswith(">") else -1
+        if at < 0:
+            yield path
         else:
-            out.append((path, digest))
-    for folder, items in groups.items():
-        items.sort()
-        names = "|".join(name for name, _ in items)
-        out.append((folder + _GROUP + names + ">", "exists " + "".join(d[0] for _, d in items)))
-    out.sort()
-    return out
+            folder = path[:at]
+            for name in path[at + len(_GROUP) : -1].split("|"):
+                yield (folder, name)
 
 
 def group_digest(path: str, exists: Callable[[str], str] = exists_digest) -> str | None:

@@ -308,9 +308,7 @@ class Summaries(Provider):
             return None
         return self._summary_in(path, record.name)
 
-    def _summary_in(
-        self, path: str, name: str, through_attribute: bool = False
-    ) -> Summary | None:
+    def _summary_in(self, path: str, name: str, through_attribute: bool = False) -> Summary | None:
         """The summary of ``name`` in project module ``path``, once per project (with what
         it consulted; on disk with the project's answer store). In a cycle between modules:
         None, or (``through_attribute``: `module.name(...)`) what the module's own guard
