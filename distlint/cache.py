@@ -506,8 +506,8 @@ class AnswerStore:
         key: tuple[Any, ...],
         dependency_now: Callable[[str], str | None],
         checked: dict[str, bool] | None = None,
-    ) -> tuple[Any, list[str], list[str]] | None:
-        """(answer, the paths it consulted, the modules parsed for it) while every path it
+    ) -> tuple[Any, list[tuple[str, str]], list[str]] | None:
+        """(answer, the (path, digest) it consulted, the modules parsed for it) while every path it
         consulted has the digest it had then (``dependency_now``: the asking project's view
         of a path, None for a file it has not read, checked on disk); None otherwise, and for
         a missing, corrupt, truncated or foreign entry. ``checked``: dependency sets already
@@ -548,7 +548,7 @@ class AnswerStore:
             value = _answer_in(key[0], data["value"])
         except Exception:  # corrupt, truncated or foreign: computed again
             return None
-        return value, [path for path, _ in deps], loaded
+        return value, deps, loaded
 
     def _deps(self, name: str) -> list[tuple[str, str]] | None:
         """The dependency set ``name`` (the sha256 of its text), None when missing or not

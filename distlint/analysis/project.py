@@ -189,7 +189,7 @@ class Project:
         # the lints and answers being computed, innermost last: what each consults
         self._frames: list[_Frame] = []
         # every path a lint consulted (`dependencies`; a pair: a path an import looked at)
-        self._consulted: set[str | tuple[str, str]] = set()
+        self._consulted: set[str | tuple[str, str, str]] = set()
         # what every lint consulted since Facts were first handed to a caller that keeps them
         # (the run's importers, see `handed_out`): theirs, and their holders'
         self._pool: set[str] | None = None
@@ -202,7 +202,6 @@ class Project:
         self._reach_deps: dict[Any, frozenset[Any]] = {}
         self._listings: dict[str, str] = {}  # folder -> `listing_digest`, once per run
         self._checked: dict[str, bool] = {}  # the store's dependency sets checked in this run
-        self._exists: dict[tuple[str, str], str] = {}  # (folder, name) -> `_exists_of`
         # the answer store on disk (see distlint.cache.AnswerStore; None: memory only)
         self.answers: Any = None
         # answers asked: found in memory, read from the store, computed, written to the store
@@ -320,7 +319,6 @@ class Project:
         self._may_write_deps.clear()
         self._reach_deps.clear()
         self._checked.clear()
-        self._exists.clear()
         self._error_keys = {k for k in self._error_keys if k[0] != full}
         self.errors = [e for e in self.errors if e.path != full]
 
@@ -1033,18 +1031,20 @@ class Project:
         return found
 
     def _find_now(self, base: str, module: str) -> str | None:
-        # What is found depends on what exists at each path looked at, in order (a module
-        # or package appearing at one looked at before shadows what was found): each is a
-        # dependency, a (folder, name) pair (see `_exists_of`), and so are the names in a
-        # folder taken for a namespace package.
+        # What is found depends on what is at each path looked at, in order (a module or
+        # package appearing at one looked at before shadows what was found): each question
+        # and its answer is a dependency, (folder, name, "1" / "0"), a name ending in "/"
+        # asking for a folder (see `_GROUP`); so are the names in a namespace package.
         touch = self._touch
         if not module:
             init = os.path.join(base, "__init__.py")
-            touch((base, "__init__.py"))
             if self.is_file(init):
+                touch((base, "__init__.py", "1"))
                 return init
-            touch(os.path.split(base))
-            return base if self.is_dir(base) else None
+            touch((base, "__init__.py", "0"))
+            here = self.is_dir(base)
+            touch((os.path.dirname(base), os.path.basename(base) + "/", "1" if here else "0"))
+            return base if here else None
         parts = module.split(".")
         if any(not p or p in (os.curdir, os.pardir) for p in parts):
             return None
@@ -1052,19 +1052,23 @@ class Project:
         for part in parts[:-1]:  # nothing is found below a folder that is not there
             above, folder = folder, os.path.join(folder, part)
             if not self.is_dir(folder):
-                touch((above, part))
+                touch((above, part + "/", "0"))
                 return None
-        target = os.path.join(folder, parts[-1])
-        touch((folder, parts[-1]))
-        if self.is_dir(target):
+        name = parts[-1]
+        target = os.path.join(folder, name)
+        package = self.is_dir(target)
+        touch((folder, name + "/", "1" if package else "0"))
+        if package:
             init = os.path.join(target, "__init__.py")
-            touch((target, "__init__.py"))
             if self.is_file(init):
+                touch((target, "__init__.py", "1"))
                 return init
-        touch((folder, parts[-1] + ".py"))
+            touch((target, "__init__.py", "0"))
         if self.is_file(target + ".py"):
+            touch((folder, name + ".py", "1"))
             return target + ".py"
-        if self.is_dir(target):
+        touch((folder, name + ".py", "0"))
+        if package:
             touch(target + LISTING)
             if self._has_python(target):
                 return target  # a namespace package (PEP 420)
@@ -1093,7 +1097,7 @@ class Project:
     # the record of what they consulted too, replayed on every hit. A module's Facts hold
     # answers of their own (cached properties): a Facts keeps the union of what every frame
     # it was handed to consulted (`handed_out`), and a frame that gets it takes that union.
-    def _touch(self, full: str | tuple[str, str]) -> None:
+    def _touch(self, full: str | tuple[str, str, str]) -> None:
         frames = self._frames
         if frames:
             frames[-1].paths.add(full)
@@ -1226,8 +1230,8 @@ class Project:
         if store is not None:
             known = store.get(key, self._dependency_now, self._checked)
             if known is not None:
-                value, paths, loaded = known
-                found = memo[key] = Answer(value, frozenset(_expanded(paths)), True)
+                value, deps, loaded = known
+                found = memo[key] = Answer(value, frozenset(_expanded(deps)), True)
                 self._loaded.update(loaded)
                 if self._frames:
                     self._frames[-1].loaded.update(loaded)
@@ -1285,34 +1289,32 @@ class Project:
         return None
 
     def exists_digest(self, path: str) -> str:
-        """What is at ``path`` as this project's resolutions see it (see `exists_digest`
-        below): ``dir``, ``file`` or ``missing``."""
-        return "dir" if self.is_dir(path) else "file" if self.is_file(path) else "missing"
-
-    def _exists_of(self, item: tuple[str, str]) -> str:
-        """`exists_digest` of the path a (folder, name) dependency names, once."""
-        found = self._exists.get(item)
-        if found is None:
-            found = self._exists[item] = self.exists_digest(os.path.join(*item))
-        return found
+        """`exists_digest` (below) as this project's resolutions see it."""
+        if path.endswith(os.sep):
+            return "1" if self.is_dir(path[:-1]) else "0"
+        return "1" if self.is_file(path) else "0"
 
     def _deps_now(self, paths: Iterable[Any], exclude: str | None = None) -> dict[str, str]:
         """path -> digest now of what a frame consulted, the paths imports looked at grouped
         by folder (one dependency each: see `_GROUP`)."""
         out: dict[str, str] = {}
-        groups: dict[str, list[str]] = {}
+        groups: dict[str, list[tuple[str, str]]] = {}
         digest_of = self._digest_of
         for p in paths:
             if type(p) is tuple:
-                groups.setdefault(p[0], []).append(p[1])
+                folder, name, found = p
+                held = groups.get(folder)
+                if held is None:
+                    groups[folder] = [(name, found)]
+                else:
+                    held.append((name, found))
             elif p != exclude:
                 digest = digest_of(p)
                 out[p] = digest if digest is not None else "missing"
-        exists = self._exists_of
-        for folder, names in groups.items():
-            names.sort()
-            kinds = "".join(exists((folder, n))[0] for n in names)
-            out[folder + _GROUP + "|".join(names) + ">"] = "exists " + kinds
+        for folder, looked in groups.items():
+            looked.sort()
+            names = "|".join(name for name, _ in looked)
+            out[folder + _GROUP + names + ">"] = "exists " + "".join(f for _, f in looked)
         return out
 
     def listing_digest(self, folder: str) -> str:
@@ -1497,38 +1499,41 @@ LISTING = os.sep + "<names in the folder>"
 
 
 def exists_digest(path: str) -> str:
-    """``dir``, ``file`` (anything else an import would open) or ``missing``."""
+    """``1`` when ``path`` is a file (anything but a folder: what an import would open) or,
+    ending in a separator, a folder; ``0`` otherwise."""
     try:
-        return "dir" if stat.S_ISDIR(os.stat(path).st_mode) else "file"
+        is_dir = stat.S_ISDIR(os.stat(path.rstrip(os.sep) or os.sep).st_mode)
     except (OSError, ValueError):
-        return "missing"
+        return "0"
+    return "1" if is_dir == path.endswith(os.sep) else "0"
 
 
 # The paths imports looked at in one folder, as a result or an answer is kept: one dependency
-# `folder/<exists a.py|b|c.py>` whose digest spells what exists at each (a lint of a diffusers
-# script looks at ~5,000 paths in ~160 folders). In memory, each is a (folder, name) pair.
+# `folder/<exists __init__.py|torch/|torch.py>` (a name ending in "/" asks for a folder), its
+# digest `exists 001`: whether each was there (a lint of a diffusers script looks at ~5,000
+# paths in ~160 folders). In memory, each is a (folder, name, "1" / "0") triple.
 _GROUP = os.sep + "<exists "
 
 
-def _expanded(paths: Iterable[str]) -> Iterator[Any]:
-    """Dependencies as kept on disk, as frames hold them (folder groups as pairs)."""
-    for path in paths:
+def _expanded(deps: Iterable[tuple[str, str]]) -> Iterator[Any]:
+    """Dependencies as kept on disk, as frames hold them (folder groups as triples)."""
+    for path, digest in deps:
         at = path.rfind(_GROUP) if path.endswith(">") else -1
         if at < 0:
             yield path
         else:
             folder = path[:at]
-            for name in path[at + len(_GROUP) : -1].split("|"):
-                yield (folder, name)
+            names = path[at + len(_GROUP) : -1].split("|")
+            yield from zip([folder] * len(names), names, digest[len("exists ") :])
 
 
 def group_digest(path: str, exists: Callable[[str], str] = exists_digest) -> str | None:
-    """The digest now of a dependency made by `grouped` (None: ``path`` is not one)."""
+    """The digest now of a group of paths imports looked at (None: ``path`` is not one)."""
     at = path.rfind(_GROUP)
     if at < 0 or not path.endswith(">"):
         return None
     folder, names = path[:at], path[at + len(_GROUP) : -1].split("|")
-    return "exists " + "".join(exists(os.path.join(folder, n))[0] for n in names)
+    return "exists " + "".join(exists(os.path.join(folder, n)) for n in names)
 
 
 def listing_digest(folder: str) -> str:
