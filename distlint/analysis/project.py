@@ -184,28 +184,7 @@ class Project:
         # contains (see `words_reached`)
         self._scans: dict[str, tuple[str, ...]] = {}
         self._words: dict[tuple[frozenset[str], str], frozenset[str]] = {}
-        # dependency tracking (see `tracking`, `answer`)
-        self._digests: dict[str, str] = {}
-        # the lints and answers being computed, innermost last: what each consults
-        self._frames: list[_Frame] = []
-        # every path a lint consulted (`dependencies`; a pair: a path an import looked at)
-        self._consulted: set[str | tuple[str, str, str]] = set()
-        # what every lint consulted since Facts were first handed to a caller that keeps them
-        # (the run's importers, see `handed_out`): theirs, and their holders'
-        self._pool: set[str] | None = None
-        # what the resolution caches' entries consulted (folder listings), replayed on a hit
-        self._found_deps: dict[tuple[str, str], frozenset[Any]] = {}
-        self._resolved_deps: dict[Any, frozenset[Any]] = {}
-        self._scan_deps: dict[str, frozenset[Any]] = {}
-        self._uses_deps: dict[tuple[str, str], frozenset[Any]] = {}
-        self._may_write_deps: dict[Any, frozenset[Any]] = {}
-        self._reach_deps: dict[Any, frozenset[Any]] = {}
-        self._listings: dict[str, str] = {}  # folder -> `listing_digest`, once per run
-        self._checked: dict[str, bool] = {}  # the store's dependency sets checked in this run
-        # the answer store on disk (see distlint.cache.AnswerStore; None: memory only)
-        self.answers: Any = None
-        # answers asked: found in memory, read from the store, computed, written to the store
-        self.answer_counts = {"memory": 0, "disk": 0, "computed": 0, "stored": 0}
+        self._init_tracking()
         # start path -> the search of the project modules its imports reach (line scan)
         self._closures: dict[str, _Search] = {}
         # path -> its text outline (None: not readable with confidence; see `name_may_write`)
@@ -229,6 +208,31 @@ class Project:
         self.run_number = 0  # counts begin_run: memos of run-dependent facts are per run
         # module path -> the files of this run importing it (see `run_importers`)
         self._importers: dict[str, list[str]] | None = None
+
+    def _init_tracking(self) -> None:
+        """The state of dependency tracking and of the answer store (see `tracking`, `answer`)."""
+        # dependency tracking (see `tracking`, `answer`)
+        self._digests: dict[str, str] = {}
+        # the lints and answers being computed, innermost last: what each consults
+        self._frames: list[_Frame] = []
+        # every path a lint consulted (`dependencies`; a pair: a path an import looked at)
+        self._consulted: set[str | tuple[str, str, str]] = set()
+        # what every lint consulted since Facts were first handed to a caller that keeps them
+        # (the run's importers, see `handed_out`): theirs, and their holders'
+        self._pool: set[str] | None = None
+        # what the resolution caches' entries consulted (folder listings), replayed on a hit
+        self._found_deps: dict[tuple[str, str], frozenset[Any]] = {}
+        self._resolved_deps: dict[Any, frozenset[Any]] = {}
+        self._scan_deps: dict[str, frozenset[Any]] = {}
+        self._uses_deps: dict[tuple[str, str], frozenset[Any]] = {}
+        self._may_write_deps: dict[Any, frozenset[Any]] = {}
+        self._reach_deps: dict[Any, frozenset[Any]] = {}
+        self._listings: dict[str, str] = {}  # folder -> `listing_digest`, once per run
+        self._checked: dict[str, bool] = {}  # the store's dependency sets checked in this run
+        # the answer store on disk (see distlint.cache.AnswerStore; None: memory only)
+        self.answers: Any = None
+        # answers asked: found in memory, read from the store, computed, written to the store
+        self.answer_counts = {"memory": 0, "disk": 0, "computed": 0, "stored": 0}
 
     def _keep_sources(self, sources: Mapping[str, str | bytes]) -> None:
         """The files of an in-memory project, and the folders holding them."""
