@@ -184,9 +184,7 @@ class Project:
         # contains (see `words_reached`)
         self._scans: dict[str, tuple[str, ...]] = {}
         self._words: dict[tuple[frozenset[str], str], frozenset[str]] = {}
-        # dependency tracking (see `tracking`, `answer`)
-        self._digests: dict[str, str] = {}
-        self._start_recording()
+        self._init_tracking()
         # start path -> the search of the project modules its imports reach (line scan)
         self._closures: dict[str, _Search] = {}
         # path -> its text outline (None: not readable with confidence; see `name_may_write`)
@@ -211,16 +209,18 @@ class Project:
         # module path -> the files of this run importing it (see `run_importers`)
         self._importers: dict[str, list[str]] | None = None
 
-    def _start_recording(self) -> None:
-        """What lints and answers consulted (see `tracking`, `answer`)."""
+    def _init_tracking(self) -> None:
+        """The state of dependency tracking and of the answer store (see `tracking`, `answer`)."""
+        # dependency tracking (see `tracking`, `answer`)
+        self._digests: dict[str, str] = {}
         # the lints and answers being computed, innermost last: what each consults
         self._frames: list[_Frame] = []
-        # every path a lint consulted (`dependencies`; a triple: a path an import looked at)
+        # every path a lint consulted (`dependencies`; a pair: a path an import looked at)
         self._consulted: set[str | tuple[str, str, str]] = set()
         # what every lint consulted since Facts were first handed to a caller that keeps them
         # (the run's importers, see `handed_out`): theirs, and their holders'
         self._pool: set[str] | None = None
-        # what the resolution caches' entries consulted (paths looked at), replayed on a hit
+        # what the resolution caches' entries consulted (folder listings), replayed on a hit
         self._found_deps: dict[tuple[str, str], frozenset[Any]] = {}
         self._resolved_deps: dict[Any, frozenset[Any]] = {}
         self._scan_deps: dict[str, frozenset[Any]] = {}
