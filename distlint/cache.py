@@ -275,27 +275,33 @@ class Cache:
         """Keep the entries under ``budget`` bytes (MAX_CACHE_BYTES), the least recently
         written removed first; entries of older cache layouts go too."""
         budget = MAX_CACHE_BYTES if budget is None else budget
-        found: list[tuple[int, int, str]] = []  # (mtime, size, path)
         try:
             folders = list(os.scandir(self.entries))
         except OSError:
             return
-        for folder in folders:
-            if not folder.is_dir(follow_symlinks=False):
-                _remove(folder.path)  # an entry of format 3 or older, or a stray link
-                continue
-            try:
-                for entry in os.scandir(folder.path):
-                    st = entry.stat(follow_symlinks=False)
-                    found.append((st.st_mtime_ns, st.st_size, entry.path))
-            except OSError:
-                continue
-        total = sum(size for _, size, _ in found)
-        for _, size, path in sorted(found):
-            if total <= budget:
-                break
-            _remove(path)
-            total -= size
+        _keep_under(folders, budget)  # (a file there: an entry of format 3 or older, a link)
+
+
+def _keep_under(folders: list[os.DirEntry[str]], budget: int) -> None:
+    """Remove the files in ``folders`` least recently written first until they hold at most
+    ``budget`` bytes; anything there that is not a folder goes."""
+    found: list[tuple[int, int, str]] = []  # (mtime, size, path)
+    for folder in folders:
+        if not folder.is_dir(follow_symlinks=False):
+            _remove(folder.path)
+            continue
+        try:
+            for entry in os.scandir(folder.path):
+                st = entry.stat(follow_symlinks=False)
+                found.append((st.st_mtime_ns, st.st_size, entry.path))
+        except OSError:
+            continue
+    total = sum(size for _, size, _ in found)
+    for _, size, path in sorted(found):
+        if total <= budget:
+            break
+        _remove(path)
+        total -= size
 
 
 def _write_atomic(target: str, payload: bytes) -> None:
@@ -630,7 +636,6 @@ class AnswerStore:
         """Keep the answers under ``budget`` bytes (MAX_ANSWER_BYTES), the least recently
         written removed first."""
         budget = MAX_ANSWER_BYTES if budget is None else budget
-        found: list[tuple[int, int, str]] = []
         try:
             folders = list(os.scandir(self.directory))
         except OSError:
@@ -640,24 +645,8 @@ class AnswerStore:
                 folders += list(os.scandir(os.path.join(self.directory, "deps")))
             except OSError:
                 pass
-        for folder in folders:
-            if folder.name == "deps" and os.path.dirname(folder.path) == self.directory:
-                continue
-            if not folder.is_dir(follow_symlinks=False):
-                _remove(folder.path)
-                continue
-            try:
-                for entry in os.scandir(folder.path):
-                    st = entry.stat(follow_symlinks=False)
-                    found.append((st.st_mtime_ns, st.st_size, entry.path))
-            except OSError:
-                continue
-        total = sum(size for _, size, _ in found)
-        for _, size, path in sorted(found):
-            if total <= budget:
-                break
-            _remove(path)
-            total -= size
+        deps = os.path.join(self.directory, "deps")
+        _keep_under([f for f in folders if f.path != deps], budget)
 
 
 _STORES: dict[tuple[str, str], AnswerStore] = {}

@@ -289,3 +289,17 @@ def test_an_editors_unsaved_buffer_of_a_helper_is_not_answered_from_the_disk(tmp
     finally:
         os.chdir(old)
     assert [f.code for f in result.findings] == []
+
+
+def test_the_store_is_trimmed_oldest_first(tmp_path):
+    store = cache.AnswerStore(cache.Cache(str(tmp_path)), "scope")
+    for i in range(6):
+        assert store.put(("derives-loader", f"/m{i}.py", "C"), True, [(f"/m{i}.py", "x")], [])
+        for entry in (tmp_path / ".distlint_cache" / "answers").rglob("*.json"):
+            if f"m{i}" in entry.read_text():
+                os.utime(entry, ns=(i * 10**9, i * 10**9))  # (written in this order)
+    files = list((tmp_path / ".distlint_cache" / "answers").rglob("*.json"))
+    assert len(files) == 12  # an entry and its dependency set each
+    store.trim(budget=sum(f.stat().st_size for f in files) // 2)
+    kept = {i for i in range(6) if store.get(("derives-loader", f"/m{i}.py", "C"), lambda p: "x")}
+    assert kept and max(kept) == 5 and 0 not in kept
