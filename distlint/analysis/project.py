@@ -164,10 +164,10 @@ class Project:
         self._closures: dict[str, _Search] = {}
         # path -> its text outline (None: not readable with confidence; see `name_may_write`)
         self._outlines: dict[str, Outline | None] = {}
-        self._may_write: dict[tuple[frozenset[tuple[str, str]], str, str], bool] = {}
+        self._may_write: dict[tuple[Any, str, str], bool] = {}
         # (spellings, (path, name)) -> True (reaches a definition writing one by itself) or the
         # words of the spellings it reaches (a superset), from earlier searches
-        self._reach: dict[tuple[frozenset[tuple[str, str]], tuple[str, str]], Any] = {}
+        self._reach: dict[tuple[Any, tuple[str, str]], Any] = {}
         # (path, name) -> (words its definition writes, the (path, name) pairs they may mean)
         self._uses: dict[tuple[str, str], tuple[frozenset[str], tuple[tuple[str, str], ...]]] = {}
         self.parse_count = 0  # modules parsed by this project (benchmarks, tests)
@@ -689,7 +689,7 @@ class Project:
         no summary of ``name`` can hold what the spellings name, so the module need not be
         parsed for it; a text the outline cannot read answers True (parse it)."""
         full = normalise(path)
-        key = (spellings.pairs, full, name)
+        key = (spellings, full, name)
         found = self._may_write.get(key)
         if found is None:
             while True:
@@ -706,7 +706,7 @@ class Project:
         linear): a name that reaches a definition writing a whole spelling by itself answers
         yes, and so does every name on the way to it; a search that ends in no leaves, for
         each name it visited, the words it found (a superset of what that name reaches)."""
-        pairs, wanted = spellings.pairs, spellings.words
+        pairs = spellings
         known = self._reach
         words: set[str] = set()
         via: dict[tuple[str, str], tuple[str, str] | None] = {}
@@ -725,7 +725,7 @@ class Project:
                 if uses is None:
                     return True  # a text the outline cannot read: ask the parse
                 written, following = uses
-                found = written & wanted
+                found = spellings.among(written)
                 if found and spellings.written_in(found):
                     found = True
                 todo += [(f, item) for f in following]
@@ -769,12 +769,14 @@ class Project:
         texts += [info.module_lines[i] for i in info.by_ident.get(ident, ())]
         used: set[str] = {ident}
         called: set[str] = {ident}
+        keys: set[str] = set()
         for begin, end in texts:
             used |= info.words(begin, end)
             called |= info.called(begin, end)
+            keys |= info.keys_in(begin, end)  # `os.environ["RANK"]`: written, names nothing
         for begin, end in info.headers.get(ident, ()):
-            called |= info.words(begin, end)  # a base class, a decorator
-        words = set(used)
+            called |= info.header_words(begin, end)  # a base class, a decorator, a default
+        words = used | keys
         # the module's own definitions and variables it names (a value may flow from them)
         out = [
             (path, w)
@@ -813,6 +815,30 @@ class Project:
         if sub is not None:  # `from pkg import mod`: a module, its attributes read
             out += [(sub, a) for a in info.attributes(bound)]
         return out
+
+    def own_code(self, path: str, name: str) -> str | None:
+        """The code of the top-level definitions of ``name`` in module ``path`` (strings
+        blanked), a re-export followed to the module defining it; None when the outline cannot
+        say (an unreadable text, a name bound some other way, a star import)."""
+        full = normalise(path)
+        seen: set[tuple[str, str]] = set()
+        while (full, name) not in seen and len(seen) < 8:
+            seen.add((full, name))
+            info = self._outline(full)
+            if info is None or name in info.by_ident:
+                return None
+            spans = info.defs.get(name)
+            if spans:
+                return "".join(info.code[begin:end] for begin, end in spans)
+            imports = info.imports.get(name, ())
+            imp = imports[0] if len(imports) == 1 else None
+            if imp is None or imp.name is None:
+                return None
+            target = self.resolve_import(full, imp.module, imp.level)
+            if target is None:
+                return None
+            full, name = target, imp.name
+        return None
 
     def defines_only_functions(self, path: str, name: str) -> bool:
         """Module ``path``'s text defines ``name`` at top level, only with `def` (not a class,
