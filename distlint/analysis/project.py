@@ -144,6 +144,7 @@ class Project:
         self._isfile: dict[str, bool] = {}
         self._isdir: dict[str, bool] = {}
         self._found: dict[tuple[str, str], str | None] = {}  # (folder, module) -> `_find`
+        self._listings: dict[str, dict[str, str] | None] = {}  # folder -> `_entries`
         # (importer, module, level) and ("from", importer, module, name, level) -> path, by the
         # importer as given (when absolute); ("in" / "from-in", its folder, ...) -> path
         self._resolved: dict[tuple[str, ...] | tuple[str, str, int], str | None] = {}
@@ -252,6 +253,7 @@ class Project:
             self._uses = {k: v for k, v in self._uses.items() if k[0] != full}
             self._forget_analysis(full)
         else:  # a file that appeared or went: an import may now resolve elsewhere
+            self._listings.pop(os.path.dirname(full), None)
             self._found.clear()
             self._resolved.clear()
             self._scans.clear()
@@ -972,32 +974,79 @@ class Project:
     def _find_now(self, base: str, module: str) -> str | None:
         if not module:
             init = os.path.join(base, "__init__.py")
-            return init if self.is_file(init) else (base if self.is_dir(base) else None)
+            return init if self._listed_file(init) else (base if self._listed_dir(base) else None)
         parts = module.split(".")
         if any(not p or p in (os.curdir, os.pardir) for p in parts):
             return None
         target = os.path.join(base, *parts)
         init = os.path.join(target, "__init__.py")
-        if self.is_file(init):
+        if self._listed_file(init):
             return init
-        if self.is_file(target + ".py"):
+        if self._listed_file(target + ".py"):
             return target + ".py"
-        if self.is_dir(target) and self._has_python(target):
+        if self._listed_dir(target) and self._has_python(target):
             return target  # a namespace package (PEP 420)
         return None
+
+    def _listed_file(self, path: str) -> bool:
+        """`is_file`, answered from the listing of the file's folder (see `_entries`)."""
+        kind = self._entry(path)
+        return self.is_file(path) if kind == _LINK else kind == _FILE
+
+    def _listed_dir(self, path: str) -> bool:
+        """`is_dir`, answered from the listing of the folder's parent (see `_entries`)."""
+        kind = self._entry(path)
+        return self.is_dir(path) if kind == _LINK else kind == _DIR
+
+    def _entry(self, path: str) -> str | None:
+        """What ``path`` is by its folder's listing: _FILE (anything not a folder, as
+        `is_file` counts), _DIR, _LINK (a symbolic link: stat'ed as before), None (absent);
+        _LINK too where no listing is used (files in memory, an editor's buffers)."""
+        if self._memory is not None or path in self._overlay:
+            return _LINK
+        entries = self._entries(os.path.dirname(path))
+        if entries is None:
+            return None
+        return entries.get(os.path.basename(path)) if entries is not _UNLISTED else _LINK
+
+    def _entries(self, folder: str) -> dict[str, str] | None:
+        """The entries of ``folder`` (name -> kind), listed once, not stat'ed one candidate at
+        a time: resolving the imports of a script in a large package asks each folder for
+        dozens of names (`x/__init__.py`, `x.py`, `x/` for each). None: not a folder;
+        _UNLISTED: a folder that cannot be listed (its entries are stat'ed one by one). A file
+        that appears or goes is told by `refresh`, which lists its folder again."""
+        if folder in self._listings:
+            return self._listings[folder]
+        found: dict[str, str] | None = {}
+        try:
+            with os.scandir(folder) as listing:
+                for e in listing:
+                    if e.is_symlink():
+                        found[e.name] = _LINK  # type: ignore[index]
+                    else:
+                        found[e.name] = _DIR if e.is_dir() else _FILE  # type: ignore[index]
+        except (FileNotFoundError, NotADirectoryError, ValueError):
+            found = None
+        except OSError:  # (a folder one may enter but not read)
+            found = _UNLISTED
+        self._listings[folder] = found
+        return found
 
     def _has_python(self, folder: str) -> bool:
         if self._memory is not None:
             prefix = folder + os.sep
             return any(p.startswith(prefix) and p.endswith(".py") for p in self._memory)
-        try:
-            with os.scandir(folder) as entries:
-                return any(
-                    e.name.endswith(".py") or (e.is_dir() and not e.name.startswith("."))
-                    for e in entries
-                )
-        except OSError:
-            return False
+        entries = self._entries(folder)
+        if entries is None or entries is _UNLISTED:
+            return False  # (as a folder that cannot be listed always answered)
+        return any(
+            name.endswith(".py")
+            or (
+                not name.startswith(".")
+                and (kind == _DIR or kind == _LINK and self.is_dir(os.path.join(folder, name)))
+            )
+            for name, kind in entries.items()
+        )
 
     # ------------------------------------------------------------------ dependencies
     def _touch(self, full: str) -> None:
@@ -1211,6 +1260,11 @@ def lint_run(paths: Iterable[str]) -> None:
     _RUN_FILES.update(normalise(p) for p in paths)
     for project in _PROJECTS.values():
         project.begin_run()
+
+
+# what a folder's listing says an entry is (see `Project._entry`)
+_FILE, _DIR, _LINK = "file", "dir", "link"
+_UNLISTED: dict[str, str] = {}
 
 
 def _spelled(words: frozenset[str], data: bytes | None) -> frozenset[str]:
