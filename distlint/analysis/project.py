@@ -978,6 +978,18 @@ class Project:
         parts = module.split(".")
         if any(not p or p in (os.curdir, os.pardir) for p in parts):
             return None
+        if self._memory is None and not self._overlay:
+            # from the listings: a package folder missing on the way (`torch` below the
+            # project's root, for `torch.nn.functional`) answers at once
+            folder = base
+            for part in parts[:-1]:
+                kind = self._kind_in(folder, part)
+                folder = os.path.join(folder, part)
+                if kind is None or kind == _FILE or (kind == _LINK and not self.is_dir(folder)):
+                    return None
+            last = parts[-1]
+            if self._kind_in(folder, last) is None and self._kind_in(folder, last + ".py") is None:
+                return None
         target = os.path.join(base, *parts)
         init = os.path.join(target, "__init__.py")
         if self._listed_file(init):
@@ -1004,10 +1016,14 @@ class Project:
         _LINK too where no listing is used (files in memory, an editor's buffers)."""
         if self._memory is not None or path in self._overlay:
             return _LINK
-        entries = self._entries(os.path.dirname(path))
+        return self._kind_in(os.path.dirname(path), os.path.basename(path))
+
+    def _kind_in(self, folder: str, name: str) -> str | None:
+        """What entry ``name`` of ``folder`` is by the folder's listing (see `_entry`)."""
+        entries = self._entries(folder)
         if entries is None:
             return None
-        return entries.get(os.path.basename(path)) if entries is not _UNLISTED else _LINK
+        return entries.get(name) if entries is not _UNLISTED else _LINK
 
     def _entries(self, folder: str) -> dict[str, str] | None:
         """The entries of ``folder`` (name -> kind), listed once, not stat'ed one candidate at
