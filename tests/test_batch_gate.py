@@ -162,3 +162,27 @@ def test_a_method_of_a_helper_class_that_slices_is_found():
     project = Project.from_sources(ROOT, files)
     facts = _facts(project, "train.py")
     assert _code(facts, facts.data.batch.sliced_loaders) == ["DataLoader(range(64), batch_size=32)"]
+
+
+def test_the_process_group_question_searches_no_import_closure():
+    # a script calling one helper of a package whose modules import each other in a chain: only
+    # the helper's definition (and what it names) is read, not every module the imports reach
+    files = {
+        "train.py": (
+            "from pkg.m0 import setup\n\ndef main():\n    setup()\n\nif __name__ == '__main__':\n"
+            "    main()\n"
+        ),
+        "pkg/__init__.py": "",
+        **{
+            f"pkg/m{i}.py": f"from pkg.m{i + 1} import f{i + 1}\n\ndef f{i}():\n    return f{i + 1}()\n"
+            for i in range(1, 30)
+        },
+        "pkg/m30.py": "import torch.distributed as dist\n\ndef f30():\n    dist.init_process_group('nccl')\n",
+        "pkg/m0.py": "from pkg.m1 import f1\n\ndef setup():\n    print('ready')\n",
+    }
+    project = Project.from_sources(ROOT, files)
+    facts = _facts(project, "train.py")
+    main = next(iter(facts.index.functions["main"]))
+    assert not facts.processes.starts_process_group(main)
+    assert project.parse_count == 1
+    assert len(project._scans) <= 2  # (before: the 31 modules of the chain were line-scanned)

@@ -219,8 +219,15 @@ class Processes(Provider):
     @cached_property
     def _group_started_elsewhere(self) -> bool:
         """A call of this module into the project may start the process group: a module its
-        imports reach writes one of the calls that start it (a line scan; nothing parsed)."""
-        return self.project is not None and self.imports_may_reach(_PROCESS_GROUP)
+        imports reach writes one of the calls that start it (a line scan; nothing parsed). A
+        project that reads one name's text checks each call by itself instead (`_may_reach`):
+        the search of the whole import closure (every module of diffusers' `src` for one of
+        its scripts) would cost more than the calls it could spare."""
+        if self.project is None:
+            return False
+        if getattr(self.project, "name_may_write", None) is not None:
+            return True
+        return self.imports_may_reach(_PROCESS_GROUP)
 
     @cached_property
     def _calls_within(self) -> dict[cst.CSTNode, list[cst.Call]]:
