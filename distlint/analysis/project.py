@@ -668,17 +668,19 @@ class Project:
     def _import_targets(
         self, importer: str, module: str, names: list[str], level: int
     ) -> Iterator[str]:
+        """(``importer`` normalised: its folder is asked directly.)"""
+        here = os.path.dirname(importer)
         if not names:  # `import a.b`
-            hit = self.resolve_import(importer, module, 0)
+            hit = self._import_in(here, module, 0)
             if hit is not None:
                 yield hit
             return
         # `from pkg import x` / `from . import x`: the package (x may be defined there) ...
-        hit = self.resolve_import(importer, module, level) if module or level else None
+        hit = self._import_in(here, module, level) if module or level else None
         if hit is not None:
             yield hit
         for name in names:  # `from pkg import mod`: a submodule file
-            sub = self.resolve_from_import(importer, module, name, level)
+            sub = self._from_import_in(here, module, name, level)
             if sub is not None:
                 yield sub
 
@@ -768,16 +770,24 @@ class Project:
         """What the name ``ident`` of module ``path`` is written with, and the (module, name)
         pairs those words may stand for."""
         texts = list(info.defs.get(ident, ()))
+        headers = info.headers.get(ident, ())
         texts += [info.module_lines[i] for i in info.by_ident.get(ident, ())]
         used: set[str] = {ident}
         called: set[str] = {ident}
         keys: set[str] = set()
+        for begin, end in headers:
+            # a base class, a decorator, a default; not an annotation: a type names no value
+            # (`optimizer: Optimizer` makes no optimizer, `unet: UNet2DConditionModel` leads
+            # to no model's module)
+            header = info.header_words(begin, end)
+            used |= header
+            called |= header
+        starts = {begin: end for begin, end in headers}
         for begin, end in texts:
-            used |= info.words(begin, end)
-            called |= info.called(begin, end)
+            body = starts.get(begin, begin)  # (a definition's text after its header)
+            used |= info.words(body, end)
+            called |= info.called(body, end)
             keys |= info.keys_in(begin, end)  # `os.environ["RANK"]`: written, names nothing
-        for begin, end in info.headers.get(ident, ()):
-            called |= info.header_words(begin, end)  # a base class, a decorator, a default
         words = used | keys
         # the module's own definitions and variables it names (a value may flow from them)
         out = [
@@ -870,19 +880,23 @@ class Project:
         if given in self._resolved:  # asked once per call of the linted file: no normalising
             return self._resolved[given]
         # what an import means depends on the importer's folder only: its sibling files share
-        here = os.path.dirname(normalise(importer))
+        found = self._resolved[given] = self._import_in(
+            os.path.dirname(normalise(importer)), module, level
+        )
+        return found
+
+    def _import_in(self, here: str, module: str, level: int) -> str | None:
+        """`resolve_import` for an importer in folder ``here`` (normalised)."""
         key = ("in", here, module, str(level))
         if key in self._resolved:
-            found = self._resolved[key]
-        else:
-            found = None
-            for base in self._bases(here, level):
-                hit = self._find(base, module)
-                if hit is not None:
-                    found = hit if hit.endswith(".py") else None
-                    break
-            self._resolved[key] = found
-        self._resolved[given] = found
+            return self._resolved[key]
+        found = None
+        for base in self._bases(here, level):
+            hit = self._find(base, module)
+            if hit is not None:
+                found = hit if hit.endswith(".py") else None
+                break
+        self._resolved[key] = found
         return found
 
     def resolve_from_import(
@@ -892,13 +906,17 @@ class Project:
         given = _as_given("from", importer, module, name, str(level))
         if given in self._resolved:
             return self._resolved[given]
-        here = os.path.dirname(normalise(importer))
+        found = self._resolved[given] = self._from_import_in(  # (forgotten when a file changes)
+            os.path.dirname(normalise(importer)), module, name, level
+        )
+        return found
+
+    def _from_import_in(self, here: str, module: str, name: str, level: int) -> str | None:
+        """`resolve_from_import` for an importer in folder ``here`` (normalised)."""
         key = ("from-in", here, module, name, str(level))
         if key in self._resolved:
-            found = self._resolved[key]
-        else:
-            found = self._resolved[key] = self._from_import(here, module, name, level)
-        self._resolved[given] = found  # (forgotten with the rest when a file changes)
+            return self._resolved[key]
+        found = self._resolved[key] = self._from_import(here, module, name, level)
         return found
 
     def _from_import(self, here: str, module: str, name: str, level: int) -> str | None:
