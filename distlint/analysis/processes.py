@@ -137,7 +137,7 @@ class Processes(Provider):
         calls deep; an object nothing resolves that is used as an Accelerator
         (`.prepare(...)` and `.backward(loss)`); a model that is used as a DDP model
         (`model.no_sync()`, or `model.module` in a run that uses torch.distributed)."""
-        if self.project is not None and self.imports_may_reach(_PROCESS_GROUP):
+        if self.project is not None and self._group_started_elsewhere:
             for call in self.index.calls:
                 found = self.facts.summaries._external_summary(call, _PROCESS_GROUP)
                 if found is not None and Made.PROCESS_GROUP in found.makes:
