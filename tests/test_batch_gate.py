@@ -186,3 +186,26 @@ def test_the_process_group_question_searches_no_import_closure():
     assert not facts.processes.starts_process_group(main)
     assert project.parse_count == 1
     assert len(project._scans) <= 2  # (before: the 31 modules of the chain were line-scanned)
+
+
+@pytest.mark.parametrize(
+    "signature, expected",
+    [
+        # an annotation names a type, never a value the function uses: not followed
+        ("def step(model: Net, n: int = 1) -> Net:", False),
+        # a default is a value: what it calls is followed
+        ("def step(model, n=Net()):", True),
+        # so is a decorator
+        ("@Net\ndef step(model):", True),
+    ],
+)
+def test_a_definition_is_followed_through_its_defaults_not_its_annotations(signature, expected):
+    from distlint.analysis.common import _SEEDERS
+
+    files = {
+        "util.py": f"from models import Net\n\n{signature}\n    return model\n",
+        "models.py": "import random\n\nclass Net:\n    def __init__(self):\n        random.seed(0)\n",
+    }
+    project = Project.from_sources(ROOT, files)
+    assert project.name_may_write(P("util.py"), "step", _SEEDERS) is expected
+    assert project.parse_count == 0
