@@ -1,6 +1,7 @@
-"""What the per-device batch asks of helpers in other modules: a helper's module is parsed only
-when its definition (followed into what it calls) can hold a batch use, and a batch use two
-modules away is still found."""
+"""What the analysis asks of helpers in other modules before parsing them: a helper's module is
+parsed only when its definition (followed into what it calls, through its defaults and
+decorators, not its annotations) can hold the fact asked, and a fact two modules away is still
+found (the per-device batch, the process group)."""
 
 from __future__ import annotations
 
