@@ -52,3 +52,15 @@ def test_a_module_that_appears_resolves_after_refresh(tmp_path):
     assert project.resolve_from_import(train, "pkg", "late") is None  # listed once
     project.refresh(str(late))  # what an editor or the next run is told
     assert project.resolve_from_import(train, "pkg", "late") == str(late)
+
+
+def test_a_run_lists_a_folder_again_for_what_it_has_not_asked(tmp_path):
+    # a long-lived process (the language server): a module created since the last run and
+    # never asked for is found by the next run, as a stat of it would have
+    _tree(tmp_path)
+    project = Project(str(tmp_path))
+    train = str(tmp_path / "train.py")
+    assert project.resolve_from_import(train, "pkg", "a") is not None  # pkg/ listed
+    (tmp_path / "pkg" / "new.py").write_text("def new(): ...\n")
+    project.begin_run()
+    assert project.resolve_from_import(train, "pkg", "new") == str(tmp_path / "pkg" / "new.py")

@@ -144,7 +144,9 @@ class Project:
         self._isfile: dict[str, bool] = {}
         self._isdir: dict[str, bool] = {}
         self._found: dict[tuple[str, str], str | None] = {}  # (folder, module) -> `_find`
-        self._listings: dict[str, dict[str, str] | None] = {}  # folder -> `_entries`
+        # folder -> (the run it was listed in, `_entries`): listed again in a later run (a
+        # long-lived process: a path first asked then sees a file created since)
+        self._listings: dict[str, tuple[int, dict[str, str] | None]] = {}
         # (importer, module, level) and ("from", importer, module, name, level) -> path, by the
         # importer as given (when absolute); ("in" / "from-in", its folder, ...) -> path
         self._resolved: dict[tuple[str, ...] | tuple[str, str, int], str | None] = {}
@@ -1048,9 +1050,11 @@ class Project:
         a time: resolving the imports of a script in a large package asks each folder for
         dozens of names (`x/__init__.py`, `x.py`, `x/` for each). None: not a folder;
         _UNLISTED: a folder that cannot be listed (its entries are stat'ed one by one). A file
-        that appears or goes is told by `refresh`, which lists its folder again."""
-        if folder in self._listings:
-            return self._listings[folder]
+        that appears or goes is told by `refresh`, which lists its folder again; each run
+        lists a folder again the first time it asks it (what was resolved stays resolved)."""
+        known = self._listings.get(folder)
+        if known is not None and known[0] == self.run_number:
+            return known[1]
         found: dict[str, str] | None = {}
         try:
             with os.scandir(folder) as listing:
@@ -1063,7 +1067,7 @@ class Project:
             found = None
         except OSError:  # (a folder one may enter but not read)
             found = _UNLISTED
-        self._listings[folder] = found
+        self._listings[folder] = (self.run_number, found)
         return found
 
     def _has_python(self, folder: str) -> bool:
