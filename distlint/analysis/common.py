@@ -111,6 +111,8 @@ _DISTRIBUTED = _Spellings.of(
 _SEEDERS = _Spellings.of(
     K.FULL_SEEDERS | K.TORCH_SEEDERS | K.PYTHON_SEEDERS | K.NUMPY_SEEDERS | K.XLA_SEEDERS
 )
+# What a module must write to make a DataLoader (see `Loaders`, `BatchFlow`).
+_LOADER_SPELLINGS = _Spellings.of(K.DATALOADERS)
 # What a module must write to build an optimizer (see `Optimizers._optimizer`): a library
 # optimizer's package, class or factory, a config instantiation, the optimizer base class, or an
 # `lr=` keyword (an optimizer recognised by its parameters and LR).
