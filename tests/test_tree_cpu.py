@@ -92,3 +92,51 @@ def test_trigger_filter_stops_reading_imports_once_every_rule_is_awake(script):
         )
     assert active == everything
     assert not [d for d in deps if "helpers" in d]
+
+
+INDEXED = """
+import torch
+from accelerate import Accelerator
+
+
+class Trainer:
+    lr: float = 1e-3
+
+    def fit(self, model, loader):
+        acc = Accelerator()
+        for x, y in loader:
+            loss = model(x).sum() if x is not None else [v for v in y if v]
+            acc.backward(loss)
+        while False:
+            yield (lambda z: z + 1)(2)
+        return {k: v for k, v in model.state_dict().items()}
+"""
+
+
+def test_index_type_and_containment_queries_answer_as_the_tree_says():
+    """nodes_of (one type test per node type) and is_inside (the parent chain, walked
+    in place) answer exactly what isinstance over the walk and the ancestors say."""
+    import libcst as cst
+
+    from distlint.analysis.index import Index, walk
+
+    module = cst.parse_module(INDEXED)
+    index = Index(module, INDEXED)
+    every = list(walk(module))
+    for types in [
+        (cst.Name,),
+        (cst.Name, cst.Attribute, cst.Subscript),
+        (cst.For, cst.CompFor),
+        (cst.Yield,),
+        (cst.BaseExpression,),
+        (cst.BaseSmallStatement, cst.BaseCompoundStatement),
+        (cst.Comment,),
+    ]:
+        expected = [n for n in every if isinstance(n, types)]
+        assert index.nodes_of(*types) == expected, types
+    stranger = cst.Name("built_by_a_rule")
+    for node in every[::3] + [stranger]:
+        chain = set(map(id, index.ancestors(node)))
+        for container in every[::5] + [module, stranger]:
+            expected = node is container or id(container) in chain
+            assert index.is_inside(node, container) is expected

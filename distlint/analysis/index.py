@@ -708,7 +708,18 @@ class Index:
         return None
 
     def is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
-        return node is container or any(anc is container for anc in self.ancestors(node))
+        if node is container:
+            return True
+        get = self._info.get  # (the ancestors, walked without a generator: a hot question)
+        entry = get(id(node))
+        while entry is not None:
+            parent = entry[0]
+            if parent is container:
+                return True
+            if parent is None:
+                return False
+            entry = get(id(parent))
+        return False
 
     # ---------------------------------------------------------------- name resolution
     def lookup(self, name: str, scope: Scope, before: int | None = None) -> list[Assignment]:
@@ -784,13 +795,18 @@ class Index:
         every node around it (up to and including that function or class)."""
         blocks: set[int] = set()
         around: set[int] = set()
-        for anc in self.ancestors(use):
-            around.add(id(anc))
+        get = self._info.get  # (the ancestors, walked without a generator: asked per name use)
+        entry = get(id(use))
+        while entry is not None and entry[0] is not None:
+            anc = entry[0]
+            key = id(anc)
+            around.add(key)
             tp = type(anc)  # concrete LibCST classes: a type test, not an ABC isinstance call
             if tp is cst.IndentedBlock or tp is cst.Module:
-                blocks.add(id(anc))
+                blocks.add(key)
             elif tp is cst.FunctionDef or tp is cst.Lambda or tp is cst.ClassDef:
                 break
+            entry = get(key)
         return blocks, around
 
     def _outside_own_statement(
@@ -1106,7 +1122,11 @@ class Index:
         never re-walk the module)."""
         found = self._nodes_cache.get(types)
         if found is None:
-            found = self._nodes_cache[types] = [n for n in self._nodes if isinstance(n, types)]
+            # a type test per node, not an isinstance call against LibCST's abstract classes:
+            # which of the module's node types are of ``types`` is asked once per type
+            nodes = self._nodes
+            wanted = {tp for tp in set(map(type, nodes)) if issubclass(tp, types)}
+            found = self._nodes_cache[types] = [n for n in nodes if type(n) in wanted]
         return found
 
     def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
