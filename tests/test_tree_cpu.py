@@ -140,3 +140,23 @@ def test_index_type_and_containment_queries_answer_as_the_tree_says():
         for container in every[::5] + [module, stranger]:
             expected = node is container or id(container) in chain
             assert index.is_inside(node, container) is expected
+
+
+def test_import_line_scan_reads_the_first_line_crlf_and_parenthesised_names():
+    from distlint.analysis.project import _IMPORT_LINE
+
+    text = (
+        "from .helpers import seed_all, make as m\r\n"
+        "import a.b, c\r\n"
+        "x = 1  # import nothing\n"
+        "    from ..pkg import (\n        one,  # the first\n        two,\n    )\n"
+        "\timport   d\n"
+        "y = 'from z import w'\n"
+    )
+    assert list(_IMPORT_LINE.scan(text)) == [
+        ("helpers", ["seed_all", "make"], 1),
+        ("pkg", ["one", "two"], 2),
+        ("a.b", [], 0),
+        ("c", [], 0),
+        ("d", [], 0),
+    ]

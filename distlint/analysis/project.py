@@ -1134,14 +1134,17 @@ class _Search:
 
 
 class _ImportLines:
-    """``import a.b, c`` / ``from ..pkg import x, (y as z)`` lines, without parsing."""
+    """``import a.b, c`` / ``from ..pkg import x, (y as z)`` lines, without parsing.
 
-    _FROM = re.compile(
-        r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)", re.M
-    )
-    _IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w., \t]+)", re.M)
+    The patterns start at the line break before the line (the text is read after a "\n"):
+    the regex engine then jumps from one line break to the next, where a pattern starting
+    with ``^`` (re.M) is tried at every character (3-4x slower on real modules)."""
+
+    _FROM = re.compile(r"\n[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)")
+    _IMPORT = re.compile(r"\n[ \t]*import[ \t]+([\w., \t]+)")
 
     def scan(self, text: str) -> Iterator[tuple[str, list[str], int]]:
+        text = "\n" + text  # the first line has a line break before it too
         for m in self._FROM.finditer(text):
             body = re.sub(r"#[^\n]*", "", m.group(3)).strip("() \t")
             flat = body.replace("\\", " ").replace("\n", " ")
