@@ -50,14 +50,11 @@ def test_trigger_filter_wakes_the_rules_of_imported_words_searching_each_module_
 ):
     project = Project.from_sources(ROOT, {**HELPERS, **SCRIPTS})
     config = Config()
-    searched: list[bytes] = []
+    searched: list[bytes] = []  # the texts searched for trigger words
     spelled = project_mod._spelled
-
-    def counting(words, data):
-        searched.append(data)
-        return spelled(words, data)
-
-    monkeypatch.setattr(project_mod, "_spelled", counting)
+    monkeypatch.setattr(
+        project_mod, "_spelled", lambda words, data: searched.append(data) or spelled(words, data)
+    )
     everything = runner.enabled_rules(config, "x.py", _all_codes())
     for script, text in SCRIPTS.items():
         together = text + "".join(HELPERS[h] for h in REACHED[script])
