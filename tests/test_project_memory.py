@@ -103,3 +103,51 @@ def test_cache_entries_read_share_their_dependency_pairs():
     assert a.dependencies == (("/proj/utils.py", "ab" * 32),)
     assert a.dependencies[0] is b.dependencies[0]  # held once across a warm run's results
     assert a.reached == ("/proj/utils.py",) and a.reached[0] is b.reached[0]
+
+
+def test_importers_that_never_spell_a_helper_function_are_not_parsed_for_its_loader():
+    """A loop over a parameter of a helper's function takes what the run's importers pass for
+    it; an importer whose text never writes the function's name cannot call it, so it is read
+    (a dependency of the answer) but not parsed."""
+    from distlint.analysis.project import lint_run
+    from distlint.analysis.records import Origin
+
+    helper = "def evaluate(model, loader):\n    for batch in loader:\n        model(batch)\n\n"
+    helper += "def other():\n    return 1\n"
+    caller = (
+        "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+        "from evaluation import evaluate\n\naccelerator = Accelerator()\n"
+        "model, loader = accelerator.prepare(model, DataLoader(data))\nevaluate(model, loader)\n"
+    )
+    bystander = "import evaluation\n\nevaluation.other()\n"
+    sources = {"evaluation.py": helper, "train.py": caller}
+    sources.update({f"job{i}.py": f"{bystander}# job {i}\n" for i in range(5)})
+    forget_projects()
+    try:
+        project = Project.from_sources("/proj", sources)
+        lint_run([f"/proj/{name}" for name in sources])
+        with project.tracking("/proj/evaluation.py") as deps:
+            info = project.module("/proj/evaluation.py")
+            assert info is not None
+            facts = facts_for(info.index, info.path, project)
+            loops = facts.loops
+            loop = facts.index.loops[0]
+            assert loops.loader_origins(loops.iterated(loop)) == [Origin.SHARDED]
+            assert [c.path for c in loops.callers_of_loader(loop)] == ["/proj/train.py"]
+        assert project.parse_count == 2  # evaluation.py and train.py, no bystander
+        assert {f"/proj/job{i}.py" for i in range(5)} <= set(deps)  # read: still dependencies
+    finally:
+        forget_projects()
+
+
+def test_spells_reads_the_text_again_after_it_changed_on_disk(tmp_path):
+    helper = tmp_path / "helper.py"
+    helper.write_text("def evaluate(loader):\n    pass\n")
+    project = Project(str(tmp_path))
+    with project.tracking(str(tmp_path / "train.py")):
+        assert project.spells(str(helper), "evaluate")
+        assert not project.spells(str(helper), "validate")
+    helper.write_text("def validate(loader):\n    pass\n\n# a longer text, another size\n")
+    with project.tracking(str(tmp_path / "train.py")) as deps:
+        assert project.spells(str(helper), "validate")
+    assert str(helper) in deps

@@ -247,7 +247,10 @@ class Loops:
         importers = getattr(project, "run_importers", None)  # a project of this run's files
         out: list[Origin] = []
         callers: list[Facts] = self._this_run("_callers").setdefault(param, [])
+        spells = getattr(project, "spells", None)
         for importer in importers(path) if importers is not None else ():
+            if spells is not None and not spells(importer, fn.name.value):
+                continue  # a call of the function spells its name (`passed_to`): none here
             other = facts._facts_of(importer)
             if other is None:
                 continue

@@ -362,6 +362,16 @@ class Project:
         self._data[full] = data  # its digest is computed when asked (_digest_of)
         return data
 
+    def spells(self, path: str, word: str) -> bool:
+        """Module ``path``'s text writes ``word`` (as its text decodes), read without parsing
+        it: a question that only text spelling ``word`` can answer need not parse the module.
+        The text is a dependency of the lint asking, as a parse of it would be."""
+        full = normalise(path)
+        self._touch(full)
+        if full in self._data:
+            self._stale(full)  # changed on disk since it was read: read again
+        return bool(_spelled(frozenset((word,)), self.read_bytes(full)))
+
     def _stale(self, full: str) -> bool:
         """The file changed on disk since it was read (a long-lived process: the language
         server, a test session): forget it, so it is read and parsed again."""
