@@ -13,7 +13,7 @@ from distlint import api
 from distlint.analysis import project as project_mod
 from distlint.analysis.facts import facts_for
 from distlint.analysis.project import Project, _spelled, forget_projects
-from distlint.analysis.records import Made, MethodsOf
+from distlint.analysis.records import Made, MethodsOf, Mode
 
 ENV = (
     "import torch.distributed as dist\n\n"
@@ -38,12 +38,15 @@ def test_a_class_summary_names_its_methods_and_they_are_answered_after_its_parse
     project._let_go(0)  # (what a lint does between files when over its budget)
     assert not project._kept
     with project.tracking("/proj/train.py"):
+        info = project.module("/proj/train.py")  # (its facts went with its parse: asked again)
+        assert info is not None
+        facts = facts_for(info.index, info.path, project)
         size = facts.summaries._methods_summary(summary.method, "size")
         rank = facts.summaries._methods_summary(summary.method, "rank")
     assert size is not None and Made.PROCESS_COUNT in size.makes
     assert rank is not None and Made.PROCESS_COUNT not in rank.makes
     assert facts.summaries._methods_summary(summary.method, "missing") is None
-    assert project.parse_count == parsed + 1  # env.py parsed again, once
+    assert project.parse_count == parsed + 2  # train.py and env.py parsed again, once each
 
 
 @pytest.mark.parametrize(
@@ -151,3 +154,68 @@ def test_spells_reads_the_text_again_after_it_changed_on_disk(tmp_path):
     with project.tracking(str(tmp_path / "train.py")) as deps:
         assert project.spells(str(helper), "validate")
     assert str(helper) in deps
+
+
+def test_a_parse_let_go_is_freed_at_once_without_the_cyclic_collector():
+    """Letting a module's parse go breaks the cycles of its analysis (its facts and index,
+    its scopes and their bindings): reference counting frees the tree then, so the run
+    needs no full collection, which walks everything alive."""
+    import gc
+    import weakref
+
+    project = Project.from_sources(
+        "/proj", {"env.py": ENV, "train.py": "from env import DistEnv\n\nDistEnv().size()\n"}
+    )
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with project.tracking("/proj/train.py"):
+            info = project.module("/proj/train.py")
+            assert info is not None
+            facts = facts_for(info.index, info.path, project)
+            assert facts.summary_of("DistEnv") is not None  # env.py parsed and analysed
+            env = project.module("/proj/env.py")
+            assert env is not None
+            env_facts = facts_for(env.index, env.path, project)
+            assert env_facts.processes is not None  # (a provider: its own cycle)
+            held = [weakref.ref(x) for x in (info.index, env.index, facts, env_facts)]
+        del info, facts, env, env_facts
+        project._let_go(0)
+        assert [r() for r in held] == [None] * 4  # (an index holds its tree)
+        assert not any(type(k) is tuple and k[0] == "facts" for k in project.memo)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def test_the_callers_of_a_helper_loop_outlive_their_parses():
+    """A helper's loop over a parameter keeps which files of the run pass it a loader (as
+    paths): asked again after their parses were let go, the callers are parsed again."""
+    from distlint.analysis.project import lint_run
+
+    helper = "def evaluate(model, loader):\n    for batch in loader:\n        model(batch)\n"
+    caller = (
+        "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+        "from evaluation import evaluate\n\naccelerator = Accelerator()\n"
+        "model, loader = accelerator.prepare(model, DataLoader(data))\nevaluate(model, loader)\n"
+    )
+    sources = {"evaluation.py": helper, "train.py": caller}
+    forget_projects()
+    try:
+        project = Project.from_sources("/proj", sources)
+        lint_run([f"/proj/{name}" for name in sources])
+        with project.tracking("/proj/evaluation.py"):
+            info = project.module("/proj/evaluation.py")
+            assert info is not None
+            facts = facts_for(info.index, info.path, project)
+            loop = facts.index.loops[0]
+            assert [c.path for c in facts.loops.callers_of_loader(loop)] == ["/proj/train.py"]
+        project.module("/proj/evaluation.py")  # used last: kept
+        project._let_go(len(helper))  # train.py's parse goes
+        assert "/proj/train.py" not in project._modules
+        with project.tracking("/proj/evaluation.py"):
+            callers = facts.loops.callers_of_loader(loop)
+            assert [c.path for c in callers] == ["/proj/train.py"]
+            assert [c.mode for c in callers] == [Mode.ACCELERATE]
+    finally:
+        forget_projects()

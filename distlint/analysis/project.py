@@ -137,7 +137,6 @@ class Project:
         # paths of parsed modules in `_modules`, least recently used first -> their text's length
         self._kept: dict[str, int] = {}
         self._kept_chars = 0
-        self._let_go_chars = 0  # text of modules let go since the last collection
         self._configs: dict[str, Any] = {}
         self._parsed: dict[str, tuple[Any, Any]] = {}  # digest -> (module, index)
         self._error_keys: set[tuple[str, str]] = set()
@@ -448,33 +447,38 @@ class Project:
     def _let_go(self, budget: int) -> None:
         """Between lints: forget the parses of the least recently used modules beyond
         ``budget`` characters of their text (their trees, indexes and Facts; what was learnt
-        of them as plain data stays)."""
-        gone: set[int] = set()
-        freed = 0
+        of them as plain data stays).
+
+        A module's Facts and index point at each other (and its scopes at their bindings):
+        their cycles are broken here (``release``), so reference counting frees the parse at
+        once, with no walk of everything alive by the cyclic collector (the lints keep it
+        paused). Nothing outside the project holds them between lints: a lint's analysis
+        keeps other modules' facts only while it runs (callers are kept as paths)."""
+        gone: dict[int, Any] = {}  # id(index) -> index, of parses no module holds now
+        let_go: set[tuple[str, int]] = set()  # (path, id(index)) of the modules let go
         while self._kept_chars > budget and self._kept:
             full = next(iter(self._kept))
             self._kept_chars -= self._kept.pop(full)
             info = self._modules.pop(full, None)
             if info is None:
                 continue
+            let_go.add((full, id(info.index)))
             if not any(i is not None and i.digest == info.digest for i in self._modules.values()):
-                self._parsed.pop(info.digest, None)
-            gone.add(id(info.index))
-            freed += len(info.text)
-        if gone:
-            for key in [
-                k for k in self.memo if type(k) is tuple and k[0] == "facts" and k[-1] in gone
-            ]:
+                if self._parsed.pop(info.digest, None) is not None:
+                    gone[id(info.index)] = info.index
+        if not let_go:
+            return
+        facts = []
+        for key in [k for k in self.memo if type(k) is tuple and k[0] in _BY_INDEX]:
+            if key[0] == "facts":
+                if (key[1], key[2]) in let_go:
+                    facts.append(self.memo.pop(key))
+            elif key[-2] in gone:  # answers about nodes of a tree let go: never asked again
                 del self.memo[key]
-            # a module's Facts and index point at each other: what was let go dies in a full
-            # collection (the lints keep the collector paused), run once a quarter of the
-            # budget was let go (a tree with its index is ~50x its text)
-            self._let_go_chars += freed
-            if self._let_go_chars > budget // 4:
-                import gc
-
-                self._let_go_chars = 0
-                gc.collect()
+        for held in facts:
+            held.release()
+        for index in gone.values():
+            index.release()
 
     def add_module(
         self, path: str, data: bytes, module: Any = None, index: Any = None
@@ -1103,6 +1107,11 @@ class Project:
         """Of ``results`` (path -> its dependency paths), those that depend on ``changed``."""
         full = normalise(changed)
         return [p for p, deps in results.items() if full in {normalise(d) for d in deps}]
+
+
+# memo entries of one parse: ("facts", path, id(index)), and configsource's answers keyed by
+# (..., id(index), id(node))
+_BY_INDEX = ("facts", "configsource.value", "configsource.argparse")
 
 
 def _memo_owners(memo: Mapping[Any, Any]) -> dict[Any, str | None]:
