@@ -219,3 +219,50 @@ def test_the_callers_of_a_helper_loop_outlive_their_parses():
             assert [c.mode for c in callers] == [Mode.ACCELERATE]
     finally:
         forget_projects()
+
+
+def test_a_long_lived_project_stays_bounded_over_many_lints(monkeypatch):
+    """An editor's server reuses one Project all day: linting the same files again (the
+    script edited every other time) must not grow what the project holds, nor the objects
+    alive."""
+    import gc
+
+    folder = (FIXTURES / "projects" / "ddp_helper_optimizer_caller_unscaled").resolve()
+    script = str(folder / "train.py")
+    files = [
+        script,
+        str(folder / "utils" / "torch_utils.py"),
+        str(folder / "utils" / "dataloaders.py"),
+    ]
+    texts = {f: open(f, encoding="utf-8").read() for f in files}
+    monkeypatch.setattr(project_mod, "KEEP_PARSED_CHARS", len(texts[files[-1]]))  # let go too
+    forget_projects()
+    try:
+        config = api.config_for(script, api.LintOptions())
+        project = api.project_for(script, config)
+
+        def lint_all(round_: int) -> list:
+            found = []
+            for f in files:
+                text = texts[f] + ("\n# edited\n" if round_ % 2 and f == script else "")
+                if f == script:
+                    project.set_overlay(f, text)  # (an open buffer)
+                found.append(api.lint_source(text, f, config, project=project).findings)
+            return found
+
+        def held() -> dict[str, int]:
+            return {k: len(v) for k, v in vars(project).items() if hasattr(v, "__len__")}
+
+        rounds = [lint_all(0), lint_all(1)]
+        assert any(rounds[0])  # (the helpers are followed: a finding through them)
+        for i in range(2, 20):
+            assert lint_all(i) == rounds[i % 2]
+        gc.collect()
+        early, objects = held(), len(gc.get_objects())
+        for i in range(20, 200):
+            assert lint_all(i) == rounds[i % 2]
+        gc.collect()
+        assert {k: n for k, n in held().items() if n > early[k]} == {}
+        assert len(gc.get_objects()) <= objects * 1.02
+    finally:
+        forget_projects()

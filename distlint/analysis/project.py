@@ -1038,6 +1038,13 @@ class Project:
             end = len(self._log)
             closure = self._hinted(start, end)
             self._blocks.append((start, end))
+            if not self._depth and all(self._first[p] < start for p in self._log[start:end]):
+                # nothing was first touched in this lint: no later lint is sent back here
+                # (see `_hinted`), so its touches are not kept (an editor lints the same
+                # files all day: the log grows with the files, not with the lints)
+                del self._log[start:]
+                while self._blocks and self._blocks[-1][0] >= start:
+                    self._blocks.pop()
             self.reached = tuple(sorted(p for p in closure if p in self._loaded and p != self_path))
             for p in sorted(closure):
                 if p == self_path:
