@@ -67,13 +67,16 @@ def test_letting_parses_go_between_lints_changes_no_finding(name, monkeypatch):
     try:
         kept_all, whole = run()
         monkeypatch.setattr(project_mod, "KEEP_PARSED_CHARS", 0)
+        monkeypatch.setattr(project_mod, "KEEP_BYTES", 0)  # one module's bytes at a time
         kept_none, bounded = run()
     finally:
         forget_projects()
     assert kept_none == kept_all
     assert any(findings for _, findings, _ in kept_all)  # (the projects report something)
-    # between lints nothing stays parsed
+    # between lints nothing stays parsed; the bytes of one module are kept, the others read
+    # again when asked
     assert not bounded._kept and whole._kept
+    assert len(bounded._held) <= 1 and not whole._away
     assert not any(info is not None for info in bounded._modules.values())
 
 
@@ -266,3 +269,28 @@ def test_a_long_lived_project_stays_bounded_over_many_lints(monkeypatch):
         assert len(gc.get_objects()) <= objects * 1.02
     finally:
         forget_projects()
+
+
+def test_module_bytes_let_go_are_read_again_and_a_change_meanwhile_is_seen(tmp_path, monkeypatch):
+    monkeypatch.setattr(project_mod, "KEEP_BYTES", 30)
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.py").write_text(f"import {name}_dep  # {name * 10}\n")
+    project = Project(str(tmp_path))
+    a, b, c = (str(tmp_path / f"{name}.py") for name in ("a", "b", "c"))
+    first = project.read_bytes(a)
+    digest = project.digest(a)
+    project.read_bytes(b)
+    project.read_bytes(c)
+    assert set(project._held) == {c} and project._away == {a, b}  # 30 bytes: one file
+    assert project.digest(a) == digest  # known without its bytes
+    assert project.read_bytes(a) == first and project.reread_count == 1
+    assert a in project._held and b in project._away
+    # changed on disk while its bytes were away: read as it is now, its analysis forgotten
+    with project.tracking(a):
+        assert project.module(b) is not None
+    (tmp_path / "b.py").write_text("import changed\n")
+    project.read_bytes(c)  # (b's bytes go again)
+    assert b in project._away
+    assert project.read_bytes(b) == b"import changed\n"
+    assert project.digest(b) != digest and b in project._held
+    assert b not in project._modules  # its parse was of the old text
