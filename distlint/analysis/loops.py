@@ -252,7 +252,7 @@ class Loops:
         for importer in importers(path) if importers is not None else ():
             if spells is not None and not spells(importer, fn.name.value):
                 continue  # a call of the function spells its name (`passed_to`): none here
-            other = facts._facts_of(importer)
+            other = facts._facts_of(importer, kept=True)
             if other is None:
                 continue
             passed = other.loops.passed_to(path, fn.name.value, position, param.name.value, hops)
@@ -283,7 +283,8 @@ class Loops:
             return []
         self.loader_origins(expr)  # (records the callers)
         found: dict[cst.CSTNode, list[str]] = self._this_run("_callers")
-        callers = (self.facts._facts_of(path) for path in found.get(bindings[0].node, ()))
+        held = found.get(bindings[0].node, ())
+        callers = (self.facts._facts_of(path, kept=True) for path in held)
         return [other for other in callers if other is not None]
 
     def passed_to(
