@@ -246,14 +246,18 @@ class Loops:
         path = os.path.normpath(os.path.abspath(path))  # as imports resolve (linted as given)
         importers = getattr(project, "run_importers", None)  # a project of this run's files
         out: list[Origin] = []
-        callers: list[Facts] = self._this_run("_callers").setdefault(param, [])
+        # (paths, not their facts: a caller's parse may be let go between lints)
+        callers: list[str] = self._this_run("_callers").setdefault(param, [])
+        spells = getattr(project, "spells", None)
         for importer in importers(path) if importers is not None else ():
+            if spells is not None and not spells(importer, fn.name.value):
+                continue  # a call of the function spells its name (`passed_to`): none here
             other = facts._facts_of(importer, kept=True)
             if other is None:
                 continue
             passed = other.loops.passed_to(path, fn.name.value, position, param.name.value, hops)
-            if passed and other not in callers:
-                callers.append(other)
+            if passed and importer not in callers:
+                callers.append(importer)
             out += passed
         return out
 
@@ -278,8 +282,10 @@ class Loops:
         if len(bindings) != 1 or bindings[0].op != "param":
             return []
         self.loader_origins(expr)  # (records the callers)
-        found: dict[cst.CSTNode, list[Facts]] = self._this_run("_callers")
-        return list(found.get(bindings[0].node, ()))
+        found: dict[cst.CSTNode, list[str]] = self._this_run("_callers")
+        held = found.get(bindings[0].node, ())
+        callers = (self.facts._facts_of(path, kept=True) for path in held)
+        return [other for other in callers if other is not None]
 
     def passed_to(
         self, path: str, name: str, position: int | None, keyword: str, hops: int

@@ -40,8 +40,15 @@ MAX_CONFIG_BYTES = 2_000_000
 # Parsed modules (trees, indexes and their Facts) of other files are kept between lints while
 # they were used recently, up to this much source text together; one asked for again after it
 # was let go is parsed again. A whole-tree run then holds what the last lints used, not every
-# module it ever followed (a LibCST tree with its index costs ~50x its text).
-KEEP_PARSED_CHARS = 1_500_000
+# module it ever followed (a LibCST tree with its index and facts costs ~65 bytes a character).
+# Measured on diffusers' tree (1,329 files, -j1): 1.5M characters kept 312 MB at the peak with
+# 117 modules parsed, 750k 255 MB with 141 (no CPU difference within the noise).
+KEEP_PARSED_CHARS = 750_000
+# The bytes of module files read from disk are kept while used recently, up to this much
+# together; beyond it the least recently used go (their digest stays) and are read again when
+# asked (the same bytes, or the file changed: what was learnt of it is forgotten). A whole-tree
+# run reads every file of the run for its import lines (37 MB for diffusers' tree).
+KEEP_BYTES = 8_000_000
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
@@ -164,12 +171,17 @@ class Project:
         for p, text in (overlay or {}).items():
             self.set_overlay(p, text)
         self._data: dict[str, bytes | None] = {}  # path -> bytes read (None: unreadable)
+        # module files read from disk whose bytes are in `_data`, least recently used first ->
+        # their size; and those whose bytes were let go (see KEEP_BYTES)
+        self._held: dict[str, int] = {}
+        self._held_bytes = 0
+        self._away: set[str] = set()
+        self.reread_count = 0  # bytes read again after they were let go (benchmarks, tests)
         self._stats: dict[str, tuple[int, int]] = {}  # path -> (mtime_ns, size) when read
         self._modules: dict[str, ModuleInfo | None] = {}
         # paths of parsed modules in `_modules`, least recently used first -> their text's length
         self._kept: dict[str, int] = {}
         self._kept_chars = 0
-        self._let_go_chars = 0  # text of modules let go since the last collection
         self._configs: dict[str, Any] = {}
         self._parsed: dict[str, tuple[Any, Any]] = {}  # digest -> (module, index)
         self._error_keys: set[tuple[str, str]] = set()
@@ -288,10 +300,13 @@ class Project:
         the file is known to have existed (an open buffer's)."""
         full = normalise(path)
         existed = existed or self._isfile.get(full) is True or self._data.get(full) is not None
+        existed = existed or full in self._away
         old = self._digest_of(full) if self._parsed else None
         if old is not None and sum(d == old for d in self._digests.values()) == 1:
             self._parsed.pop(old, None)  # an editor's every keystroke must not stay parsed
         self._data.pop(full, None)
+        self._held_bytes -= self._held.pop(full, 0)
+        self._away.discard(full)
         self._stats.pop(full, None)
         self._modules.pop(full, None)
         self._kept_chars -= self._kept.pop(full, 0)
@@ -373,14 +388,21 @@ class Project:
         return found
 
     def read_bytes(self, path: str, limit: int | None = None) -> bytes | None:
-        """The bytes of a project file, read once; None (and one recorded error) when the file
-        is unreadable or over ``limit`` bytes."""
+        """The bytes of a project file, read once (a module's read again when they were let
+        go: see KEEP_BYTES); None (and one recorded error) when the file is unreadable or over
+        ``limit`` bytes."""
         full = normalise(path)
+        data: bytes | None
         if full in self._data:
-            return self._data[full]
+            data = self._data[full]
+            if full in self._held:  # used now: the last to be let go
+                self._held[full] = self._held.pop(full)
+            return data
+        if full in self._away:
+            return self._read_again(full)
+        held = limit is None and full not in self._overlay and self._memory is None
         if limit is None:
             limit = MAX_MODULE_BYTES
-        data: bytes | None
         if full in self._overlay:
             data = self._overlay[full]
         elif self._memory is not None:
@@ -388,22 +410,68 @@ class Project:
             if data is None:
                 self._error(full, "no such file")
         else:
-            data = None
-            try:
-                st = os.stat(full)
-                self._stats[full] = (st.st_mtime_ns, st.st_size)
-                size = st.st_size
-                if size > limit:
-                    self._error(full, f"{size} bytes, over the {limit}-byte limit: not analysed")
-                else:
-                    data = read_regular(full, limit)  # never a FIFO, a device: one line
-            except OSError as exc:
-                self._error(full, f"cannot read: {exc.strerror or exc}")
+            data = self._read_now(full, limit)
         if data is not None and len(data) > limit:
             self._error(full, f"{len(data)} bytes, over the {limit}-byte limit: not analysed")
             data = None
         self._data[full] = data  # its digest is computed when asked (_digest_of)
+        if held and data:
+            self._hold(full, data)
         return data
+
+    def _read_now(self, full: str, limit: int) -> bytes | None:
+        """The bytes of file ``full`` on disk now (its size and time recorded: see `_stale`);
+        None, with the error recorded, when unreadable or over ``limit`` bytes."""
+        try:
+            st = os.stat(full)
+            self._stats[full] = (st.st_mtime_ns, st.st_size)
+            size = st.st_size
+            if size > limit:
+                self._error(full, f"{size} bytes, over the {limit}-byte limit: not analysed")
+                return None
+            return read_regular(full, limit)  # never a FIFO, a device: one line
+        except OSError as exc:
+            self._error(full, f"cannot read: {exc.strerror or exc}")
+        return None
+
+    def _hold(self, full: str, data: bytes) -> None:
+        """Keep the bytes of module ``full`` (read from disk), letting the least recently used
+        go beyond KEEP_BYTES: their digest is kept, the bytes read again when asked."""
+        self._held[full] = len(data)
+        self._held_bytes += len(data)
+        while self._held_bytes > KEEP_BYTES and len(self._held) > 1:
+            old = next(iter(self._held))
+            self._digest_of(old)  # (what it was: checked when read again)
+            self._held_bytes -= self._held.pop(old)
+            del self._data[old]
+            self._away.add(old)
+
+    def _read_again(self, full: str) -> bytes | None:
+        """The bytes of module ``full``, let go after they were read: read again, and when the
+        file changed since (its digest differs), forgotten as `_stale` does first."""
+        known = self._digests.get(full)
+        self._away.discard(full)
+        data = self._read_now(full, MAX_MODULE_BYTES)
+        self.reread_count += 1
+        if data is None or known is None or _digest(data) != known:
+            stats = self._stats.get(full)
+            self.refresh(full)
+            if stats is not None:
+                self._stats[full] = stats
+        self._data[full] = data
+        if data:
+            self._hold(full, data)
+        return data
+
+    def spells(self, path: str, word: str) -> bool:
+        """Module ``path``'s text writes ``word`` (as its text decodes), read without parsing
+        it: a question that only text spelling ``word`` can answer need not parse the module.
+        The text is a dependency of the lint asking, as a parse of it would be."""
+        full = normalise(path)
+        self._touch(full)
+        if full in self._data or full in self._away:
+            self._stale(full)  # changed on disk since it was read: read again
+        return bool(_spelled(frozenset((word,)), self.read_bytes(full)))
 
     def _stale(self, full: str) -> bool:
         """The file changed on disk since it was read (a long-lived process: the language
@@ -468,7 +536,7 @@ class Project:
         if full in self._modules and not self._stale(full):
             info = self._modules[full]
         else:
-            if full in self._data:
+            if full in self._data or full in self._away:
                 self._stale(full)  # its bytes were read before (an import scan): still them?
             info = self._modules[full] = self._load_module(full)
         if info is not None:
@@ -485,33 +553,38 @@ class Project:
     def _let_go(self, budget: int) -> None:
         """Between lints: forget the parses of the least recently used modules beyond
         ``budget`` characters of their text (their trees, indexes and Facts; what was learnt
-        of them as plain data stays)."""
-        gone: set[int] = set()
-        freed = 0
+        of them as plain data stays).
+
+        A module's Facts and index point at each other (and its scopes at their bindings):
+        their cycles are broken here (``release``), so reference counting frees the parse at
+        once, with no walk of everything alive by the cyclic collector (the lints keep it
+        paused). Nothing outside the project holds them between lints: a lint's analysis
+        keeps other modules' facts only while it runs (callers are kept as paths)."""
+        gone: dict[int, Any] = {}  # id(index) -> index, of parses no module holds now
+        let_go: set[tuple[str, int]] = set()  # (path, id(index)) of the modules let go
         while self._kept_chars > budget and self._kept:
             full = next(iter(self._kept))
             self._kept_chars -= self._kept.pop(full)
             info = self._modules.pop(full, None)
             if info is None:
                 continue
+            let_go.add((full, id(info.index)))
             if not any(i is not None and i.digest == info.digest for i in self._modules.values()):
-                self._parsed.pop(info.digest, None)
-            gone.add(id(info.index))
-            freed += len(info.text)
-        if gone:
-            for key in [
-                k for k in self.memo if type(k) is tuple and k[0] == "facts" and k[-1] in gone
-            ]:
+                if self._parsed.pop(info.digest, None) is not None:
+                    gone[id(info.index)] = info.index
+        if not let_go:
+            return
+        facts = []
+        for key in [k for k in self.memo if type(k) is tuple and k[0] in _BY_INDEX]:
+            if key[0] == "facts":
+                if (key[1], key[2]) in let_go:
+                    facts.append(self.memo.pop(key))
+            elif key[-2] in gone:  # answers about nodes of a tree let go: never asked again
                 del self.memo[key]
-            # a module's Facts and index point at each other: what was let go dies in a full
-            # collection (the lints keep the collector paused), run once a quarter of the
-            # budget was let go (a tree with its index is ~50x its text)
-            self._let_go_chars += freed
-            if self._let_go_chars > budget // 4:
-                import gc
-
-                self._let_go_chars = 0
-                gc.collect()
+        for held in facts:
+            held.release()
+        for index in gone.values():
+            index.release()
 
     def add_module(
         self, path: str, data: bytes, module: Any = None, index: Any = None
@@ -523,8 +596,10 @@ class Project:
         known = self._modules.get(full)
         if known is not None and known.digest == digest:
             return known
-        if full in self._data and self._digest_of(full) != digest:
+        if (full in self._data or full in self._away) and self._digest_of(full) != digest:
             self.refresh(full)  # the linted text differs from what was read before
+        self._held_bytes -= self._held.pop(full, 0)  # (held here whatever its source)
+        self._away.discard(full)
         self._data[full] = data
         self._digests[full] = digest
         if self._memory is None and full not in self._overlay:
@@ -693,7 +768,7 @@ class Project:
                 search.scanned = i + 1
             own = self._words.get((vocabulary, full))
             if own is None:
-                own = self._words[(vocabulary, full)] = _spelled(vocabulary, self._data.get(full))
+                own = self._words[(vocabulary, full)] = _spelled(vocabulary, self.read_bytes(full))
             if own:
                 words |= own
                 if enough is not None and enough(frozenset(words)):
@@ -1519,6 +1594,11 @@ class Project:
         """Of ``results`` (path -> its dependency paths), those that depend on ``changed``."""
         full = normalise(changed)
         return [p for p, deps in results.items() if full in {normalise(d) for d in deps}]
+
+
+# memo entries of one parse: ("facts", path, id(index)), and configsource's answers keyed by
+# (..., id(index), id(node))
+_BY_INDEX = ("facts", "configsource.value", "configsource.argparse")
 
 
 def _memo_owners(memo: Mapping[Any, Any]) -> dict[Any, int | None]:
