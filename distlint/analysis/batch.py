@@ -391,7 +391,21 @@ def _format_around(text: str, call: cst.Call, arg: cst.Arg) -> tuple[str, str] |
 
 
 def uses_of(index: Index, places: Sequence[Place]) -> Iterator[Use]:
+    # What cannot be at one of the places is passed over first (its bindings not looked up):
+    # a name not called as a place's is, an attribute or a subscript not written in a path.
+    names = _place_names(index, places)
+    paths = [str(held) for kind, held in places if kind == "attr"]
+    subscripts = any("[" in path for path in paths)
     for node in index.nodes_of(cst.Name, cst.Attribute, cst.Subscript):
+        if isinstance(node, cst.Name):  # (an exact type: a fast test)
+            if names is not None and node.value not in names:
+                continue
+        elif isinstance(node, cst.Attribute):
+            attr = "." + node.attr.value
+            if not any(attr in path for path in paths):
+                continue
+        elif not subscripts:
+            continue
         parent = index.parent(node)
         if isinstance(parent, cst.Attribute) and parent.attr is node:
             continue
@@ -401,6 +415,29 @@ def uses_of(index: Index, places: Sequence[Place]) -> Iterator[Use]:
             continue
         if isinstance(node, cst.BaseExpression):
             yield extend_use(index, node)
+
+
+def _place_names(index: Index, places: Sequence[Place]) -> set[str] | None:
+    """The identifiers a name must have to be at one of ``places``: a name's place holds the
+    ids of its bindings (or "free:<name>"), and a binding is listed under its own name in its
+    scope. None when a place holds a binding this module's scopes do not list."""
+    names: set[str] = set()
+    key_of: dict[int, str] | None = None
+    for kind, held in places:
+        if kind != "name":
+            continue
+        for item in held:
+            if isinstance(item, str):
+                names.add(item.removeprefix("free:"))
+                continue
+            if key_of is None:
+                key_of = {
+                    id(a): key for s in index.scopes for key, bs in s.bindings.items() for a in bs
+                }
+            if item not in key_of:
+                return None
+            names.add(key_of[item])
+    return names
 
 
 def is_target(index: Index, node: cst.CSTNode) -> bool:
@@ -505,8 +542,7 @@ class BatchFlow(Provider):
         # through the loader builders of this module (`build_batch_data_loader(...)`)
         return any(
             callee is not None and callee is not fn and self._local_use(callee).divides
-            for call in index.calls
-            if index.is_inside(call, fn)
+            for call in index.calls_inside(fn)
             for callee in [index.local_function(call.func)]
         )
 
