@@ -9,9 +9,10 @@ import libcst as cst
 from helpers import FIXTURES
 
 from distlint.analysis import batch
+from distlint.analysis import knowledge as K
 from distlint.analysis.batch import Place, Use, extend_use, is_target, matches, place_of
 from distlint.analysis.facts import facts_for
-from distlint.analysis.index import Index
+from distlint.analysis.index import Index, walk
 
 SOURCES = sorted(FIXTURES.glob("scripts/*.py")) + sorted(FIXTURES.glob("projects/*/**/*.py"))
 SOURCES = [p for p in SOURCES if not p.name.startswith("broken")]  # (those do not parse)
@@ -102,3 +103,41 @@ def test_calls_inside_a_node_are_those_an_ancestor_walk_finds():
     assert checked > 1000
     index = Index(cst.parse_module("f(g(x))\n"))
     assert index.calls_inside(cst.parse_expression("f()")) == []  # not of this module
+
+
+def _walked(loop: cst.For | cst.While) -> bool:
+    """A backward call anywhere in the loop's body, found by walking it."""
+    return any(
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in K.BACKWARD_METHODS
+        for node in walk(loop.body)
+    )
+
+
+def test_loops_running_backward_are_those_whose_body_holds_a_backward_call():
+    answers = []
+    for path in SOURCES:
+        index = Index(cst.parse_module(path.read_text()))
+        loops = facts_for(index).loops
+        for loop in index.loops:
+            if isinstance(loop, (cst.For, cst.While)):
+                answers.append(_walked(loop))
+                assert loops.runs_backward_directly(loop) == answers[-1], path
+    assert answers.count(True) > 50 and answers.count(False) > 50
+    code = (
+        "for epoch in range(3):\n"
+        "    for batch in loader:\n"
+        "        def closure():\n"
+        "            loss.backward()\n"
+        "        opt.step(closure)\n"
+        "    while True:\n"
+        "        break\n"
+        "else:\n"
+        "    loss.backward()\n"
+        "for x in xs:\n"
+        "    accelerator.backward(x)\n"
+    )
+    index = Index(cst.parse_module(code))
+    loops = facts_for(index).loops
+    assert [loops.runs_backward_directly(loop) for loop in index.loops] == [True, True, False, True]
