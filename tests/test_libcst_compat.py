@@ -71,7 +71,7 @@ from distlint._libcst_compat import plain_type_checks
 
 classes = sorted({c for c in vars(cst).values() if isinstance(c, type) and issubclass(c, cst.CSTNode)}, key=repr)
 nodes = []
-for path in sorted(pathlib.Path(sys.argv[1]).glob("*.py")):
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.py"))[::3]:
     module = cst.parse_module(path.read_text())
     todo = [module]
     while todo:
