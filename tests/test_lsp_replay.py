@@ -86,26 +86,24 @@ if __name__ == "__main__":
 
 BACKWARD = "            accelerator.backward(loss)\n"
 
+
+def _and_back(what: str, old: str, new: str) -> list[tuple[str, str, str]]:
+    """An edit, then the edit that undoes it."""
+    return [(what, old, new), (f"{what}: undone", new, old)]
+
+
 # (what the edit does, the text it replaces, its replacement): applied one after another, each
 # to the previous version
 EDITS = [
     ("type a statement in the training loop", BACKWARD, "            step = 1\n" + BACKWARD),
     ("change the typed statement", "step = 1", "step = 2"),
-    ("scale the learning rate", "lr=0.01)", "lr=0.01 * accelerator.num_processes)"),
-    ("unscale it again", "lr=0.01 * accelerator.num_processes)", "lr=0.01)"),
-    ("split batches", "Accelerator()", "Accelerator(split_batches=True)"),
-    ("stop splitting", "Accelerator(split_batches=True)", "Accelerator()"),
-    ("seed everything", "seed_torch", "seed_everything"),
-    ("seed torch only again", "seed_everything", "seed_torch"),
-    (
+    *_and_back("scale the learning rate", "lr=0.01)", "lr=0.01 * accelerator.num_processes)"),
+    *_and_back("split batches", "Accelerator()", "Accelerator(split_batches=True)"),
+    *_and_back("seed everything", "seed_torch", "seed_everything"),
+    *_and_back(
         "seed after the model",
         "    seed_torch(0)\n    model = torch.nn.Linear(4, 4)\n",
         "    model = torch.nn.Linear(4, 4)\n    seed_torch(0)\n",
-    ),
-    (
-        "seed before it again",
-        "    model = torch.nn.Linear(4, 4)\n    seed_torch(0)\n",
-        "    seed_torch(0)\n    model = torch.nn.Linear(4, 4)\n",
     ),
     (
         "import a set_seed",
@@ -113,8 +111,7 @@ EDITS = [
         "from accelerate import Accelerator\nfrom accelerate.utils import set_seed\n",
     ),
     ("call it", "    seed_torch(0)\n", "    set_seed(0)\n"),
-    ("a syntax error mid-typing", "    loader = make_loader(8)\n", "    loader = make_loader(8\n"),
-    ("closed again", "    loader = make_loader(8\n", "    loader = make_loader(8)\n"),
+    *_and_back("a syntax error mid-typing", "make_loader(8)\n", "make_loader(8\n"),
     (
         "a loader built here",
         "    loader = make_loader(8)\n",
