@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import Any, NamedTuple, Union
 
@@ -391,20 +391,9 @@ def _format_around(text: str, call: cst.Call, arg: cst.Arg) -> tuple[str, str] |
 
 
 def uses_of(index: Index, places: Sequence[Place]) -> Iterator[Use]:
-    # What cannot be at one of the places is passed over first (its bindings not looked up):
-    # a name not called as a place's is, an attribute or a subscript not written in a path.
-    names = _place_names(index, places)
-    paths = [str(held) for kind, held in places if kind == "attr"]
-    subscripts = any("[" in path for path in paths)
+    may_be_at = _may_be_at(index, places)
     for node in index.nodes_of(cst.Name, cst.Attribute, cst.Subscript):
-        if isinstance(node, cst.Name):  # (an exact type: a fast test)
-            if names is not None and node.value not in names:
-                continue
-        elif isinstance(node, cst.Attribute):
-            attr = "." + node.attr.value
-            if not any(attr in path for path in paths):
-                continue
-        elif not subscripts:
+        if not may_be_at(node):
             continue
         parent = index.parent(node)
         if isinstance(parent, cst.Attribute) and parent.attr is node:
@@ -415,6 +404,25 @@ def uses_of(index: Index, places: Sequence[Place]) -> Iterator[Use]:
             continue
         if isinstance(node, cst.BaseExpression):
             yield extend_use(index, node)
+
+
+def _may_be_at(index: Index, places: Sequence[Place]) -> Callable[[cst.CSTNode], bool]:
+    """A quick test of what cannot be at one of ``places``, passed over before its bindings
+    are looked up: a name not called as a place's is, an attribute or a subscript not written
+    in a place's path."""
+    names = _place_names(index, places)
+    paths = [str(held) for kind, held in places if kind == "attr"]
+    subscripts = any("[" in path for path in paths)
+
+    def may_be_at(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Name):  # (an exact type: a fast test)
+            return names is None or node.value in names
+        if isinstance(node, cst.Attribute):
+            attr = "." + node.attr.value
+            return any(attr in path for path in paths)
+        return subscripts
+
+    return may_be_at
 
 
 def _place_names(index: Index, places: Sequence[Place]) -> set[str] | None:
