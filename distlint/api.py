@@ -57,7 +57,7 @@ def lint_document(
     closed one) stand in for their files on disk when this file's analysis reaches them.
     ``document``: the buffer's :class:`distlint.incremental.Document` (its last parse), so an
     edit re-parses only the statements it touched."""
-    project = project_for(path, config)
+    project = _answering(path, config)  # a check run's answers spare the first lint parses
     for other, other_text in open_documents.items():
         if os.path.abspath(other) != os.path.abspath(path):
             project.set_overlay(other, other_text)
@@ -77,6 +77,20 @@ def project_for(path: str, config: Config) -> Any:
     from distlint.analysis.project import project_for as shared
 
     return shared(path, config)
+
+
+def _answering(path: str, config: Config, store: bool = True) -> Any:
+    """:func:`project_for`, reading and writing its answers about modules in the cache
+    folder's answer store (see :class:`distlint.cache.AnswerStore`); ``store`` False
+    (``--no-cache``): in memory only."""
+    project = project_for(path, config)
+    if store:
+        from distlint.cache import answer_store
+
+        project.answers = answer_store(config, project.root, project.search_roots)
+    else:
+        project.answers = None
+    return project
 
 
 __all__ = [
@@ -425,7 +439,7 @@ def _lint_data(
         config,
         options,
         prior=prior,
-        project=None if path.endswith(".ipynb") else project_for(path, config),
+        project=None if path.endswith(".ipynb") else _answering(path, config, options.cache),
     )
     if options.fix and options.write and result.fixed_bytes is not None:
         from distlint.fixes import FileChanged, NotWritten, write_atomic
@@ -562,9 +576,8 @@ def _sets_up_training(path: str, config: Config, options: LintOptions) -> bool:
     per content of what the answer consulted) with the cache: a warm run parses nothing."""
     from distlint.analysis.facts import facts_for
     from distlint.analysis.knowledge import TRAINING_SETUP_WORDS
-    from distlint.analysis.project import project_for as shared
 
-    project = shared(path, config)
+    project = _answering(path, config, options.cache)
     data = project.read_bytes(path)
     # what such a module must spell out, checked before parsing it
     if data is None or not any(word in data for word in TRAINING_SETUP_WORDS):

@@ -36,8 +36,11 @@ from distlint.files import read_source
 from distlint.model import Applicability, Edit, FileError, FileResult, Finding, Fix, Range, Severity
 
 CACHE_DIR = ".distlint_cache"
+# (distlint.analysis.project.LISTING, not imported: a warm run never loads the analysis)
+_LISTING = os.sep + "<names in the folder>"
+_GROUP = os.sep + "<exists "
 _DIGESTS_FILE = "digests.json"
-_FORMAT = 5  # bump when the entry layout changes (2: edits; 3: deps; 4: reached; 5: per file)
+_FORMAT = 6  # bump when the entry layout changes (2: edits; 3: deps; 4: reached; 5: per file; 6: folder listings)
 # One entry is kept per file and settings (the latest); all of them together stay under this.
 MAX_CACHE_BYTES = 128 << 20
 MAX_ENTRY_BYTES = 16 << 20
@@ -103,6 +106,8 @@ class Cache:
         # warm run stats the modules a result reached instead of reading and hashing them
         self._digests: dict[str, list[Any]] | None = None
         self._digests_changed = False
+        # paths imports looked at (grouped by folder) -> what exists there, once per process
+        self._seen: dict[str, str] = {}
 
     def get(
         self, key: str, path: str, digest_of: Callable[[str], str | None] | None = None
@@ -184,6 +189,17 @@ class Cache:
     def digest_now(self, path: str) -> str:
         """sha256 of a file's bytes now (``missing`` when unreadable): from digests.json when
         the file's mtime and size are those recorded with it, else read and hashed."""
+        if path.endswith(">") and _GROUP in path:  # what exists at paths imports looked at
+            from distlint.analysis.project import group_digest
+
+            found = self._seen.get(path)
+            if found is None:
+                found = self._seen[path] = group_digest(path) or "missing"
+            return found
+        if path.endswith(_LISTING):  # the names in a folder taken for a namespace package
+            from distlint.analysis.project import listing_digest
+
+            return listing_digest(path[: -len(_LISTING)])
         memo = self._load_digests()
         try:
             st = os.stat(path)
@@ -450,3 +466,382 @@ def _error_in(item: Iterable[Any], path: str) -> FileError:
         None if line is None else int(line),
         None if column is None else int(column),
     )
+
+
+# ------------------------------------------------------------------------------ answer store
+# Answers about project modules (a helper function's summary, a class's methods, whether a
+# class derives from a DataLoader...), computed once per content of what they consulted and
+# kept on disk, so a run that lints an edited script, a `-j2` worker and the language server
+# read its helpers' answers instead of parsing them. An entry holds the answer as plain JSON
+# (never pickle), the files it consulted with their digests (folder listings and the run's
+# importers too: see distlint.analysis.project) and the modules parsed for it; it is used
+# only while every one of them is unchanged. Entries live in `answers/<2 hex>/<key>.json`
+# under the cache folder, keyed by the question, the engine, the project (root, import
+# search folders), the working directory (messages name paths relative to it) and the
+# configuration that can change an answer; all of them stay under MAX_ANSWER_BYTES.
+
+_ANSWERS = "answers"
+_ANSWER_FORMAT = 1
+MAX_ANSWER_BYTES = 64 << 20
+MAX_ANSWER_DEPS = 5000  # an answer that consulted more is not worth checking file by file
+
+
+class AnswerStore:
+    """The answers of one project under one configuration (see above)."""
+
+    def __init__(self, cache: Cache, scope: str) -> None:
+        self.cache = cache
+        self.scope = scope
+        self.directory = os.path.join(cache.directory, _ANSWERS)
+        self._trimmed = False
+
+    def _where(self, key: tuple[Any, ...]) -> tuple[str, str]:
+        text = json.dumps(list(key), separators=(",", ":"))
+        name = hashlib.sha256(f"{self.scope}\0{text}".encode("utf-8", "surrogateescape"))
+        digest = name.hexdigest()
+        return os.path.join(self.directory, digest[:2], digest + ".json"), text
+
+    def get(
+        self,
+        key: tuple[Any, ...],
+        dependency_now: Callable[[str], str | None],
+        checked: dict[str, bool] | None = None,
+    ) -> tuple[Any, list[tuple[str, str]], list[str]] | None:
+        """(answer, the (path, digest) it consulted, the modules parsed for it) while every path it
+        consulted has the digest it had then (``dependency_now``: the asking project's view
+        of a path, None for a file it has not read, checked on disk); None otherwise, and for
+        a missing, corrupt, truncated or foreign entry. ``checked``: dependency sets already
+        checked (the asking project's, for this run), shared by answers that consulted the
+        same files."""
+        if not self.cache._usable() or os.path.islink(self.directory):
+            return None
+        target, text = self._where(key)
+        raw = read_source(target, MAX_ENTRY_BYTES)
+        if isinstance(raw, FileError):
+            return None
+        try:
+            data = json.loads(raw)
+            if (data["format"], data["scope"], data["key"]) != (_ANSWER_FORMAT, self.scope, text):
+                return None  # another question (or engine) under the same name: not ours
+            name = data["deps"]
+            if not isinstance(name, str):
+                return None
+            deps = self._deps(name)
+            if deps is None:
+                return None
+            valid = checked.get(name) if checked is not None else None
+            if valid is None:
+                valid = all(
+                    (
+                        now
+                        if (now := dependency_now(path)) is not None
+                        else self.cache.digest_now(path)
+                    )
+                    == digest
+                    for path, digest in deps
+                )
+                if checked is not None:
+                    checked[name] = valid
+            if not valid:
+                return None
+            loaded = [p for p in data["loaded"] if isinstance(p, str)]
+            value = _answer_in(key[0], data["value"])
+        except Exception:  # corrupt, truncated or foreign: computed again
+            return None
+        return value, deps, loaded
+
+    def _deps(self, name: str) -> list[tuple[str, str]] | None:
+        """The dependency set ``name`` (the sha256 of its text), None when missing or not
+        what its name says."""
+        if len(name) != 64 or not all(c in "0123456789abcdef" for c in name):
+            return None
+        raw = read_source(self._deps_path(name), MAX_ENTRY_BYTES)
+        if isinstance(raw, FileError) or hashlib.sha256(raw).hexdigest() != name:
+            return None
+        deps = []
+        for path, digest in json.loads(raw):
+            if not isinstance(path, str) or not isinstance(digest, str):
+                return None
+            deps.append((path, digest))
+        return deps
+
+    def _deps_path(self, name: str) -> str:
+        return os.path.join(self.directory, "deps", name[:2], name + ".json")
+
+    def put(
+        self,
+        key: tuple[Any, ...],
+        value: Any,
+        deps: list[tuple[str, str]],
+        loaded: list[str],
+    ) -> bool:
+        """Store ``value`` with the (path, digest now) ``deps`` it consulted; False when it
+        is not plain data this store knows, too big, or the disk refuses (never an error).
+        A set of dependencies is written once, named by its digest: the answers about one
+        module's functions mostly consulted the same files."""
+        if len(deps) > MAX_ANSWER_DEPS:
+            return False
+        try:
+            encoded = _answer_out(key[0], value)
+            if _answer_out(key[0], _answer_in(key[0], encoded)) != encoded:
+                return False  # does not come back the same: never stored
+        except (_NotPlain, TypeError, ValueError, KeyError, AttributeError):
+            return False
+        target, text = self._where(key)
+        try:
+            blob = json.dumps([list(d) for d in deps], separators=(",", ":"))
+            payload_deps = blob.encode("utf-8", "surrogateescape")
+            name = hashlib.sha256(payload_deps).hexdigest()
+            entry = {
+                "format": _ANSWER_FORMAT,
+                "scope": self.scope,
+                "key": text,
+                "value": encoded,
+                "deps": name,
+                "loaded": loaded,
+            }
+            payload = json.dumps(entry, separators=(",", ":")).encode("utf-8", "surrogateescape")
+        except (TypeError, ValueError):
+            return False
+        if len(payload) > MAX_ENTRY_BYTES or len(payload_deps) > MAX_ENTRY_BYTES:
+            return False
+        try:
+            self.cache._prepare()
+            if os.path.islink(self.directory):
+                return False  # never written through a link
+            if not self._trimmed:
+                self._trimmed = True
+                self.trim()
+            shared = self._deps_path(name)
+            for path, data in ((shared, payload_deps), (target, payload)):
+                folder = os.path.dirname(path)
+                os.makedirs(folder, exist_ok=True)
+                if os.path.islink(folder) or os.path.islink(os.path.dirname(folder)):
+                    return False
+                if path is shared and os.path.isfile(shared):
+                    os.utime(shared)  # (recently used: trimmed last)
+                    continue
+                _write_atomic(path, data)
+        except OSError:
+            return False  # a read-only or full disk: answered without the store
+        return True
+
+    def trim(self, budget: int | None = None) -> None:
+        """Keep the answers under ``budget`` bytes (MAX_ANSWER_BYTES), the least recently
+        written removed first."""
+        budget = MAX_ANSWER_BYTES if budget is None else budget
+        found: list[tuple[int, int, str]] = []
+        try:
+            folders = list(os.scandir(self.directory))
+        except OSError:
+            return
+        if any(f.name == "deps" for f in folders):
+            try:
+                folders += list(os.scandir(os.path.join(self.directory, "deps")))
+            except OSError:
+                pass
+        for folder in folders:
+            if folder.name == "deps" and os.path.dirname(folder.path) == self.directory:
+                continue
+            if not folder.is_dir(follow_symlinks=False):
+                _remove(folder.path)
+                continue
+            try:
+                for entry in os.scandir(folder.path):
+                    st = entry.stat(follow_symlinks=False)
+                    found.append((st.st_mtime_ns, st.st_size, entry.path))
+            except OSError:
+                continue
+        total = sum(size for _, size, _ in found)
+        for _, size, path in sorted(found):
+            if total <= budget:
+                break
+            _remove(path)
+            total -= size
+
+
+_STORES: dict[tuple[str, str], AnswerStore] = {}
+
+
+def answer_store(config: Config, root: str, search_roots: Iterable[str]) -> AnswerStore:
+    """The answer store of the project at ``root`` (import search folders ``search_roots``)
+    under ``config``, in the cache folder of that configuration."""
+    # what decides findings but no answer about a module is left out: `check` and `check
+    # --select ALL` share the answers of the same helpers
+    settings = config._replace(
+        select=(),
+        ignore=(),
+        extend_select=(),
+        per_file_ignores=(),
+        unsafe_fixes=False,
+        extend_safe_fixes=(),
+        extend_unsafe_fixes=(),
+    )
+    scope = hashlib.sha256()
+    for part in (engine_fingerprint(), repr(settings), root, *search_roots, "", os.getcwd()):
+        scope.update(part.encode("utf-8", "surrogateescape"))
+        scope.update(b"\0")
+    cache = cache_for(config)
+    key = (cache.root, scope.hexdigest())
+    store = _STORES.get(key)
+    if store is None:
+        store = _STORES[key] = AnswerStore(cache, key[1])
+    return store
+
+
+class _NotPlain(Exception):
+    """An answer this store does not know how to write."""
+
+
+def _answer_out(kind: str, value: Any) -> Any:
+    from distlint.analysis.processes import ConstantShare
+
+    if kind in ("summary", "method"):
+        return _summary_out(value)
+    if kind in ("derives-loader", "holds-share"):
+        if type(value) is not bool:
+            raise _NotPlain(kind)
+        return value
+    if kind == "constant-share":
+        if value is None:
+            return None
+        if type(value) is not ConstantShare or type(value.processes) is not int:
+            raise _NotPlain(kind)
+        return [_text(value.place), _text(value.value), _text(value.divisor), value.processes]
+    raise _NotPlain(kind)
+
+
+def _answer_in(kind: str, data: Any) -> Any:
+    from distlint.analysis.processes import ConstantShare
+
+    if kind in ("summary", "method"):
+        return _summary_in(data)
+    if kind in ("derives-loader", "holds-share"):
+        if type(data) is not bool:
+            raise TypeError(kind)
+        return data
+    if kind == "constant-share":
+        if data is None:
+            return None
+        place, value, divisor, processes = data
+        if type(processes) is not int:
+            raise TypeError(kind)
+        return ConstantShare(_text(place), _text(value), _text(divisor), processes)
+    raise TypeError(kind)
+
+
+def _text(value: Any) -> str:
+    if type(value) is not str:
+        raise TypeError("text")
+    return value
+
+
+def _optional_int(value: Any) -> int | None:
+    if value is not None and type(value) is not int:
+        raise TypeError("int")
+    return value
+
+
+def _params_out(params: Any) -> list[Any]:
+    return [[_text(name), _optional_int(position)] for name, position in params]
+
+
+def _params_in(data: Any) -> tuple[tuple[str, int | None], ...]:
+    return tuple((_text(name), _optional_int(position)) for name, position in data)
+
+
+def _summary_out(summary: Any) -> Any:
+    from distlint.analysis.records import BatchUse, FactoryLR, MethodsOf, Summary
+
+    if summary is None:
+        return None
+    if type(summary) is not Summary or type(summary.batch) is not BatchUse:
+        raise _NotPlain("summary")
+    lrs = []
+    for lr in summary.lrs:
+        if type(lr) is not FactoryLR or type(lr.scaled) is not bool:
+            raise _NotPlain("lr")
+        param = None
+        if lr.param is not None:
+            param = [_text(lr.param[0]), _optional_int(lr.param[1]), _text(lr.param[2])]
+        lrs.append([param, lr.scaled, _text(lr.where)])
+    loaders = []
+    for position, origins in summary.loaders.items():
+        loaders.append([_optional_int(position), [o.value for o in origins]])
+    method = summary.method
+    if method is not None and type(method) is not MethodsOf:
+        raise _NotPlain("method")
+    batch = summary.batch
+    if type(batch.divides) is not bool or type(summary.trained_there) is not bool:
+        raise _NotPlain("flags")
+    return {
+        "makes": sorted(m.value for m in summary.makes),
+        "seeds": int(summary.seeds.value),
+        "lrs": lrs,
+        "loaders": loaders,
+        "trained_there": summary.trained_there,
+        "trains": summary.trains.value if summary.trains is not None else None,
+        "method": [_text(method.path), _text(method.name)] if method is not None else None,
+        "batch": [
+            _params_out(batch.loader_params),
+            batch.divides,
+            _params_out(batch.slices_items_of),
+            _params_out(batch.slices),
+            [
+                [_text(attr), bool(by_count), [_text(p) for p in paths]]
+                for attr, by_count, paths in batch.shares
+            ],
+        ],
+    }
+
+
+def _summary_in(data: Any) -> Any:
+    from distlint.analysis.records import (
+        BatchUse,
+        FactoryLR,
+        Made,
+        MethodsOf,
+        Mode,
+        Origin,
+        Seeds,
+        Summary,
+    )
+
+    if data is None:
+        return None
+    summary = Summary()
+    summary.makes = {Made(_text(m)) for m in data["makes"]}
+    seeds = data["seeds"]
+    if type(seeds) is not int:
+        raise TypeError("seeds")
+    summary.seeds = Seeds(seeds)
+    for param, scaled, where in data["lrs"]:
+        if type(scaled) is not bool:
+            raise TypeError("scaled")
+        if param is not None:
+            name, position, attribute = param
+            param = (_text(name), _optional_int(position), _text(attribute))
+        summary.lrs.append(FactoryLR(param, scaled, _text(where)))
+    for position, origins in data["loaders"]:
+        summary.loaders[_optional_int(position)] = [Origin(_text(o)) for o in origins]
+    if type(data["trained_there"]) is not bool:
+        raise TypeError("trained_there")
+    summary.trained_there = data["trained_there"]
+    trains = data["trains"]
+    summary.trains = Mode(_text(trains)) if trains is not None else None
+    method = data["method"]
+    summary.method = MethodsOf(_text(method[0]), _text(method[1])) if method is not None else None
+    loader_params, divides, slices_items_of, slices, shares = data["batch"]
+    if type(divides) is not bool:
+        raise TypeError("divides")
+    summary.batch = BatchUse(
+        _params_in(loader_params),
+        divides,
+        _params_in(slices_items_of),
+        _params_in(slices),
+        tuple(
+            (_text(attr), bool(by_count), tuple(_text(p) for p in paths))
+            for attr, by_count, paths in shares
+        ),
+    )
+    return summary

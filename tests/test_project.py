@@ -141,16 +141,78 @@ def test_cyclic_imports_resolve_without_looping():
 
 
 def test_dependencies_and_tracking_carry_memoised_consultations():
-    project = make({"a.py": "", "b.py": "", "c.py": "", "d.py": ""})
-    with project.tracking(P("a.py")) as deps_a:
+    """A lint depends on what it consulted and on what every answer it used consulted when
+    it was computed, in this lint or an earlier one; nothing else an earlier lint read."""
+    project = make({"a.py": "", "b.py": "", "c.py": "", "d.py": "", "e.py": ""})
+
+    def about_b():
         project.module(P("b.py"))
-        project.module(P("d.py"))  # consulted while b's facts were computed
-    assert set(deps_a) == {P("b.py"), P("d.py")}
+        project.module(P("d.py"))  # consulted while b's answer was computed
+        return 1
+
+    with project.tracking(P("a.py")) as deps_a:
+        assert project.answer(("x", P("b.py")), about_b) == 1
+        project.module(P("e.py"))  # a's own, after the answer: not the answer's
+    assert set(deps_a) == {P("b.py"), P("d.py"), P("e.py")}
     with project.tracking(P("c.py")) as deps_c:
-        project.module(P("b.py"))  # memoised: d must still be a dependency of c
+        assert project.answer(("x", P("b.py")), about_b) == 1  # memoised: d comes with it
     assert set(deps_c) == {P("b.py"), P("d.py")}
-    assert set(project.dependencies()) == {P("b.py"), P("d.py")}
+    assert project.answer_counts["computed"] == 1 and project.answer_counts["memory"] == 1
+    with project.tracking(P("c.py")) as deps_c:
+        project.module(P("b.py"))  # b's parse alone depends on b alone
+    assert set(deps_c) == {P("b.py")}
+    assert set(project.dependencies()) == {P("b.py"), P("d.py"), P("e.py")}
     assert all(len(d) == 64 for d in project.dependencies().values())
+
+
+def test_nested_answers_and_facts_carry_what_they_consulted():
+    """An answer computed inside another gives its record to the outer one; the Facts of a
+    module handed to an answer keep what it consulted, so a later answer that finds their
+    cached properties depends on it too."""
+    from distlint.analysis.facts import facts_for
+
+    project = make({"a.py": "", "b.py": "", "c.py": "", "d.py": "", "e.py": ""})
+
+    def inner():
+        project.module(P("d.py"))
+        return "inner"
+
+    def outer():
+        info = project.module(P("b.py"))
+        facts_for(info.index, info.path, project)  # b's facts handed to this answer
+        project.module(P("e.py"))  # (what b's cached properties may hold)
+        return project.answer(("inner",), inner)
+
+    with project.tracking(P("a.py")) as deps:
+        assert project.answer(("outer",), outer) == "inner"
+    assert {P("b.py"), P("d.py"), P("e.py")} <= set(deps)
+
+    def later():
+        info = project.module(P("b.py"))
+        facts_for(info.index, info.path, project)
+        return 2
+
+    with project.tracking(P("c.py")) as deps:
+        project.answer(("later",), later)
+    assert set(deps) == {P("b.py"), P("d.py"), P("e.py")}  # e via b's facts
+
+
+def test_a_cycle_between_answers_is_answered_busy_and_never_clean():
+    project = make({"a.py": "", "b.py": ""})
+    calls = []
+
+    def ask_a():
+        calls.append("a")
+        return project.answer(("b",), ask_b, busy="?")
+
+    def ask_b():
+        calls.append("b")
+        return project.answer(("a",), ask_a, busy="?")
+
+    with project.tracking(P("a.py")):
+        assert project.answer(("a",), ask_a, busy="?") == "?"
+    assert calls == ["a", "b"]
+    assert not project.memo[("a",)].clean and not project.memo[("b",)].clean
 
 
 def test_overlay_replaces_disk_content_and_refreshes(tmp_path):
@@ -470,17 +532,25 @@ def test_words_reached_stops_at_the_answer_nearest_first(tmp_path):
 
 
 def test_tracking_stays_linear_in_what_is_consulted():
-    """Each lint logs a path once, however often it is asked about, and inherits what a
-    memoised result consulted from the lint that computed it."""
+    """Each lint records a path once, however often it is asked about, and takes what a
+    memoised answer consulted once, however often it uses it."""
     files = {f"m{i}.py": "" for i in range(200)}
     project = make(files)
+
+    def everything():
+        for i in range(200):
+            project.module(P(f"m{i}.py"))
+        return True
+
     for k in range(5):
         with project.tracking(P(f"m{k}.py")) as deps:
             for _ in range(10):
+                project.answer(("all",), everything)
                 for i in range(200):
                     project.module(P(f"m{i}.py"))
         assert len(deps) == 199
-    assert len(project._log) == 5 * 200
+        assert project._frames == []
+    assert project.answer_counts == {"memory": 49, "disk": 0, "computed": 1, "stored": 0}
 
 
 # ------------------------------------------------------------------ one name's text (issue 32)

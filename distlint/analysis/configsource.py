@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import libcst as cst
@@ -161,12 +161,25 @@ def config_value(
     key = ("configsource.value", id(index), id(node))
     if memo is not None and key in memo and memo[key][0] is node:
         known: ConfigValue | None = memo[key][1]
+        _replay(project, memo[key][2])  # what it consulted (config files, modules) counts
         return known
     resolver = _Resolver(index, project, path)
-    result = resolver.value(node)
+    result: ConfigValue | None
+    result, deps = _remembered(project, lambda: resolver.value(node))
     if memo is not None:
-        memo[key] = (node, result)
+        memo[key] = (node, result, deps)
     return result
+
+
+def _remembered(project: Any, compute: Callable[[], Any]) -> tuple[Any, Any]:
+    """``compute()`` and what it consulted (a project that records it: see Project.remember)."""
+    remember = getattr(project, "remember", None)
+    return remember(compute) if remember is not None else (compute(), None)
+
+
+def _replay(project: Any, deps: Any) -> None:
+    if deps is not None:
+        project.replay(deps)
 
 
 def config_component(
@@ -776,7 +789,9 @@ class _Resolver:
         key = ("configsource.argparse", what, id(self.index), id(parser))
         found = memo.get(key)
         if found is None or found[0] is not parser:
-            found = memo[key] = (parser, compute(parser))
+            found = memo[key] = (parser, *_remembered(self.project, lambda: compute(parser)))
+        else:
+            _replay(self.project, found[2])
         answers: list[Any] = found[1]
         return answers
 

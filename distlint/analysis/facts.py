@@ -87,6 +87,9 @@ def facts_for(index: Index, path: str | None = None, project: ProjectLike | None
         found = project.memo.get(key)
         if found is None:
             found = project.memo[key] = Facts(index, path, project)
+        handed_out = getattr(project, "handed_out", None)
+        if handed_out is not None:  # what their cached answers consulted counts (see Project)
+            handed_out(path, found)
         return found
     cached = getattr(index, "_facts", None)
     if cached is None:
@@ -129,9 +132,10 @@ class Facts:
     def seeding(self) -> SeedingFacts:
         return SeedingFacts(self)
 
-    def _facts_of(self, path: str, quiet: bool = False) -> Facts | None:
+    def _facts_of(self, path: str, quiet: bool = False, kept: bool = False) -> Facts | None:
         """The facts of project module ``path``. ``quiet``: not a dependency of the lint
-        asking again (it was counted where the answer that led here was made)."""
+        asking again (it was counted where the answer that led here was made). ``kept``:
+        these facts keep them beyond the question (see `Project.handed_out`)."""
         assert self.project is not None
         project: Any = self.project
         if quiet and getattr(project, "tracks_dependencies", False):
@@ -140,7 +144,10 @@ class Facts:
             info = project.module(path)
         if info is None:
             return None
-        return facts_for(info.index, path, self.project)
+        found = facts_for(info.index, path, self.project)
+        if kept and hasattr(project, "handed_out"):
+            project.handed_out(path, found, escapes=True, holder=self)
+        return found
 
     # ============================================================== the providers (one module each)
     @cached_property

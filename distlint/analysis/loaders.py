@@ -103,10 +103,17 @@ class Loaders(Provider):
         if not self.facts.summaries._may_reach(_LOADER_SPELLINGS, target, record.name):
             return False
         key = ("derives-loader", target, record.name)
+
+        def compute() -> bool:
+            other = self.facts._facts_of(target)
+            return other is not None and other.data.derives_loader(record.name)
+
+        answer = getattr(project, "answer", None)
+        if answer is not None:  # False in a cycle between modules: not known to be one
+            return bool(answer(key, compute, False))
         if key not in project.memo:
             project.memo[key] = False  # a cycle between modules: not known to be one
-            other = self.facts._facts_of(target)
-            project.memo[key] = other is not None and other.data.derives_loader(record.name)
+            project.memo[key] = compute()
         return bool(project.memo[key])
 
     @cached_property

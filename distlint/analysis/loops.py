@@ -267,7 +267,7 @@ class Loops:
         out: list[Origin] = []
         callers: list[Facts] = self._this_run("_callers").setdefault(param, [])
         for importer in importers(path) if importers is not None else ():
-            other = facts._facts_of(importer)
+            other = facts._facts_of(importer, kept=True)
             if other is None:
                 continue
             passed = other.loops.passed_to(path, fn.name.value, position, param.name.value, hops)

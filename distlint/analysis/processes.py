@@ -7,7 +7,7 @@ module."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -37,7 +37,7 @@ from distlint.analysis.records import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from distlint.analysis.facts import Facts
 
 
 _PROCESS_GROUP = _Spellings.of(K.PROCESS_GROUP_STARTS)
@@ -775,10 +775,27 @@ class Processes(Provider):
                 if found is not None:
                     return found
         for path, (_counts, batchy) in self._imported_modules().items():
-            other = self.facts._facts_of(path) if batchy else None
-            if other is not None and other.processes.constant_share is not None:
-                return other.processes.constant_share
+            if batchy:
+                shared: ConstantShare | None
+                shared = self._asked(("constant-share", path), path, self._constant_share_of)
+                if shared is not None:
+                    return shared
         return None
+
+    @staticmethod
+    def _constant_share_of(other: Facts) -> ConstantShare | None:
+        return other.processes.constant_share
+
+    def _asked(self, key: tuple[Any, ...], path: str, question: Callable[..., Any]) -> Any:
+        """``question(facts of module path)``: an answer of the project (memoised with what
+        it consulted, see `Project.answer`), None when the module has no facts."""
+
+        def compute() -> Any:
+            other = self.facts._facts_of(path)
+            return question(other) if other is not None else None
+
+        answer = getattr(self.project, "answer", None)
+        return answer(key, compute) if answer is not None else compute()
 
     def _share_by_constant(
         self, name: str, value: cst.BaseExpression | None
@@ -806,8 +823,11 @@ class Processes(Provider):
         to a world-size share: `batch_size = global_batch_size // (devices * num_nodes)`, with
         the process count or with names this module gives its launcher (`Fabric(devices=devices)`)."""
         for path, (counts, batchy) in self._imported_modules().items():
-            other = self.facts._facts_of(path) if batchy else None
-            if other is not None and other.processes.holds_share(frozenset(counts)):
+            if not batchy:
+                continue
+            names = frozenset(counts)
+            key = ("holds-share", path, tuple(sorted(names)))
+            if self._asked(key, path, lambda other, n=names: other.processes.holds_share(n)):
                 return True
         return False
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import os
 import re
-from bisect import bisect_right
+import stat
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import lru_cache
-from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any
 
 from distlint.analysis.outline import Outline, outline
@@ -100,6 +100,38 @@ def _marked_root(here: str) -> str | None:
         current = parent
 
 
+_BUSY = object()  # an answer being computed (see `Project.answer`)
+
+
+class Answer:
+    """A memoised answer and what its computation consulted (see `Project.answer`).
+    ``clean``: it depends on nothing but those files (not on the order of questions, nor on
+    what other answers hold), so it may be stored on disk."""
+
+    __slots__ = ("value", "paths", "clean")
+
+    def __init__(self, value: Any, paths: frozenset[Any], clean: bool) -> None:
+        self.value = value
+        self.paths = paths
+        self.clean = clean
+
+
+class _Frame:
+    """A lint or an answer being computed: what it consulted so far (``paths``), the modules
+    parsed for it (``loaded``), the Facts handed to it (``used``, by id), and whether it may
+    be stored (``clean``)."""
+
+    __slots__ = ("key", "paths", "loaded", "used", "merged", "clean")
+
+    def __init__(self, key: Any = None) -> None:
+        self.key = key
+        self.paths: set[Any] = set()  # (paths; a pair: a path an import looked at)
+        self.loaded: set[str] = set()
+        self.used: dict[int, Any] = {}
+        self.merged: dict[int, Answer] = {}
+        self.clean = True
+
+
 class Project:
     """Static view of one training project. Never imports or executes anything."""
 
@@ -152,14 +184,7 @@ class Project:
         # contains (see `words_reached`)
         self._scans: dict[str, tuple[str, ...]] = {}
         self._words: dict[tuple[frozenset[str], str], frozenset[str]] = {}
-        # dependency tracking (see `tracking`)
-        self._digests: dict[str, str] = {}
-        # every path touched, once per `tracking` block (see `tracking`), and where each was
-        # first touched; the blocks' (start, end) in the log
-        self._log: list[str] = []
-        self._first: dict[str, int] = {}
-        self._blocks: list[tuple[int, int]] = []
-        self._block_seen: set[str] | None = None
+        self._init_tracking()
         # start path -> the search of the project modules its imports reach (line scan)
         self._closures: dict[str, _Search] = {}
         # path -> its text outline (None: not readable with confidence; see `name_may_write`)
@@ -183,6 +208,31 @@ class Project:
         self.run_number = 0  # counts begin_run: memos of run-dependent facts are per run
         # module path -> the files of this run importing it (see `run_importers`)
         self._importers: dict[str, list[str]] | None = None
+
+    def _init_tracking(self) -> None:
+        """The state of dependency tracking and of the answer store (see `tracking`, `answer`)."""
+        # dependency tracking (see `tracking`, `answer`)
+        self._digests: dict[str, str] = {}
+        # the lints and answers being computed, innermost last: what each consults
+        self._frames: list[_Frame] = []
+        # every path a lint consulted (`dependencies`; a pair: a path an import looked at)
+        self._consulted: set[str | tuple[str, str, str]] = set()
+        # what every lint consulted since Facts were first handed to a caller that keeps them
+        # (the run's importers, see `handed_out`): theirs, and their holders'
+        self._pool: set[str] | None = None
+        # what the resolution caches' entries consulted (folder listings), replayed on a hit
+        self._found_deps: dict[tuple[str, str], frozenset[Any]] = {}
+        self._resolved_deps: dict[Any, frozenset[Any]] = {}
+        self._scan_deps: dict[str, frozenset[Any]] = {}
+        self._uses_deps: dict[tuple[str, str], frozenset[Any]] = {}
+        self._may_write_deps: dict[Any, frozenset[Any]] = {}
+        self._reach_deps: dict[Any, frozenset[Any]] = {}
+        self._listings: dict[str, str] = {}  # folder -> `listing_digest`, once per run
+        self._checked: dict[str, bool] = {}  # the store's dependency sets checked in this run
+        # the answer store on disk (see distlint.cache.AnswerStore; None: memory only)
+        self.answers: Any = None
+        # answers asked: found in memory, read from the store, computed, written to the store
+        self.answer_counts = {"memory": 0, "disk": 0, "computed": 0, "stored": 0}
 
     def _keep_sources(self, sources: Mapping[str, str | bytes]) -> None:
         """The files of an in-memory project, and the folders holding them."""
@@ -247,9 +297,11 @@ class Project:
         self._digests.pop(full, None)
         if existed and self.is_file(full):
             self._scans.pop(full, None)
+            self._scan_deps.pop(full, None)
             self._words = {k: v for k, v in self._words.items() if k[1] != full}
             self._closures = {k: v for k, v in self._closures.items() if full not in v.seen}
             self._uses = {k: v for k, v in self._uses.items() if k[0] != full}
+            self._uses_deps = {k: v for k, v in self._uses_deps.items() if k[0] != full}
             self._forget_analysis(full)
         else:  # a file that appeared or went: an import may now resolve elsewhere
             self._found.clear()
@@ -259,53 +311,41 @@ class Project:
             self._closures.clear()
             self._uses.clear()
             self.memo.clear()
+            for recorded in (self._found_deps, self._resolved_deps, self._scan_deps):
+                recorded.clear()
+            self._uses_deps.clear()
+            self._listings.clear()
         self._importers = None
         self.run_number += 1  # what the run's files pass a helper's functions is asked again
         self._outlines.pop(full, None)
         self._may_write.clear()
         self._reach.clear()
+        self._may_write_deps.clear()
+        self._reach_deps.clear()
+        self._checked.clear()
         self._error_keys = {k for k in self._error_keys if k[0] != full}
         self.errors = [e for e in self.errors if e.path != full]
 
     def _forget_analysis(self, full: str) -> None:
-        """Drop the memoised analysis (``memo``) that may depend on module ``full``: its own,
-        and that of every module whose text names it, transitively. Another module reaches
-        this one only through an import, which writes its name (``helpers`` in ``from pkg
-        import helpers``, ``from .helpers import f``); a package's ``__init__.py`` is reached
-        by ``from . import x`` too, which names nothing, and a config file by any module: for
-        those, and for entries of unknown owner, everything goes."""
-        owners = _memo_owners(self.memo)
-        dropped = self._naming(full, {p for p in owners.values() if p is not None})
-        if dropped is None:
-            self.memo.clear()
-            return
-        for key, owner in owners.items():
-            if owner is None or owner in dropped:
-                del self.memo[key]
-
-    def _naming(self, full: str, modules: set[str]) -> set[str] | None:
-        """``full`` and those of ``modules`` whose text names it or one of them (a text not
-        at hand counts as naming it); None when that takes in a package's ``__init__.py`` (or
-        ``full`` is one, or no module)."""
-        name = os.path.basename(full)
-        if not name.endswith(".py") or name == "__init__.py":
-            return None
-        found = {full}
-        words = [name[:-3].encode()]
-        rest = modules - found
-        grown = True
-        while grown:
-            grown = False
-            for other in sorted(rest):
-                data = self._data.get(other)
-                if data is None or any(w in data for w in words):
-                    if os.path.basename(other) == "__init__.py":
-                        return None
-                    found.add(other)
-                    words.append(os.path.basename(other)[:-3].encode())
-                    grown = True
-            rest -= found
-        return found
+        """Drop the memoised analysis (``memo``) that depends on module ``full``: the answers
+        whose computation consulted it, the Facts of modules whose answers did (what they
+        cached may hold it) with the answers keyed by their trees' nodes, and entries that
+        record nothing of what they consulted."""
+        memo = self.memo
+        kept: set[int] = set()  # ids of the indexes whose Facts stay
+        for key in [k for k in memo if type(k) is tuple and k and k[0] == "facts"]:
+            consulted = memo[key].__dict__.get("_consulted")
+            if consulted is None or full in consulted or normalise(key[1]) == full:
+                del memo[key]
+            else:
+                kept.add(key[2])
+        for key, owner in _memo_owners(memo).items():
+            value = memo[key]
+            if type(value) is Answer:
+                if full in value.paths:
+                    del memo[key]
+            elif owner is None or owner not in kept:
+                del memo[key]
 
     def is_file(self, path: str) -> bool:
         found = self._isfile.get(path)
@@ -392,6 +432,8 @@ class Project:
         """The digest of what was read of ``full`` (None: nothing was), computed once."""
         if full.endswith(RUN_IMPORTERS):
             return self.importers_digest(full[: -len(RUN_IMPORTERS)])
+        if full.endswith(LISTING):
+            return self.listing_digest(full[: -len(LISTING)])
         digest = self._digests.get(full)
         if digest is None:
             data = self._data.get(full)
@@ -418,6 +460,8 @@ class Project:
         if touch:
             self._touch(full)
         self._loaded.add(full)
+        if self._frames:
+            self._frames[-1].loaded.add(full)
         if full in self._modules and not self._stale(full):
             info = self._modules[full]
         else:
@@ -650,9 +694,15 @@ class Project:
         """The project modules the import lines of module ``full`` resolve to, scanned once."""
         found = self._scans.get(full)
         if found is None:
-            data = self.read_bytes(full)
-            text = data.decode("utf-8", "replace") if data is not None else ""
-            found = self._scans[full] = self._scan_text(full, text)[1] if text else ()
+            frame = self._record()
+            try:
+                data = self.read_bytes(full)
+                text = data.decode("utf-8", "replace") if data is not None else ""
+                found = self._scans[full] = self._scan_text(full, text)[1] if text else ()
+            finally:
+                self._scan_deps[full] = self._recorded(frame)
+        else:
+            self._replay(self._scan_deps.get(full))
         return found
 
     def _scan_text(self, full: str, text: str) -> tuple[str, tuple[str, ...]]:
@@ -692,11 +742,17 @@ class Project:
         key = (spellings.pairs, full, name)
         found = self._may_write.get(key)
         if found is None:
-            while True:
-                found = self._name_closure(full, name, spellings)
-                if found is not None:
-                    break
+            frame = self._record()
+            try:
+                while True:
+                    found = self._name_closure(full, name, spellings)
+                    if found is not None:
+                        break
+            finally:
+                self._may_write_deps[key] = self._recorded(frame)
             self._may_write[key] = found
+        else:
+            self._replay(self._may_write_deps.get(key))
         return found
 
     def _name_closure(self, start: str, name: str, spellings: Any) -> bool | None:
@@ -720,7 +776,9 @@ class Project:
                 return None
             self._touch(item[0])
             found: Any = known.get((pairs, item))  # True, a set of words, or None
-            if found is None:
+            if found is not None:
+                self._replay(self._reach_deps.get((pairs, item)))  # what learnt it consulted
+            else:
                 uses = self._uses_at(item)
                 if uses is None:
                     return True  # a text the outline cannot read: ask the parse
@@ -731,16 +789,20 @@ class Project:
                 todo += [(f, item) for f in following]
             if found is True:
                 step: tuple[str, str] | None = item
+                deps = self._consulted_now()
                 while step is not None:  # every name on the way reaches it too
                     known[(pairs, step)] = True
+                    self._reach_deps[(pairs, step)] = deps
                     step = via[step]
                 return True
             words |= found
             if spellings.written_in(words):
                 return True
         reached = frozenset(words)
+        deps = self._consulted_now()
         for item in via:
             known[(pairs, item)] = reached
+            self._reach_deps[(pairs, item)] = deps
         return False
 
     def _uses_at(
@@ -756,8 +818,14 @@ class Project:
                     return None
                 uses = (frozenset(), ())
             else:
-                uses = self._uses_of(item[0], info, item[1])
+                frame = self._record()
+                try:
+                    uses = self._uses_of(item[0], info, item[1])
+                finally:
+                    self._uses_deps[item] = self._recorded(frame)
             self._uses[item] = uses
+        else:
+            self._replay(self._uses_deps.get(item))
         return uses
 
     def _uses_of(
@@ -840,21 +908,30 @@ class Project:
         layouts and the configured ``src = [...]``; None for stdlib / third-party / not found."""
         given = _as_given(importer, module, level)
         if given in self._resolved:  # asked once per call of the linted file: no normalising
+            self._replay(self._resolved_deps.get(given))
             return self._resolved[given]
         # what an import means depends on the importer's folder only: its sibling files share
         here = os.path.dirname(normalise(importer))
         key = ("in", here, module, str(level))
         if key in self._resolved:
             found = self._resolved[key]
+            deps = self._resolved_deps.get(key)
+            self._replay(deps)
         else:
             found = None
-            for base in self._bases(here, level):
-                hit = self._find(base, module)
-                if hit is not None:
-                    found = hit if hit.endswith(".py") else None
-                    break
+            frame = self._record()
+            try:
+                for base in self._bases(here, level):
+                    hit = self._find(base, module)
+                    if hit is not None:
+                        found = hit if hit.endswith(".py") else None
+                        break
+            finally:
+                deps = self._resolved_deps[key] = self._recorded(frame)
             self._resolved[key] = found
         self._resolved[given] = found
+        if deps:
+            self._resolved_deps[given] = deps
         return found
 
     def resolve_from_import(
@@ -863,14 +940,23 @@ class Project:
         """For ``from pkg import mod`` where ``mod`` is a submodule FILE: its path, else None."""
         given = _as_given("from", importer, module, name, str(level))
         if given in self._resolved:
+            self._replay(self._resolved_deps.get(given))
             return self._resolved[given]
         here = os.path.dirname(normalise(importer))
         key = ("from-in", here, module, name, str(level))
         if key in self._resolved:
             found = self._resolved[key]
+            deps = self._resolved_deps.get(key)
+            self._replay(deps)
         else:
-            found = self._resolved[key] = self._from_import(here, module, name, level)
+            frame = self._record()
+            try:
+                found = self._resolved[key] = self._from_import(here, module, name, level)
+            finally:
+                deps = self._resolved_deps[key] = self._recorded(frame)
         self._resolved[given] = found  # (forgotten with the rest when a file changes)
+        if deps:
+            self._resolved_deps[given] = deps
         return found
 
     def _from_import(self, here: str, module: str, name: str, level: int) -> str | None:
@@ -939,25 +1025,57 @@ class Project:
         `from transformers import A, B, C` asks for each name)."""
         key = (base, module)
         if key in self._found:
+            self._replay(self._found_deps.get(key))
             return self._found[key]
-        found = self._found[key] = self._find_now(base, module)
+        frame = self._record()
+        try:
+            found = self._found[key] = self._find_now(base, module)
+        finally:
+            self._found_deps[key] = self._recorded(frame)
         return found
 
     def _find_now(self, base: str, module: str) -> str | None:
+        # What is found depends on what is at each path looked at, in order (a module or
+        # package appearing at one looked at before shadows what was found): each question
+        # and its answer is a dependency, (folder, name, "1" / "0"), a name ending in "/"
+        # asking for a folder (see `_GROUP`); so are the names in a namespace package.
+        touch = self._touch
         if not module:
             init = os.path.join(base, "__init__.py")
-            return init if self.is_file(init) else (base if self.is_dir(base) else None)
+            if self.is_file(init):
+                touch((base, "__init__.py", "1"))
+                return init
+            touch((base, "__init__.py", "0"))
+            here = self.is_dir(base)
+            touch((os.path.dirname(base), os.path.basename(base) + "/", "1" if here else "0"))
+            return base if here else None
         parts = module.split(".")
         if any(not p or p in (os.curdir, os.pardir) for p in parts):
             return None
-        target = os.path.join(base, *parts)
-        init = os.path.join(target, "__init__.py")
-        if self.is_file(init):
-            return init
+        folder = base
+        for part in parts[:-1]:  # nothing is found below a folder that is not there
+            above, folder = folder, os.path.join(folder, part)
+            if not self.is_dir(folder):
+                touch((above, part + "/", "0"))
+                return None
+        name = parts[-1]
+        target = os.path.join(folder, name)
+        package = self.is_dir(target)
+        touch((folder, name + "/", "1" if package else "0"))
+        if package:
+            init = os.path.join(target, "__init__.py")
+            if self.is_file(init):
+                touch((target, "__init__.py", "1"))
+                return init
+            touch((target, "__init__.py", "0"))
         if self.is_file(target + ".py"):
+            touch((folder, name + ".py", "1"))
             return target + ".py"
-        if self.is_dir(target) and self._has_python(target):
-            return target  # a namespace package (PEP 420)
+        touch((folder, name + ".py", "0"))
+        if package:
+            touch(target + LISTING)
+            if self._has_python(target):
+                return target  # a namespace package (PEP 420)
         return None
 
     def _has_python(self, folder: str) -> bool:
@@ -974,22 +1092,264 @@ class Project:
             return False
 
     # ------------------------------------------------------------------ dependencies
-    def _touch(self, full: str) -> None:
-        seen = self._block_seen
-        if seen is not None:
-            if full in seen:
-                return  # once per lint: the log grows with what a lint reads, not how often
-            seen.add(full)
-        elif full in self._first:
+    # What a lint depends on is what it consulted itself plus what every answer it used
+    # consulted when it was computed (found in memory, read from the store, or computed now):
+    # each lint and each memoised answer (`answer`) is a frame recording the paths consulted
+    # while it runs (files, with their digests; folder listings, for resolutions that may be
+    # shadowed; stand-ins such as RUN_IMPORTERS), and a frame that uses an answer takes that
+    # answer's record. Caches below answers (resolutions, import scans, name searches) keep
+    # the record of what they consulted too, replayed on every hit. A module's Facts hold
+    # answers of their own (cached properties): a Facts keeps the union of what every frame
+    # it was handed to consulted (`handed_out`), and a frame that gets it takes that union.
+    def _touch(self, full: str | tuple[str, str, str]) -> None:
+        frames = self._frames
+        if frames:
+            frames[-1].paths.add(full)
+        else:
+            self._consulted.add(full)  # asked outside a lint (`dependencies`)
+
+    def _replay(self, deps: frozenset[Any] | None) -> None:
+        """A cache hit: what its entry consulted is consulted by the frame asking now."""
+        if deps and self._frames:
+            self._frames[-1].paths |= deps
+
+    def remember(self, compute: Callable[[], Any]) -> tuple[Any, frozenset[Any]]:
+        """``compute()`` and what it consulted: for a cache outside the project, which
+        gives it to `replay` on every hit (so a lint using the cached value depends on it)."""
+        frame = self._record()
+        try:
+            value = compute()
+        finally:
+            deps = self._recorded(frame)
+        return value, deps
+
+    def replay(self, deps: frozenset[Any]) -> None:
+        """A hit of a cache filled by `remember`: what its value consulted counts now."""
+        self._replay(deps)
+
+    def _consulted_now(self) -> frozenset[Any]:
+        """What the innermost frame consulted so far (what a search learnt depends on)."""
+        return frozenset(self._frames[-1].paths) if self._frames else frozenset()
+
+    def _record(self) -> _Frame:
+        frame = _Frame()
+        self._frames.append(frame)
+        return frame
+
+    def _recorded(self, frame: _Frame) -> frozenset[Any]:
+        """End a frame opened by `_record` (a cache entry's): what it consulted, which the
+        frame around it consulted too."""
+        self._close(frame)
+        return frozenset(frame.paths)
+
+    def _close(self, frame: _Frame) -> None:
+        """End a lint's or an answer's frame: the Facts handed to it absorb what it consulted
+        (their cached answers may hold any of it), and so does the frame around it."""
+        popped = self._frames.pop()
+        assert popped is frame
+        paths = frame.paths
+        for facts in frame.used.values():
+            held = facts.__dict__
+            held["_consulted"] |= paths
+            if held.get("_order_dependent"):
+                frame.clean = False
+        if self._frames:
+            outer = self._frames[-1]
+            outer.paths |= paths
+            outer.loaded |= frame.loaded
+            if not frame.clean:
+                outer.clean = False
+        elif self._pool is not None:
+            self._pool |= paths  # (a lint's frame holds what every frame within it consulted)
+
+    def handed_out(self, path: str, facts: Any, escapes: bool = False, holder: Any = None) -> None:
+        """The Facts of module ``path`` were handed to the frame computing now: it depends
+        on what their cached answers consulted. ``escapes``: the Facts ``holder`` keeps them
+        (a list of callers among the run's files), so what they hold may be filled by any
+        later frame: both depend, from now on, on everything the lints consult (a pool they
+        share), and neither is stored on disk (what they hold depends on the run)."""
+        held = facts.__dict__
+        consulted = held.get("_consulted")
+        if consulted is None:
+            consulted = held["_consulted"] = {normalise(path)}
+        pool = self._pool
+        if escapes:
+            if pool is None:
+                pool = self._pool = set()
+            for owner in (facts, holder):
+                if owner is not None and owner.__dict__.get("_consulted") is not pool:
+                    pool.update(owner.__dict__.get("_consulted") or ())
+                    owner.__dict__["_consulted"] = pool
+                    owner.__dict__["_order_dependent"] = True
+            consulted = pool
+        frames = self._frames
+        if not frames:
             return
-        if full not in self._first:
-            self._first[full] = len(self._log)
-        self._log.append(full)
+        top = frames[-1]
+        if consulted is pool:
+            # what they hold may have been filled by frames still open: take those too
+            top.clean = False
+            for frame in frames[:-1]:
+                top.paths |= frame.paths
+            top.paths |= pool
+            top.used[id(facts)] = facts
+            return
+        if id(facts) in top.used:
+            return
+        top.used[id(facts)] = facts
+        top.paths |= consulted
+        if held.get("_order_dependent"):
+            top.clean = False
+
+    def order_dependent(self, facts: Any = None) -> None:
+        """A question met itself (a recursion guard answered "unknown"): what is being
+        computed now, and every answer the module's Facts give from now on, depend on the
+        order questions were asked in, so none of them is stored on disk (another process,
+        asking in another order, would compute something else)."""
+        if facts is not None:
+            facts.__dict__["_order_dependent"] = True
+        if self._frames:
+            self._frames[-1].clean = False
+
+    def answer(self, key: tuple[Any, ...], compute: Callable[[], Any], busy: Any = None) -> Any:
+        """The answer ``key`` (a tuple naming what is asked, the module's path second):
+        memoised with what its computation consulted, which every lint using it inherits;
+        read from and written to the answer store on disk (when the project has one) while
+        the files it consulted are unchanged. ``busy``: the answer of a question asked again
+        while it is being computed (a cycle between modules), which makes the answers on the
+        way order-dependent (never stored)."""
+        memo = self.memo
+        found = memo.get(key)
+        if type(found) is Answer:
+            self.answer_counts["memory"] += 1
+            self._use(found)
+            return found.value
+        if found is _BUSY:
+            for frame in reversed(self._frames):
+                frame.clean = False
+                if frame.key == key:
+                    break
+            return busy
+        store = self.answers
+        if store is not None:
+            known = store.get(key, self._dependency_now, self._checked)
+            if known is not None:
+                value, deps, loaded = known
+                found = memo[key] = Answer(value, frozenset(_expanded(deps)), True)
+                self._loaded.update(loaded)
+                if self._frames:
+                    self._frames[-1].loaded.update(loaded)
+                self.answer_counts["disk"] += 1
+                self._use(found)
+                return value
+        memo[key] = _BUSY
+        frame = _Frame(key)
+        self._frames.append(frame)
+        try:
+            value = compute()
+        except BaseException:
+            memo.pop(key, None)
+            self._close(frame)
+            raise
+        self._close(frame)
+        found = memo[key] = Answer(value, frozenset(frame.paths), frame.clean)
+        self.answer_counts["computed"] += 1
+        if store is not None and frame.clean and self._storable(frame):
+            deps = sorted(self._deps_now(frame.paths).items())
+            if store.put(key, value, deps, sorted(frame.loaded)):
+                self.answer_counts["stored"] += 1
+        return value
+
+    def _use(self, found: Answer) -> None:
+        frames = self._frames
+        if frames:
+            top = frames[-1]
+            if id(found) in top.merged:
+                return  # (asked again by the same lint: taken once)
+            top.merged[id(found)] = found
+            top.paths |= found.paths
+            if not found.clean:
+                top.clean = False
+
+    def _storable(self, frame: _Frame) -> bool:
+        """An answer may go to disk: no file it consulted has an error to report (a run that
+        reads the answer would not parse them, and could not report it)."""
+        if self._memory is not None or self._overlay:
+            return False  # an in-memory project, an editor's unsaved buffers: not the disk's
+        paths = frame.paths
+        return not any(e.path in paths for e in self.errors)
+
+    def _dependency_now(self, dep: str) -> str | None:
+        """The digest now of a path an answer read from the store consulted (None: a file
+        this project has not read, which the store checks itself)."""
+        if dep.endswith(">"):
+            found = group_digest(dep, self.exists_digest)
+            if found is not None:
+                return found
+        if dep.endswith(RUN_IMPORTERS) or dep.endswith(LISTING):
+            return self._digest_of(dep)
+        if dep in self._data or dep in self._overlay:  # (an editor's buffer, not the disk)
+            return self.digest(dep) or "missing"
+        return None
+
+    def exists_digest(self, path: str) -> str:
+        """`exists_digest` (below) as this project's resolutions see it."""
+        if path.endswith(os.sep):
+            return "1" if self.is_dir(path[:-1]) else "0"
+        return "1" if self.is_file(path) else "0"
+
+    def _deps_now(self, paths: Iterable[Any], exclude: str | None = None) -> dict[str, str]:
+        """path -> digest now of what a frame consulted, the paths imports looked at grouped
+        by folder (one dependency each: see `_GROUP`)."""
+        out: dict[str, str] = {}
+        groups: dict[str, list[tuple[str, str]]] = {}
+        digest_of = self._digest_of
+        for p in paths:
+            if type(p) is tuple:
+                folder, name, found = p
+                held = groups.get(folder)
+                if held is None:
+                    groups[folder] = [(name, found)]
+                else:
+                    held.append((name, found))
+            elif p != exclude:
+                digest = digest_of(p)
+                out[p] = digest if digest is not None else "missing"
+        for folder, looked in groups.items():
+            looked.sort()
+            names = "|".join(name for name, _ in looked)
+            out[folder + _GROUP + names + ">"] = "exists " + "".join(f for _, f in looked)
+        return out
+
+    def listing_digest(self, folder: str) -> str:
+        """The names in ``folder`` an import could find (Python files and folders), as a
+        digest (``missing`` without the folder): a resolution that searched it is answered
+        again when a file or package appears there (it may shadow what was found)."""
+        found = self._listings.get(folder)
+        if found is None:
+            if self._memory is not None:
+                prefix = folder.rstrip(os.sep) + os.sep
+                names = {
+                    p[len(prefix) :].split(os.sep, 1)[0]
+                    for p in (*self._memory, *self._memory_dirs)
+                    if p.startswith(prefix)
+                }
+                found = _names_digest(names) if folder in self._memory_dirs else "missing"
+            else:
+                found = listing_digest(folder)
+            shown = {os.path.basename(p) for p in self._overlay if os.path.dirname(p) == folder}
+            if shown:  # an editor's buffer of a file not saved yet resolves too
+                known = found.split(" ", 1)[-1]
+                found = _names_digest(shown | {known}) if found != "missing" else found
+            self._listings[folder] = found
+        return found
 
     def dependencies(self) -> dict[str, str]:
         """path -> digest of every module and config file consulted so far (cache keys, LSP)."""
         out = {}
-        for path in self._first:
+        for path in self._consulted:
+            if not isinstance(path, str):
+                continue  # (a path an import looked at: not a module nor a config file)
             digest = self._digest_of(path)
             if digest is not None:
                 out[path] = digest
@@ -998,70 +1358,26 @@ class Project:
     @contextmanager
     def tracking(self, path: str | None = None) -> Iterator[dict[str, str]]:
         """Collect, into the yielded dict, path -> digest of what the analysis of one file
-        consults, also through results memoised while another file was linted.
-
-        What a module's own analysis consults is everything consulted after its first use, up
-        to the end of the lint that first used it: a superset of its real dependencies, which
-        a later lint that only finds the memoised result inherits.
-        """
+        consults, also through answers memoised while another file was linted (each answer
+        records what its own computation consulted: see `answer`)."""
         deps: dict[str, str] = {}
         self_path = normalise(path) if path is not None else None
         if self_path is None or self_path not in _RUN_FILES:
             self.begin_run()  # an editor's lint, a test's: what changed on disk since counts
-        outer = self._block_seen
-        self._block_seen = set()
-        start = len(self._log)
+        frame = _Frame()
+        self._frames.append(frame)
         self._depth += 1
         try:
             yield deps
         finally:
             self._depth -= 1
+            self._close(frame)
             if not self._depth:
                 self._let_go(KEEP_PARSED_CHARS)
-            inner, self._block_seen = self._block_seen, outer
-            if outer is not None:
-                outer |= inner
-            end = len(self._log)
-            closure = self._hinted(start, end)
-            self._blocks.append((start, end))
-            self.reached = tuple(sorted(p for p in closure if p in self._loaded and p != self_path))
-            for p in sorted(closure):
-                if p == self_path:
-                    continue
-                digest = self._digest_of(p)
-                deps[p] = digest if digest is not None else "missing"
-
-    def _hinted(self, start: int, end: int) -> set[str]:
-        """What the lint whose touches are ``log[start:end]`` consulted, with what an earlier
-        lint consulted after it first touched a path this one touched (a result memoised then
-        is reused now): paths first touched in block b at i bring ``log[i + 1 : end of b]``."""
-        closure = set(self._log[start:end])
-        starts = [b[0] for b in self._blocks]
-        need: dict[int, int] = {}  # earlier block -> lowest log index it must contribute from
-        heap: list[int] = []
-
-        def want(p: str) -> None:
-            first = self._first.get(p)
-            if first is None or first >= start:
-                return
-            b = bisect_right(starts, first) - 1
-            if b < 0 or first >= self._blocks[b][1]:
-                return  # touched outside any lint
-            if b not in need:
-                heappush(heap, -b)
-                need[b] = first + 1
-            elif first + 1 < need[b]:
-                need[b] = first + 1
-
-        for p in self._log[start:end]:
-            want(p)
-        while heap:  # latest block first: it can only ask for earlier ones
-            b = -heappop(heap)
-            for p in self._log[need[b] : self._blocks[b][1]]:
-                if p not in closure:
-                    closure.add(p)
-                want(p)
-        return closure
+            paths = frame.paths
+            self._consulted |= paths
+            self.reached = tuple(sorted(p for p in paths if p in self._loaded and p != self_path))
+            deps.update(self._deps_now(paths, self_path))
 
     def begin_run(self) -> None:
         """Check files against the disk again (each at most once until the next call): a run
@@ -1073,6 +1389,10 @@ class Project:
         # checked against the disk (its outline is kept while it is unchanged)
         self._may_write.clear()
         self._reach.clear()
+        self._may_write_deps.clear()
+        self._reach_deps.clear()
+        self._listings.clear()
+        self._checked.clear()
 
     def report_errors(self, deps: Mapping[str, str], exclude: str | None = None) -> list[FileError]:
         """The recorded errors of files in ``deps`` not reported yet in this run (each is
@@ -1095,20 +1415,19 @@ class Project:
         return [p for p, deps in results.items() if full in {normalise(d) for d in deps}]
 
 
-def _memo_owners(memo: Mapping[Any, Any]) -> dict[Any, str | None]:
-    """The module each memo entry is about (None: not known): facts and summaries name their
-    module; configsource's answers name the index of a module whose facts are memoised."""
-    indexes = {k[2]: k[1] for k in memo if isinstance(k, tuple) and k[0] == "facts"}
-    out: dict[Any, str | None] = {}
+def _memo_owners(memo: Mapping[Any, Any]) -> dict[Any, int | None]:
+    """The index (by id) whose Facts each entry that is not an answer nor Facts belongs to
+    (None: not known): configsource's answers are keyed by the nodes of a module's tree."""
+    out: dict[Any, int | None] = {}
     for key in memo:
         owner = None
         if isinstance(key, tuple) and len(key) >= 3:
-            if key[0] in ("facts", "summary"):
+            if key[0] == "facts":
+                continue
+            if key[0] == "configsource.value":
                 owner = key[1]
-            elif key[0] == "configsource.value":
-                owner = indexes.get(key[1])
             elif key[0] == "configsource.argparse":
-                owner = indexes.get(key[2])
+                owner = key[2]
         out[key] = owner
     return out
 
@@ -1177,6 +1496,82 @@ _RUN_FILES: set[str] = set()
 # Appended to a module's path: the dependency of a result on the run's files importing that
 # module (a path below a file, so it never names a file on disk).
 RUN_IMPORTERS = os.sep + "<files of the run importing it>"
+# Appended to a folder's path: the dependency of a resolution on the names in that folder
+# (see `Project.listing_digest`): a module or package that appears there may shadow the one
+# an import found, or make one found that was not.
+LISTING = os.sep + "<names in the folder>"
+
+
+def exists_digest(path: str) -> str:
+    """``1`` when ``path`` is a file (anything but a folder: what an import would open) or,
+    ending in a separator, a folder; ``0`` otherwise."""
+    try:
+        is_dir = stat.S_ISDIR(os.stat(path.rstrip(os.sep) or os.sep).st_mode)
+    except (OSError, ValueError):
+        return "0"
+    return "1" if is_dir == path.endswith(os.sep) else "0"
+
+
+# The paths imports looked at in one folder, as a result or an answer is kept: one dependency
+# `folder/<exists __init__.py|torch/|torch.py>` (a name ending in "/" asks for a folder), its
+# digest `exists 001`: whether each was there (a lint of a diffusers script looks at ~5,000
+# paths in ~160 folders). In memory, each is a (folder, name, "1" / "0") triple.
+_GROUP = os.sep + "<exists "
+
+
+def _expanded(deps: Iterable[tuple[str, str]]) -> Iterator[Any]:
+    """Dependencies as kept on disk, as frames hold them (folder groups as triples)."""
+    for path, digest in deps:
+        at = path.rfind(_GROUP) if path.endswith(">") else -1
+        if at < 0:
+            yield path
+        else:
+            folder = path[:at]
+            names = path[at + len(_GROUP) : -1].split("|")
+            yield from zip([folder] * len(names), names, digest[len("exists ") :])
+
+
+def group_digest(path: str, exists: Callable[[str], str] = exists_digest) -> str | None:
+    """The digest now of a group of paths imports looked at (None: ``path`` is not one)."""
+    at = path.rfind(_GROUP)
+    if at < 0 or not path.endswith(">"):
+        return None
+    folder, names = path[:at], path[at + len(_GROUP) : -1].split("|")
+    return "exists " + "".join(exists(os.path.join(folder, n)) for n in names)
+
+
+def listing_digest(folder: str) -> str:
+    """The digest of the names in ``folder`` an import can find (files ending in .py and
+    folders), ``missing`` without the folder; remembered while its mtime is unchanged (an
+    entry added, removed or renamed changes the folder's mtime)."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return "missing"
+    known = _LISTED.get(folder)
+    if known is not None and known[0] == st.st_mtime_ns:
+        return known[1]
+    try:
+        with os.scandir(folder) as entries:
+            names = {
+                e.name
+                for e in entries
+                if e.name.endswith(".py") or e.is_dir() and not e.name.startswith(".")
+            }
+    except OSError:
+        return "missing"
+    found = _names_digest(names)
+    # (a folder changed within the last 2 s may change again within its mtime's tick)
+    if st.st_mtime_ns < time.time_ns() - 2_000_000_000:
+        _LISTED[folder] = (st.st_mtime_ns, found)
+    return found
+
+
+_LISTED: dict[str, tuple[int, str]] = {}
+
+
+def _names_digest(names: Iterable[str]) -> str:
+    return "names " + _digest("\n".join(sorted(names)).encode("utf-8", "surrogateescape"))
 
 
 def lint_run(paths: Iterable[str]) -> None:

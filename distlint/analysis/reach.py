@@ -216,7 +216,7 @@ class Reach:
         spelled = False  # an importer names one of them other than in a call found
         files = importers(path)
         for importer in files:
-            other = facts._facts_of(importer)
+            other = facts._facts_of(importer, kept=True)
             if other is None:
                 return None
             calls = [

@@ -47,6 +47,9 @@ class Summaries(Provider):
         if isinstance(found, Summary):
             return found
         if found is _IN_PROGRESS:
+            cycle = getattr(self.project, "order_dependent", None)
+            if cycle is not None:  # what is computed now depends on which was asked first
+                cycle(self.facts)
             return Summary()  # a cycle: unknown
         self._summaries[fn] = _IN_PROGRESS
         result = self._summarise(fn)
@@ -216,8 +219,7 @@ class Summaries(Provider):
             if path is not None:
                 if needs is not None and not self._may_reach(needs, path, func.attr.value):
                     return None
-                other = self.facts._facts_of(path)
-                return other.summary_of(func.attr.value) if other else None
+                return self._summary_in(path, func.attr.value, through_attribute=True)
             # `env.size()` on `env = DistEnv()`, a class of another module
             return self._owner_method_summary(call, func.value, func.attr.value, needs)
         return None
@@ -263,8 +265,16 @@ class Summaries(Provider):
         this lint again, and is parsed again only if it was let go since."""
         if self.project is None:
             return None
-        other = self.facts._facts_of(methods.path, quiet=True)
-        return other.summaries.method_of(methods.name, name) if other is not None else None
+
+        def compute() -> Summary | None:
+            other = self.facts._facts_of(methods.path, quiet=True)
+            return other.summaries.method_of(methods.name, name) if other is not None else None
+
+        answer = getattr(self.project, "answer", None)
+        if answer is None:
+            return compute()
+        found: Summary | None = answer(("method", methods.path, methods.name, name), compute)
+        return found
 
     def _may_reach(self, needs: _Spellings, path: str, name: str) -> bool:
         """The summary of ``name`` in module ``path`` may hold what ``needs`` names: the
@@ -296,13 +306,30 @@ class Summaries(Provider):
             return None
         if needs is not None and not self._may_reach(needs, path, record.name):
             return None
-        key = ("summary", path, record.name)
+        return self._summary_in(path, record.name)
+
+    def _summary_in(self, path: str, name: str, through_attribute: bool = False) -> Summary | None:
+        """The summary of ``name`` in project module ``path``, once per project (with what
+        it consulted; on disk with the project's answer store). In a cycle between modules:
+        None, or (``through_attribute``: `module.name(...)`) what the module's own guard
+        answers."""
+        assert self.project is not None
+
+        def compute() -> Summary | None:
+            other = self.facts._facts_of(path)
+            return other.summary_of(name) if other is not None else None
+
+        answer = getattr(self.project, "answer", None)
+        if answer is not None:
+            found: Any = answer(("summary", path, name), compute, _IN_PROGRESS)
+            if found is _IN_PROGRESS:
+                return compute() if through_attribute else None
+            return found  # type: ignore[no-any-return]
+        key = ("summary", path, name)
         memo = self.project.memo
         if key in memo:
-            found = memo[key]
-            return None if found is _IN_PROGRESS else found
+            known = memo[key]
+            return None if known is _IN_PROGRESS else known
         memo[key] = _IN_PROGRESS  # a cycle between modules: unknown
-        other = self.facts._facts_of(path)
-        result = other.summary_of(record.name) if other is not None else None
-        memo[key] = result
+        memo[key] = result = compute()
         return result
