@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import Any, NamedTuple, Union
 
@@ -397,7 +397,10 @@ def _format_around(text: str, call: cst.Call, arg: cst.Arg) -> tuple[str, str] |
 
 
 def uses_of(index: Index, places: Sequence[Place]) -> Iterator[Use]:
+    may_be_at = _may_be_at(index, places)
     for node in index.nodes_of(cst.Name, cst.Attribute, cst.Subscript):
+        if not may_be_at(node):
+            continue
         parent = index.parent(node)
         if isinstance(parent, cst.Attribute) and parent.attr is node:
             continue
@@ -407,6 +410,48 @@ def uses_of(index: Index, places: Sequence[Place]) -> Iterator[Use]:
             continue
         if isinstance(node, cst.BaseExpression):
             yield extend_use(index, node)
+
+
+def _may_be_at(index: Index, places: Sequence[Place]) -> Callable[[cst.CSTNode], bool]:
+    """A quick test of what cannot be at one of ``places``, passed over before its bindings
+    are looked up: a name not called as a place's is, an attribute or a subscript not written
+    in a place's path."""
+    names = _place_names(index, places)
+    paths = [str(held) for kind, held in places if kind == "attr"]
+    subscripts = any("[" in path for path in paths)
+
+    def may_be_at(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Name):  # (an exact type: a fast test)
+            return names is None or node.value in names
+        if isinstance(node, cst.Attribute):
+            attr = "." + node.attr.value
+            return any(attr in path for path in paths)
+        return subscripts
+
+    return may_be_at
+
+
+def _place_names(index: Index, places: Sequence[Place]) -> set[str] | None:
+    """The identifiers a name must have to be at one of ``places``: a name's place holds the
+    ids of its bindings (or "free:<name>"), and a binding is listed under its own name in its
+    scope. None when a place holds a binding this module's scopes do not list."""
+    names: set[str] = set()
+    key_of: dict[int, str] | None = None
+    for kind, held in places:
+        if kind != "name":
+            continue
+        for item in held:
+            if isinstance(item, str):
+                names.add(item.removeprefix("free:"))
+                continue
+            if key_of is None:
+                key_of = {
+                    id(a): key for s in index.scopes for key, bs in s.bindings.items() for a in bs
+                }
+            if item not in key_of:
+                return None
+            names.add(key_of[item])
+    return names
 
 
 def is_target(index: Index, node: cst.CSTNode) -> bool:
@@ -596,8 +641,7 @@ class BatchFlow(Provider):
         # through the loader builders of this module (`build_batch_data_loader(...)`)
         return any(
             callee is not None and callee is not fn and self._local_use(callee).divides
-            for call in index.calls
-            if index.is_inside(call, fn)
+            for call in index.calls_inside(fn)
             for callee in [index.local_function(call.func)]
         )
 

@@ -49,6 +49,25 @@ class Loops:
             if isinstance(c.func, cst.Attribute) and c.func.attr.value in K.BACKWARD_METHODS
         ]
 
+    @cached_property
+    def _running_backward(self) -> set[int]:
+        """The ids of the loops whose body holds a backward call (`loss.backward()`,
+        `accelerator.backward(loss)`) at any depth: found from those calls up, once, rather
+        than by a walk of every loop's body (a nested loop's walked again for each)."""
+        found: set[int] = set()
+        for call in self.backward_calls:
+            inner: cst.CSTNode = call
+            for outer in self.index.ancestors(call):
+                if isinstance(outer, (cst.For, cst.While)) and outer.body is inner:
+                    found.add(id(outer))
+                inner = outer
+        return found
+
+    def runs_backward_directly(self, loop: cst.For | cst.While) -> bool:
+        """The loop's body runs a backward pass itself, not through a helper of this module
+        (:meth:`trains` follows helpers)."""
+        return id(loop) in self._running_backward
+
     def _functions_calling(self, methods: frozenset[str]) -> set[cst.CSTNode]:
         """Functions of this module that call `<x>.<one of methods>(...)`, or call one that does."""
         memo: dict[frozenset[str], set[cst.CSTNode]] = self.__dict__.setdefault("_calling", {})
@@ -350,21 +369,6 @@ def _argument(call: cst.Call, position: int | None, keyword: str) -> cst.BaseExp
         if arg.keyword is not None and arg.keyword.value == keyword:
             return arg.value
     return None
-
-
-def runs_backward_directly(loop: cst.For | cst.While) -> bool:
-    """The loop body runs a backward pass itself (`loss.backward()`, `accelerator.backward(loss)`),
-    not through a helper (:meth:`Loops.trains` follows helpers)."""
-    for node in walk(loop.body):
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in K.BACKWARD_METHODS
-        ):
-            return True
-    return False
 
 
 def iterators_drawn_in(facts: Facts, loop: cst.For | cst.While) -> list[cst.Call]:

@@ -341,7 +341,7 @@ class Processes(Provider):
     def _trains_inside(self, node: cst.CSTNode) -> Mode | None:
         """The mode ``node`` (a function or class of this module) trains in by itself."""
         index = self.index
-        inside = [c for c in index.calls if index.is_inside(c, node)]
+        inside = index.calls_inside(node)
         quals = {index.qualname(c.func) for c in inside}
         if quals & (K.DDP_WRAPPERS | {"deepspeed.initialize"}):
             return Mode.DDP
