@@ -257,10 +257,8 @@ class Loops:
             return []
         if index.scope(fn).kind != "module":
             return []
-        params = fn.params
-        positional = [*params.posonly_params, *params.params]
-        position = positional.index(param) if param in positional else None
-        if param not in positional and param not in params.kwonly_params:
+        position = _position_of(fn, param)
+        if position is False:
             return []  # `*args` / `**kwargs`
         path = os.path.normpath(os.path.abspath(path))  # as imports resolve (linted as given)
         importers = getattr(project, "run_importers", None)  # a project of this run's files
@@ -397,3 +395,13 @@ def iterators_drawn_in(facts: Facts, loop: cst.For | cst.While) -> list[cst.Call
             v for v in values if isinstance(v, cst.Call) and facts.iterator_of(v) is not None
         )
     return out
+
+
+def _position_of(fn: cst.FunctionDef, param: cst.Param) -> int | None | bool:
+    """The position of parameter ``param`` of ``fn`` (None: keyword-only; False: `*args`
+    or `**kwargs`, which no argument is passed for by name or position)."""
+    params = fn.params
+    positional = [*params.posonly_params, *params.params]
+    if param in positional:
+        return positional.index(param)
+    return None if param in params.kwonly_params else False

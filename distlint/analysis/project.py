@@ -314,25 +314,9 @@ class Project:
         self._isfile.pop(full, None)
         self._digests.pop(full, None)
         if existed and self.is_file(full):
-            self._scans.pop(full, None)
-            self._scan_deps.pop(full, None)
-            self._words = {k: v for k, v in self._words.items() if k[1] != full}
-            self._closures = {k: v for k, v in self._closures.items() if full not in v.seen}
-            self._uses = {k: v for k, v in self._uses.items() if k[0] != full}
-            self._uses_deps = {k: v for k, v in self._uses_deps.items() if k[0] != full}
-            self._forget_analysis(full)
+            self._forget_text(full)
         else:  # a file that appeared or went: an import may now resolve elsewhere
-            self._found.clear()
-            self._resolved.clear()
-            self._scans.clear()
-            self._words.clear()
-            self._closures.clear()
-            self._uses.clear()
-            self.memo.clear()
-            for recorded in (self._found_deps, self._resolved_deps, self._scan_deps):
-                recorded.clear()
-            self._uses_deps.clear()
-            self._listings.clear()
+            self._forget_resolutions()
         self._importers = None
         self.run_number += 1  # what the run's files pass a helper's functions is asked again
         self._outlines.pop(full, None)
@@ -343,6 +327,30 @@ class Project:
         self._checked.clear()
         self._error_keys = {k for k in self._error_keys if k[0] != full}
         self.errors = [e for e in self.errors if e.path != full]
+
+    def _forget_text(self, full: str) -> None:
+        """`refresh` of a file that existed and still does: what its text decided goes."""
+        self._scans.pop(full, None)
+        self._scan_deps.pop(full, None)
+        self._words = {k: v for k, v in self._words.items() if k[1] != full}
+        self._closures = {k: v for k, v in self._closures.items() if full not in v.seen}
+        self._uses = {k: v for k, v in self._uses.items() if k[0] != full}
+        self._uses_deps = {k: v for k, v in self._uses_deps.items() if k[0] != full}
+        self._forget_analysis(full)
+
+    def _forget_resolutions(self) -> None:
+        """`refresh` of a file that appeared or went: every resolution and what followed it."""
+        self._found.clear()
+        self._resolved.clear()
+        self._scans.clear()
+        self._words.clear()
+        self._closures.clear()
+        self._uses.clear()
+        self.memo.clear()
+        for recorded in (self._found_deps, self._resolved_deps, self._scan_deps):
+            recorded.clear()
+        self._uses_deps.clear()
+        self._listings.clear()
 
     def _forget_analysis(self, full: str) -> None:
         """Drop the memoised analysis (``memo``) that depends on module ``full``: the answers
@@ -572,8 +580,12 @@ class Project:
             if not any(i is not None and i.digest == info.digest for i in self._modules.values()):
                 if self._parsed.pop(info.digest, None) is not None:
                     gone[id(info.index)] = info.index
-        if not let_go:
-            return
+        if let_go:
+            self._release(let_go, gone)
+
+    def _release(self, let_go: set[tuple[str, int]], gone: dict[int, Any]) -> None:
+        """`_let_go`'s end: the Facts of the modules let go and the answers about nodes of
+        the trees let go leave the memo, and their cycles are broken."""
         facts = []
         for key in [k for k in self.memo if type(k) is tuple and k[0] in _BY_INDEX]:
             if key[0] == "facts":
