@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
@@ -85,6 +85,15 @@ def _is_node_type(tp: type) -> bool:
     if known is None:
         known = _NODE_TYPES[tp] = issubclass(tp, cst.CSTNode)
     return known
+
+
+_REVERSED_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _reversed_fields(tp: type) -> tuple[str, ...]:
+    """:func:`_fields_of`, last first (the index's walk pushes children on a stack)."""
+    names = _REVERSED_FIELDS[tp] = tuple(reversed(_fields_of(tp)))
+    return names
 
 
 def child_list(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -401,8 +410,10 @@ class Index:
         self._children_cache: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
         self._flow: Flow | None = None
         self._nodes_cache: dict[tuple[type, ...], list[cst.CSTNode]] = {}
+        self._node_types: set[type] | None = None  # the types of `_nodes` (nodes_of)
+        self._call_orders: list[int] | None = None  # the order of each call (calls_inside)
         self._owners: dict[str, int] | None = None
-        self._binder_ids: dict[int, set[str]] | None = None
+        self._binder_ids: dict[str, set[int]] | None = None
         self._calls_by_name: dict[str, list[cst.Call]] | None = (
             None  # callee name -> calls, built on demand
         )
@@ -415,6 +426,7 @@ class Index:
         append_node = self._nodes.append
         append_call = self.calls.append
         binders = _BINDERS
+        node_types = _NODE_TYPES
         order = 0
         # stack of (node, parent, scope); the node is Any: the walk dispatches on `type(node)`
         # (fast, but not a narrowing mypy follows)
@@ -433,8 +445,19 @@ class Index:
                     append_call(node)
                 elif tp in _LEAF_TYPES:
                     continue
-                for child in reversed(child_list(node)):
-                    push((child, node, scope))
+                # child_list(node), pushed last first as it is read (no list to build and turn)
+                for name in _REVERSED_FIELDS.get(tp) or _reversed_fields(tp):
+                    value = getattr(node, name)
+                    vt = type(value)
+                    if vt is tuple or vt is list:
+                        for item in reversed(value):
+                            known = node_types.get(type(item))
+                            if known or (known is None and _is_node_type(type(item))):
+                                push((item, node, scope))
+                    else:
+                        known = node_types.get(vt)
+                        if known or (known is None and _is_node_type(vt)):
+                            push((value, node, scope))
                 continue
             child_scope = binders[tp](self, node, order, scope, push)
             if child_scope is not None:
@@ -708,7 +731,37 @@ class Index:
         return None
 
     def is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
-        return node is container or any(anc is container for anc in self.ancestors(node))
+        if node is container:
+            return True
+        get = self._info.get  # (the ancestors, walked without a generator: a hot question)
+        entry = get(id(node))
+        while entry is not None:
+            parent = entry[0]
+            if parent is container:
+                return True
+            if parent is None:
+                return False
+            entry = get(id(parent))
+        return False
+
+    def calls_inside(self, node: cst.CSTNode) -> list[cst.Call]:
+        """The calls of :attr:`calls` inside ``node`` (itself included), in source order. The
+        walk numbers a subtree's nodes one after another (``order``): they are the calls from
+        ``node``'s number to that of its last descendant, the last child's last child, ..."""
+        info = self._info
+        entry = info.get(id(node))
+        if entry is None:
+            return []
+        last = node
+        while True:
+            kids = child_list(last)
+            if not kids or id(kids[-1]) not in info:
+                break  # (a leaf, or a node whose children are not walked)
+            last = kids[-1]
+        if self._call_orders is None:
+            self._call_orders = [info[id(c)][2] for c in self.calls]
+        orders = self._call_orders
+        return self.calls[bisect_left(orders, entry[2]) : bisect_right(orders, info[id(last)][2])]
 
     # ---------------------------------------------------------------- name resolution
     def lookup(self, name: str, scope: Scope, before: int | None = None) -> list[Assignment]:
@@ -784,13 +837,18 @@ class Index:
         every node around it (up to and including that function or class)."""
         blocks: set[int] = set()
         around: set[int] = set()
-        for anc in self.ancestors(use):
-            around.add(id(anc))
+        get = self._info.get  # (the ancestors, walked without a generator: asked per name use)
+        entry = get(id(use))
+        while entry is not None and entry[0] is not None:
+            anc = entry[0]
+            key = id(anc)
+            around.add(key)
             tp = type(anc)  # concrete LibCST classes: a type test, not an ABC isinstance call
             if tp is cst.IndentedBlock or tp is cst.Module:
-                blocks.add(id(anc))
+                blocks.add(key)
             elif tp is cst.FunctionDef or tp is cst.Lambda or tp is cst.ClassDef:
                 break
+            entry = get(key)
         return blocks, around
 
     def _outside_own_statement(
@@ -798,10 +856,12 @@ class Index:
     ) -> list[Assignment]:
         """`x = x + 1`: the statement being evaluated is not a source of the ``x`` it reads
         (a loop target, a def or a with item is: it encloses the uses it binds)."""
-        binders = self._binders()
         name = getattr(use, "value", None)
-        if any(name in binders.get(i, ()) for i in around) and any(
-            id(a.node) in around and a.op not in self._SCOPED_OPS for a in found
+        binding = self._binders().get(name) if type(name) is str else None
+        if (
+            binding is not None
+            and not binding.isdisjoint(around)
+            and any(id(a.node) in around and a.op not in self._SCOPED_OPS for a in found)
         ):
             return [a for a in found if id(a.node) not in around or a.op in self._SCOPED_OPS]
         return found
@@ -821,15 +881,16 @@ class Index:
                     return found[i:]
         return found
 
-    def _binders(self) -> dict[int, set[str]]:
-        """id(node) -> the names the node binds (the statements that assign)."""
+    def _binders(self) -> dict[str, set[int]]:
+        """name -> the ids of the nodes binding it (the statements that assign it)."""
         found = self._binder_ids
         if found is None:
             found = self._binder_ids = {}
             for scope in self.scopes:
                 for key, assignments in scope.bindings.items():
+                    ids = found.setdefault(key, set())
                     for a in assignments:
-                        found.setdefault(id(a.node), set()).add(key)
+                        ids.add(id(a.node))
         return found
 
     def import_record(self, name_node: cst.CSTNode) -> ImportRecord | None:
@@ -1106,7 +1167,11 @@ class Index:
         never re-walk the module)."""
         found = self._nodes_cache.get(types)
         if found is None:
-            found = self._nodes_cache[types] = [n for n in self._nodes if isinstance(n, types)]
+            # a test of each node's exact type: isinstance on LibCST's classes (ABCs) is slow
+            if self._node_types is None:
+                self._node_types = set(map(type, self._nodes))
+            wanted = {tp for tp in self._node_types if issubclass(tp, types)}
+            found = self._nodes_cache[types] = [n for n in self._nodes if type(n) in wanted]
         return found
 
     def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:

@@ -1,0 +1,159 @@
+"""The per-file cost of a run inside a project (issue #32): what each linted file's lint does
+once per run instead of once per file, with the same rules, parses and findings."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from distlint import runner
+from distlint.analysis import project as project_mod
+from distlint.analysis.project import Project
+from distlint.config import Config
+
+ROOT = os.path.abspath("/proj")
+
+# helpers whose trigger words reach their importers (two levels of imports, not three)
+HELPERS = {
+    "helpers/__init__.py": "",
+    "helpers/seeding.py": "import random\n\ndef seed_all(s):\n    random.seed(s)\n",
+    "helpers/loader.py": (
+        "from torch.utils.data import DataLoader\nfrom helpers.deep import gather_all\n\n"
+        "def make(ds):\n    return DataLoader(ds)\n"
+    ),
+    "helpers/deep.py": "from helpers.deeper import ok\n\ndef gather_all(x):\n    return x.gather()\n",
+    "helpers/deeper.py": "def ok(x):\n    return x.backward()\n",
+}
+SCRIPTS = {
+    "train_a.py": "from helpers.seeding import seed_all\nseed_all(0)\n",
+    "train_b.py": "from helpers.seeding import seed_all\nfrom helpers.loader import make\n",
+    "train_c.py": "from helpers import loader\nloader.make(None)\n",
+    "plain.py": "x = 1\n",
+}
+# what each script's lint may need: its own text and the helpers its imports reach in two
+# steps (helpers/deeper.py is three steps from every script: its `backward` wakes nothing)
+REACHED = {
+    "train_a.py": ["helpers/seeding.py"],
+    "train_b.py": ["helpers/seeding.py", "helpers/loader.py", "helpers/deep.py"],
+    "train_c.py": ["helpers/__init__.py", "helpers/loader.py", "helpers/deep.py"],
+    "plain.py": [],
+}
+
+
+def _path(rel: str) -> str:
+    return os.path.join(ROOT, *rel.split("/"))
+
+
+def test_trigger_filter_wakes_the_rules_of_imported_words_searching_each_module_once(
+    monkeypatch,
+):
+    project = Project.from_sources(ROOT, {**HELPERS, **SCRIPTS})
+    config = Config()
+    searched: list[bytes] = []  # the texts searched for trigger words
+    spelled = project_mod._spelled
+    monkeypatch.setattr(
+        project_mod, "_spelled", lambda words, data: searched.append(data) or spelled(words, data)
+    )
+    everything = runner.enabled_rules(config, "x.py", _all_codes())
+    for script, text in SCRIPTS.items():
+        together = text + "".join(HELPERS[h] for h in REACHED[script])
+        expected = {r.CODE for r in everything if any(t in together for t in r.TRIGGERS)}
+        active = runner._triggered(everything, text, _path(script), project)
+        assert {r.CODE for r in active} == expected, script
+    assert {"DL102", "DL301", "DL402"} <= {
+        r.CODE for r in runner._triggered(everything, SCRIPTS["train_b.py"], _path("x.py"), project)
+    }
+    # every helper module searched for the trigger words once in the run, whoever imports it
+    assert len(searched) == len(set(searched))
+    assert sorted(searched) == sorted(
+        HELPERS[h].encode() for h in ("helpers/seeding.py", "helpers/loader.py", "helpers/deep.py")
+    )
+
+
+def _all_codes() -> frozenset[str]:
+    from distlint.registry import all_rules
+
+    return frozenset(r.CODE for r in all_rules())
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_trigger_filter_stops_reading_imports_once_every_rule_is_awake(script):
+    """A file whose own text wakes every rule reads none of its imports (no dependency)."""
+    project = Project.from_sources(ROOT, {**HELPERS, **SCRIPTS})
+    everything = runner.enabled_rules(Config(), "x.py", _all_codes())
+    words = " ".join(t for r in everything for t in r.TRIGGERS)
+    with project.tracking(_path(script)) as deps:
+        active = runner._triggered(
+            everything, SCRIPTS[script] + f"# {words}\n", _path(script), project
+        )
+    assert active == everything
+    assert not [d for d in deps if "helpers" in d]
+
+
+INDEXED = """
+import torch
+from accelerate import Accelerator
+
+
+class Trainer:
+    lr: float = 1e-3
+
+    def fit(self, model, loader):
+        acc = Accelerator()
+        for x, y in loader:
+            loss = model(x).sum() if x is not None else [v for v in y if v]
+            acc.backward(loss)
+        while False:
+            yield (lambda z: z + 1)(2)
+        return {k: v for k, v in model.state_dict().items()}
+"""
+
+
+def test_index_type_and_containment_queries_answer_as_the_tree_says():
+    """nodes_of (one type test per node type) and is_inside (the parent chain, walked
+    in place) answer exactly what isinstance over the walk and the ancestors say."""
+    import libcst as cst
+
+    from distlint.analysis.index import Index, walk
+
+    module = cst.parse_module(INDEXED)
+    index = Index(module, INDEXED)
+    every = list(walk(module))
+    for types in [
+        (cst.Name,),
+        (cst.Name, cst.Attribute, cst.Subscript),
+        (cst.For, cst.CompFor),
+        (cst.Yield,),
+        (cst.BaseExpression,),
+        (cst.BaseSmallStatement, cst.BaseCompoundStatement),
+        (cst.Comment,),
+    ]:
+        expected = [n for n in every if isinstance(n, types)]
+        assert index.nodes_of(*types) == expected, types
+    stranger = cst.Name("built_by_a_rule")
+    for node in every[::3] + [stranger]:
+        chain = set(map(id, index.ancestors(node)))
+        for container in every[::5] + [module, stranger]:
+            expected = node is container or id(container) in chain
+            assert index.is_inside(node, container) is expected
+
+
+def test_import_line_scan_reads_the_first_line_crlf_and_parenthesised_names():
+    from distlint.analysis.project import _IMPORT_LINE
+
+    text = (
+        "from .helpers import seed_all, make as m\r\n"
+        "import a.b, c\r\n"
+        "x = 1  # import nothing\n"
+        "    from ..pkg import (\n        one,  # the first\n        two,\n    )\n"
+        "\timport   d\n"
+        "y = 'from z import w'\n"
+    )
+    assert list(_IMPORT_LINE.scan(text)) == [
+        ("helpers", ["seed_all", "make"], 1),
+        ("pkg", ["one", "two"], 2),
+        ("a.b", [], 0),
+        ("c", [], 0),
+        ("d", [], 0),
+    ]
