@@ -19,9 +19,14 @@ from typing import Any, NamedTuple, Union
 import libcst as cst
 
 from distlint.analysis import knowledge as K
-from distlint.analysis.common import Provider, _AnyOf, _names_batch_or_accumulation, _Spellings
+from distlint.analysis.common import (
+    _LOADER_SPELLINGS,
+    Provider,
+    _AnyOf,
+    _names_batch_or_accumulation,
+    _Spellings,
+)
 from distlint.analysis.index import Assignment, Index, string_value, target_key
-from distlint.analysis.loaders import _LOADER_SPELLINGS
 from distlint.analysis.records import BatchUse, Param
 
 _WORD_RE = re.compile(r"[a-z]+|[A-Z][a-z]*|\d+")
