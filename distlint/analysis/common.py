@@ -126,6 +126,10 @@ _OPTIMIZING = _Spellings.any_of(
 )
 
 
+# What a module must write to build a DataLoader (`Loaders.loaders`): its class's name.
+_LOADER_SPELLINGS = _Spellings.of(K.DATALOADERS)
+
+
 def _distributed_sampler(node: cst.CSTNode, q: str | None) -> bool:
     return q is not None and K.DISTRIBUTED_SAMPLER_WORD in q
 
