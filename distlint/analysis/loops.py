@@ -9,7 +9,7 @@ around a call of that function in this module.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -265,10 +265,7 @@ class Loops:
         out: list[Origin] = []
         # (paths, not their facts: a caller's parse may be let go between lints)
         callers: list[str] = self._this_run("_callers").setdefault(param, [])
-        spells = getattr(project, "spells", None)
-        for importer in importers(path) if importers is not None else ():
-            if spells is not None and not spells(importer, fn.name.value):
-                continue  # a call of the function spells its name (`passed_to`): none here
+        for importer in _spelling(project, importers(path) if importers else (), fn.name.value):
             other = facts._facts_of(importer, kept=True)
             if other is None:
                 continue
@@ -356,6 +353,15 @@ class Loops:
 
 
 # ------------------------------------------------------------------ loops of one function
+def _spelling(project: Any, importers: Iterable[str], name: str) -> Iterator[str]:
+    """The ``importers`` whose text writes ``name``: a call of function ``name`` spells it
+    (see `Loops.calls_function_of`), so the others are not parsed to look for one."""
+    spells = getattr(project, "spells", None)
+    for importer in importers:
+        if spells is None or spells(importer, name):
+            yield importer
+
+
 def _argument(call: cst.Call, position: int | None, keyword: str) -> cst.BaseExpression | None:
     """What ``call`` passes for the parameter at ``position`` called ``keyword`` (None: not
     passed, or hidden behind `*args` / `**kwargs`)."""

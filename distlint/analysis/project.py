@@ -299,14 +299,11 @@ class Project:
         analysis of the helper modules it follows (see :meth:`_forget_analysis`). ``existed``:
         the file is known to have existed (an open buffer's)."""
         full = normalise(path)
-        existed = existed or self._isfile.get(full) is True or self._data.get(full) is not None
-        existed = existed or full in self._away
+        existed = existed or self._isfile.get(full) is True or self._was_read(full)
         old = self._digest_of(full) if self._parsed else None
         if old is not None and sum(d == old for d in self._digests.values()) == 1:
             self._parsed.pop(old, None)  # an editor's every keystroke must not stay parsed
-        self._data.pop(full, None)
-        self._held_bytes -= self._held.pop(full, 0)
-        self._away.discard(full)
+        self._drop_bytes(full)
         self._stats.pop(full, None)
         self._modules.pop(full, None)
         self._kept_chars -= self._kept.pop(full, 0)
@@ -426,6 +423,15 @@ class Project:
         if held and data:
             self._hold(full, data)
         return data
+
+    def _was_read(self, full: str) -> bool:
+        """Bytes of ``full`` were read (held now, or let go)."""
+        return self._data.get(full) is not None or full in self._away
+
+    def _drop_bytes(self, full: str) -> None:
+        self._data.pop(full, None)
+        self._held_bytes -= self._held.pop(full, 0)
+        self._away.discard(full)
 
     def _read_now(self, full: str, limit: int) -> bytes | None:
         """The bytes of file ``full`` on disk now (its size and time recorded: see `_stale`);
@@ -584,8 +590,8 @@ class Project:
             self._release(let_go, gone)
 
     def _release(self, let_go: set[tuple[str, int]], gone: dict[int, Any]) -> None:
-        """`_let_go`'s end: the Facts of the modules let go and the answers about nodes of
-        the trees let go leave the memo, and their cycles are broken."""
+        """Release the Facts of the modules ``let_go`` ((path, id(index))) and the indexes
+        ``gone``; drop the answers keyed by the nodes of their trees."""
         facts = []
         for key in [k for k in self.memo if type(k) is tuple and k[0] in _BY_INDEX]:
             if key[0] == "facts":
