@@ -87,6 +87,15 @@ def _is_node_type(tp: type) -> bool:
     return known
 
 
+_REVERSED_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _reversed_fields(tp: type) -> tuple[str, ...]:
+    """:func:`_fields_of`, last first (the index's walk pushes children on a stack)."""
+    names = _REVERSED_FIELDS[tp] = tuple(reversed(_fields_of(tp)))
+    return names
+
+
 def child_list(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Child nodes that carry meaning, in source order (no whitespace/punctuation)."""
     out: list[cst.CSTNode] = []
@@ -415,6 +424,7 @@ class Index:
         append_node = self._nodes.append
         append_call = self.calls.append
         binders = _BINDERS
+        node_types = _NODE_TYPES
         order = 0
         # stack of (node, parent, scope); the node is Any: the walk dispatches on `type(node)`
         # (fast, but not a narrowing mypy follows)
@@ -433,8 +443,19 @@ class Index:
                     append_call(node)
                 elif tp in _LEAF_TYPES:
                     continue
-                for child in reversed(child_list(node)):
-                    push((child, node, scope))
+                # child_list(node), pushed last first as it is read (no list to build and turn)
+                for name in _REVERSED_FIELDS.get(tp) or _reversed_fields(tp):
+                    value = getattr(node, name)
+                    vt = type(value)
+                    if vt is tuple or vt is list:
+                        for item in reversed(value):
+                            known = node_types.get(type(item))
+                            if known or (known is None and _is_node_type(type(item))):
+                                push((item, node, scope))
+                    else:
+                        known = node_types.get(vt)
+                        if known or (known is None and _is_node_type(vt)):
+                            push((value, node, scope))
                 continue
             child_scope = binders[tp](self, node, order, scope, push)
             if child_scope is not None:
