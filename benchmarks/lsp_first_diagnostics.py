@@ -9,6 +9,12 @@ starts in the repository's root, where the script's imports resolve to project m
 editor opening that repository does); the edit types one statement into the training loop (a
 line before its ``backward`` call, else a comment line at the end).
 
+``--breakdown``: also where the time goes, measured in one fresh process that drives the lint
+worker's engine as the server does (CPU time, medians): the engine's start, the first lint, the
+first lint of the same text outside its tree (what the project costs), and each re-lint split
+into the re-parse, the module index, each rule (with the facts it is the first to ask for), and
+the rest.
+
 For each size, a training script of exactly that many lines is written to a temporary directory
 (whole fixture scripts from fixtures/scripts, so the rules have real work to do, padded with
 plain helper functions). Each round then runs, alternately:
@@ -236,6 +242,83 @@ def floor_round(path: Path) -> float:
     return time.perf_counter() - start
 
 
+# Run in a fresh interpreter by --breakdown: argv = path, root, edits; prints one JSON object.
+BREAKDOWN = r"""
+import json, os, shutil, statistics, sys, tempfile, time
+path, root, edits = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[4])))
+from lsp_first_diagnostics import _edited
+clock = time.process_time
+os.chdir(root)
+start = clock()
+from distlint import api, runner
+from distlint.lsp_worker import _Engine
+engine = _Engine()
+out = {"engine start": clock() - start}
+options, text = api.LintOptions(), open(path).read()
+with tempfile.TemporaryDirectory() as alone:
+    copy = os.path.join(alone, os.path.basename(path))
+    shutil.copy(path, copy)
+    start = clock()
+    engine.lint(text, copy, options, {})
+    out["first lint, file alone"] = clock() - start
+start = clock()
+engine.lint(text, path, options, {})
+out["first lint, in its tree"] = clock() - start
+engine.idle()
+phases = {}
+def timed(name, fn):
+    def call(*args, **kwargs):
+        began = clock()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            phases[name] = phases.get(name, 0.0) + clock() - began
+    return call
+run_rules = runner._run_rules
+def each_rule(ctx, active, path, debug):
+    return [e for rule in active for e in timed(rule.CODE, run_rules)(ctx, [rule], path, debug)]
+runner._reuse = timed("re-parse", runner._reuse)
+runner.Index = timed("index", runner.Index)
+runner._run_rules = each_rule
+samples = {}
+for version in range(2, 3 + edits):
+    phases.clear()
+    start = clock()
+    engine.lint(_edited(text, version), path, options, {})
+    phases["re-lint"] = clock() - start
+    engine.idle()
+    if version > 2:
+        for name, seconds in phases.items():
+            samples.setdefault(name, []).append(seconds)
+for name, values in samples.items():
+    out[name] = statistics.median(values)
+print(json.dumps(out))
+"""
+
+
+def breakdown(path: Path, root: Path, edits: int) -> dict[str, float]:
+    """Seconds of CPU per phase (see --breakdown), from a fresh process."""
+    done = subprocess.run(
+        [sys.executable, "-c", BREAKDOWN, str(path), str(root), str(edits), __file__],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def print_breakdown(phases: dict[str, float]) -> None:
+    ms = {name: seconds * 1000 for name, seconds in phases.items()}
+    starts = ("engine start", "first lint, file alone", "first lint, in its tree")
+    print("   worker CPU: " + "   ".join(f"{name} {ms.pop(name):.0f} ms" for name in starts))
+    total = ms.pop("re-lint")
+    parts = sorted(ms.items(), key=lambda item: -item[1])
+    rest = total - sum(ms.values())
+    shown = "   ".join(f"{name} {value:.1f}" for name, value in parts if value >= 0.5)
+    print(f"   worker CPU per re-lint {total:.1f} ms: {shown}   rest {rest:.1f} (ms)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -244,6 +327,9 @@ def main() -> None:
     parser.add_argument("--lines", type=int, nargs="+", default=[500, 300])
     parser.add_argument("--file", help="a script inside its repository (instead of --lines)")
     parser.add_argument("--edits", type=int, default=3, help="timed edits per round")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="also where the worker's time goes (CPU)"
+    )
     args = parser.parse_args()
     from distlint.lsp import DEBOUNCE_SECONDS
 
@@ -295,6 +381,8 @@ def main() -> None:
                     f"{'':4s}       ruff server: first diagnostics {ms(ruff_first):6.0f} ms   "
                     f"re-lint after an edit {ms(ruff_relint):5.1f} ms"
                 )
+            if args.breakdown:
+                print_breakdown(breakdown(path, root or path.parent, max(args.edits, 5)))
 
 
 if __name__ == "__main__":

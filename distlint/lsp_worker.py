@@ -420,7 +420,9 @@ class _Engine:
 
     def __init__(self) -> None:
         from distlint import api
+        from distlint._libcst_compat import plain_type_checks
 
+        plain_type_checks()  # a process of our own: LibCST's isinstance checks made plain
         self.api = api
         if not api.all_rules():
             where = os.path.dirname(os.path.abspath(api.__file__))

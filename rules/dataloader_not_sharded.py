@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.analysis.facts import Facts, Mode, Origin
-from distlint.analysis.loops import iterators_drawn_in, runs_backward_directly
+from distlint.analysis.loops import iterators_drawn_in
 from distlint.analysis.prepared import rebound_by_prepare_after
 from distlint.fixes import FixPlan
 from distlint.model import Applicability
@@ -195,7 +195,7 @@ class DataloaderNotSharded(Rule):
         accelerate = facts.mode is Mode.ACCELERATE
         reported: set[tuple[int, str]] = set()  # (function, loader)
         for loop in index.loops:
-            if not isinstance(loop, cst.For) or not runs_backward_directly(loop):
+            if not isinstance(loop, cst.For) or not facts.loops.runs_backward_directly(loop):
                 continue
             loader = _unwrap(facts, loop.iter)
             if not isinstance(loader, (cst.Name, cst.Attribute)):
@@ -227,7 +227,9 @@ class DataloaderNotSharded(Rule):
         taken again on StopIteration is the same hazard, reported once."""
         index, facts = ctx.index, ctx.facts
         for loop in index.loops:
-            if not isinstance(loop, (cst.For, cst.While)) or not runs_backward_directly(loop):
+            if not isinstance(loop, (cst.For, cst.While)) or not facts.loops.runs_backward_directly(
+                loop
+            ):
                 continue
             for site in sorted(iterators_drawn_in(facts, loop), key=index.order):
                 loader = _unwrap(facts, facts.iterator_of(site) or site)

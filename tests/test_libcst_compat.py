@@ -61,3 +61,50 @@ def test_only_the_adapter_imports_libcst_private_modules():
             if any(n.startswith("libcst.") and "._" in f".{n[7:]}" for n in names):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+# In a process of its own: the change is for the whole process (the lint worker's).
+PLAIN_CHECKS = """
+import abc, itertools, pathlib, sys
+import libcst as cst
+from distlint._libcst_compat import plain_type_checks
+
+classes = sorted({c for c in vars(cst).values() if isinstance(c, type) and issubclass(c, cst.CSTNode)}, key=repr)
+nodes = []
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.py"))[::3]:
+    module = cst.parse_module(path.read_text())
+    todo = [module]
+    while todo:
+        node = todo.pop()
+        nodes.append(node)
+        todo.extend(node.children)
+kinds = {type(n): n for n in nodes}
+def answers():
+    return [isinstance(n, c) for n in kinds.values() for c in classes] + [
+        issubclass(t, c) for t in kinds for c in classes] + [
+        isinstance(n, (c, d)) for n in kinds.values() for c, d in itertools.pairwise(classes)]
+before = answers()
+changed = plain_type_checks()
+assert all(type(c) is not abc.ABCMeta for c in classes), "a node class kept ABCMeta"
+class Mine(cst.Name):  # a subclass made afterwards
+    pass
+mine = Mine("x")
+assert isinstance(mine, cst.Name) and isinstance(mine, cst.BaseExpression)
+assert not isinstance(mine, cst.Attribute) and not isinstance(cst.Name("y"), Mine)
+assert answers() == before
+print(changed, len(kinds), len(classes))
+"""
+
+
+def test_plain_type_checks_give_every_answer_abcmeta_gave():
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN_CHECKS, str(ROOT / "fixtures" / "scripts")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    changed, kinds, classes = map(int, done.stdout.split())
+    assert changed > 300 and kinds > 80 and classes > 150

@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import Any, NamedTuple, Union
 
 import libcst as cst
 
 from distlint.analysis import knowledge as K
-from distlint.analysis.common import Provider, _names_batch_or_accumulation
+from distlint.analysis.common import (
+    _LOADER_SPELLINGS,
+    Provider,
+    _AnyOf,
+    _names_batch_or_accumulation,
+    _Spellings,
+)
 from distlint.analysis.index import Assignment, Index, string_value, target_key
 from distlint.analysis.records import BatchUse, Param
 
@@ -391,7 +397,10 @@ def _format_around(text: str, call: cst.Call, arg: cst.Arg) -> tuple[str, str] |
 
 
 def uses_of(index: Index, places: Sequence[Place]) -> Iterator[Use]:
+    may_be_at = _may_be_at(index, places)
     for node in index.nodes_of(cst.Name, cst.Attribute, cst.Subscript):
+        if not may_be_at(node):
+            continue
         parent = index.parent(node)
         if isinstance(parent, cst.Attribute) and parent.attr is node:
             continue
@@ -401,6 +410,48 @@ def uses_of(index: Index, places: Sequence[Place]) -> Iterator[Use]:
             continue
         if isinstance(node, cst.BaseExpression):
             yield extend_use(index, node)
+
+
+def _may_be_at(index: Index, places: Sequence[Place]) -> Callable[[cst.CSTNode], bool]:
+    """A quick test of what cannot be at one of ``places``, passed over before its bindings
+    are looked up: a name not called as a place's is, an attribute or a subscript not written
+    in a place's path."""
+    names = _place_names(index, places)
+    paths = [str(held) for kind, held in places if kind == "attr"]
+    subscripts = any("[" in path for path in paths)
+
+    def may_be_at(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Name):  # (an exact type: a fast test)
+            return names is None or node.value in names
+        if isinstance(node, cst.Attribute):
+            attr = "." + node.attr.value
+            return any(attr in path for path in paths)
+        return subscripts
+
+    return may_be_at
+
+
+def _place_names(index: Index, places: Sequence[Place]) -> set[str] | None:
+    """The identifiers a name must have to be at one of ``places``: a name's place holds the
+    ids of its bindings (or "free:<name>"), and a binding is listed under its own name in its
+    scope. None when a place holds a binding this module's scopes do not list."""
+    names: set[str] = set()
+    key_of: dict[int, str] | None = None
+    for kind, held in places:
+        if kind != "name":
+            continue
+        for item in held:
+            if isinstance(item, str):
+                names.add(item.removeprefix("free:"))
+                continue
+            if key_of is None:
+                key_of = {
+                    id(a): key for s in index.scopes for key, bs in s.bindings.items() for a in bs
+                }
+            if item not in key_of:
+                return None
+            names.add(key_of[item])
+    return names
 
 
 def is_target(index: Index, node: cst.CSTNode) -> bool:
@@ -454,6 +505,91 @@ def extend_use(index: Index, node: cst.BaseExpression) -> Use:
 # ------------------------------------------------------------------------------------------
 
 
+def _as_written(qualname: str) -> str:
+    """The dotted name a text reading ``qualname`` writes, up to the word that says what it is:
+    `torch.distributed.get_rank()` -> `torch.distributed.get_rank`, and a `.size()` by what
+    it is the size of (`torch.distributed.GroupMember.WORLD.size()`: `x.size()` is written
+    everywhere)."""
+    parts = qualname.replace("()", "").split(".")
+    while len(parts) > 2 and parts[-1] in ("size", "WORLD"):
+        parts.pop()
+    return ".".join(parts)
+
+
+# What a function's definition (followed into what it calls, across modules) must write for its
+# `BatchUse` to hold anything its callers read: a DataLoader it builds (`loader_params`,
+# `divides`: `loaders`, derived classes and imported ones are spelled by their base), a rank or
+# a process count its slices are taken with (`slices`, `slices_items_of`: what
+# `Loaders.is_sharded_by_rank` and `Processes.is_process_count` accept, names compared
+# lower-cased as they are there; an environment variable by its key, as every module reads
+# `os.environ`), or a batch or accumulation attribute it sets on what it returns (`shares`:
+# only those are read, by `shares_held`).
+_RANK_OR_COUNT = _Spellings.of(
+    frozenset(
+        _as_written(q)
+        for q in (
+            *K.RANK_VALUES,
+            *K.PROCESS_COUNT,
+            *K.DEVICE_COUNTS,
+            K.DEVICE_MESH,
+            *K.DATASET_SHARDERS,
+        )
+        if not q.endswith("]")
+    )
+)
+_ENVIRONMENT = frozenset(
+    {
+        *(
+            ("environ", q[:-1].rpartition("[")[2])
+            for q in K.RANK_VALUES | K.PROCESS_COUNT
+            if q.endswith("]")
+        ),
+        *((_as_written(r).rsplit(".", 1)[-1], K.ENV_WORLD_SIZE) for r in K.ENV_READERS),
+    }
+)
+
+
+def _may_slice(code: str) -> bool:
+    """A definition that may give per-rank slices (see `BatchFlow._slicing`): it yields (an
+    iterator), or returns a subscript of a name, or binds a name to one (`part = batch[...]`;
+    `return part`); a class only by yielding (from `__iter__`)."""
+    if "yield" in code:
+        return True
+    return _CLASS.match(code) is None and _SUBSCRIPT_OF_NAME.search(code) is not None
+
+
+_SUBSCRIPT_OF_NAME = re.compile(r"(?:\breturn[ \t(]+|=[ \t(]*)[A-Za-z_]\w*\s*\[")
+_CLASS = re.compile(r"\s*(?:@[^\n]*\n\s*)*class\b")
+
+
+def _may_share(code: str) -> bool:
+    """A definition that may set a batch or accumulation attribute to a share."""
+    return "/" in code and _BATCHY.search(code) is not None
+
+
+_BATCHY = re.compile(r"batch|accum", re.I)  # a superset of `_names_batch_or_accumulation`
+_BATCH_USE = _AnyOf(
+    (
+        _LOADER_SPELLINGS,
+        _Spellings(
+            _RANK_OR_COUNT.pairs | _ENVIRONMENT,
+            _RANK_OR_COUNT.words | {w for pair in _ENVIRONMENT for w in pair},
+            frozenset(
+                {
+                    *K.RANK_NAMES,
+                    *K.PROCESS_COUNT_NAMES,
+                    *(f"get_{n}" for n in K.PROCESS_COUNT_NAMES),
+                    *K.PROCESS_COUNT_ATTRIBUTES,
+                    *K.SHARD_METHODS,
+                }
+            ),
+            shape=_may_slice,
+        ),
+        _Spellings(frozenset(), frozenset(), shape=_may_share),
+    )
+)
+
+
 class BatchFlow(Provider):
     """Where the per-device batch goes through calls, and where a global batch is held
     constant by a helper: a loader builder that divides the batch it is given by the world
@@ -505,8 +641,7 @@ class BatchFlow(Provider):
         # through the loader builders of this module (`build_batch_data_loader(...)`)
         return any(
             callee is not None and callee is not fn and self._local_use(callee).divides
-            for call in index.calls
-            if index.is_inside(call, fn)
+            for call in index.calls_inside(fn)
             for callee in [index.local_function(call.func)]
         )
 
@@ -714,7 +849,8 @@ class BatchFlow(Provider):
         fn = index.local_function(func)
         if fn is not None:
             return self._local_use(fn)
-        summary = self.facts.summaries._external_summary(call)
+        # a helper of another module is parsed only when its text can spell what a BatchUse holds
+        summary = self.facts.summaries._external_summary(call, _BATCH_USE)
         return summary.batch if summary is not None else None
 
     def _local_use(self, fn: cst.CSTNode) -> BatchUse:

@@ -45,10 +45,15 @@ class _Spellings(NamedTuple):
     """How the dotted names of some callables can be written: (first, last) part of each name
     and of each alias of it (``CANONICAL_PREFIXES``). A module reaches one of the callables
     only through texts that write both parts (an import, an attribute of one, a re-export),
-    in itself or in the project modules it imports."""
+    in itself or in the project modules it imports. ``folded``: words that count on their own
+    whatever their case (`RANK`, `Rank`: what the analysis compares lower-cased); ``shape``:
+    the spellings matter only for a definition whose own code (strings blanked; not what it
+    calls) it accepts, such as a function that yields (no spellings: the shape decides)."""
 
     pairs: frozenset[tuple[str, str]]
     words: frozenset[str]
+    folded: frozenset[str] = frozenset()
+    shape: Callable[[str], bool] | None = None
 
     @classmethod
     def of(cls, names: frozenset[str]) -> _Spellings:
@@ -65,8 +70,28 @@ class _Spellings(NamedTuple):
         """Any one of ``words`` written (each is both parts of its own pair)."""
         return cls(frozenset((w, w) for w in words), frozenset(words))
 
+    def among(self, written: frozenset[str]) -> frozenset[str]:
+        """The words of ``written`` (identifiers of a text) that spell a part of a name."""
+        found = written & self.words
+        folded = self.folded
+        if not folded:
+            return found
+        alone = [w for w in written if w.lower() in folded]
+        return found.union(alone) if alone else found
+
     def written_in(self, words: frozenset[str]) -> bool:
-        return any(first in words and last in words for first, last in self.pairs)
+        if any(first in words and last in words for first, last in self.pairs):
+            return True
+        folded = self.folded
+        return bool(folded) and any(w.lower() in folded for w in words)
+
+
+class _AnyOf(NamedTuple):
+    """Needs met by any one of ``options`` (see ``Summaries._may_reach``); ``method``: what is
+    asked is that method of the class (its code, not the class's own shape, decides)."""
+
+    options: tuple[_Spellings, ...]
+    method: str | None = None
 
 
 # What makes a module hold an Accelerator (a state, a Fabric) or train data-parallel (`mode`),
@@ -86,6 +111,8 @@ _DISTRIBUTED = _Spellings.of(
 _SEEDERS = _Spellings.of(
     K.FULL_SEEDERS | K.TORCH_SEEDERS | K.PYTHON_SEEDERS | K.NUMPY_SEEDERS | K.XLA_SEEDERS
 )
+# What a module must write to make a DataLoader (see `Loaders`, `BatchFlow`).
+_LOADER_SPELLINGS = _Spellings.of(K.DATALOADERS)
 # What a module must write to build an optimizer (see `Optimizers._optimizer`): a library
 # optimizer's package, class or factory, a config instantiation, the optimizer base class, or an
 # `lr=` keyword (an optimizer recognised by its parameters and LR).

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
@@ -410,6 +410,8 @@ class Index:
         self._children_cache: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
         self._flow: Flow | None = None
         self._nodes_cache: dict[tuple[type, ...], list[cst.CSTNode]] = {}
+        self._node_types: set[type] | None = None  # the types of `_nodes` (nodes_of)
+        self._call_orders: list[int] | None = None  # the order of each call (calls_inside)
         self._owners: dict[str, int] | None = None
         self._binder_ids: dict[str, set[int]] | None = None
         self._calls_by_name: dict[str, list[cst.Call]] | None = (
@@ -741,6 +743,25 @@ class Index:
                 return False
             entry = get(id(parent))
         return False
+
+    def calls_inside(self, node: cst.CSTNode) -> list[cst.Call]:
+        """The calls of :attr:`calls` inside ``node`` (itself included), in source order. The
+        walk numbers a subtree's nodes one after another (``order``): they are the calls from
+        ``node``'s number to that of its last descendant, the last child's last child, ..."""
+        info = self._info
+        entry = info.get(id(node))
+        if entry is None:
+            return []
+        last = node
+        while True:
+            kids = child_list(last)
+            if not kids or id(kids[-1]) not in info:
+                break  # (a leaf, or a node whose children are not walked)
+            last = kids[-1]
+        if self._call_orders is None:
+            self._call_orders = [info[id(c)][2] for c in self.calls]
+        orders = self._call_orders
+        return self.calls[bisect_left(orders, entry[2]) : bisect_right(orders, info[id(last)][2])]
 
     # ---------------------------------------------------------------- name resolution
     def lookup(self, name: str, scope: Scope, before: int | None = None) -> list[Assignment]:
@@ -1146,11 +1167,11 @@ class Index:
         never re-walk the module)."""
         found = self._nodes_cache.get(types)
         if found is None:
-            # a type test per node, not an isinstance call against LibCST's abstract classes:
-            # which of the module's node types are of ``types`` is asked once per type
-            nodes = self._nodes
-            wanted = {tp for tp in set(map(type, nodes)) if issubclass(tp, types)}
-            found = self._nodes_cache[types] = [n for n in nodes if type(n) in wanted]
+            # a test of each node's exact type: isinstance on LibCST's classes (ABCs) is slow
+            if self._node_types is None:
+                self._node_types = set(map(type, self._nodes))
+            wanted = {tp for tp in self._node_types if issubclass(tp, types)}
+            found = self._nodes_cache[types] = [n for n in self._nodes if type(n) in wanted]
         return found
 
     def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:

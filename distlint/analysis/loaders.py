@@ -14,10 +14,10 @@ import libcst as cst
 
 from distlint.analysis import knowledge as K
 from distlint.analysis.common import (
+    _LOADER_SPELLINGS,
     Provider,
     _distributed_sampler,
     _last_name,
-    _Spellings,
     _whole_dataset_sampler,
 )
 from distlint.analysis.index import Op
@@ -28,8 +28,6 @@ from distlint.analysis.records import (
 
 if TYPE_CHECKING:
     from distlint.analysis.batch import BatchFlow
-
-_LOADER_SPELLINGS = _Spellings.of(K.DATALOADERS)
 
 
 class Loaders(Provider):

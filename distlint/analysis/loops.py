@@ -49,6 +49,25 @@ class Loops:
             if isinstance(c.func, cst.Attribute) and c.func.attr.value in K.BACKWARD_METHODS
         ]
 
+    @cached_property
+    def _running_backward(self) -> set[int]:
+        """The ids of the loops whose body holds a backward call (`loss.backward()`,
+        `accelerator.backward(loss)`) at any depth: found from those calls up, once, rather
+        than by a walk of every loop's body (a nested loop's walked again for each)."""
+        found: set[int] = set()
+        for call in self.backward_calls:
+            inner: cst.CSTNode = call
+            for outer in self.index.ancestors(call):
+                if isinstance(outer, (cst.For, cst.While)) and outer.body is inner:
+                    found.add(id(outer))
+                inner = outer
+        return found
+
+    def runs_backward_directly(self, loop: cst.For | cst.While) -> bool:
+        """The loop's body runs a backward pass itself, not through a helper of this module
+        (:meth:`trains` follows helpers)."""
+        return id(loop) in self._running_backward
+
     def _functions_calling(self, methods: frozenset[str]) -> set[cst.CSTNode]:
         """Functions of this module that call `<x>.<one of methods>(...)`, or call one that does."""
         memo: dict[frozenset[str], set[cst.CSTNode]] = self.__dict__.setdefault("_calling", {})
@@ -238,22 +257,24 @@ class Loops:
             return []
         if index.scope(fn).kind != "module":
             return []
-        params = fn.params
-        positional = [*params.posonly_params, *params.params]
-        position = positional.index(param) if param in positional else None
-        if param not in positional and param not in params.kwonly_params:
+        position = _position_of(fn, param)
+        if position is False:
             return []  # `*args` / `**kwargs`
         path = os.path.normpath(os.path.abspath(path))  # as imports resolve (linted as given)
         importers = getattr(project, "run_importers", None)  # a project of this run's files
         out: list[Origin] = []
-        callers: list[Facts] = self._this_run("_callers").setdefault(param, [])
+        # (paths, not their facts: a caller's parse may be let go between lints)
+        callers: list[str] = self._this_run("_callers").setdefault(param, [])
+        spells = getattr(project, "spells", None)
         for importer in importers(path) if importers is not None else ():
+            if spells is not None and not spells(importer, fn.name.value):
+                continue  # a call of the function spells its name (`passed_to`): none here
             other = facts._facts_of(importer, kept=True)
             if other is None:
                 continue
             passed = other.loops.passed_to(path, fn.name.value, position, param.name.value, hops)
-            if passed and other not in callers:
-                callers.append(other)
+            if passed and importer not in callers:
+                callers.append(importer)
             out += passed
         return out
 
@@ -278,8 +299,10 @@ class Loops:
         if len(bindings) != 1 or bindings[0].op != "param":
             return []
         self.loader_origins(expr)  # (records the callers)
-        found: dict[cst.CSTNode, list[Facts]] = self._this_run("_callers")
-        return list(found.get(bindings[0].node, ()))
+        found: dict[cst.CSTNode, list[str]] = self._this_run("_callers")
+        held = found.get(bindings[0].node, ())
+        callers = (self.facts._facts_of(path, kept=True) for path in held)
+        return [other for other in callers if other is not None]
 
     def passed_to(
         self, path: str, name: str, position: int | None, keyword: str, hops: int
@@ -346,21 +369,6 @@ def _argument(call: cst.Call, position: int | None, keyword: str) -> cst.BaseExp
     return None
 
 
-def runs_backward_directly(loop: cst.For | cst.While) -> bool:
-    """The loop body runs a backward pass itself (`loss.backward()`, `accelerator.backward(loss)`),
-    not through a helper (:meth:`Loops.trains` follows helpers)."""
-    for node in walk(loop.body):
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in K.BACKWARD_METHODS
-        ):
-            return True
-    return False
-
-
 def iterators_drawn_in(facts: Facts, loop: cst.For | cst.While) -> list[cst.Call]:
     """The `iter(...)` calls whose iterators `next(...)` draws from in the loop's body."""
     index = facts.index
@@ -387,3 +395,13 @@ def iterators_drawn_in(facts: Facts, loop: cst.For | cst.While) -> list[cst.Call
             v for v in values if isinstance(v, cst.Call) and facts.iterator_of(v) is not None
         )
     return out
+
+
+def _position_of(fn: cst.FunctionDef, param: cst.Param) -> int | None | bool:
+    """The position of parameter ``param`` of ``fn`` (None: keyword-only; False: `*args`
+    or `**kwargs`, which no argument is passed for by name or position)."""
+    params = fn.params
+    positional = [*params.posonly_params, *params.params]
+    if param in positional:
+        return positional.index(param)
+    return None if param in params.kwonly_params else False

@@ -43,6 +43,10 @@ _ASSIGNED = re.compile(r"(?<![=!<>])=(?!=)")
 _HEADER = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
 _FROM = re.compile(r"from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]*(.*)", re.S)
 _IMPORT = re.compile(r"import[ \t]+(.*)", re.S)
+_DEF_KEYWORD = re.compile(r"^[ \t]*(?:async[ \t]+)?def\b", re.M)
+# what ends or opens a part of a `def` signature: brackets, and at the top level of the
+# parameters the `:` of an annotation, the `=` of a default and the `,` between parameters
+_SIGNATURE_MARK = re.compile(r"[()\[\]{},:=]")
 _IN_FUNCTION_FIRST = frozenset("fig")  # first letters of `from`, `import`, `global`
 # what `_logical_lines` does not count in a line (brackets, backslashes and newlines stay)
 _NOT_MARK = re.compile(r"[^()\[\]{}\\\n]+")
@@ -64,6 +68,7 @@ class Outline:
     __slots__ = (
         "code",
         "fstrings",
+        "keys",
         "defs",
         "headers",
         "imports",
@@ -77,6 +82,9 @@ class Outline:
     def __init__(self, code: str) -> None:
         self.code = code  # the text, strings and comments blanked (same offsets)
         self.fstrings: list[tuple[int, int, str]] = []  # (start, end, text) of f-strings
+        # (start, word) of each plain string literal that is one identifier (`"RANK"`,
+        # `cfg["world_size"]`): a key, which code reads values by
+        self.keys: list[tuple[int, str]] = []
         # name -> spans (start, end) of the top-level (not nested) `def` / `class` of it, and
         # of its header (decorators, bases, defaults)
         self.defs: dict[str, list[tuple[int, int]]] = {}
@@ -116,14 +124,57 @@ class Outline:
             i += 1
         return out
 
+    def header_words(self, start: int, end: int) -> set[str]:
+        """The names a definition's header ``[start, end)`` gives the definition: a class's
+        bases, keywords and decorators; a function's decorators, default values and what its
+        header calls, not its annotations (a type says nothing of the values passed)."""
+        code = self.code
+        found = _DEF_KEYWORD.search(code, start, end)
+        if found is None:
+            return self.words(start, end)
+        out = self.words(start, found.start()) | self.called(found.end(), end)
+        opening = code.find("(", found.end(), end)
+        if opening < 0:
+            return out
+        depth, kept, annotated = 0, opening + 1, False
+        for mark in _SIGNATURE_MARK.finditer(code, opening, end):
+            char = mark.group()
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+                if depth == 0:  # the parameters end; what follows is `-> annotation:`
+                    if not annotated:
+                        out |= self.words(kept, mark.start())
+                    break
+            elif depth != 1:
+                continue
+            elif char == ":" and not annotated:
+                out |= self.words(kept, mark.start())
+                annotated = True
+            elif char in ",=" and annotated:
+                annotated, kept = False, mark.end()
+        return out
+
+    def keys_in(self, start: int, end: int) -> set[str]:
+        """The identifiers written as whole string literals in ``[start, end)``."""
+        keys = self.keys  # in text order
+        i = bisect_right(keys, (start,))
+        out = set()
+        while i < len(keys) and keys[i][0] < end:
+            out.add(keys[i][1])
+            i += 1
+        return out
+
 
 def outline(text: str) -> Outline | None:
     """The outline of ``text``; None when it cannot be read with confidence."""
-    code, fstrings = _blanked(text)
+    code, fstrings, keys = _blanked(text)
     if '"' in code or "'" in code:
         return None  # a quote left over: an unterminated string (or a syntax error)
     out = Outline(code)
     out.fstrings = fstrings
+    out.keys = keys
     if not _read_blocks(out):
         return None
     for i, (start, end) in enumerate(out.module_lines):
@@ -132,14 +183,18 @@ def outline(text: str) -> Outline | None:
     return out
 
 
-def _blanked(text: str) -> tuple[str, list[tuple[int, int, str]]]:
-    """``text`` with its strings and comments blanked (newlines kept), and its f-strings.
+def _blanked(
+    text: str,
+) -> tuple[str, list[tuple[int, int, str]], list[tuple[int, str]]]:
+    """``text`` with its strings and comments blanked (newlines kept), its f-strings, and the
+    plain strings that are one identifier (see ``Outline.keys``).
 
     What ``_BLANKED.sub`` would do, faster: that pattern may start with a string prefix, so
     the regex engine tries it at every character; a match starts at a quote or ``#``, or at
     most two prefix letters before a quote, so only those places are tried."""
     out: list[str] = []
     fstrings: list[tuple[int, int, str]] = []
+    keys: list[tuple[int, str]] = []
     search, match = _QUOTE_OR_HASH.search, _BLANKED.match
     pos = last = 0
     while True:
@@ -157,8 +212,11 @@ def _blanked(text: str) -> tuple[str, list[tuple[int, int, str]]]:
             pos = q + 1
             continue
         s = m.group()
-        if "f" in (m.group("prefix") or "").lower():
+        prefix = m.group("prefix")
+        if prefix and "f" in prefix.lower():
             fstrings.append((m.start(), m.end(), s))
+        elif s[0] != "#" and len(s) < 48 and s[len(prefix or "") + 1 : -1].isidentifier():
+            keys.append((m.start(), s[len(prefix or "") + 1 : -1]))
         out.append(text[last : m.start()])
         if "\n" in s:
             out.append("\n".join(" " * len(part) for part in s.split("\n")))
@@ -166,7 +224,7 @@ def _blanked(text: str) -> tuple[str, list[tuple[int, int, str]]]:
             out.append(" " * len(s))
         last = pos = m.end()
     out.append(text[last:])
-    return "".join(out), fstrings
+    return "".join(out), fstrings, keys
 
 
 def _read_blocks(out: Outline) -> bool:

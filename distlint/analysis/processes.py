@@ -137,7 +137,7 @@ class Processes(Provider):
         calls deep; an object nothing resolves that is used as an Accelerator
         (`.prepare(...)` and `.backward(loss)`); a model that is used as a DDP model
         (`model.no_sync()`, or `model.module` in a run that uses torch.distributed)."""
-        if self.project is not None and self.imports_may_reach(_PROCESS_GROUP):
+        if self.project is not None and self._group_started_elsewhere:
             for call in self.index.calls:
                 found = self.facts.summaries._external_summary(call, _PROCESS_GROUP)
                 if found is not None and Made.PROCESS_GROUP in found.makes:
@@ -219,8 +219,15 @@ class Processes(Provider):
     @cached_property
     def _group_started_elsewhere(self) -> bool:
         """A call of this module into the project may start the process group: a module its
-        imports reach writes one of the calls that start it (a line scan; nothing parsed)."""
-        return self.project is not None and self.imports_may_reach(_PROCESS_GROUP)
+        imports reach writes one of the calls that start it (a line scan; nothing parsed). A
+        project that reads one name's text checks each call by itself instead (`_may_reach`):
+        the search of the whole import closure (every module of diffusers' `src` for one of
+        its scripts) would cost more than the calls it could spare."""
+        if self.project is None:
+            return False
+        if getattr(self.project, "name_may_write", None) is not None:
+            return True
+        return self.imports_may_reach(_PROCESS_GROUP)
 
     @cached_property
     def _calls_within(self) -> dict[cst.CSTNode, list[cst.Call]]:
@@ -334,7 +341,7 @@ class Processes(Provider):
     def _trains_inside(self, node: cst.CSTNode) -> Mode | None:
         """The mode ``node`` (a function or class of this module) trains in by itself."""
         index = self.index
-        inside = [c for c in index.calls if index.is_inside(c, node)]
+        inside = index.calls_inside(node)
         quals = {index.qualname(c.func) for c in inside}
         if quals & (K.DDP_WRAPPERS | {"deepspeed.initialize"}):
             return Mode.DDP

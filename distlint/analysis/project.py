@@ -40,8 +40,15 @@ MAX_CONFIG_BYTES = 2_000_000
 # Parsed modules (trees, indexes and their Facts) of other files are kept between lints while
 # they were used recently, up to this much source text together; one asked for again after it
 # was let go is parsed again. A whole-tree run then holds what the last lints used, not every
-# module it ever followed (a LibCST tree with its index costs ~50x its text).
-KEEP_PARSED_CHARS = 1_500_000
+# module it ever followed (a LibCST tree with its index and facts costs ~65 bytes a character).
+# Measured on diffusers' tree (1,329 files, -j1): 1.5M characters kept 312 MB at the peak with
+# 117 modules parsed, 750k 255 MB with 141 (no CPU difference within the noise).
+KEEP_PARSED_CHARS = 750_000
+# The bytes of module files read from disk are kept while used recently, up to this much
+# together; beyond it the least recently used go (their digest stays) and are read again when
+# asked (the same bytes, or the file changed: what was learnt of it is forgotten). A whole-tree
+# run reads every file of the run for its import lines (37 MB for diffusers' tree).
+KEEP_BYTES = 8_000_000
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
@@ -164,18 +171,26 @@ class Project:
         for p, text in (overlay or {}).items():
             self.set_overlay(p, text)
         self._data: dict[str, bytes | None] = {}  # path -> bytes read (None: unreadable)
+        # module files read from disk whose bytes are in `_data`, least recently used first ->
+        # their size; and those whose bytes were let go (see KEEP_BYTES)
+        self._held: dict[str, int] = {}
+        self._held_bytes = 0
+        self._away: set[str] = set()
+        self.reread_count = 0  # bytes read again after they were let go (benchmarks, tests)
         self._stats: dict[str, tuple[int, int]] = {}  # path -> (mtime_ns, size) when read
         self._modules: dict[str, ModuleInfo | None] = {}
         # paths of parsed modules in `_modules`, least recently used first -> their text's length
         self._kept: dict[str, int] = {}
         self._kept_chars = 0
-        self._let_go_chars = 0  # text of modules let go since the last collection
         self._configs: dict[str, Any] = {}
         self._parsed: dict[str, tuple[Any, Any]] = {}  # digest -> (module, index)
         self._error_keys: set[tuple[str, str]] = set()
         self._isfile: dict[str, bool] = {}
         self._isdir: dict[str, bool] = {}
         self._found: dict[tuple[str, str], str | None] = {}  # (folder, module) -> `_find`
+        # folder -> (the run it was listed in, `_entries`): listed again in a later run (a
+        # long-lived process: a path first asked then sees a file created since)
+        self._folder_entries: dict[str, tuple[int, dict[str, str] | None]] = {}
         # (importer, module, level) and ("from", importer, module, name, level) -> path, by the
         # importer as given (when absolute); ("in" / "from-in", its folder, ...) -> path
         self._resolved: dict[tuple[str, ...] | tuple[str, str, int], str | None] = {}
@@ -189,10 +204,10 @@ class Project:
         self._closures: dict[str, _Search] = {}
         # path -> its text outline (None: not readable with confidence; see `name_may_write`)
         self._outlines: dict[str, Outline | None] = {}
-        self._may_write: dict[tuple[frozenset[tuple[str, str]], str, str], bool] = {}
+        self._may_write: dict[tuple[Any, str, str], bool] = {}
         # (spellings, (path, name)) -> True (reaches a definition writing one by itself) or the
         # words of the spellings it reaches (a superset), from earlier searches
-        self._reach: dict[tuple[frozenset[tuple[str, str]], tuple[str, str]], Any] = {}
+        self._reach: dict[tuple[Any, tuple[str, str]], Any] = {}
         # (path, name) -> (words its definition writes, the (path, name) pairs they may mean)
         self._uses: dict[tuple[str, str], tuple[frozenset[str], tuple[tuple[str, str], ...]]] = {}
         self.parse_count = 0  # modules parsed by this project (benchmarks, tests)
@@ -285,10 +300,13 @@ class Project:
         the file is known to have existed (an open buffer's)."""
         full = normalise(path)
         existed = existed or self._isfile.get(full) is True or self._data.get(full) is not None
+        existed = existed or full in self._away
         old = self._digest_of(full) if self._parsed else None
         if old is not None and sum(d == old for d in self._digests.values()) == 1:
             self._parsed.pop(old, None)  # an editor's every keystroke must not stay parsed
         self._data.pop(full, None)
+        self._held_bytes -= self._held.pop(full, 0)
+        self._away.discard(full)
         self._stats.pop(full, None)
         self._modules.pop(full, None)
         self._kept_chars -= self._kept.pop(full, 0)
@@ -296,25 +314,9 @@ class Project:
         self._isfile.pop(full, None)
         self._digests.pop(full, None)
         if existed and self.is_file(full):
-            self._scans.pop(full, None)
-            self._scan_deps.pop(full, None)
-            self._words = {k: v for k, v in self._words.items() if k[1] != full}
-            self._closures = {k: v for k, v in self._closures.items() if full not in v.seen}
-            self._uses = {k: v for k, v in self._uses.items() if k[0] != full}
-            self._uses_deps = {k: v for k, v in self._uses_deps.items() if k[0] != full}
-            self._forget_analysis(full)
+            self._forget_text(full)
         else:  # a file that appeared or went: an import may now resolve elsewhere
-            self._found.clear()
-            self._resolved.clear()
-            self._scans.clear()
-            self._words.clear()
-            self._closures.clear()
-            self._uses.clear()
-            self.memo.clear()
-            for recorded in (self._found_deps, self._resolved_deps, self._scan_deps):
-                recorded.clear()
-            self._uses_deps.clear()
-            self._listings.clear()
+            self._forget_resolutions()
         self._importers = None
         self.run_number += 1  # what the run's files pass a helper's functions is asked again
         self._outlines.pop(full, None)
@@ -325,6 +327,30 @@ class Project:
         self._checked.clear()
         self._error_keys = {k for k in self._error_keys if k[0] != full}
         self.errors = [e for e in self.errors if e.path != full]
+
+    def _forget_text(self, full: str) -> None:
+        """`refresh` of a file that existed and still does: what its text decided goes."""
+        self._scans.pop(full, None)
+        self._scan_deps.pop(full, None)
+        self._words = {k: v for k, v in self._words.items() if k[1] != full}
+        self._closures = {k: v for k, v in self._closures.items() if full not in v.seen}
+        self._uses = {k: v for k, v in self._uses.items() if k[0] != full}
+        self._uses_deps = {k: v for k, v in self._uses_deps.items() if k[0] != full}
+        self._forget_analysis(full)
+
+    def _forget_resolutions(self) -> None:
+        """`refresh` of a file that appeared or went: every resolution and what followed it."""
+        self._found.clear()
+        self._resolved.clear()
+        self._scans.clear()
+        self._words.clear()
+        self._closures.clear()
+        self._uses.clear()
+        self.memo.clear()
+        for recorded in (self._found_deps, self._resolved_deps, self._scan_deps):
+            recorded.clear()
+        self._uses_deps.clear()
+        self._listings.clear()
 
     def _forget_analysis(self, full: str) -> None:
         """Drop the memoised analysis (``memo``) that depends on module ``full``: the answers
@@ -370,14 +396,21 @@ class Project:
         return found
 
     def read_bytes(self, path: str, limit: int | None = None) -> bytes | None:
-        """The bytes of a project file, read once; None (and one recorded error) when the file
-        is unreadable or over ``limit`` bytes."""
+        """The bytes of a project file, read once (a module's read again when they were let
+        go: see KEEP_BYTES); None (and one recorded error) when the file is unreadable or over
+        ``limit`` bytes."""
         full = normalise(path)
+        data: bytes | None
         if full in self._data:
-            return self._data[full]
+            data = self._data[full]
+            if full in self._held:  # used now: the last to be let go
+                self._held[full] = self._held.pop(full)
+            return data
+        if full in self._away:
+            return self._read_again(full)
+        held = limit is None and full not in self._overlay and self._memory is None
         if limit is None:
             limit = MAX_MODULE_BYTES
-        data: bytes | None
         if full in self._overlay:
             data = self._overlay[full]
         elif self._memory is not None:
@@ -385,22 +418,68 @@ class Project:
             if data is None:
                 self._error(full, "no such file")
         else:
-            data = None
-            try:
-                st = os.stat(full)
-                self._stats[full] = (st.st_mtime_ns, st.st_size)
-                size = st.st_size
-                if size > limit:
-                    self._error(full, f"{size} bytes, over the {limit}-byte limit: not analysed")
-                else:
-                    data = read_regular(full, limit)  # never a FIFO, a device: one line
-            except OSError as exc:
-                self._error(full, f"cannot read: {exc.strerror or exc}")
+            data = self._read_now(full, limit)
         if data is not None and len(data) > limit:
             self._error(full, f"{len(data)} bytes, over the {limit}-byte limit: not analysed")
             data = None
         self._data[full] = data  # its digest is computed when asked (_digest_of)
+        if held and data:
+            self._hold(full, data)
         return data
+
+    def _read_now(self, full: str, limit: int) -> bytes | None:
+        """The bytes of file ``full`` on disk now (its size and time recorded: see `_stale`);
+        None, with the error recorded, when unreadable or over ``limit`` bytes."""
+        try:
+            st = os.stat(full)
+            self._stats[full] = (st.st_mtime_ns, st.st_size)
+            size = st.st_size
+            if size > limit:
+                self._error(full, f"{size} bytes, over the {limit}-byte limit: not analysed")
+                return None
+            return read_regular(full, limit)  # never a FIFO, a device: one line
+        except OSError as exc:
+            self._error(full, f"cannot read: {exc.strerror or exc}")
+        return None
+
+    def _hold(self, full: str, data: bytes) -> None:
+        """Keep the bytes of module ``full`` (read from disk), letting the least recently used
+        go beyond KEEP_BYTES: their digest is kept, the bytes read again when asked."""
+        self._held[full] = len(data)
+        self._held_bytes += len(data)
+        while self._held_bytes > KEEP_BYTES and len(self._held) > 1:
+            old = next(iter(self._held))
+            self._digest_of(old)  # (what it was: checked when read again)
+            self._held_bytes -= self._held.pop(old)
+            del self._data[old]
+            self._away.add(old)
+
+    def _read_again(self, full: str) -> bytes | None:
+        """The bytes of module ``full``, let go after they were read: read again, and when the
+        file changed since (its digest differs), forgotten as `_stale` does first."""
+        known = self._digests.get(full)
+        self._away.discard(full)
+        data = self._read_now(full, MAX_MODULE_BYTES)
+        self.reread_count += 1
+        if data is None or known is None or _digest(data) != known:
+            stats = self._stats.get(full)
+            self.refresh(full)
+            if stats is not None:
+                self._stats[full] = stats
+        self._data[full] = data
+        if data:
+            self._hold(full, data)
+        return data
+
+    def spells(self, path: str, word: str) -> bool:
+        """Module ``path``'s text writes ``word`` (as its text decodes), read without parsing
+        it: a question that only text spelling ``word`` can answer need not parse the module.
+        The text is a dependency of the lint asking, as a parse of it would be."""
+        full = normalise(path)
+        self._touch(full)
+        if full in self._data or full in self._away:
+            self._stale(full)  # changed on disk since it was read: read again
+        return bool(_spelled(frozenset((word,)), self.read_bytes(full)))
 
     def _stale(self, full: str) -> bool:
         """The file changed on disk since it was read (a long-lived process: the language
@@ -465,7 +544,7 @@ class Project:
         if full in self._modules and not self._stale(full):
             info = self._modules[full]
         else:
-            if full in self._data:
+            if full in self._data or full in self._away:
                 self._stale(full)  # its bytes were read before (an import scan): still them?
             info = self._modules[full] = self._load_module(full)
         if info is not None:
@@ -482,33 +561,42 @@ class Project:
     def _let_go(self, budget: int) -> None:
         """Between lints: forget the parses of the least recently used modules beyond
         ``budget`` characters of their text (their trees, indexes and Facts; what was learnt
-        of them as plain data stays)."""
-        gone: set[int] = set()
-        freed = 0
+        of them as plain data stays).
+
+        A module's Facts and index point at each other (and its scopes at their bindings):
+        their cycles are broken here (``release``), so reference counting frees the parse at
+        once, with no walk of everything alive by the cyclic collector (the lints keep it
+        paused). Nothing outside the project holds them between lints: a lint's analysis
+        keeps other modules' facts only while it runs (callers are kept as paths)."""
+        gone: dict[int, Any] = {}  # id(index) -> index, of parses no module holds now
+        let_go: set[tuple[str, int]] = set()  # (path, id(index)) of the modules let go
         while self._kept_chars > budget and self._kept:
             full = next(iter(self._kept))
             self._kept_chars -= self._kept.pop(full)
             info = self._modules.pop(full, None)
             if info is None:
                 continue
+            let_go.add((full, id(info.index)))
             if not any(i is not None and i.digest == info.digest for i in self._modules.values()):
-                self._parsed.pop(info.digest, None)
-            gone.add(id(info.index))
-            freed += len(info.text)
-        if gone:
-            for key in [
-                k for k in self.memo if type(k) is tuple and k[0] == "facts" and k[-1] in gone
-            ]:
-                del self.memo[key]
-            # a module's Facts and index point at each other: what was let go dies in a full
-            # collection (the lints keep the collector paused), run once a quarter of the
-            # budget was let go (a tree with its index is ~50x its text)
-            self._let_go_chars += freed
-            if self._let_go_chars > budget // 4:
-                import gc
+                if self._parsed.pop(info.digest, None) is not None:
+                    gone[id(info.index)] = info.index
+        if let_go:
+            self._release(let_go, gone)
 
-                self._let_go_chars = 0
-                gc.collect()
+    def _release(self, let_go: set[tuple[str, int]], gone: dict[int, Any]) -> None:
+        """`_let_go`'s end: the Facts of the modules let go and the answers about nodes of
+        the trees let go leave the memo, and their cycles are broken."""
+        facts = []
+        for key in [k for k in self.memo if type(k) is tuple and k[0] in _BY_INDEX]:
+            if key[0] == "facts":
+                if (key[1], key[2]) in let_go:
+                    facts.append(self.memo.pop(key))
+            elif key[-2] in gone:  # answers about nodes of a tree let go: never asked again
+                del self.memo[key]
+        for held in facts:
+            held.release()
+        for index in gone.values():
+            index.release()
 
     def add_module(
         self, path: str, data: bytes, module: Any = None, index: Any = None
@@ -520,8 +608,10 @@ class Project:
         known = self._modules.get(full)
         if known is not None and known.digest == digest:
             return known
-        if full in self._data and self._digest_of(full) != digest:
+        if (full in self._data or full in self._away) and self._digest_of(full) != digest:
             self.refresh(full)  # the linted text differs from what was read before
+        self._held_bytes -= self._held.pop(full, 0)  # (held here whatever its source)
+        self._away.discard(full)
         self._data[full] = data
         self._digests[full] = digest
         if self._memory is None and full not in self._overlay:
@@ -690,7 +780,7 @@ class Project:
                 search.scanned = i + 1
             own = self._words.get((vocabulary, full))
             if own is None:
-                own = self._words[(vocabulary, full)] = _spelled(vocabulary, self._data.get(full))
+                own = self._words[(vocabulary, full)] = _spelled(vocabulary, self.read_bytes(full))
             if own:
                 words |= own
                 if enough is not None and enough(frozenset(words)):
@@ -724,17 +814,19 @@ class Project:
     def _import_targets(
         self, importer: str, module: str, names: list[str], level: int
     ) -> Iterator[str]:
+        """(``importer`` normalised: its folder is asked directly.)"""
+        here = os.path.dirname(importer)
         if not names:  # `import a.b`
-            hit = self.resolve_import(importer, module, 0)
+            hit = self._import_in(here, module, 0)
             if hit is not None:
                 yield hit
             return
         # `from pkg import x` / `from . import x`: the package (x may be defined there) ...
-        hit = self.resolve_import(importer, module, level) if module or level else None
+        hit = self._import_in(here, module, level) if module or level else None
         if hit is not None:
             yield hit
         for name in names:  # `from pkg import mod`: a submodule file
-            sub = self.resolve_from_import(importer, module, name, level)
+            sub = self._from_import_in(here, module, name, level)
             if sub is not None:
                 yield sub
 
@@ -747,7 +839,7 @@ class Project:
         no summary of ``name`` can hold what the spellings name, so the module need not be
         parsed for it; a text the outline cannot read answers True (parse it)."""
         full = normalise(path)
-        key = (spellings.pairs, full, name)
+        key = (spellings, full, name)
         found = self._may_write.get(key)
         if found is None:
             frame = self._record()
@@ -770,7 +862,7 @@ class Project:
         linear): a name that reaches a definition writing a whole spelling by itself answers
         yes, and so does every name on the way to it; a search that ends in no leaves, for
         each name it visited, the words it found (a superset of what that name reaches)."""
-        pairs, wanted = spellings.pairs, spellings.words
+        pairs = spellings
         known = self._reach
         words: set[str] = set()
         via: dict[tuple[str, str], tuple[str, str] | None] = {}
@@ -791,7 +883,7 @@ class Project:
                 if uses is None:
                     return True  # a text the outline cannot read: ask the parse
                 written, following = uses
-                found = written & wanted
+                found = spellings.among(written)
                 if found and spellings.written_in(found):
                     found = True
                 todo += [(f, item) for f in following]
@@ -842,15 +934,25 @@ class Project:
         """What the name ``ident`` of module ``path`` is written with, and the (module, name)
         pairs those words may stand for."""
         texts = list(info.defs.get(ident, ()))
+        headers = info.headers.get(ident, ())
         texts += [info.module_lines[i] for i in info.by_ident.get(ident, ())]
         used: set[str] = {ident}
         called: set[str] = {ident}
+        keys: set[str] = set()
+        for begin, end in headers:
+            # a base class, a decorator, a default; not an annotation: a type names no value
+            # (`optimizer: Optimizer` makes no optimizer, `unet: UNet2DConditionModel` leads
+            # to no model's module)
+            header = info.header_words(begin, end)
+            used |= header
+            called |= header
+        starts = {begin: end for begin, end in headers}
         for begin, end in texts:
-            used |= info.words(begin, end)
-            called |= info.called(begin, end)
-        for begin, end in info.headers.get(ident, ()):
-            called |= info.words(begin, end)  # a base class, a decorator
-        words = set(used)
+            body = starts.get(begin, begin)  # (a definition's text after its header)
+            used |= info.words(body, end)
+            called |= info.called(body, end)
+            keys |= info.keys_in(begin, end)  # `os.environ["RANK"]`: written, names nothing
+        words = used | keys
         # the module's own definitions and variables it names (a value may flow from them)
         out = [
             (path, w)
@@ -890,6 +992,30 @@ class Project:
             out += [(sub, a) for a in info.attributes(bound)]
         return out
 
+    def own_code(self, path: str, name: str) -> str | None:
+        """The code of the top-level definitions of ``name`` in module ``path`` (strings
+        blanked), a re-export followed to the module defining it; None when the outline cannot
+        say (an unreadable text, a name bound some other way, a star import)."""
+        full = normalise(path)
+        seen: set[tuple[str, str]] = set()
+        while (full, name) not in seen and len(seen) < 8:
+            seen.add((full, name))
+            info = self._outline(full)
+            if info is None or name in info.by_ident:
+                return None
+            spans = info.defs.get(name)
+            if spans:
+                return "".join(info.code[begin:end] for begin, end in spans)
+            imports = info.imports.get(name, ())
+            imp = imports[0] if len(imports) == 1 else None
+            if imp is None or imp.name is None:
+                return None
+            target = self.resolve_import(full, imp.module, imp.level)
+            if target is None:
+                return None
+            full, name = target, imp.name
+        return None
+
     def defines_only_functions(self, path: str, name: str) -> bool:
         """Module ``path``'s text defines ``name`` at top level, only with `def` (not a class,
         nor bound any other way): read from its outline, nothing parsed."""
@@ -920,26 +1046,29 @@ class Project:
             return self._resolved[given]
         # what an import means depends on the importer's folder only: its sibling files share
         here = os.path.dirname(normalise(importer))
-        key = ("in", here, module, str(level))
-        if key in self._resolved:
-            found = self._resolved[key]
-            deps = self._resolved_deps.get(key)
-            self._replay(deps)
-        else:
-            found = None
-            frame = self._record()
-            try:
-                for base in self._bases(here, level):
-                    hit = self._find(base, module)
-                    if hit is not None:
-                        found = hit if hit.endswith(".py") else None
-                        break
-            finally:
-                deps = self._resolved_deps[key] = self._recorded(frame)
-            self._resolved[key] = found
-        self._resolved[given] = found
+        found = self._resolved[given] = self._import_in(here, module, level)
+        deps = self._resolved_deps.get(("in", here, module, str(level)))
         if deps:
             self._resolved_deps[given] = deps
+        return found
+
+    def _import_in(self, here: str, module: str, level: int) -> str | None:
+        """`resolve_import` for an importer in folder ``here`` (normalised)."""
+        key = ("in", here, module, str(level))
+        if key in self._resolved:
+            self._replay(self._resolved_deps.get(key))
+            return self._resolved[key]
+        found = None
+        frame = self._record()
+        try:
+            for base in self._bases(here, level):
+                hit = self._find(base, module)
+                if hit is not None:
+                    found = hit if hit.endswith(".py") else None
+                    break
+        finally:
+            self._resolved_deps[key] = self._recorded(frame)
+        self._resolved[key] = found
         return found
 
     def resolve_from_import(
@@ -951,20 +1080,23 @@ class Project:
             self._replay(self._resolved_deps.get(given))
             return self._resolved[given]
         here = os.path.dirname(normalise(importer))
+        found = self._resolved[given] = self._from_import_in(here, module, name, level)
+        deps = self._resolved_deps.get(("from-in", here, module, name, str(level)))
+        if deps:  # (forgotten with the rest when a file changes)
+            self._resolved_deps[given] = deps
+        return found
+
+    def _from_import_in(self, here: str, module: str, name: str, level: int) -> str | None:
+        """`resolve_from_import` for an importer in folder ``here`` (normalised)."""
         key = ("from-in", here, module, name, str(level))
         if key in self._resolved:
-            found = self._resolved[key]
-            deps = self._resolved_deps.get(key)
-            self._replay(deps)
-        else:
-            frame = self._record()
-            try:
-                found = self._resolved[key] = self._from_import(here, module, name, level)
-            finally:
-                deps = self._resolved_deps[key] = self._recorded(frame)
-        self._resolved[given] = found  # (forgotten with the rest when a file changes)
-        if deps:
-            self._resolved_deps[given] = deps
+            self._replay(self._resolved_deps.get(key))
+            return self._resolved[key]
+        frame = self._record()
+        try:
+            found = self._resolved[key] = self._from_import(here, module, name, level)
+        finally:
+            self._resolved_deps[key] = self._recorded(frame)
         return found
 
     def _from_import(self, here: str, module: str, name: str, level: int) -> str | None:
@@ -1050,11 +1182,11 @@ class Project:
         touch = self._touch
         if not module:
             init = os.path.join(base, "__init__.py")
-            if self.is_file(init):
+            if self._listed_file(init):
                 touch((base, "__init__.py", "1"))
                 return init
             touch((base, "__init__.py", "0"))
-            here = self.is_dir(base)
+            here = self._listed_dir(base)
             touch((os.path.dirname(base), os.path.basename(base) + "/", "1" if here else "0"))
             return base if here else None
         parts = module.split(".")
@@ -1063,20 +1195,20 @@ class Project:
         folder = base
         for part in parts[:-1]:  # nothing is found below a folder that is not there
             above, folder = folder, os.path.join(folder, part)
-            if not self.is_dir(folder):
+            if not self._listed_dir(folder):
                 touch((above, part + "/", "0"))
                 return None
         name = parts[-1]
         target = os.path.join(folder, name)
-        package = self.is_dir(target)
+        package = self._listed_dir(target)
         touch((folder, name + "/", "1" if package else "0"))
         if package:
             init = os.path.join(target, "__init__.py")
-            if self.is_file(init):
+            if self._listed_file(init):
                 touch((target, "__init__.py", "1"))
                 return init
             touch((target, "__init__.py", "0"))
-        if self.is_file(target + ".py"):
+        if self._listed_file(target + ".py"):
             touch((folder, name + ".py", "1"))
             return target + ".py"
         touch((folder, name + ".py", "0"))
@@ -1086,18 +1218,71 @@ class Project:
                 return target  # a namespace package (PEP 420)
         return None
 
+    def _listed_file(self, path: str) -> bool:
+        """`is_file`, answered from the listing of the file's folder (see `_entries`)."""
+        kind = self._entry(path)
+        return self.is_file(path) if kind == _LINK else kind == _FILE
+
+    def _listed_dir(self, path: str) -> bool:
+        """`is_dir`, answered from the listing of the folder's parent (see `_entries`)."""
+        kind = self._entry(path)
+        return self.is_dir(path) if kind == _LINK else kind == _DIR
+
+    def _entry(self, path: str) -> str | None:
+        """What ``path`` is by its folder's listing: _FILE (anything not a folder, as
+        `is_file` counts), _DIR, _LINK (a symbolic link: stat'ed as before), None (absent);
+        _LINK too where no listing is used (files in memory, an editor's buffers)."""
+        if self._memory is not None or path in self._overlay:
+            return _LINK
+        return self._kind_in(os.path.dirname(path), os.path.basename(path))
+
+    def _kind_in(self, folder: str, name: str) -> str | None:
+        """What entry ``name`` of ``folder`` is by the folder's listing (see `_entry`)."""
+        entries = self._entries(folder)
+        if entries is None:
+            return None
+        return entries.get(name) if entries is not _UNLISTED else _LINK
+
+    def _entries(self, folder: str) -> dict[str, str] | None:
+        """The entries of ``folder`` (name -> kind), listed once, not stat'ed one candidate at
+        a time: resolving the imports of a script in a large package asks each folder for
+        dozens of names (`x/__init__.py`, `x.py`, `x/` for each). None: not a folder;
+        _UNLISTED: a folder that cannot be listed (its entries are stat'ed one by one). A file
+        that appears or goes is told by `refresh`, which lists its folder again; each run
+        lists a folder again the first time it asks it (what was resolved stays resolved)."""
+        known = self._folder_entries.get(folder)
+        if known is not None and known[0] == self.run_number:
+            return known[1]
+        found: dict[str, str] | None = {}
+        try:
+            with os.scandir(folder) as listing:
+                for e in listing:
+                    if e.is_symlink():
+                        found[e.name] = _LINK  # type: ignore[index]
+                    else:
+                        found[e.name] = _DIR if e.is_dir() else _FILE  # type: ignore[index]
+        except (FileNotFoundError, NotADirectoryError, ValueError):
+            found = None
+        except OSError:  # (a folder one may enter but not read)
+            found = _UNLISTED
+        self._folder_entries[folder] = (self.run_number, found)
+        return found
+
     def _has_python(self, folder: str) -> bool:
         if self._memory is not None:
             prefix = folder + os.sep
             return any(p.startswith(prefix) and p.endswith(".py") for p in self._memory)
-        try:
-            with os.scandir(folder) as entries:
-                return any(
-                    e.name.endswith(".py") or (e.is_dir() and not e.name.startswith("."))
-                    for e in entries
-                )
-        except OSError:
-            return False
+        entries = self._entries(folder)
+        if entries is None or entries is _UNLISTED:
+            return False  # (as a folder that cannot be listed always answered)
+        return any(
+            name.endswith(".py")
+            or (
+                not name.startswith(".")
+                and (kind == _DIR or kind == _LINK and self.is_dir(os.path.join(folder, name)))
+            )
+            for name, kind in entries.items()
+        )
 
     # ------------------------------------------------------------------ dependencies
     # What a lint depends on is what it consulted itself plus what every answer it used
@@ -1423,6 +1608,11 @@ class Project:
         return [p for p, deps in results.items() if full in {normalise(d) for d in deps}]
 
 
+# memo entries of one parse: ("facts", path, id(index)), and configsource's answers keyed by
+# (..., id(index), id(node))
+_BY_INDEX = ("facts", "configsource.value", "configsource.argparse")
+
+
 def _memo_owners(memo: Mapping[Any, Any]) -> dict[Any, int | None]:
     """The index (by id) whose Facts each entry that is not an answer nor Facts belongs to
     (None: not known): configsource's answers are keyed by the nodes of a module's tree."""
@@ -1591,6 +1781,11 @@ def lint_run(paths: Iterable[str]) -> None:
     _RUN_FILES.update(normalise(p) for p in paths)
     for project in _PROJECTS.values():
         project.begin_run()
+
+
+# what a folder's listing says an entry is (see `Project._entry`)
+_FILE, _DIR, _LINK = "file", "dir", "link"
+_UNLISTED: dict[str, str] = {}
 
 
 def _spelled(words: frozenset[str], data: bytes | None) -> frozenset[str]:

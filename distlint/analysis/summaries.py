@@ -7,13 +7,15 @@ module."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+import re
+from typing import TYPE_CHECKING, Any, Union
 
 import libcst as cst
 
 from distlint.analysis.common import (
     _IN_PROGRESS,
     Provider,
+    _AnyOf,
     _node_in,
     _param_reached,
     _Spellings,
@@ -31,6 +33,26 @@ from distlint.analysis.records import (
 
 if TYPE_CHECKING:
     from distlint.analysis.facts import Facts
+
+_Needs = Union[_Spellings, _AnyOf]
+# a class's header, decorators first: `class Name(Base):`, up to its colon
+_CLASS_HEADER = re.compile(r"\s*(?:@[^\n]*\n\s*)*class\b[^:]*:")
+
+
+def _method_code(code: str, method: str) -> str:
+    """The code of method ``method`` in the code of a class (strings blanked): from its
+    `def` to the next line indented no deeper; the class's body when it has no such method."""
+    found = re.search(rf"^([ \t]+)(?:async[ \t]+)?def[ \t]+{re.escape(method)}\b", code, re.M)
+    if found is None:
+        header = _CLASS_HEADER.match(code)
+        return code[header.end() :] if header is not None else code
+    indent = len(found.group(1))
+    end = len(code)
+    for line in re.finditer(r"\n([ \t]*)[^\s)\]}]", code[found.end() :]):  # (`):` ends a header)
+        if len(line.group(1)) <= indent:
+            end = found.end() + line.start()
+            break
+    return code[found.start() : end]
 
 
 class Summaries(Provider):
@@ -200,11 +222,11 @@ class Summaries(Provider):
         return f"{shown}:{found.start.line}" if found is not None else shown
 
     # ------------------------------------------------------------------ across modules
-    def _external_makes(self, call: cst.Call, needs: _Spellings | None = None) -> set[Made]:
+    def _external_makes(self, call: cst.Call, needs: _Needs | None = None) -> set[Made]:
         summary = self._external_summary(call, needs)
         return summary.makes if summary is not None else set()
 
-    def _external_summary(self, call: cst.Call, needs: _Spellings | None = None) -> Summary | None:
+    def _external_summary(self, call: cst.Call, needs: _Needs | None = None) -> Summary | None:
         """The summary of the project function or class ``call`` calls. ``needs``: only what
         a call of one of these callables decides is asked, so a module whose imports reach none
         of their names is not parsed (its summary could not hold them)."""
@@ -241,7 +263,7 @@ class Summaries(Provider):
         return None
 
     def _owner_method_summary(
-        self, call: cst.Call, owner: cst.Name, method: str, needs: _Spellings | None
+        self, call: cst.Call, owner: cst.Name, method: str, needs: _Needs | None
     ) -> Summary | None:
         """The summary of method ``method`` of the project class whose instance ``owner``
         holds (``owner = DistEnv()``)."""
@@ -252,7 +274,9 @@ class Summaries(Provider):
         try:
             for value in self.index.values_of(owner):
                 if isinstance(value, cst.Call) and value is not call:
-                    made = self._external_summary(value, needs)
+                    # what is asked of the method: the class's code stands for its methods'
+                    asked = needs._replace(method=method) if isinstance(needs, _AnyOf) else needs
+                    made = self._external_summary(value, asked)
                     if made is not None and made.method is not None:
                         return self._methods_summary(made.method, method)
         finally:
@@ -276,10 +300,31 @@ class Summaries(Provider):
         found: Summary | None = answer(("method", methods.path, methods.name, name), compute)
         return found
 
-    def _may_reach(self, needs: _Spellings, path: str, name: str) -> bool:
+    def _may_reach(self, needs: _Needs, path: str, name: str) -> bool:
         """The summary of ``name`` in module ``path`` may hold what ``needs`` names: the
         definition of ``name``, with what it uses, followed across modules, writes it (a line
-        scan; nothing parsed)."""
+        scan; nothing parsed), and its own code has the shape the spellings ask for."""
+        if isinstance(needs, _AnyOf):
+            return any(
+                self._may_reach_shaped(option, path, name, needs.method) for option in needs.options
+            )
+        return self._may_reach_shaped(needs, path, name, None)
+
+    def _may_reach_shaped(
+        self, needs: _Spellings, path: str, name: str, method: str | None
+    ) -> bool:
+        """`_may_reach` for one set of spellings; ``method``: a method of the class ``name``
+        is asked, so its code decides the shape (the class's body when the class does not
+        define it: it may inherit it)."""
+        if needs.shape is not None:
+            own = getattr(self.project, "own_code", None)
+            code = own(path, name) if own is not None else None
+            if code is not None and method is not None:
+                code = _method_code(code, method)
+            if code is not None and not needs.shape(code):
+                return False
+            if not needs.pairs and not needs.folded:
+                return True
         may_write = getattr(self.project, "name_may_write", None)
         if may_write is None:
             return self.facts.imports_may_reach(needs, path)
@@ -288,7 +333,7 @@ class Summaries(Provider):
         # the import closure per module asked, quadratic along a chain of helpers)
         return bool(may_write(path, name, needs))
 
-    def _imported_summary(self, name: cst.Name, needs: _Spellings | None = None) -> Summary | None:
+    def _imported_summary(self, name: cst.Name, needs: _Needs | None = None) -> Summary | None:
         if self.project is None or self.path is None:
             return None
         for b in self.index.bindings_of(name):
@@ -297,7 +342,7 @@ class Summaries(Provider):
         return None
 
     def _summary_through(
-        self, record: Any, importer: str | None, needs: _Spellings | None = None
+        self, record: Any, importer: str | None, needs: _Needs | None = None
     ) -> Summary | None:
         if self.project is None or importer is None or record.name is None:
             return None
