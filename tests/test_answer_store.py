@@ -262,15 +262,7 @@ def test_every_answer_of_the_fixture_projects_round_trips(tmp_path):
 
 def test_the_language_server_reads_the_answers_of_a_check_run(tmp_path):
     root = _tree(tmp_path)
-    _lint(root)
-    forget_projects()
-    old = os.getcwd()
-    os.chdir(root)
-    try:
-        config = api.config_for(str(root / "train.py"))
-        result = api.lint_document(TRAIN + "# typing\n", str(root / "train.py"), config)
-    finally:
-        os.chdir(old)
+    result = _after_a_check(root, TRAIN + "# typing\n")
     (project,) = project_mod._PROJECTS.values()
     assert [f.code for f in result.findings] == ["DL201"]
     assert project.parse_count == 0 and project.answer_counts["disk"] > 0
@@ -278,17 +270,23 @@ def test_the_language_server_reads_the_answers_of_a_check_run(tmp_path):
 
 def test_an_editors_unsaved_buffer_of_a_helper_is_not_answered_from_the_disk(tmp_path):
     root = _tree(tmp_path)
+    opened = {str(root / "factory.py"): SCALED}  # edited in the editor, not saved
+    result = _after_a_check(root, TRAIN, opened)
+    assert [f.code for f in result.findings] == []
+
+
+def _after_a_check(root, text, opened=None):
+    """The language server's lint of ``text`` as train.py, in a fresh process's state, after
+    a `check` of the tree filled the store."""
     _lint(root)
     forget_projects()
     old = os.getcwd()
     os.chdir(root)
     try:
         config = api.config_for(str(root / "train.py"))
-        opened = {str(root / "factory.py"): SCALED}  # edited in the editor, not saved
-        result = api.lint_document(TRAIN, str(root / "train.py"), config, opened)
+        return api.lint_document(text, str(root / "train.py"), config, opened or {})
     finally:
         os.chdir(old)
-    assert [f.code for f in result.findings] == []
 
 
 def test_the_store_is_trimmed_oldest_first(tmp_path):
