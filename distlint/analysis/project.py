@@ -18,7 +18,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -121,9 +121,14 @@ class _Record:
 
     __slots__ = ("atoms", "parts")
 
-    def __init__(self, atoms: frozenset[Any], parts: tuple[_Record, ...]) -> None:
-        self.atoms = atoms
+    def __init__(self, atoms: Collection[Any], parts: tuple[_Record, ...]) -> None:
+        # (a few paths as a tuple: most records are one import's checks, and a frozenset of
+        # three costs 216 bytes, a tuple 80; asked whether it holds a path only on an edit)
+        self.atoms = tuple(atoms) if len(atoms) <= _SMALL else frozenset(atoms)
         self.parts = parts
+
+
+_SMALL = 8
 
 
 # An accumulator (`_Gather`) kept beyond one frame (a module's Facts, the pool) holds up to
@@ -155,7 +160,7 @@ class _Gather:
                 return None
             if len(parts) == 1:
                 return next(iter(parts.values()))
-        record = _Record(frozenset(paths), tuple(parts.values()))
+        record = _Record(paths, tuple(parts.values()))
         self.paths = set()
         self.parts = {id(record): record}
         return record
@@ -179,7 +184,7 @@ def _flatten(records: Iterable[_Record | None], into: set[Any] | None = None) ->
         if id(record) in seen:
             continue
         seen.add(id(record))
-        out |= record.atoms
+        out.update(record.atoms)
         stack += record.parts
     return out
 
