@@ -1471,12 +1471,30 @@ class Project:
                 top.clean = False
 
     def _storable(self, frame: _Frame) -> bool:
-        """An answer may go to disk: no file it consulted has an error to report (a run that
-        reads the answer would not parse them, and could not report it)."""
-        if self._memory is not None or self._overlay:
-            return False  # an in-memory project, an editor's unsaved buffers: not the disk's
+        """An answer may go to disk: it consulted no editor buffer (an unsaved text is not the
+        disk's: the language server stores what it learnt of the modules it did not open), and
+        no file it consulted has an error to report (a run that reads the answer would not
+        parse them, and could not report it)."""
+        if self._memory is not None:
+            return False  # an in-memory project
         paths = frame.paths
+        if self._overlay and self._consulted_buffer(paths):
+            return False
         return not any(e.path in paths for e in self.errors)
+
+    def _consulted_buffer(self, paths: Iterable[Any]) -> bool:
+        """Did what consulted ``paths`` read an editor buffer: its text, whether it is there
+        (an import that found it, or a buffer of a file not saved yet that it may have found),
+        or the names of a folder holding one?"""
+        buffers = self._overlay
+        folders = {os.path.dirname(p) for p in buffers}
+        for p in paths:
+            if type(p) is tuple:  # (folder, name, found): a path an import looked at
+                if os.path.join(p[0], p[1]) in buffers:
+                    return True
+            elif p in buffers or (p.endswith(LISTING) and p[: -len(LISTING)] in folders):
+                return True
+        return False
 
     def _dependency_now(self, dep: str) -> str | None:
         """The digest now of a path an answer read from the store consulted (None: a file
