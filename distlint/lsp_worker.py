@@ -216,7 +216,11 @@ def _forked_worker(
         os.dup2(requests, 0)
         os.dup2(replies, 1)
         os.dup2(errors, 2)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
+        try:  # (the fds open: a loop up to the limit is slow where it is a million)
+            top = max(int(fd) for fd in os.listdir("/proc/self/fd")) + 1
+        except (OSError, ValueError):
+            top = os.sysconf("SC_OPEN_MAX")
+        os.closerange(3, top)
         sys.stdin = open(0, encoding="utf-8", closefd=False)
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
         sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
