@@ -142,12 +142,13 @@ def worker_command(*unsafe: str) -> tuple[list[str], dict[str, str] | None]:
 
 
 # A worker forked from the server saves a second interpreter's start (its site-packages' .pth
-# files included), which is on the way to the first diagnostics: the server starts the worker
-# first thing, while it is a single thread that has imported nothing but distlint's start and
-# the standard library (see distlint.cli). A fork then is as safe as an exec: no lock can be
-# held by another thread, and the child sets the same import path an exec'd worker is given.
-# Anywhere else (a restart, from the server's threads; a platform without a safe fork; a
-# worker with a command of its own) the worker is an isolated new interpreter, as above.
+# files included), which is on the way to the first diagnostics: `distlint lsp` starts the
+# worker first thing, while it is a single thread that has imported nothing but distlint's
+# start and the standard library (distlint.cli, Worker(fork=True)). A fork then is as safe as
+# an exec: no lock can be held by another thread, and the child sets the same import path an
+# exec'd worker is given. Anywhere else (a restart, from the server's threads; a platform
+# without a safe fork; a worker of a library caller or with a command of its own) the worker
+# is an isolated new interpreter, as above.
 def _may_fork() -> bool:
     return (
         sys.platform.startswith("linux")
@@ -249,9 +250,13 @@ class Worker:
 
     ``root``: the workspace (the working directory of each request; the server sets it from
     ``initialize``). ``command``: the worker's command line instead of :func:`worker_command`
-    (the tests start workers with extra requests this way)."""
+    (the tests start workers with extra requests this way). ``fork``: the first start may fork
+    this process (``distlint lsp``'s own start, see :func:`_may_fork`); later ones never do."""
 
-    def __init__(self, command: Sequence[str] | None = None, root: str | None = None) -> None:
+    def __init__(
+        self, command: Sequence[str] | None = None, root: str | None = None, fork: bool = False
+    ) -> None:
+        self.fork = fork
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._ready = False  # the running process said it is ready
@@ -283,7 +288,7 @@ class Worker:
         if self._home is None or not os.path.isdir(self._home):
             self._home = tempfile.mkdtemp(prefix="distlint-worker-")
         proc: Any
-        if self.command is None and _may_fork():
+        if self.fork and self.command is None and _may_fork():
             proc = _fork(self._home, import_path(os.getcwd(), self.root))
         else:
             if self.command is not None:
@@ -300,6 +305,7 @@ class Worker:
                 bufsize=0,
                 close_fds=True,
             )
+        self.fork = False  # (a restart comes from the server's threads)
         self.stderr_tail.clear()
         threading.Thread(
             target=self._forward_stderr, args=(proc,), name="distlint-worker-stderr", daemon=True

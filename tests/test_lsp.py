@@ -521,7 +521,7 @@ from distlint.api import LintOptions
 from distlint.lsp_worker import Worker, _Forked
 
 root, script = sys.argv[1], sys.argv[2]
-worker = Worker(root=root)
+worker = Worker(root=root, fork=True)
 worker.start()  # as `distlint lsp` starts it: one thread, first thing
 first = worker._proc
 status, result, _, _ = worker.call("lint", open(script).read(), script, LintOptions(), {}, timeout=60)
@@ -567,6 +567,13 @@ def test_the_first_worker_is_forked_and_a_restart_is_a_new_interpreter(tmp_path)
     assert out["forked"] and out["child_of_this_process"]
     assert out["codes"] == expected and out["codes"]
     assert out["first_gone"] and not out["restarted_forked"] and not out["restarted_torch"]
+    # a library caller's worker (one thread as well) is never forked from its process
+    plain = (
+        "from distlint.lsp_worker import Worker, _Forked\n"
+        "w = Worker()\nw.start()\nprint(isinstance(w._proc, _Forked))\nw.close()\n"
+    )
+    done = subprocess.run([sys.executable, "-I", "-c", plain], capture_output=True, text=True)
+    assert done.stdout.split() == ["False"], done.stderr
 
 
 @pytest.mark.asyncio
