@@ -201,3 +201,25 @@ def test_a_class_s_method_code_is_searched_once_per_class_text(monkeypatch):
         "    def size(self):\n        return world_size()"
     )
     assert len(searches) == 2
+
+
+def test_a_helper_s_shape_is_read_once_per_helper_text(monkeypatch):
+    # whether a helper's code may slice a batch per rank is asked again at every re-lint of
+    # the scripts calling it: read once per text of the helper
+    from distlint.analysis import batch
+
+    searched = []
+    pattern = batch._SUBSCRIPT_OF_NAME
+
+    class Counting:
+        def search(self, code):
+            searched.append(code)
+            return pattern.search(code)
+
+    monkeypatch.setattr(batch, "_SUBSCRIPT_OF_NAME", Counting())
+    batch._may_slice.cache_clear()
+    code = "def shard(batch, rank):\n    return batch[rank::2]\n"
+    assert batch._may_slice(code) and batch._may_slice("".join(code))
+    assert len(searched) == 1
+    assert not batch._may_slice(code.replace("batch[rank::2]", "batch"))
+    assert len(searched) == 2
