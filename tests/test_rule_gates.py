@@ -137,3 +137,38 @@ def test_an_imported_name_is_resolved_once_for_every_fact_that_asks(monkeypatch)
     assert [a for a in resolved if a[0] == train] == []
     seeded = [facts.index.module.code_for_node(c) for c in facts.seeding.by_kind[Seeds.TORCH]]
     assert seeded == ["fs(0)", "fs(0)", "fix_seed(1)", "seeds.fix_seed(2)"]  # (local_seed's first)
+
+
+def test_calls_to_answers_in_source_order_from_one_pass_over_the_calls(monkeypatch):
+    """`calls_to` is asked for a dozen sets of names per module: the callees' qualified names
+    are worked out in one pass, and every answer keeps the calls in source order."""
+    source = (
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "import torch.distributed as dist\n\n"
+        "def main():\n    dist.init_process_group('nccl')\n    m = DDP(torch.nn.Linear(2, 2))\n"
+        "    dist.barrier()\n    return DDP(m)\n"
+    )
+    project = Project.from_sources(ROOT, {"train.py": source})
+    info = project.module(os.path.join(ROOT, "train.py"))
+    assert info is not None
+    facts = facts_for(info.index, os.path.join(ROOT, "train.py"), project)
+    asked: list[object] = []
+    real = info.index.qualname
+    monkeypatch.setattr(info.index, "qualname", lambda node: asked.append(node) or real(node))
+    names = {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.distributed.barrier",
+        "torch.distributed.init_process_group",
+    }
+    first = facts.calls_to(names)
+    assert [facts.index.module.code_for_node(c).split("(")[0] for c in first] == [
+        "dist.init_process_group",
+        "DDP",
+        "dist.barrier",
+        "DDP",
+    ]
+    passes = len(asked)
+    assert facts.calls_to({"torch.distributed.barrier"}) == [first[2]]
+    assert facts.calls_to({"torch.nn.Linear"}) == [c for c in info.index.calls if c not in first]
+    assert facts.calls_to({"nothing.here"}) == []
+    assert len(asked) == passes  # answered from the one pass
