@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+import libcst as cst
 import pytest
 
 from distlint.analysis import ordering
@@ -172,3 +173,22 @@ def test_calls_to_answers_in_source_order_from_one_pass_over_the_calls(monkeypat
     assert facts.calls_to({"torch.nn.Linear"}) == [c for c in info.index.calls if c not in first]
     assert facts.calls_to({"nothing.here"}) == []
     assert len(asked) == passes  # answered from the one pass
+
+
+def test_the_logged_loss_is_followed_without_libcst_visitors(monkeypatch):
+    """DL403 follows what each logged value reads, read by read: through the index's child
+    lists. LibCST's `children` runs a visitor over a node each time it is asked (seconds on
+    a long training step); the finding is the same either way."""
+    from distlint.registry import all_rules
+    from distlint.runner import lint_source
+
+    rule = next(r for r in all_rules() if r.CODE == "DL403")
+    visited: list[object] = []
+    real = cst.CSTNode.children
+    monkeypatch.setattr(
+        cst.CSTNode, "children", property(lambda node: visited.append(node) or real.fget(node))
+    )
+    for invalid in rule.INVALID:
+        result = lint_source(invalid.code, "t.py", rules=[rule()])
+        assert [f.code for f in result.findings] == ["DL403"]
+    assert visited == []

@@ -297,7 +297,10 @@ def _target_key(target: cst.BaseExpression) -> str | None:
 
 
 def _reads(node: cst.CSTNode, owner: LoggedLosses) -> Iterator[cst.BaseExpression]:
-    """Names and dotted names ``node`` reads, collective calls left out."""
+    """Names and dotted names ``node`` reads, collective calls left out. (The index's child
+    lists, not LibCST's `children`, which runs a visitor over the node each time it is asked:
+    asked again for every read followed, a long training step was seconds of it.)"""
+    children = owner.index.children
     stack = [node]
     while stack:
         n = stack.pop()
@@ -308,7 +311,7 @@ def _reads(node: cst.CSTNode, owner: LoggedLosses) -> Iterator[cst.BaseExpressio
         if isinstance(n, cst.Attribute):
             stack.append(n.value)
             continue
-        stack.extend(c for c in n.children if not isinstance(c, (cst.FunctionDef, cst.ClassDef)))
+        stack.extend(c for c in children(n) if not isinstance(c, (cst.FunctionDef, cst.ClassDef)))
 
 
 def _contains_collective(owner: LoggedLosses, value: cst.CSTNode) -> bool:
