@@ -192,3 +192,42 @@ def test_the_logged_loss_is_followed_without_libcst_visitors(monkeypatch):
         result = lint_source(invalid.code, "t.py", rules=[rule()])
         assert [f.code for f in result.findings] == ["DL403"]
     assert visited == []
+
+
+_FOLDED_LOSS = """\
+from accelerate import Accelerator
+
+
+def train(model, optimizer, loader):
+    accelerator = Accelerator(log_with='wandb')
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for batch in loader:
+        loss = model(**batch).loss
+        accelerator.backward(loss)
+        a = loss.detach() + loss.detach()
+        b = a * a + a
+        c = b + b * a
+        d = c + c + b + a
+        accelerator.log({'train_loss': d.item(), 'aux': c.item(), 'b': b.item()})
+"""
+
+
+def test_whether_a_logged_value_was_gathered_is_worked_out_once_per_binding(monkeypatch):
+    """DL403 asks, for every read it follows, whether the value was combined across processes
+    first: each (name, place, depth) is worked out once, however many reads lead to it."""
+    from distlint.analysis import logged
+    from distlint.registry import all_rules
+    from distlint.runner import lint_source
+
+    asked: list[tuple[str, int, int]] = []
+    real = logged.LoggedLosses._combined_now
+
+    def counted(self, key, values, at, depth):
+        asked.append((key, at, depth))
+        return real(self, key, values, at, depth)
+
+    monkeypatch.setattr(logged.LoggedLosses, "_combined_now", counted)
+    rule = next(r for r in all_rules() if r.CODE == "DL403")
+    result = lint_source(_FOLDED_LOSS, "t.py", rules=[rule()])
+    assert [(f.code, f.line) for f in result.findings] == [("DL403", 14)]
+    assert asked and len(asked) == len(set(asked))
