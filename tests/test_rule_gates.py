@@ -231,3 +231,26 @@ def test_whether_a_logged_value_was_gathered_is_worked_out_once_per_binding(monk
     result = lint_source(_FOLDED_LOSS, "t.py", rules=[rule()])
     assert [(f.code, f.line) for f in result.findings] == [("DL403", 14)]
     assert asked and len(asked) == len(set(asked))
+
+
+def test_a_module_without_a_for_loop_has_no_evaluation_loop_to_judge(monkeypatch):
+    """DL401 judges metrics computed from an evaluation loop's shard: a module with no `for`
+    loop (a library module full of `==` and `mean`) is left before its calls are judged as
+    collectives; one with an evaluation loop in a method still is judged and reported."""
+    from distlint.analysis import metrics
+    from distlint.registry import all_rules
+    from distlint.runner import lint_source
+
+    judged: list[object] = []
+    real = metrics.Metrics.is_collective
+    monkeypatch.setattr(
+        metrics.Metrics, "is_collective", lambda self, call: judged.append(call) or real(self, call)
+    )
+    rule = next(r for r in all_rules() if r.CODE == "DL401")
+    flat = "import torch\n\ndef accuracy(pred, y):\n    return (pred == y).float().mean()\n"
+    assert lint_source(flat, "t.py", rules=[rule()]).findings == ()
+    assert judged == []
+    for invalid in rule.INVALID:
+        result = lint_source(invalid.code, "t.py", rules=[rule()])
+        assert [f.code for f in result.findings] == ["DL401"]
+    assert judged
