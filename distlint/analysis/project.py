@@ -1731,14 +1731,19 @@ class Project:
         reported once), leaving out files that are linted themselves in this run."""
         own = normalise(exclude) if exclude else None
         out = []
+        keys = []
         for err in self.errors:
             if err.path == own or err.path not in deps or err.path in _RUN_FILES:
                 continue
             key = (err.path, err.message)
             if key in self._reported:
                 continue
-            self._reported.add(key)
+            keys.append(key)
             out.append(err)
+        if _DEFERRED is not None and own is not None:
+            _DEFERRED.setdefault(own, (self, []))[1].extend(keys)  # claimed when handed on
+        else:
+            self._reported.update(keys)
         return out
 
     def dependents_of(self, changed: str, results: Mapping[str, Iterable[str]]) -> list[str]:
@@ -1833,6 +1838,11 @@ def forget_projects() -> None:
 
 
 _RUN_FILES: set[str] = set()
+# linted path -> (its project, the keys of the errors of other modules its lint reported)
+Deferred = dict[str, tuple[Project, list[tuple[str, str]]]]
+# While a file of a run is linted ahead of its turn (see `deferring_reports`): where its lint
+# puts the errors of other modules it reports, unclaimed; None: a lint claims them at once.
+_DEFERRED: Deferred | None = None
 # Appended to a module's path: the dependency of a result on the run's files importing that
 # module (a path below a file, so it never names a file on disk).
 RUN_IMPORTERS = os.sep + "<files of the run importing it>"
@@ -1912,6 +1922,38 @@ _LISTED: dict[str, tuple[int, str]] = {}
 
 def _names_digest(names: Iterable[str]) -> str:
     return "names " + _digest("\n".join(sorted(names)).encode("utf-8", "surrogateescape"))
+
+
+def held_parses() -> list[str]:
+    """The modules whose parse a shared project holds now (see KEEP_PARSED_CHARS), the next
+    to be let go first."""
+    return [path for project in _PROJECTS.values() for path in project._kept]
+
+
+@contextmanager
+def deferring_reports(into: Deferred) -> Iterator[None]:
+    """A file linted meanwhile reports the errors of other modules it reaches without claiming
+    them (see `Project.report_errors`); they go ``into`` that, to be claimed by `claim_reports`
+    when the file's result is handed on, in the run's order: a file linted ahead of its turn
+    must not take an error from a file before it in the run."""
+    global _DEFERRED
+    known, _DEFERRED = _DEFERRED, into
+    try:
+        yield
+    finally:
+        _DEFERRED = known
+
+
+def claim_reports(deferred: Deferred, path: str) -> set[tuple[str, str]]:
+    """Claim the errors of other modules that the lint of ``path`` reported ``deferred``;
+    returns the (path, message) keys a file handed on before it had claimed (to leave out of
+    its result)."""
+    project, keys = deferred.pop(normalise(path), (None, []))
+    if project is None:
+        return set()
+    taken = {key for key in keys if key in project._reported}
+    project._reported.update(keys)
+    return taken
 
 
 def lint_run(paths: Iterable[str]) -> None:
