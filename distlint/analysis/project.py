@@ -1592,12 +1592,29 @@ class Project:
                 top.clean = False
 
     def _storable(self, paths: set[Any]) -> bool:
-        """An answer that consulted ``paths`` may go to disk: no file it consulted has an
-        error to report (a run that reads the answer would not parse them, and could not
-        report it)."""
-        if self._memory is not None or self._overlay:
-            return False  # an in-memory project, an editor's unsaved buffers: not the disk's
+        """An answer that consulted ``paths`` may go to disk: it consulted no editor buffer (an
+        unsaved text is not the disk's: the language server stores what it learnt of the
+        modules it did not open), and no file it consulted has an error to report (a run that
+        reads the answer would not parse them, and could not report it)."""
+        if self._memory is not None:
+            return False  # an in-memory project
+        if self._overlay and self._consulted_buffer(paths):
+            return False
         return not any(e.path in paths for e in self.errors)
+
+    def _consulted_buffer(self, paths: Iterable[Any]) -> bool:
+        """Did what consulted ``paths`` read an editor buffer: its text, whether it is there
+        (an import that found it, or a buffer of a file not saved yet that it may have found),
+        or the names of a folder holding one?"""
+        buffers = self._overlay
+        folders = {os.path.dirname(p) for p in buffers}
+        for p in paths:
+            if type(p) is tuple:  # (folder, name, found): a path an import looked at
+                if os.path.join(p[0], p[1]) in buffers:
+                    return True
+            elif p in buffers or (p.endswith(LISTING) and p[: -len(LISTING)] in folders):
+                return True
+        return False
 
     def _dependency_now(self, dep: str) -> str | None:
         """The digest now of a path an answer read from the store consulted (None: a file
@@ -1719,14 +1736,19 @@ class Project:
         reported once), leaving out files that are linted themselves in this run."""
         own = normalise(exclude) if exclude else None
         out = []
+        keys = []
         for err in self.errors:
             if err.path == own or err.path not in deps or err.path in _RUN_FILES:
                 continue
             key = (err.path, err.message)
             if key in self._reported:
                 continue
-            self._reported.add(key)
+            keys.append(key)
             out.append(err)
+        if _DEFERRED is not None and own is not None:
+            _DEFERRED.setdefault(own, (self, []))[1].extend(keys)  # claimed when handed on
+        else:
+            self._reported.update(keys)
         return out
 
     def dependents_of(self, changed: str, results: Mapping[str, Iterable[str]]) -> list[str]:
@@ -1821,6 +1843,11 @@ def forget_projects() -> None:
 
 
 _RUN_FILES: set[str] = set()
+# linted path -> (its project, the keys of the errors of other modules its lint reported)
+Deferred = dict[str, tuple[Project, list[tuple[str, str]]]]
+# While a file of a run is linted ahead of its turn (see `deferring_reports`): where its lint
+# puts the errors of other modules it reports, unclaimed; None: a lint claims them at once.
+_DEFERRED: Deferred | None = None
 # Appended to a module's path: the dependency of a result on the run's files importing that
 # module (a path below a file, so it never names a file on disk).
 RUN_IMPORTERS = os.sep + "<files of the run importing it>"
@@ -1900,6 +1927,38 @@ _LISTED: dict[str, tuple[int, str]] = {}
 
 def _names_digest(names: Iterable[str]) -> str:
     return "names " + _digest("\n".join(sorted(names)).encode("utf-8", "surrogateescape"))
+
+
+def held_parses() -> list[str]:
+    """The modules whose parse a shared project holds now (see KEEP_PARSED_CHARS), the next
+    to be let go first."""
+    return [path for project in _PROJECTS.values() for path in project._kept]
+
+
+@contextmanager
+def deferring_reports(into: Deferred) -> Iterator[None]:
+    """A file linted meanwhile reports the errors of other modules it reaches without claiming
+    them (see `Project.report_errors`); they go ``into`` that, to be claimed by `claim_reports`
+    when the file's result is handed on, in the run's order: a file linted ahead of its turn
+    must not take an error from a file before it in the run."""
+    global _DEFERRED
+    known, _DEFERRED = _DEFERRED, into
+    try:
+        yield
+    finally:
+        _DEFERRED = known
+
+
+def claim_reports(deferred: Deferred, path: str) -> set[tuple[str, str]]:
+    """Claim the errors of other modules that the lint of ``path`` reported ``deferred``;
+    returns the (path, message) keys a file handed on before it had claimed (to leave out of
+    its result)."""
+    project, keys = deferred.pop(normalise(path), (None, []))
+    if project is None:
+        return set()
+    taken = {key for key in keys if key in project._reported}
+    project._reported.update(keys)
+    return taken
 
 
 def lint_run(paths: Iterable[str]) -> None:
