@@ -179,13 +179,15 @@ def _flatten(records: Iterable[_Record | None], into: set[Any] | None = None) ->
     out: set[Any] = set() if into is None else into
     seen: set[int] = set()
     stack = [r for r in records if r is not None]
+    pop, push, add, update = stack.pop, stack.extend, seen.add, out.update
     while stack:
-        record = stack.pop()
-        if id(record) in seen:
-            continue
-        seen.add(id(record))
-        out.update(record.atoms)
-        stack += record.parts
+        record = pop()
+        key = id(record)
+        if key not in seen:
+            add(key)
+            update(record.atoms)
+            if record.parts:
+                push(record.parts)
     return out
 
 
