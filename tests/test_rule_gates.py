@@ -254,3 +254,28 @@ def test_a_module_without_a_for_loop_has_no_evaluation_loop_to_judge(monkeypatch
         result = lint_source(invalid.code, "t.py", rules=[rule()])
         assert [f.code for f in result.findings] == ["DL401"]
     assert judged
+
+
+def test_the_torch_seeding_gate_asks_only_calls_that_run_in_order():
+    """The order of seeding and model building follows the calls that run in a function's or
+    the module's code: a helper called as a method's decorator or in a class body is not
+    summarised to decide whether the module seeds (the order would never ask it)."""
+    sources = {
+        **_SEEDS,
+        "docs.py": "def with_doc(text):\n    return lambda fn: fn\n",
+        "lib.py": (
+            "import torch\nfrom docs import with_doc\n\n\nclass Block(torch.nn.Module):\n"
+            "    scale = with_doc('scale')\n\n"
+            "    @with_doc('forward')\n    def forward(self, x):\n        return x\n"
+        ),
+    }
+    project = Project.from_sources(ROOT, sources)
+    info = project.module(os.path.join(ROOT, "lib.py"))
+    assert info is not None
+    facts = facts_for(info.index, os.path.join(ROOT, "lib.py"), project)
+    asked: list[object] = []
+    summaries = facts.summaries
+    real = summaries._external_summary
+    summaries._external_summary = lambda call, needs=None: asked.append(call) or real(call, needs)
+    assert not facts.seeding.seeds_torch
+    assert asked == []
