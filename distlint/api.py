@@ -503,7 +503,6 @@ def lint_paths(
     ``on_total`` is told how many files were found, before the first result (for progress).
     """
     from distlint.analysis.project import lint_run
-    from distlint.parallel import ordered_map
 
     items = list(iter_source_files(paths, lambda p: config_for(p, options)))
     # a module of this run (linted now or answered from the cache) reports its own errors, not
@@ -529,9 +528,7 @@ def lint_paths(
 
         all_rules()
         collector.startup_over()  # before the pool forks: its workers share what is frozen
-    linted = ordered_map(
-        partial(lint_file, config=None, options=options), todo, options.jobs, _worker_died
-    )
+    linted = _linted(todo, options)
     given = {os.path.normpath(os.path.abspath(s if isinstance(s, str) else s.path)) for s in slots}
     followed: dict[str, None] = {}
     slots.reverse()
@@ -543,6 +540,49 @@ def lint_paths(
                 followed[dep] = None
         yield result
     yield from _followed_results(followed, options)
+
+
+def _linted(todo: list[str], options: LintOptions) -> Iterator[FileResult]:
+    """The results of linting ``todo``, in its order: on a process pool, or in this process
+    each file parsed once (see :func:`_sharing_parses`)."""
+    from distlint.parallel import ordered_map, worker_count
+
+    lint = partial(lint_file, config=None, options=options)
+    if worker_count(len(todo), options.jobs) == 1 and not (options.fix and options.write):
+        return _sharing_parses(lint, todo)
+    return ordered_map(lint, todo, options.jobs, _worker_died)
+
+
+def _sharing_parses(lint: Callable[[str], FileResult], todo: list[str]) -> Iterator[FileResult]:
+    """``map(lint, todo)`` in this process, each file parsed once: a file of ``todo`` that the
+    project parsed for an importer (a module a fact flowed through) is linted next, while the
+    project still holds that parse (see KEEP_PARSED_CHARS), instead of parsed again at its
+    turn. Results come in ``todo``'s order; a file linted ahead of its turn claims the errors of
+    other modules it reports only then (see `deferring_reports`), so the output is the same
+    whatever order the files are linted in. (A run that writes fixes keeps the order: a file
+    written early would change what the files before it read.)"""
+    from distlint.analysis.project import claim_reports, deferring_reports, held_parses
+
+    turn = {os.path.normpath(os.path.abspath(path)): i for i, path in enumerate(todo)}
+    results: dict[int, FileResult] = {}
+    deferred: Any = {}
+    for i, path in enumerate(todo):
+        if i in results:  # linted ahead of its turn
+            result = results.pop(i)
+            taken = claim_reports(deferred, path)
+            if taken:
+                kept = tuple(e for e in result.errors if (e.path, e.message) not in taken)
+                result = result._replace(errors=kept)
+            yield result
+            continue
+        yield lint(path)  # every file before it handed on: it claims its errors itself
+        while True:
+            ahead = [turn[p] for p in held_parses() if turn.get(p, -1) > i]
+            ahead = [j for j in ahead if j not in results]
+            if not ahead:
+                break
+            with deferring_reports(deferred):
+                results[ahead[0]] = lint(todo[ahead[0]])
 
 
 def _followed_results(paths: Mapping[str, None], options: LintOptions) -> Iterator[FileResult]:

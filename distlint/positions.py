@@ -95,7 +95,16 @@ Layout = tuple[dict[cst.CSTNode, CodeRange], dict[cst.CSTNode, Span]]
 
 def line_starts(text: str) -> list[int]:
     """Offsets where the lines of ``text`` start (LibCST's and the tokenizer's line breaks)."""
-    return [0] + [m.end() for m in _NEWLINE.finditer(text)]
+    if "\r" in text:
+        return [0] + [m.end() for m in _NEWLINE.finditer(text)]
+    starts = [0]  # "\n" only (nearly every file): found by str.find, twice as fast
+    find, add = text.find, starts.append
+    at = find("\n")
+    while at >= 0:
+        at += 1
+        add(at)
+        at = find("\n", at)
+    return starts
 
 
 class SourceMap:
@@ -110,18 +119,21 @@ class SourceMap:
     statement's span, which then covers its odd indentation) or after them (``after=True``:
     where a node's first character is)."""
 
-    __slots__ = ("text", "cuts", "parsed", "starts", "parsed_starts", "_at", "_removed")
+    __slots__ = ("text", "cuts", "parsed", "_starts", "_parsed_starts", "_at", "_removed")
 
     def __init__(
         self, text: str, cuts: Sequence[tuple[int, int]] = (), starts: list[int] | None = None
     ) -> None:
         self.text = text
         self.cuts = list(cuts)
-        self.starts = starts if starts is not None else line_starts(text)
+        # the line starts of `text` and of `parsed`: found when first asked (a file with no
+        # finding and no cut never asks)
+        self._starts = starts
+        self._parsed_starts: list[int] | None = None
         self._at: list[int] = []  # where each cut stands in `parsed`
         self._removed = [0]  # characters removed by the first k cuts
         if not self.cuts:
-            self.parsed, self.parsed_starts = text, self.starts
+            self.parsed = text
             return
         pieces, pos = [], 0
         for a, b in self.cuts:
@@ -131,7 +143,22 @@ class SourceMap:
             pos = b
         pieces.append(text[pos:])
         self.parsed = "".join(pieces)
-        self.parsed_starts = line_starts(self.parsed)
+
+    @property
+    def starts(self) -> list[int]:
+        """Offsets where the lines of ``text`` start."""
+        if self._starts is None:
+            self._starts = line_starts(self.text)
+        return self._starts
+
+    @property
+    def parsed_starts(self) -> list[int]:
+        """Offsets where the lines of ``parsed`` start."""
+        if not self.cuts:
+            return self.starts
+        if self._parsed_starts is None:
+            self._parsed_starts = line_starts(self.parsed)
+        return self._parsed_starts
 
     def to_text(self, offset: int, after: bool = True) -> int:
         """The offset of the text where ``offset`` of ``parsed`` stands."""

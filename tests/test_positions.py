@@ -484,3 +484,29 @@ def test_a_fix_whose_edits_miss_their_code_is_dropped_and_reported(monkeypatch, 
     (error,) = [e for e in result.errors if "do not match the code" in e.message]
     assert error.message.startswith("DL101: the fix's edits do not match the code")
     assert error.message.endswith("fix dropped") and error.line is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "x",
+        "x\n",
+        "\n\n",
+        "a\nb",
+        "a\r\nb\rc\n",
+        "a\rb",
+        "\r",
+        "x = 1\n\ny = 2\n\n\n",
+        "é\n€\nz",
+    ],
+)
+def test_line_starts_are_the_tokenizers_line_breaks(text):
+    import re
+
+    from distlint.positions import SourceMap, line_starts
+
+    expected = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
+    assert line_starts(text) == expected
+    mapped = SourceMap(text)  # found when asked, the same
+    assert mapped.starts == expected and mapped.parsed_starts == expected

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Union
 
 import libcst as cst
@@ -39,6 +40,10 @@ _Needs = Union[_Spellings, _AnyOf]
 _CLASS_HEADER = re.compile(r"\s*(?:@[^\n]*\n\s*)*class\b[^:]*:")
 
 
+# A pure function of the class's code: memoised, since every lint of a script asks it again
+# for the same classes (the language server re-lints at each pause in typing; a diffusers
+# model class is thousands of lines, and the search was a quarter of a re-lint).
+@lru_cache(maxsize=64)
 def _method_code(code: str, method: str) -> str:
     """The code of method ``method`` in the code of a class (strings blanked): from its
     `def` to the next line indented no deeper; the class's body when it has no such method."""
