@@ -50,6 +50,20 @@ def _lint(root, select: str) -> list[tuple[str, int]]:
     return [(f.code, f.line) for r in results for f in r.findings]
 
 
+def _facts_asked(sources: dict[str, str], rel: str):
+    """The Facts of module ``rel`` of a project of ``sources``, and the list of the calls whose
+    helper's summary they ask from now on."""
+    project = Project.from_sources(ROOT, sources)
+    info = project.module(os.path.join(ROOT, rel))
+    assert info is not None
+    facts = facts_for(info.index, os.path.join(ROOT, rel), project)
+    asked: list[object] = []
+    summaries = facts.summaries
+    real = summaries._external_summary
+    summaries._external_summary = lambda call, needs=None: asked.append(call) or real(call, needs)
+    return facts, asked
+
+
 @pytest.mark.parametrize(
     "seeding",
     [
@@ -96,22 +110,14 @@ def test_the_order_is_not_worked_out_where_nothing_seeds_torch(monkeypatch):
 def test_what_a_helper_seeds_is_asked_once_per_call():
     """DL101's seeding, DL102's order and the torch-seeding gate ask what the same helper
     calls seed: each call's summary is looked up once."""
-    sources = {**_SEEDS, "train.py": _HEAD + "fs(0)\nfix_seed(1)\n"}
-    project = Project.from_sources(ROOT, sources)
-    info = project.module(os.path.join(ROOT, "train.py"))
-    assert info is not None
-    facts = facts_for(info.index, os.path.join(ROOT, "train.py"), project)
-    asked: list[object] = []
-    summaries = facts.summaries
-    real = summaries._external_summary
-    summaries._external_summary = lambda call, needs=None: asked.append(call) or real(call, needs)
+    facts, asked = _facts_asked({**_SEEDS, "train.py": _HEAD + "fs(0)\nfix_seed(1)\n"}, "train.py")
     seeding = facts.seeding
     assert seeding.seeds_torch
     first = len(asked)
     assert first > 0
     ordering.Ordering(facts).roots()
-    for call in info.index.calls:
-        seeding.kind_of(call, info.index.qualname(call.func))
+    for call in facts.index.calls:
+        seeding.kind_of(call, facts.index.qualname(call.func))
     _ = seeding.by_kind
     assert len(asked) == len(set(map(id, asked)))  # no call asked twice
 
@@ -254,3 +260,21 @@ def test_a_module_without_a_for_loop_has_no_evaluation_loop_to_judge(monkeypatch
         result = lint_source(invalid.code, "t.py", rules=[rule()])
         assert [f.code for f in result.findings] == ["DL401"]
     assert judged
+
+
+def test_the_torch_seeding_gate_asks_only_calls_that_run_in_order():
+    """The order of seeding and model building follows the calls that run in a function's or
+    the module's code: a helper called as a method's decorator or in a class body is not
+    summarised to decide whether the module seeds (the order would never ask it)."""
+    sources = {
+        **_SEEDS,
+        "docs.py": "def with_doc(text):\n    return lambda fn: fn\n",
+        "lib.py": (
+            "import torch\nfrom docs import with_doc\n\n\nclass Block(torch.nn.Module):\n"
+            "    scale = with_doc('scale')\n\n"
+            "    @with_doc('forward')\n    def forward(self, x):\n        return x\n"
+        ),
+    }
+    facts, asked = _facts_asked(sources, "lib.py")
+    assert not facts.seeding.seeds_torch
+    assert asked == []

@@ -11,7 +11,7 @@ from distlint.analysis import knowledge as K
 from distlint.analysis.common import (
     _SEEDERS,
 )
-from distlint.analysis.index import Index, call_keyword
+from distlint.analysis.index import Index, ScopeKind, call_keyword
 from distlint.analysis.records import (
     Seeds,
 )
@@ -171,10 +171,20 @@ class SeedingFacts:
 
     @cached_property
     def seeds_torch(self) -> bool:
-        """Some call of the module seeds torch's generator (``kind_of`` is TORCH or ALL: a
-        known seeder, or a project helper that seeds), wherever it runs. Without one, no order
-        of seeding and model building can matter (`Ordering`'s seeding events are such calls)."""
+        """Some call that runs in order with a function's (or the module's) code seeds torch's
+        generator (``kind_of`` is TORCH or ALL: a known seeder, or a project helper that
+        seeds). Without one, no order of seeding and model building can matter: `Ordering`'s
+        seeding events are such calls. (Calls in class bodies, decorators of methods and
+        lambdas are not asked: the order leaves them out, and asking would summarise helpers
+        it never needs.)"""
+        index = self.facts.index
         for call, known, _drawn in self._calls:
+            if known is None:
+                scope = index.scope(call)
+                while scope.kind is ScopeKind.COMPREHENSION:
+                    scope = scope.parent  # type: ignore[assignment]
+                if scope.kind is not ScopeKind.FUNCTION and scope.kind is not ScopeKind.MODULE:
+                    continue
             kind = known if known is not None else self._helper_kind(call)
             if kind in (Seeds.TORCH, Seeds.ALL):
                 return True
