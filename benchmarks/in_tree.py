@@ -35,11 +35,15 @@ process tree from ``wait4``; RSS is the peak of the largest process):
   its growth (log(t(4n) / t(n)) / log 4).
 
 Peers are installed by run.py's ``install_peers`` into benchmarks/_work/venv-<name>.
+
+The tree is left as it was: a ``.distlint_cache`` it had is moved aside while the benchmark runs
+and put back afterwards; the one the warm runs fill is removed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import shutil
@@ -292,6 +296,24 @@ def section_files(
         table.add(f"{label}: {name}", res[name], note)
 
 
+@contextlib.contextmanager
+def own_cache(tree: Path):
+    """The warm runs fill ``tree``'s result cache: a cache the tree already had is moved aside
+    for the run and put back afterwards, and the one the run made is removed (measuring in a
+    checkout of yours leaves it as it was)."""
+    cache = tree / ".distlint_cache"
+    aside = tree / ".distlint_cache.in_tree-aside"
+    had = cache.exists() and not aside.exists()
+    if had:
+        cache.rename(aside)
+    try:
+        yield
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+        if had:
+            aside.rename(cache)
+
+
 # ------------------------------------------------------------------------------------ shapes
 def chain_package(folder: Path, n: int) -> None:
     """``pkg/m0 .. m{n-1}``: m_i's ``step_i`` calls m_{i+1}'s; the last makes the Accelerator."""
@@ -393,6 +415,29 @@ def section_shapes(sizes: list[int], class_sizes: list[int], repeats: int, table
 
 
 # ------------------------------------------------------------------------------------ main
+def measure_tree(
+    tree: Path,
+    entry: str,
+    files: list[str],
+    paths: list[str],
+    peers: dict,
+    args: argparse.Namespace,
+    table: Table,
+) -> None:
+    sections = set(args.sections.split(","))
+    if "entry" in sections:
+        section_entry(tree, entry, peers, args.rounds, table)
+    if "sample" in sections:
+        step = max(1, len(files) // max(1, args.sample))
+        sample = files[::step][: args.sample]
+        section_files(
+            "sample", tree, sample, sample, peer_commands(peers, sample, tree), args.rounds, table
+        )
+    if "tree" in sections:
+        extra = peer_commands(peers, paths, tree) if args.tree_peers else {}
+        section_files("tree", tree, files, paths, extra, args.tree_rounds, table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -423,23 +468,8 @@ def main() -> None:
         files = python_files(tree, paths)
         entry = args.entry or default_entry(tree, files)
         print(f"tree {tree}: {len(files)} files under {', '.join(paths)}", flush=True)
-        if "entry" in sections:
-            section_entry(tree, entry, peers, args.rounds, table)
-        if "sample" in sections:
-            step = max(1, len(files) // max(1, args.sample))
-            sample = files[::step][: args.sample]
-            section_files(
-                "sample",
-                tree,
-                sample,
-                sample,
-                peer_commands(peers, sample, tree),
-                args.rounds,
-                table,
-            )
-        if "tree" in sections:
-            extra = peer_commands(peers, paths, tree) if args.tree_peers else {}
-            section_files("tree", tree, files, paths, extra, args.tree_rounds, table)
+        with own_cache(tree):
+            measure_tree(tree, entry, files, paths, peers, args, table)
     if "shapes" in sections:
         section_shapes(
             [int(s) for s in args.sizes.split(",")],
