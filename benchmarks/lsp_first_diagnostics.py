@@ -9,6 +9,13 @@ starts in the repository's root, where the script's imports resolve to project m
 editor opening that repository does); the edit types one statement into the training loop (a
 line before its ``backward`` call, else a comment line at the end).
 
+The server stores what it learns of the modules a script reaches in the repository's answer
+store (``.distlint_cache``, as ``distlint check`` does), so that the next start of an editor
+reads it: the rounds after the warm-up one find the store that one wrote. ``--cold-store``
+removes it before each round instead (the first opening of a repository). A store the
+repository had before the run is left alone (and used); one the run created is removed at the
+end.
+
 ``--breakdown``: also where the time goes, measured in one fresh process that drives the lint
 worker's engine as the server does (CPU time, medians): the engine's start, the first lint, the
 first lint of the same text outside its tree (what the project costs), and each re-lint split
@@ -330,7 +337,13 @@ def main() -> None:
     parser.add_argument(
         "--breakdown", action="store_true", help="also where the worker's time goes (CPU)"
     )
+    parser.add_argument(
+        "--cold-store",
+        action="store_true",
+        help="remove the answer store the run created before each round (a first opening)",
+    )
     args = parser.parse_args()
+    from distlint.cache import CACHE_DIR
     from distlint.lsp import DEBOUNCE_SECONDS
 
     exe = shutil.which("distlint")
@@ -353,9 +366,13 @@ def main() -> None:
                 assert path.read_text().count("\n") == lines
             init, first, floor, ratio, relint = [], [], [], [], []
             ruff_first, ruff_relint = [], []
+            store = Path(root or path.parent) / CACHE_DIR
+            ours = not store.exists()  # (a store the repository had is the user's: left alone)
             # warm the OS file cache and .pyc files: editors start warm too
             server_round(command, path, root)
             for _ in range(args.repeats):
+                if args.cold_store and ours:
+                    shutil.rmtree(store, ignore_errors=True)
                 i, f, n, r = server_round(command, path, root, args.edits)
                 fl = floor_round(path)
                 init.append(i)
@@ -381,8 +398,14 @@ def main() -> None:
                     f"{'':4s}       ruff server: first diagnostics {ms(ruff_first):6.0f} ms   "
                     f"re-lint after an edit {ms(ruff_relint):5.1f} ms"
                 )
+            kind = "removed before each round" if args.cold_store and ours else "kept"
+            print(f"{'':4s}       answer store: {kind}" + ("" if ours else " (the repository's)"))
             if args.breakdown:
+                if args.cold_store and ours:
+                    shutil.rmtree(store, ignore_errors=True)
                 print_breakdown(breakdown(path, root or path.parent, max(args.edits, 5)))
+            if ours:
+                shutil.rmtree(store, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ if sys.argv[1:2] == ["lsp"]:
     # imported; it loads LibCST and the rules while this process loads pygls (distlint.lsp_start).
     from distlint.lsp_worker import Worker as _Worker
 
-    _started = _Worker()
+    _started = _Worker(fork=True)  # (this process is one thread, with nothing else imported)
     _started.start()
     _EARLY_WORKER: _Worker | None = _started
 else:

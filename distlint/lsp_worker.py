@@ -28,6 +28,13 @@ dependencies the server runs, wherever they were installed (an editable install,
 site-packages, ``PYTHONPATH``). The workspace root travels with each request; the worker moves
 there only once its import path is fixed, so paths read as on the command line.
 
+On Linux, the first worker of ``distlint lsp`` is forked from the server instead (see
+:func:`_may_fork`): the server starts it first thing, while it is one thread that has imported
+only distlint's start and the standard library, and the child sets the same import path. That
+saves a second interpreter's start on the way to the first diagnostics. Restarts, from the
+server's threads, are isolated new interpreters as above; ``DISTLINT_WORKER_EXEC=1`` in the
+server's environment makes the first one too.
+
 A worker that cannot start (an import error, no rules found, a crash before it is ready) says
 so on the server's stderr and in :class:`WorkerStartError`; it is tried again after 1 s, then
 2 s, and then given up on, so nothing waits for it for ever.
@@ -134,6 +141,107 @@ def worker_command(*unsafe: str) -> tuple[list[str], dict[str, str] | None]:
     return command, env
 
 
+# A worker forked from the server saves a second interpreter's start (its site-packages' .pth
+# files included), which is on the way to the first diagnostics: `distlint lsp` starts the
+# worker first thing, while it is a single thread that has imported nothing but distlint's
+# start and the standard library (distlint.cli, Worker(fork=True)). A fork then is as safe as
+# an exec: no lock can be held by another thread, and the child sets the same import path an
+# exec'd worker is given. Anywhere else (a restart, from the server's threads; a platform
+# without a safe fork; a worker of a library caller or with a command of its own) the worker
+# is an isolated new interpreter, as above.
+def _may_fork() -> bool:
+    return (
+        sys.platform.startswith("linux")
+        and hasattr(os, "fork")
+        and threading.active_count() == 1
+        and not os.environ.get("DISTLINT_WORKER_EXEC")
+    )
+
+
+class _Forked:
+    """A forked worker, with the part of :class:`subprocess.Popen` that :class:`Worker` uses."""
+
+    def __init__(self, pid: int, stdin: int, stdout: int, stderr: int) -> None:
+        self.pid = pid
+        self.stdin = os.fdopen(stdin, "wb", buffering=0)
+        self.stdout = os.fdopen(stdout, "rb", buffering=0)
+        self.stderr = os.fdopen(stderr, "rb", buffering=0)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # (reaped elsewhere: it is gone)
+                self.returncode = -signal.SIGKILL
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired([sys.executable], timeout or 0.0)
+            time.sleep(0.005)
+        return code
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _fork(home: str, path: list[str]) -> _Forked:
+    """A worker forked from this process: working in ``home``, importing from ``path`` only."""
+    pipes = [os.pipe() for _ in range(3)]  # requests, replies, its stderr
+    for stream in (sys.stdout, sys.stderr):
+        with _suppress_io():
+            stream.flush()  # (nothing written so far may be written twice)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child (measured by the language-server tests)
+        _forked_worker(pipes[0][0], pipes[1][1], pipes[2][1], home, path)
+    for end in (pipes[0][0], pipes[1][1], pipes[2][1]):
+        os.close(end)
+    return _Forked(pid, pipes[0][1], pipes[1][0], pipes[2][0])
+
+
+def _forked_worker(
+    requests: int, replies: int, errors: int, home: str, path: list[str]
+) -> NoReturn:  # pragma: no cover - runs in the child
+    code = 1
+    try:
+        os.dup2(requests, 0)
+        os.dup2(replies, 1)
+        os.dup2(errors, 2)
+        try:  # (the fds open: a loop up to the limit is slow where it is a million)
+            top = max(int(fd) for fd in os.listdir("/proc/self/fd")) + 1
+        except (OSError, ValueError):
+            top = os.sysconf("SC_OPEN_MAX")
+        os.closerange(3, top)
+        sys.stdin = open(0, encoding="utf-8", closefd=False)
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        os.chdir(home)
+        sys.path[:] = path
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        import traceback
+
+        with _suppress_io():
+            traceback.print_exc()
+    finally:
+        with _suppress_io():
+            sys.stderr.flush()
+        os._exit(code)
+
+
 # ------------------------------------------------------------------------------- client half
 
 
@@ -142,9 +250,13 @@ class Worker:
 
     ``root``: the workspace (the working directory of each request; the server sets it from
     ``initialize``). ``command``: the worker's command line instead of :func:`worker_command`
-    (the tests start workers with extra requests this way)."""
+    (the tests start workers with extra requests this way). ``fork``: the first start may fork
+    this process (``distlint lsp``'s own start, see :func:`_may_fork`); later ones never do."""
 
-    def __init__(self, command: Sequence[str] | None = None, root: str | None = None) -> None:
+    def __init__(
+        self, command: Sequence[str] | None = None, root: str | None = None, fork: bool = False
+    ) -> None:
+        self.fork = fork
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._ready = False  # the running process said it is ready
@@ -170,25 +282,30 @@ class Worker:
             except WorkerError:
                 pass  # the first call reports it
 
-    def _spawn(self) -> subprocess.Popen:
+    def _spawn(self) -> Any:
         import tempfile
 
         if self._home is None or not os.path.isdir(self._home):
             self._home = tempfile.mkdtemp(prefix="distlint-worker-")
-        if self.command is not None:
-            command, env = self.command, None
+        proc: Any
+        if self.fork and self.command is None and _may_fork():
+            proc = _fork(self._home, import_path(os.getcwd(), self.root))
         else:
-            command, env = worker_command(os.getcwd(), self.root)
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=self._home,
-            env=env,
-            bufsize=0,
-            close_fds=True,
-        )
+            if self.command is not None:
+                command, env = self.command, None
+            else:
+                command, env = worker_command(os.getcwd(), self.root)
+            proc = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self._home,
+                env=env,
+                bufsize=0,
+                close_fds=True,
+            )
+        self.fork = False  # (a restart comes from the server's threads)
         self.stderr_tail.clear()
         threading.Thread(
             target=self._forward_stderr, args=(proc,), name="distlint-worker-stderr", daemon=True

@@ -132,6 +132,8 @@ class MetricNotGathered(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
+        if not any(isinstance(loop, cst.For) for loop in ctx.index.loops):
+            return  # no `for` loop: no evaluation loop (before the module's calls are judged)
         facts = ctx.facts
         metrics = facts.metrics
         if metrics.combines_across_processes:

@@ -89,6 +89,8 @@ class SeedAfterModelInit(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
+        if not ctx.facts.seeding.seeds_torch:
+            return  # no seeding to come too late (the order of the rest need not be known)
         analysis = Ordering(ctx.facts)
         reported: set[cst.Call] = set()
         for root, prefix in analysis.roots():

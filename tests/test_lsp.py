@@ -515,6 +515,67 @@ def test_worker_crash_and_timeout_become_errors_and_the_worker_restarts():
         worker.close()
 
 
+_FIRST_AND_RESTARTED = """\
+import json, os, sys, threading
+from distlint.api import LintOptions
+from distlint.lsp_worker import Worker, _Forked
+
+root, script = sys.argv[1], sys.argv[2]
+worker = Worker(root=root, fork=True)
+worker.start()  # as `distlint lsp` starts it: one thread, first thing
+first = worker._proc
+status, result, _, _ = worker.call("lint", open(script).read(), script, LintOptions(), {}, timeout=60)
+out = {"forked": isinstance(first, _Forked), "codes": [f.code for f in result.findings]}
+parent = int(open(f"/proc/{first.pid}/stat").read().split(") ")[1].split()[1])
+out["child_of_this_process"] = parent == os.getpid()
+worker._kill(first)  # it crashed: the next call restarts it, from a server thread
+threading.Thread(target=lambda: None).start()
+done = {}
+thread = threading.Thread(target=lambda: done.update(m=worker.call("modules", timeout=60)))
+thread.start()
+thread.join()
+out["restarted_forked"] = isinstance(worker._proc, _Forked)
+out["restarted_torch"] = "torch" in done["m"]
+out["first_gone"] = first.poll() is not None
+worker.close()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the worker forks on Linux only")
+def test_the_first_worker_is_forked_and_a_restart_is_a_new_interpreter(tmp_path):
+    # `distlint lsp` forks its first worker (a second interpreter's start is on the way to the
+    # first diagnostics); a restart, from the server's threads, starts an isolated interpreter
+    script = tmp_path / "train.py"
+    script.write_text(SAFE_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", _FIRST_AND_RESTARTED, str(tmp_path), str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    cli = subprocess.run(
+        [sys.executable, "-m", "distlint", "check", "--no-cache", "--isolated", str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    expected = [line.split()[1] for line in cli.stdout.splitlines() if ": DL" in line]
+    assert out["forked"] and out["child_of_this_process"]
+    assert out["codes"] == expected and out["codes"]
+    assert out["first_gone"] and not out["restarted_forked"] and not out["restarted_torch"]
+    # a library caller's worker (one thread as well) is never forked from its process
+    plain = (
+        "from distlint.lsp_worker import Worker, _Forked\n"
+        "w = Worker()\nw.start()\nprint(isinstance(w._proc, _Forked))\nw.close()\n"
+    )
+    done = subprocess.run([sys.executable, "-I", "-c", plain], capture_output=True, text=True)
+    assert done.stdout.split() == ["False"], done.stderr
+
+
 @pytest.mark.asyncio
 async def test_hover_on_a_never_opened_fifo_does_not_block(tmp_path):
     import os

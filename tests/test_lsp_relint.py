@@ -172,3 +172,54 @@ def test_a_new_module_resolves_imports_again(tree):
     assert project._resolved
     project.set_overlay(str(root / "utils" / "fresh.py"), "X = 1\n")
     assert not project._resolved and not project.memo
+
+
+def test_a_class_s_method_code_is_searched_once_per_class_text(monkeypatch):
+    # each re-lint of a script asks again for the code of the same methods of the same
+    # (large) project classes: the search runs once per class text, and a changed text is
+    # searched again
+    from distlint.analysis import summaries
+
+    searches = []
+    real_search = summaries.re.search
+
+    def search(pattern, string, *args, **kwargs):
+        searches.append(pattern)
+        return real_search(pattern, string, *args, **kwargs)
+
+    monkeypatch.setattr(summaries.re, "search", search)
+    summaries._method_code.cache_clear()
+    code = (
+        "class Env:\n    def size(self):\n        return 1\n    def rank(self):\n        return 0\n"
+    )
+    first = summaries._method_code(code, "size")
+    assert first == "    def size(self):\n        return 1"
+    assert summaries._method_code("".join(code), "size") == first
+    assert len(searches) == 1
+    edited = code.replace("return 1", "return world_size()")
+    assert summaries._method_code(edited, "size") == (
+        "    def size(self):\n        return world_size()"
+    )
+    assert len(searches) == 2
+
+
+def test_a_helper_s_shape_is_read_once_per_helper_text(monkeypatch):
+    # whether a helper's code may slice a batch per rank is asked again at every re-lint of
+    # the scripts calling it: read once per text of the helper
+    from distlint.analysis import batch
+
+    searched = []
+    pattern = batch._SUBSCRIPT_OF_NAME
+
+    class Counting:
+        def search(self, code):
+            searched.append(code)
+            return pattern.search(code)
+
+    monkeypatch.setattr(batch, "_SUBSCRIPT_OF_NAME", Counting())
+    batch._may_slice.cache_clear()
+    code = "def shard(batch, rank):\n    return batch[rank::2]\n"
+    assert batch._may_slice(code) and batch._may_slice("".join(code))
+    assert len(searched) == 1
+    assert not batch._may_slice(code.replace("batch[rank::2]", "batch"))
+    assert len(searched) == 2

@@ -211,3 +211,64 @@ def test_every_version_of_an_editing_session_lints_as_check_does(trees):
     assert {"DL101", "DL102", "DL201"} <= seen
     assert nested >= 5
     assert project.parse_count == parsed  # the helper modules were never parsed again
+
+
+# the seeding helper, open in a second buffer and edited there (never saved)
+HELPER_EDITS = [
+    (
+        "the torch seeder seeds python too",
+        "def seed_torch(seed):\n",
+        "def seed_torch(seed):\n    random.seed(seed)\n",
+    ),
+    (
+        "and numpy",
+        "    random.seed(seed)\n    torch",
+        "    random.seed(seed)\n    np.random.seed(seed)\n    torch",
+    ),
+    (
+        "not python any more",
+        "def seed_torch(seed):\n    random.seed(seed)\n",
+        "def seed_torch(seed):\n",
+    ),
+]
+
+
+def test_an_edited_helper_buffer_lints_as_if_saved_and_never_reaches_the_store(trees):
+    # the entry is linted while its seeding helper is edited in another buffer: each lint
+    # equals a cold check of the tree with the buffer saved; the answers the session wrote to
+    # the store are those of the files on disk only, so the next server start (a new process,
+    # reading the store) lints the entry as a cold check of the disk does
+    from distlint import cache
+
+    work, cold = trees
+    engine = _Engine()
+    path, helper = str(work / "train.py"), str(work / "helpers" / "seeding.py")
+    options = api.LintOptions()
+
+    def lint(buffers: dict) -> api.FileResult:
+        status, result, _, _ = engine.lint(TRAIN, path, options, buffers)
+        assert status == "ok"
+        engine.idle()
+        return result
+
+    lint({})  # the helper as saved: its answers go to the store
+    text, seen = SEEDING, []
+    for what, old, new in HELPER_EDITS:
+        assert old in text, what
+        text = text.replace(old, new, 1)
+        result = lint({helper: text})
+        seen.append("DL101" in {f.code for f in result.findings})
+        (cold / "helpers" / "seeding.py").write_text(text)
+        expected = _check(str(cold / "train.py"))
+        assert _shown(result, work) == _shown(expected, cold), what
+    assert seen == [False, False, True]  # python's generator seeded by the buffer, then not
+    assert (work / ".distlint_cache" / "answers").is_dir()
+    project_module.forget_projects()  # a new server process, the helper's buffer closed
+    cache._STORES.clear()
+    cache._CACHES.clear()
+    again = _Engine()
+    status, result, _, _ = again.lint(TRAIN, path, options, {})
+    project = api.project_for(path, api.config_for(path))
+    assert project.answer_counts["disk"] > 0  # (answered from the store)
+    (cold / "helpers" / "seeding.py").write_text(SEEDING)
+    assert _shown(result, work) == _shown(_check(str(cold / "train.py")), cold)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Callable, Iterator, Sequence
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, NamedTuple, Union
 
 import libcst as cst
@@ -549,6 +549,10 @@ _ENVIRONMENT = frozenset(
 )
 
 
+# The shapes below are asked of the same helpers' code at every lint of the scripts calling
+# them (the language server re-lints at each pause in typing): pure functions of the text,
+# memoised.
+@lru_cache(maxsize=32)
 def _may_slice(code: str) -> bool:
     """A definition that may give per-rank slices (see `BatchFlow._slicing`): it yields (an
     iterator), or returns a subscript of a name, or binds a name to one (`part = batch[...]`;
@@ -562,6 +566,7 @@ _SUBSCRIPT_OF_NAME = re.compile(r"(?:\breturn[ \t(]+|=[ \t(]*)[A-Za-z_]\w*\s*\["
 _CLASS = re.compile(r"\s*(?:@[^\n]*\n\s*)*class\b")
 
 
+@lru_cache(maxsize=32)
 def _may_share(code: str) -> bool:
     """A definition that may set a batch or accumulation attribute to a share."""
     return "/" in code and _BATCHY.search(code) is not None

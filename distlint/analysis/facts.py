@@ -114,7 +114,22 @@ class Facts:
         _release(self)
 
     def calls_to(self, names: frozenset[str] | set[str]) -> list[cst.Call]:
-        return [c for c in self.index.calls if self.index.qualname(c.func) in names]
+        """The calls of any of ``names`` (qualified names), in source order."""
+        by_name = self._calls_by_qualname
+        found = [by_name[n] for n in names if n in by_name]
+        if len(found) < 2:
+            return list(found[0]) if found else []
+        return sorted((c for calls in found for c in calls), key=self.index.order)
+
+    @cached_property
+    def _calls_by_qualname(self) -> dict[str | None, list[cst.Call]]:
+        """Each callee's qualified name -> its calls in source order (the walk's): a module's
+        questions ask it for a dozen sets of names, each once a pass over every call."""
+        qualname = self.index.qualname
+        out: dict[str | None, list[cst.Call]] = {}
+        for call in self.index.calls:
+            out.setdefault(qualname(call.func), []).append(call)
+        return out
 
     def imports_module(self, top: str) -> bool:
         for scope in self.index.scopes:

@@ -38,11 +38,13 @@ _Binding = tuple[int, int, cst.CSTNode | None]  # order, how, the value
 class _Values:
     """One function's bindings and the backward passes that take a value, by source order."""
 
-    __slots__ = ("backward", "bindings")
+    __slots__ = ("backward", "bindings", "combined")
 
     def __init__(self) -> None:
         self.backward: dict[str, list[int]] = {}
         self.bindings: dict[str, list[_Binding]] = {}
+        # (key, at, depth) -> `LoggedLosses._combined` (asked again for every read followed)
+        self.combined: dict[tuple[str, int, int], bool] = {}
 
     def bind(self, key: str, order: int, kind: int, value: cst.CSTNode | None) -> None:
         self.bindings.setdefault(key, []).append((order, kind, value))
@@ -183,6 +185,12 @@ class LoggedLosses:
 
     def _combined(self, key: str, values: _Values, at: int, depth: int) -> bool:
         """What ``key`` holds at ``at`` came out of a collective, or was computed from one."""
+        known = values.combined.get((key, at, depth))
+        if known is None:
+            known = values.combined[(key, at, depth)] = self._combined_now(key, values, at, depth)
+        return known
+
+    def _combined_now(self, key: str, values: _Values, at: int, depth: int) -> bool:
         last = values.last_binding(key, at)
         if last is None or depth <= 0:
             return False
@@ -297,7 +305,10 @@ def _target_key(target: cst.BaseExpression) -> str | None:
 
 
 def _reads(node: cst.CSTNode, owner: LoggedLosses) -> Iterator[cst.BaseExpression]:
-    """Names and dotted names ``node`` reads, collective calls left out."""
+    """Names and dotted names ``node`` reads, collective calls left out. (The index's child
+    lists, not LibCST's `children`, which runs a visitor over the node each time it is asked:
+    asked again for every read followed, a long training step was seconds of it.)"""
+    children = owner.index.children
     stack = [node]
     while stack:
         n = stack.pop()
@@ -308,7 +319,7 @@ def _reads(node: cst.CSTNode, owner: LoggedLosses) -> Iterator[cst.BaseExpressio
         if isinstance(n, cst.Attribute):
             stack.append(n.value)
             continue
-        stack.extend(c for c in n.children if not isinstance(c, (cst.FunctionDef, cst.ClassDef)))
+        stack.extend(c for c in children(n) if not isinstance(c, (cst.FunctionDef, cst.ClassDef)))
 
 
 def _contains_collective(owner: LoggedLosses, value: cst.CSTNode) -> bool:

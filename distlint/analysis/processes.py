@@ -319,8 +319,10 @@ class Processes(Provider):
         if not self._imports_may_train:
             return out
         for call in self.index.calls:
+            if not call.args:
+                continue  # given nothing to train
             summary = self.facts.summaries._external_summary(call, _DISTRIBUTED)
-            if summary is not None and summary.trains is not None and call.args:
+            if summary is not None and summary.trains is not None:
                 out.append(call)
         return out
 

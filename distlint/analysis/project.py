@@ -110,29 +110,133 @@ def _marked_root(here: str) -> str | None:
 _BUSY = object()  # an answer being computed (see `Project.answer`)
 
 
+class _Record:
+    """What a lint, an answer or a cache entry consulted, shared instead of copied: the paths
+    it consulted itself (``atoms``: paths, stand-ins, (folder, name, "1" / "0") triples of
+    imports) plus the records of what it used (``parts``: cache entries, answers, inner
+    frames, Facts). Immutable, so records form a DAG whose flat set (`_flatten`) is computed
+    only where one is needed: a lint's dependencies, the store's write, an editor's edit.
+    A lint of a diffusers script consults ~5,000 paths; copying them into every cache entry
+    and answer along the way held most of a whole-tree run's memory."""
+
+    __slots__ = ("atoms", "parts")
+
+    def __init__(self, atoms: frozenset[Any], parts: tuple[_Record, ...]) -> None:
+        self.atoms = atoms
+        self.parts = parts
+
+
+# An accumulator (`_Gather`) kept beyond one frame (a module's Facts, the pool) holds up to
+# this many records by reference; beyond it they are flattened into its own paths (one set,
+# bounded by the distinct paths consulted, not by how many frames it saw).
+_SQUASH_PARTS = 256
+
+
+class _Gather:
+    """A record being gathered: paths added one at a time (``paths``), records taken whole
+    (``parts``, by id: a record used again is taken once)."""
+
+    __slots__ = ("paths", "parts")
+
+    def __init__(self, paths: set[Any] | None = None) -> None:
+        self.paths: set[Any] = set() if paths is None else paths
+        self.parts: dict[int, _Record] = {}
+
+    def take(self, record: _Record | None) -> None:
+        if record is not None:
+            self.parts[id(record)] = record
+
+    def freeze(self) -> _Record | None:
+        """What was gathered so far, as a record (None: nothing). The gatherer then holds
+        just that record: a later freeze adds only what came after (snapshots share)."""
+        paths, parts = self.paths, self.parts
+        if not paths:
+            if not parts:
+                return None
+            if len(parts) == 1:
+                return next(iter(parts.values()))
+        record = _Record(frozenset(paths), tuple(parts.values()))
+        self.paths = set()
+        self.parts = {id(record): record}
+        return record
+
+    def keep(self, record: _Record | None) -> None:
+        """`take` for an accumulator that outlives frames: flattened beyond _SQUASH_PARTS."""
+        self.take(record)
+        if len(self.parts) > _SQUASH_PARTS:
+            self.paths = _flatten(self.parts.values(), self.paths)
+            self.parts = {}
+
+
+def _flatten(records: Iterable[_Record | None], into: set[Any] | None = None) -> set[Any]:
+    """Every path the ``records`` hold, themselves and through their parts (each record
+    visited once), added to ``into`` (a new set by default)."""
+    out: set[Any] = set() if into is None else into
+    seen: set[int] = set()
+    stack = [r for r in records if r is not None]
+    while stack:
+        record = stack.pop()
+        if id(record) in seen:
+            continue
+        seen.add(id(record))
+        out |= record.atoms
+        stack += record.parts
+    return out
+
+
+class _Holds:
+    """Whether records hold path ``full`` (themselves or through their parts), each record
+    looked at once however many records share it (an editor's edit asks every answer)."""
+
+    __slots__ = ("full", "known")
+
+    def __init__(self, full: str) -> None:
+        self.full = full
+        self.known: dict[int, bool] = {}
+
+    def __call__(self, root: _Record | None) -> bool:
+        if root is None:
+            return False
+        known, full = self.known, self.full
+        stack: list[tuple[_Record, bool]] = [(root, False)]
+        while stack:
+            record, done = stack.pop()
+            key = id(record)
+            if done:  # (its parts are known now: a DAG has no cycle back to it)
+                known[key] = any(known[id(p)] for p in record.parts)
+            elif key not in known:
+                if full in record.atoms:
+                    known[key] = True
+                else:
+                    known[key] = False  # (until its parts are known)
+                    stack.append((record, True))
+                    stack += [(p, False) for p in record.parts if id(p) not in known]
+        return known[id(root)]
+
+
 class Answer:
     """A memoised answer and what its computation consulted (see `Project.answer`).
     ``clean``: it depends on nothing but those files (not on the order of questions, nor on
     what other answers hold), so it may be stored on disk."""
 
-    __slots__ = ("value", "paths", "clean")
+    __slots__ = ("value", "record", "clean")
 
-    def __init__(self, value: Any, paths: frozenset[Any], clean: bool) -> None:
+    def __init__(self, value: Any, record: _Record | None, clean: bool) -> None:
         self.value = value
-        self.paths = paths
+        self.record = record
         self.clean = clean
 
 
-class _Frame:
-    """A lint or an answer being computed: what it consulted so far (``paths``), the modules
-    parsed for it (``loaded``), the Facts handed to it (``used``, by id), and whether it may
-    be stored (``clean``)."""
+class _Frame(_Gather):
+    """A lint or an answer being computed: what it consulted so far (``paths``, ``parts``),
+    the modules parsed for it (``loaded``), the Facts handed to it (``used``, by id), and
+    whether it may be stored (``clean``)."""
 
-    __slots__ = ("key", "paths", "loaded", "used", "merged", "clean")
+    __slots__ = ("key", "loaded", "used", "merged", "clean")
 
     def __init__(self, key: Any = None) -> None:
+        super().__init__()
         self.key = key
-        self.paths: set[Any] = set()  # (paths; a pair: a path an import looked at)
         self.loaded: set[str] = set()
         self.used: dict[int, Any] = {}
         self.merged: dict[int, Answer] = {}
@@ -234,14 +338,15 @@ class Project:
         self._consulted: set[str | tuple[str, str, str]] = set()
         # what every lint consulted since Facts were first handed to a caller that keeps them
         # (the run's importers, see `handed_out`): theirs, and their holders'
-        self._pool: set[str] | None = None
+        self._pool: _Gather | None = None
         # what the resolution caches' entries consulted (folder listings), replayed on a hit
-        self._found_deps: dict[tuple[str, str], frozenset[Any]] = {}
-        self._resolved_deps: dict[Any, frozenset[Any]] = {}
-        self._scan_deps: dict[str, frozenset[Any]] = {}
-        self._uses_deps: dict[tuple[str, str], frozenset[Any]] = {}
-        self._may_write_deps: dict[Any, frozenset[Any]] = {}
-        self._reach_deps: dict[Any, frozenset[Any]] = {}
+        # (records: an entry built from others shares theirs)
+        self._found_deps: dict[tuple[str, str], _Record | None] = {}
+        self._resolved_deps: dict[Any, _Record | None] = {}
+        self._scan_deps: dict[str, _Record | None] = {}
+        self._uses_deps: dict[tuple[str, str], _Record | None] = {}
+        self._may_write_deps: dict[Any, _Record | None] = {}
+        self._reach_deps: dict[Any, _Record | None] = {}
         self._listings: dict[str, str] = {}  # folder -> `listing_digest`, once per run
         self._checked: dict[str, bool] = {}  # the store's dependency sets checked in this run
         # the answer store on disk (see distlint.cache.AnswerStore; None: memory only)
@@ -356,16 +461,22 @@ class Project:
         record nothing of what they consulted."""
         memo = self.memo
         kept: set[int] = set()  # ids of the indexes whose Facts stay
+        holds = _Holds(full)  # (records shared by answers and Facts are looked at once)
         for key in [k for k in memo if type(k) is tuple and k and k[0] == "facts"]:
             consulted = memo[key].__dict__.get("_consulted")
-            if consulted is None or full in consulted or normalise(key[1]) == full:
+            if (
+                consulted is None
+                or full in consulted.paths
+                or any(holds(r) for r in consulted.parts.values())
+                or normalise(key[1]) == full
+            ):
                 del memo[key]
             else:
                 kept.add(key[2])
         for key, owner in _memo_owners(memo).items():
             value = memo[key]
             if type(value) is Answer:
-                if full in value.paths:
+                if holds(value.record):
                     del memo[key]
             elif owner is None or owner not in kept:
                 del memo[key]
@@ -1307,12 +1418,12 @@ class Project:
         else:
             self._consulted.add(full)  # asked outside a lint (`dependencies`)
 
-    def _replay(self, deps: frozenset[Any] | None) -> None:
+    def _replay(self, deps: _Record | None) -> None:
         """A cache hit: what its entry consulted is consulted by the frame asking now."""
-        if deps and self._frames:
-            self._frames[-1].paths |= deps
+        if deps is not None and self._frames:
+            self._frames[-1].parts[id(deps)] = deps
 
-    def remember(self, compute: Callable[[], Any]) -> tuple[Any, frozenset[Any]]:
+    def remember(self, compute: Callable[[], Any]) -> tuple[Any, _Record | None]:
         """``compute()`` and what it consulted: for a cache outside the project, which
         gives it to `replay` on every hit (so a lint using the cached value depends on it)."""
         frame = self._record()
@@ -1322,44 +1433,45 @@ class Project:
             deps = self._recorded(frame)
         return value, deps
 
-    def replay(self, deps: frozenset[Any]) -> None:
+    def replay(self, deps: _Record | None) -> None:
         """A hit of a cache filled by `remember`: what its value consulted counts now."""
         self._replay(deps)
 
-    def _consulted_now(self) -> frozenset[Any]:
+    def _consulted_now(self) -> _Record | None:
         """What the innermost frame consulted so far (what a search learnt depends on)."""
-        return frozenset(self._frames[-1].paths) if self._frames else frozenset()
+        return self._frames[-1].freeze() if self._frames else None
 
     def _record(self) -> _Frame:
         frame = _Frame()
         self._frames.append(frame)
         return frame
 
-    def _recorded(self, frame: _Frame) -> frozenset[Any]:
+    def _recorded(self, frame: _Frame) -> _Record | None:
         """End a frame opened by `_record` (a cache entry's): what it consulted, which the
         frame around it consulted too."""
-        self._close(frame)
-        return frozenset(frame.paths)
+        return self._close(frame)
 
-    def _close(self, frame: _Frame) -> None:
+    def _close(self, frame: _Frame) -> _Record | None:
         """End a lint's or an answer's frame: the Facts handed to it absorb what it consulted
-        (their cached answers may hold any of it), and so does the frame around it."""
+        (their cached answers may hold any of it), and so does the frame around it. Returns
+        the frame's record."""
         popped = self._frames.pop()
         assert popped is frame
-        paths = frame.paths
+        record = frame.freeze()
         for facts in frame.used.values():
             held = facts.__dict__
-            held["_consulted"] |= paths
+            held["_consulted"].keep(record)
             if held.get("_order_dependent"):
                 frame.clean = False
         if self._frames:
             outer = self._frames[-1]
-            outer.paths |= paths
+            outer.take(record)
             outer.loaded |= frame.loaded
             if not frame.clean:
                 outer.clean = False
         elif self._pool is not None:
-            self._pool |= paths  # (a lint's frame holds what every frame within it consulted)
+            self._pool.keep(record)  # (a lint's frame holds what every frame within consulted)
+        return record
 
     def handed_out(self, path: str, facts: Any, escapes: bool = False, holder: Any = None) -> None:
         """The Facts of module ``path`` were handed to the frame computing now: it depends
@@ -1368,16 +1480,18 @@ class Project:
         later frame: both depend, from now on, on everything the lints consult (a pool they
         share), and neither is stored on disk (what they hold depends on the run)."""
         held = facts.__dict__
-        consulted = held.get("_consulted")
+        consulted: _Gather | None = held.get("_consulted")
         if consulted is None:
-            consulted = held["_consulted"] = {normalise(path)}
+            consulted = held["_consulted"] = _Gather({normalise(path)})
         pool = self._pool
         if escapes:
             if pool is None:
-                pool = self._pool = set()
+                pool = self._pool = _Gather()
             for owner in (facts, holder):
                 if owner is not None and owner.__dict__.get("_consulted") is not pool:
-                    pool.update(owner.__dict__.get("_consulted") or ())
+                    known = owner.__dict__.get("_consulted")
+                    if known is not None:
+                        pool.keep(known.freeze())
                     owner.__dict__["_consulted"] = pool
                     owner.__dict__["_order_dependent"] = True
             consulted = pool
@@ -1389,14 +1503,14 @@ class Project:
             # what they hold may have been filled by frames still open: take those too
             top.clean = False
             for frame in frames[:-1]:
-                top.paths |= frame.paths
-            top.paths |= pool
+                top.take(frame.freeze())
+            top.take(pool.freeze())
             top.used[id(facts)] = facts
             return
         if id(facts) in top.used:
             return
         top.used[id(facts)] = facts
-        top.paths |= consulted
+        top.take(consulted.freeze())
         if held.get("_order_dependent"):
             top.clean = False
 
@@ -1434,7 +1548,7 @@ class Project:
             known = store.get(key, self._dependency_now, self._checked)
             if known is not None:
                 value, deps, loaded = known
-                found = memo[key] = Answer(value, frozenset(_expanded(deps)), True)
+                found = memo[key] = Answer(value, _Record(frozenset(_expanded(deps)), ()), True)
                 self._loaded.update(loaded)
                 if self._frames:
                     self._frames[-1].loaded.update(loaded)
@@ -1450,13 +1564,15 @@ class Project:
             memo.pop(key, None)
             self._close(frame)
             raise
-        self._close(frame)
-        found = memo[key] = Answer(value, frozenset(frame.paths), frame.clean)
+        record = self._close(frame)
+        found = memo[key] = Answer(value, record, frame.clean)
         self.answer_counts["computed"] += 1
-        if store is not None and frame.clean and self._storable(frame):
-            deps = sorted(self._deps_now(frame.paths).items())
-            if store.put(key, value, deps, sorted(frame.loaded)):
-                self.answer_counts["stored"] += 1
+        if store is not None and frame.clean:
+            paths = _flatten((record,))
+            if self._storable(paths):
+                deps = sorted(self._deps_now(paths).items())
+                if store.put(key, value, deps, sorted(frame.loaded)):
+                    self.answer_counts["stored"] += 1
         return value
 
     def _use(self, found: Answer) -> None:
@@ -1466,17 +1582,34 @@ class Project:
             if id(found) in top.merged:
                 return  # (asked again by the same lint: taken once)
             top.merged[id(found)] = found
-            top.paths |= found.paths
+            top.take(found.record)
             if not found.clean:
                 top.clean = False
 
-    def _storable(self, frame: _Frame) -> bool:
-        """An answer may go to disk: no file it consulted has an error to report (a run that
+    def _storable(self, paths: set[Any]) -> bool:
+        """An answer that consulted ``paths`` may go to disk: it consulted no editor buffer (an
+        unsaved text is not the disk's: the language server stores what it learnt of the
+        modules it did not open), and no file it consulted has an error to report (a run that
         reads the answer would not parse them, and could not report it)."""
-        if self._memory is not None or self._overlay:
-            return False  # an in-memory project, an editor's unsaved buffers: not the disk's
-        paths = frame.paths
+        if self._memory is not None:
+            return False  # an in-memory project
+        if self._overlay and self._consulted_buffer(paths):
+            return False
         return not any(e.path in paths for e in self.errors)
+
+    def _consulted_buffer(self, paths: Iterable[Any]) -> bool:
+        """Did what consulted ``paths`` read an editor buffer: its text, whether it is there
+        (an import that found it, or a buffer of a file not saved yet that it may have found),
+        or the names of a folder holding one?"""
+        buffers = self._overlay
+        folders = {os.path.dirname(p) for p in buffers}
+        for p in paths:
+            if type(p) is tuple:  # (folder, name, found): a path an import looked at
+                if os.path.join(p[0], p[1]) in buffers:
+                    return True
+            elif p in buffers or (p.endswith(LISTING) and p[: -len(LISTING)] in folders):
+                return True
+        return False
 
     def _dependency_now(self, dep: str) -> str | None:
         """The digest now of a path an answer read from the store consulted (None: a file
@@ -1570,11 +1703,11 @@ class Project:
             yield deps
         finally:
             self._depth -= 1
-            self._close(frame)
+            paths = _flatten((self._close(frame),))
             if not self._depth:
                 self._let_go(KEEP_PARSED_CHARS)
-            paths = frame.paths
-            self._consulted |= paths
+            # (`dependencies` reports files: the paths imports looked at are not kept here)
+            self._consulted.update(p for p in paths if type(p) is str)
             self.reached = tuple(sorted(p for p in paths if p in self._loaded and p != self_path))
             deps.update(self._deps_now(paths, self_path))
 

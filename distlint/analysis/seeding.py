@@ -34,6 +34,8 @@ class SeedingFacts:
         self._calls: list[tuple[cst.Call, Seeds | None, Seeds]] = []
         # an upper bound of `draws`: what the module draws if no helper seeds anything
         self.may_draw = Seeds.NONE
+        # what each call of a project helper seeds: asked by every seeding question
+        self._helper_kinds: dict[cst.Call, Seeds] = {}
         index = facts.index
         for call in index.calls:
             q = index.qualname(call.func)
@@ -167,7 +169,24 @@ class SeedingFacts:
             return Seeds.XLA
         return Seeds.NONE
 
+    @cached_property
+    def seeds_torch(self) -> bool:
+        """Some call of the module seeds torch's generator (``kind_of`` is TORCH or ALL: a
+        known seeder, or a project helper that seeds), wherever it runs. Without one, no order
+        of seeding and model building can matter (`Ordering`'s seeding events are such calls)."""
+        for call, known, _drawn in self._calls:
+            kind = known if known is not None else self._helper_kind(call)
+            if kind in (Seeds.TORCH, Seeds.ALL):
+                return True
+        return False
+
     def _helper_kind(self, call: cst.Call) -> Seeds:
+        found = self._helper_kinds.get(call)
+        if found is None:
+            found = self._helper_kinds[call] = self._external_kind(call)
+        return found
+
+    def _external_kind(self, call: cst.Call) -> Seeds:
         if not self.helpers_may_seed:
             return Seeds.NONE
         external = self.facts.summaries._external_summary(call, _SEEDERS)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Union
 
 import libcst as cst
@@ -39,6 +40,10 @@ _Needs = Union[_Spellings, _AnyOf]
 _CLASS_HEADER = re.compile(r"\s*(?:@[^\n]*\n\s*)*class\b[^:]*:")
 
 
+# A pure function of the class's code: memoised, since every lint of a script asks it again
+# for the same classes (the language server re-lints at each pause in typing; a diffusers
+# model class is thousands of lines, and the search was a quarter of a re-lint).
+@lru_cache(maxsize=64)
 def _method_code(code: str, method: str) -> str:
     """The code of method ``method`` in the code of a class (strings blanked): from its
     `def` to the next line indented no deeper; the class's body when it has no such method."""
@@ -62,6 +67,14 @@ class Summaries(Provider):
     def __init__(self, facts: Facts) -> None:
         super().__init__(facts)
         self._summaries: dict[cst.CSTNode, Summary | object] = {}
+        # Per name of this module: the project module (and the name there) it is imported
+        # from; per (needs, module, name): the gate `_may_reach`. Every fact asks them again
+        # for the same calls (the mode, the seeding, the optimizers, the batch: several times
+        # per call). Like the other answers these Facts hold, what they consulted is part of
+        # the Facts' own record (`Project.handed_out`), so a frame that uses them depends on it.
+        self._imported: dict[cst.Name, tuple[str, str] | None] = {}
+        self._modules: dict[cst.Name, str | None] = {}
+        self._reaches: dict[tuple[Any, str, str], bool] = {}
 
     def summary(self, fn: cst.CSTNode) -> Summary:
         """What a function of this module returns and does (a class: what its instances are)."""
@@ -248,6 +261,13 @@ class Summaries(Provider):
 
     def _imported_module(self, name: cst.Name) -> str | None:
         """The path of the project module ``name`` is bound to by an import, if any."""
+        known = self._modules
+        if name in known:
+            return known[name]
+        found = known[name] = self._find_imported_module(name)
+        return found
+
+    def _find_imported_module(self, name: cst.Name) -> str | None:
         assert self.project is not None and self.path is not None
         for b in self.index.bindings_of(name):
             if b.op == "import" and b.record is not None:
@@ -304,6 +324,13 @@ class Summaries(Provider):
         """The summary of ``name`` in module ``path`` may hold what ``needs`` names: the
         definition of ``name``, with what it uses, followed across modules, writes it (a line
         scan; nothing parsed), and its own code has the shape the spellings ask for."""
+        key = (needs, path, name)
+        found = self._reaches.get(key)
+        if found is None:
+            found = self._reaches[key] = self._may_reach_any(needs, path, name)
+        return found
+
+    def _may_reach_any(self, needs: _Needs, path: str, name: str) -> bool:
         if isinstance(needs, _AnyOf):
             return any(
                 self._may_reach_shaped(option, path, name, needs.method) for option in needs.options
@@ -336,9 +363,27 @@ class Summaries(Provider):
     def _imported_summary(self, name: cst.Name, needs: _Needs | None = None) -> Summary | None:
         if self.project is None or self.path is None:
             return None
+        known = self._imported
+        if name in known:
+            target = known[name]
+        else:
+            target = known[name] = self._import_target(name)
+        if target is None:
+            return None
+        path, member = target
+        if needs is not None and not self._may_reach(needs, path, member):
+            return None
+        return self._summary_in(path, member)
+
+    def _import_target(self, name: cst.Name) -> tuple[str, str] | None:
+        """The project module and the name in it that ``name`` is imported as (its first
+        `from ... import` binding decides, as `_summary_through` resolves it)."""
+        assert self.project is not None and self.path is not None
         for b in self.index.bindings_of(name):
-            if b.op == "import" and b.record is not None and b.record.name is not None:
-                return self._summary_through(b.record, self.path, needs)
+            record = b.record
+            if b.op == "import" and record is not None and record.name is not None:
+                path = self.project.resolve_import(self.path, record.module, record.level)
+                return (path, record.name) if path is not None else None
         return None
 
     def _summary_through(
