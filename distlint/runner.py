@@ -339,9 +339,15 @@ def _lint_module(
 ) -> _Round:
     PASSES["rules"] += 1
     path, project = job.path, job.project
-    if index is not None:  # the project's parse of this file: kept, with its facts
-        facts = facts_for(index, path, project)
-        return _lint_indexed(module, text, job, index, facts, offsets, tops, source)
+    if index is not None:
+        # the project's parse of this file (kept for its importers): linted with Facts of its
+        # own, as its own parse would be, so that its dependencies are its own reads, and
+        # what the rules ask is not kept in the project's Facts of it after the lint
+        facts = Facts(index, path, project)
+        try:
+            return _lint_indexed(module, text, job, index, facts, offsets, tops, source)
+        finally:
+            facts.release()
     # the linted text's own parse: its facts are not memoised in the project (importers that
     # reach this file use the project's parse of it), and nothing is kept once it is linted
     index = Index(module, text, source)
