@@ -42,8 +42,9 @@ MAX_CONFIG_BYTES = 2_000_000
 # was let go is parsed again. A whole-tree run then holds what the last lints used, not every
 # module it ever followed (a LibCST tree with its index and facts costs ~65 bytes a character).
 # Measured on diffusers' tree (1,329 files, -j1): 1.5M characters kept 312 MB at the peak with
-# 117 modules parsed, 750k 255 MB with 141 (no CPU difference within the noise).
-KEEP_PARSED_CHARS = 750_000
+# 117 modules parsed, 750k 255 MB with 141 (no CPU difference within the noise); with shared
+# dependency records, 750k peaked at 242 MB and 300k at 223 MB, CPU within 1% (64.8 / 65.3 s).
+KEEP_PARSED_CHARS = 300_000
 # The bytes of module files read from disk are kept while used recently, up to this much
 # together; beyond it the least recently used go (their digest stays) and are read again when
 # asked (the same bytes, or the file changed: what was learnt of it is forgotten). A whole-tree
