@@ -139,7 +139,7 @@ class LintOptions(NamedTuple):
     cache: bool = False  # reuse results from .distlint_cache (the CLI's default; --no-cache)
     jobs: int | None = None  # processes for many files; None: one per available core
     keep_source: bool = False  # results carry the decoded text (for --diff)
-    add_noqa: bool = False  # write `# noqa: CODE` for every finding (--add-noqa)
+    add_noqa: bool = False  # write a noqa directive naming each finding's code (--add-noqa)
 
     def apply_to(self, config: Config) -> Config:
         changes: dict[str, Any] = {}
