@@ -98,7 +98,8 @@ class Summaries(Provider):
             if b.op in ("def", "class"):
                 return self.summary(b.node)
             if b.op == "import" and b.record is not None:
-                return self._summary_through(b.record, self.path)
+                target = self._record_target(b.record)
+                return self._summary_in(*target) if target is not None else None
         return None
 
     def _summarise(self, fn: cst.CSTNode) -> Summary:
@@ -377,26 +378,20 @@ class Summaries(Provider):
 
     def _import_target(self, name: cst.Name) -> tuple[str, str] | None:
         """The project module and the name in it that ``name`` is imported as (its first
-        `from ... import` binding decides, as `_summary_through` resolves it)."""
-        assert self.project is not None and self.path is not None
+        `from ... import` binding decides)."""
         for b in self.index.bindings_of(name):
             record = b.record
             if b.op == "import" and record is not None and record.name is not None:
-                path = self.project.resolve_import(self.path, record.module, record.level)
-                return (path, record.name) if path is not None else None
+                return self._record_target(record)
         return None
 
-    def _summary_through(
-        self, record: Any, importer: str | None, needs: _Needs | None = None
-    ) -> Summary | None:
-        if self.project is None or importer is None or record.name is None:
+    def _record_target(self, record: Any) -> tuple[str, str] | None:
+        """The project module and the name in it that a `from ... import` record binds (None:
+        a plain import, or a module outside the project)."""
+        if self.project is None or self.path is None or record.name is None:
             return None
-        path = self.project.resolve_import(importer, record.module, record.level)
-        if path is None:
-            return None
-        if needs is not None and not self._may_reach(needs, path, record.name):
-            return None
-        return self._summary_in(path, record.name)
+        path = self.project.resolve_import(self.path, record.module, record.level)
+        return (path, record.name) if path is not None else None
 
     def _summary_in(self, path: str, name: str, through_attribute: bool = False) -> Summary | None:
         """The summary of ``name`` in project module ``path``, once per project (with what
