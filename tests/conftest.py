@@ -84,3 +84,16 @@ def distlint_exe():
     exe = str(candidate) if candidate.exists() else shutil.which("distlint")
     assert exe is not None, "the distlint command is not installed (pip install -e '.[dev]')"
     return exe
+
+
+@pytest.fixture
+def fresh_projects():
+    """No shared project analysis left by an earlier test (before and after), nor an answer
+    store after."""
+    from distlint import cache
+    from distlint.analysis.project import forget_projects
+
+    forget_projects()
+    yield
+    forget_projects()
+    cache._STORES.clear()

@@ -93,11 +93,8 @@ def _answers(root: Path) -> list[Path]:
 
 
 @pytest.fixture(autouse=True)
-def _fresh():
-    forget_projects()
+def _fresh(fresh_projects):
     yield
-    forget_projects()
-    cache._STORES.clear()
 
 
 def test_an_edited_entry_reads_its_helpers_answers_instead_of_parsing_them(tmp_path):

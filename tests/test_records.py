@@ -34,11 +34,8 @@ def P(rel: str) -> str:
 
 
 @pytest.fixture(autouse=True)
-def _fresh():
-    forget_projects()
+def _fresh(fresh_projects):
     yield
-    forget_projects()
-    cache._STORES.clear()
 
 
 # ------------------------------------------------------------------ the records themselves
