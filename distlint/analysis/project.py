@@ -132,6 +132,22 @@ class _Record:
 _SMALL = 8
 
 
+class _Looks(_Record):
+    """A record of import look-ups only: its atoms and its parts' (all _Looks) are
+    (folder, name, found) triples, never a file's path. Most records are these (each import
+    resolved, in each folder searched); a walk for the files a lint consulted (`_files`)
+    skips them."""
+
+    __slots__ = ()
+
+
+def _record_of(paths: Collection[Any], parts: tuple[_Record, ...]) -> _Record:
+    """A record of ``paths`` and ``parts``: a _Looks when it holds no file's path."""
+    if all(type(p) is _Looks for p in parts) and all(type(p) is tuple for p in paths):
+        return _Looks(paths, parts)
+    return _Record(paths, parts)
+
+
 # An accumulator (`_Gather`) kept beyond one frame (a module's Facts, the pool) holds up to
 # this many records by reference; beyond it they are flattened into its own paths (one set,
 # bounded by the distinct paths consulted, not by how many frames it saw).
@@ -161,7 +177,7 @@ class _Gather:
                 return None
             if len(parts) == 1:
                 return next(iter(parts.values()))
-        record = _Record(paths, tuple(parts.values()))
+        record = _record_of(paths, tuple(parts.values()))
         self.paths = set()
         self.parts = {id(record): record}
         return record
@@ -190,6 +206,23 @@ def _flatten(records: Iterable[_Record | None], into: set[Any] | None = None) ->
             if record.parts:
                 push(record.parts)
     return out
+
+
+def _files(records: Iterable[_Record | None]) -> set[str]:
+    """The paths of files (and stand-ins: every atom that is no import look-up) the
+    ``records`` hold: `_flatten` without the triples, never entering a _Looks."""
+    out: set[Any] = set()
+    seen: set[int] = set()
+    stack = [r for r in records if r is not None and type(r) is not _Looks]
+    pop, add, update = stack.pop, seen.add, out.update
+    while stack:
+        record = pop()
+        key = id(record)
+        if key not in seen:
+            add(key)
+            update(record.atoms)
+            stack += [p for p in record.parts if type(p) is not _Looks]
+    return {p for p in out if type(p) is str}
 
 
 class _Holds:
@@ -1696,10 +1729,12 @@ class Project:
         return out
 
     @contextmanager
-    def tracking(self, path: str | None = None) -> Iterator[dict[str, str]]:
+    def tracking(self, path: str | None = None, digests: bool = True) -> Iterator[dict[str, str]]:
         """Collect, into the yielded dict, path -> digest of what the analysis of one file
         consults, also through answers memoised while another file was linted (each answer
-        records what its own computation consulted: see `answer`)."""
+        records what its own computation consulted: see `answer`). ``digests`` False: only
+        which files it consulted (path -> ""), for a caller that keeps no cache (the import
+        look-ups, most of what a lint consulted, are then never walked nor digested)."""
         deps: dict[str, str] = {}
         self_path = normalise(path) if path is not None else None
         if self_path is None or self_path not in _RUN_FILES:
@@ -1711,13 +1746,18 @@ class Project:
             yield deps
         finally:
             self._depth -= 1
-            paths = _flatten((self._close(frame),))
+            record = self._close(frame)
+            paths = _flatten((record,)) if digests else _files((record,))
             if not self._depth:
                 self._let_go(KEEP_PARSED_CHARS)
             # (`dependencies` reports files: the paths imports looked at are not kept here)
-            self._consulted.update(p for p in paths if type(p) is str)
-            self.reached = tuple(sorted(p for p in paths if p in self._loaded and p != self_path))
-            deps.update(self._deps_now(paths, self_path))
+            files = paths if not digests else {p for p in paths if type(p) is str}
+            self._consulted.update(files)
+            self.reached = tuple(sorted(p for p in files if p in self._loaded and p != self_path))
+            if digests:
+                deps.update(self._deps_now(paths, self_path))
+            else:
+                deps.update(dict.fromkeys((p for p in files if p != self_path), ""))
 
     def begin_run(self) -> None:
         """Check files against the disk again (each at most once until the next call): a run
