@@ -182,13 +182,43 @@ def test_a_run_keeping_no_cache_walks_no_import_look_up_and_digests_nothing(monk
 
     monkeypatch.setattr(Project, "_deps_now", counted_deps_now)
     monkeypatch.setattr(project_mod, "_flatten", counted_flatten)
+    kept = 0  # records whose files were kept on them (see `_files`), met again later
     for folder in folders:
         lean = _linted(folder, False)
         assert list(lean) == list(full[folder.name]), folder.name
         for path, result in lean.items():
             assert result.dependencies == ()
             assert result == full[folder.name][path]._replace(dependencies=()), path
+        for project in project_mod._PROJECTS.values():
+            answers = [v.record for v in project.memo.values() if type(v) is Answer]
+            kept += sum(r.files is not None for r in _every_record(answers))
     assert calls == {"flatten": 0, "deps_now": 0}
+    assert kept > 0  # (so what was kept is checked above on every fixture project)
+
+
+def test_an_edit_after_the_files_of_shared_records_were_kept_is_still_seen(tmp_path):
+    """A run keeping no cache keeps the files of the records its lints share (`_files`); an
+    editor's edit of a module deep in the chain still reaches the next lint: the records
+    holding it are forgotten with the answers, never found again through a kept set."""
+    root = _chain(tmp_path)
+    entry, deep = str(root / "train.py"), root / "mytron" / "distributed.py"
+    project = project_mod.project_for(entry)
+    config = api.config_for(entry)
+
+    def lint() -> Any:
+        return api.lint_source(
+            Path(entry).read_text(), entry, config, project=project, dependencies=False
+        )
+
+    first = lint()
+    assert [f.code for f in first.findings] == ["DL201"] and not first.errors
+    answers = [v.record for v in project.memo.values() if type(v) is Answer]
+    assert any(r.files is not None and str(deep) in r.files for r in _every_record(answers))
+    assert [f.code for f in lint().findings] == ["DL201"]  # (from what was kept)
+    deep.write_text("def broken(:\n")
+    project.refresh(str(deep))
+    again = lint()
+    assert again.findings == () and [e.path for e in again.errors] == [str(deep)]
 
 
 def test_the_command_line_digests_what_lints_consulted_only_for_its_cache(tmp_path, monkeypatch):
@@ -229,6 +259,8 @@ def test_the_files_of_a_record_are_the_paths_its_flat_set_holds_and_looks_hold_n
             for record in _every_record(roots):
                 flat = _flatten((record,))
                 assert _files((record,)) == {p for p in flat if type(p) is str}
+                if record.files is not None:  # (kept by a lint that used it)
+                    assert {p for p in record.files if type(p) is str} == _files((record,))
                 if type(record) is _Looks:
                     looks += 1
                     assert flat and all(type(p) is tuple for p in flat)

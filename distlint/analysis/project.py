@@ -120,13 +120,14 @@ class _Record:
     A lint of a diffusers script consults ~5,000 paths; copying them into every cache entry
     and answer along the way held most of a whole-tree run's memory."""
 
-    __slots__ = ("atoms", "parts")
+    __slots__ = ("atoms", "parts", "files")
 
     def __init__(self, atoms: Collection[Any], parts: tuple[_Record, ...]) -> None:
         # (a few paths as a tuple: most records are one import's checks, and a frozenset of
         # three costs 216 bytes, a tuple 80; asked whether it holds a path only on an edit)
         self.atoms = tuple(atoms) if len(atoms) <= _SMALL else frozenset(atoms)
         self.parts = parts
+        self.files: tuple[Any, ...] | None = None  # (see `_files`)
 
 
 _SMALL = 8
@@ -210,19 +211,42 @@ def _flatten(records: Iterable[_Record | None], into: set[Any] | None = None) ->
 
 def _files(records: Iterable[_Record | None]) -> set[str]:
     """The paths of files (and stand-ins: every atom that is no import look-up) the
-    ``records`` hold: `_flatten` without the triples, never entering a _Looks."""
+    ``records`` hold: `_flatten` without the triples, never entering a _Looks. What a
+    record that joins several others holds is kept on it once worked out (``files``): the
+    lints of a tree share their answers' records, and each walked them all again."""
+    out: set[Any] = set()
+    update = out.update
+    for record in records:
+        if record is not None and type(record) is not _Looks:
+            update(record.atoms)
+            for part in record.parts:
+                if type(part) is not _Looks:
+                    known = part.files
+                    if known is None:
+                        known = _walk_files(part)
+                        if sum(type(p) is not _Looks for p in part.parts) > 1:
+                            part.files = known
+                    update(known)
+    return {p for p in out if type(p) is str}
+
+
+def _walk_files(record: _Record) -> tuple[Any, ...]:
     out: set[Any] = set()
     seen: set[int] = set()
-    stack = [r for r in records if r is not None and type(r) is not _Looks]
+    stack = [record]
     pop, add, update = stack.pop, seen.add, out.update
     while stack:
-        record = pop()
-        key = id(record)
+        r = pop()
+        key = id(r)
         if key not in seen:
             add(key)
-            update(record.atoms)
-            stack += [p for p in record.parts if type(p) is not _Looks]
-    return {p for p in out if type(p) is str}
+            known = r.files
+            if known is not None:
+                update(known)
+            else:
+                update(r.atoms)
+                stack += [p for p in r.parts if type(p) is not _Looks]
+    return tuple(out)
 
 
 class _Holds:
