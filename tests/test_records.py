@@ -149,6 +149,14 @@ def _every_record(roots: list[Any]) -> list[_Record]:
     return list(seen.values())
 
 
+def _walked(record: _Record) -> set[Any]:
+    """Every atom below ``record``, walked through its parts (nothing kept on a record used)."""
+    out: set[Any] = set()
+    for r in _every_record([record]):
+        out.update(r.atoms)
+    return out
+
+
 def _linted(folder: Path, dependencies: bool) -> dict[str, Any]:
     forget_projects()
     api.forget_config_files()
@@ -191,7 +199,7 @@ def test_a_run_keeping_no_cache_walks_no_import_look_up_and_digests_nothing(monk
             assert result == full[folder.name][path]._replace(dependencies=()), path
         for project in project_mod._PROJECTS.values():
             answers = [v.record for v in project.memo.values() if type(v) is Answer]
-            kept += sum(r.files is not None for r in _every_record(answers))
+            kept += sum(r.held is not None for r in _every_record(answers))
     assert calls == {"flatten": 0, "deps_now": 0}
     assert kept > 0  # (so what was kept is checked above on every fixture project)
 
@@ -213,7 +221,7 @@ def test_an_edit_after_the_files_of_shared_records_were_kept_is_still_seen(tmp_p
     first = lint()
     assert [f.code for f in first.findings] == ["DL201"] and not first.errors
     answers = [v.record for v in project.memo.values() if type(v) is Answer]
-    assert any(r.files is not None and str(deep) in r.files for r in _every_record(answers))
+    assert any(r.held is not None and str(deep) in r.held for r in _every_record(answers))
     assert [f.code for f in lint().findings] == ["DL201"]  # (from what was kept)
     deep.write_text("def broken(:\n")
     project.refresh(str(deep))
@@ -248,8 +256,9 @@ def test_the_command_line_digests_what_lints_consulted_only_for_its_cache(tmp_pa
 
 
 def test_the_files_of_a_record_are_the_paths_its_flat_set_holds_and_looks_hold_none():
-    """`_files` skips every _Looks: a _Looks, and all below it, holds import look-ups only."""
-    checked = looks = 0
+    """`_files` skips every _Looks: a _Looks, and all below it, holds import look-ups only;
+    what a record keeps of what it holds (``held``) is what walking its parts gives."""
+    checked = looks = kept = 0
     for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
         _linted(folder, True)
         for project in project_mod._PROJECTS.values():
@@ -258,14 +267,16 @@ def test_the_files_of_a_record_are_the_paths_its_flat_set_holds_and_looks_hold_n
                 roots += table.values()
             for record in _every_record(roots):
                 flat = _flatten((record,))
+                assert flat == _walked(record)
                 assert _files((record,)) == {p for p in flat if type(p) is str}
-                if record.files is not None:  # (kept by a lint that used it)
-                    assert {p for p in record.files if type(p) is str} == _files((record,))
                 if type(record) is _Looks:
                     looks += 1
                     assert flat and all(type(p) is tuple for p in flat)
+                    kept += record.held is not None and set(record.held) == flat
+                elif record.held is not None:  # (kept by a lint that used it)
+                    assert {p for p in record.held if type(p) is str} == _files((record,))
                 checked += 1
-    assert checked > 1000 and looks > 200
+    assert checked > 1000 and looks > 200 and kept > 100
 
 
 # ------------------------------------------------------------------ what the project holds

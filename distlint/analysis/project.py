@@ -120,14 +120,16 @@ class _Record:
     A lint of a diffusers script consults ~5,000 paths; copying them into every cache entry
     and answer along the way held most of a whole-tree run's memory."""
 
-    __slots__ = ("atoms", "parts", "files")
+    __slots__ = ("atoms", "parts", "held")
 
     def __init__(self, atoms: Collection[Any], parts: tuple[_Record, ...]) -> None:
         # (a few paths as a tuple: most records are one import's checks, and a frozenset of
         # three costs 216 bytes, a tuple 80; asked whether it holds a path only on an edit)
         self.atoms = tuple(atoms) if len(atoms) <= _SMALL else frozenset(atoms)
         self.parts = parts
-        self.files: tuple[Any, ...] | None = None  # (see `_files`)
+        # what it holds through its parts, once worked out where asked again and again (see
+        # `_files`, `_looked`): the atoms below it, but not below a _Looks part of a _Record
+        self.held: tuple[Any, ...] | None = None
 
 
 _SMALL = 8
@@ -203,16 +205,37 @@ def _flatten(records: Iterable[_Record | None], into: set[Any] | None = None) ->
         key = id(record)
         if key not in seen:
             add(key)
-            update(record.atoms)
-            if record.parts:
-                push(record.parts)
+            if type(record) is _Looks and record.parts:
+                update(_looked(record))
+            else:
+                update(record.atoms)
+                if record.parts:
+                    push(record.parts)
     return out
+
+
+def _looked(record: _Record) -> tuple[Any, ...]:
+    """The look-ups a _Looks holds through its parts (an import's resolution: the folders
+    searched), kept on it: every lint whose record reaches a module's imports walked them."""
+    held = record.held
+    if held is None:
+        out: set[Any] = set()
+        stack = [record]
+        while stack:
+            r = stack.pop()
+            if r.held is not None:
+                out.update(r.held)
+            else:
+                out.update(r.atoms)
+                stack += r.parts
+        held = record.held = tuple(out)
+    return held
 
 
 def _files(records: Iterable[_Record | None]) -> set[str]:
     """The paths of files (and stand-ins: every atom that is no import look-up) the
     ``records`` hold: `_flatten` without the triples, never entering a _Looks. What a
-    record that joins several others holds is kept on it once worked out (``files``): the
+    record that joins several others holds is kept on it once worked out (``held``): the
     lints of a tree share their answers' records, and each walked them all again."""
     out: set[Any] = set()
     update = out.update
@@ -221,11 +244,11 @@ def _files(records: Iterable[_Record | None]) -> set[str]:
             update(record.atoms)
             for part in record.parts:
                 if type(part) is not _Looks:
-                    known = part.files
+                    known = part.held
                     if known is None:
                         known = _walk_files(part)
                         if sum(type(p) is not _Looks for p in part.parts) > 1:
-                            part.files = known
+                            part.held = known
                     update(known)
     return {p for p in out if type(p) is str}
 
@@ -240,7 +263,7 @@ def _walk_files(record: _Record) -> tuple[Any, ...]:
         key = id(r)
         if key not in seen:
             add(key)
-            known = r.files
+            known = r.held
             if known is not None:
                 update(known)
             else:
