@@ -68,6 +68,19 @@ def test_an_accumulator_squashes_its_parts_into_one_flat_set_with_the_same_union
     assert _flatten((keeper.freeze(),)) == expected
 
 
+def test_a_squash_keeps_nothing_on_the_records_it_flattens():
+    """An accumulator's squash (a long run's Facts, the pool: also without a cache) leaves
+    no look-ups kept on the resolutions it met (memory a run keeping no cache never uses)."""
+    leaf = _Looks((("/p", "torch.py", "0"),), ())
+    keeper = _Gather()
+    resolutions = [_Looks(((f"/p{i}", "m.py", "1"),), (leaf,)) for i in range(300)]
+    for r in resolutions:
+        keeper.keep(r)
+    assert len(keeper.parts) < 300 and len(_flatten((keeper.freeze(),))) == 301  # (squashed)
+    assert all(r.held is None for r in resolutions)
+    assert _flatten(resolutions[:1], looked=True) == set(resolutions[0].held or ())
+
+
 def test_holds_looks_through_shared_parts_and_visits_each_record_once():
     leaf = _Record(frozenset({"deep.py"}), ())
     other = _Record(frozenset({"x.py"}), ())
@@ -200,6 +213,8 @@ def test_a_run_keeping_no_cache_walks_no_import_look_up_and_digests_nothing(monk
         for project in project_mod._PROJECTS.values():
             answers = [v.record for v in project.memo.values() if type(v) is Answer]
             kept += sum(r.held is not None for r in _every_record(answers))
+            # (nor what an import's look-ups hold: flattened only for a cache or an editor)
+            assert not [r for r in _every_record(answers) if type(r) is _Looks and r.held]
     assert calls == {"flatten": 0, "deps_now": 0}
     assert kept > 0  # (so what was kept is checked above on every fixture project)
 
@@ -272,7 +287,9 @@ def test_the_files_of_a_record_are_the_paths_its_flat_set_holds_and_looks_hold_n
                 if type(record) is _Looks:
                     looks += 1
                     assert flat and all(type(p) is tuple for p in flat)
-                    kept += record.held is not None and set(record.held) == flat
+                    if record.held is not None:  # (kept by a lint that flattened it)
+                        assert set(record.held) == flat
+                        kept += 1
                 elif record.held is not None:  # (kept by a lint that used it)
                     assert {p for p in record.held if type(p) is str} == _files((record,))
                 checked += 1

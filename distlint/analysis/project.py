@@ -193,9 +193,13 @@ class _Gather:
             self.parts = {}
 
 
-def _flatten(records: Iterable[_Record | None], into: set[Any] | None = None) -> set[Any]:
+def _flatten(
+    records: Iterable[_Record | None], into: set[Any] | None = None, looked: bool = False
+) -> set[Any]:
     """Every path the ``records`` hold, themselves and through their parts (each record
-    visited once), added to ``into`` (a new set by default)."""
+    visited once), added to ``into`` (a new set by default). ``looked``: what a _Looks with
+    parts holds is kept on it (`_looked`), for the flat sets asked of every lint and every
+    stored answer (not for an accumulator's squash: a run keeping no cache keeps none)."""
     out: set[Any] = set() if into is None else into
     seen: set[int] = set()
     stack = [r for r in records if r is not None]
@@ -205,7 +209,7 @@ def _flatten(records: Iterable[_Record | None], into: set[Any] | None = None) ->
         key = id(record)
         if key not in seen:
             add(key)
-            if type(record) is _Looks and record.parts:
+            if looked and type(record) is _Looks and record.parts:
                 update(_looked(record))
             else:
                 update(record.atoms)
@@ -1656,7 +1660,7 @@ class Project:
         found = memo[key] = Answer(value, record, frame.clean)
         self.answer_counts["computed"] += 1
         if store is not None and frame.clean:
-            paths = _flatten((record,))
+            paths = _flatten((record,), looked=True)
             if self._storable(paths):
                 deps = sorted(self._deps_now(paths).items())
                 if store.put(key, value, deps, sorted(frame.loaded)):
@@ -1794,7 +1798,7 @@ class Project:
         finally:
             self._depth -= 1
             record = self._close(frame)
-            paths = _flatten((record,)) if digests else _files((record,))
+            paths = _flatten((record,), looked=True) if digests else _files((record,))
             if not self._depth:
                 self._let_go(KEEP_PARSED_CHARS)
             # (`dependencies` reports files: the paths imports looked at are not kept here)
