@@ -72,6 +72,16 @@ _OTHER_KEYWORDS = (
     "False None True as assert async break class continue def del elif else except finally "
     "for from global import in is nonlocal pass raise return try while with"
 )
+# LibCST builds each node through its constructor, which checks the node (``_validate``): the
+# lint path's parse skips those checks (:func:`distlint.parse.parse`) where they cannot refuse
+# anything LibCST's native parser accepts. They can (checked for LibCST 1.9 by reading each
+# check and by parsing with and without them: see benchmarks/libcst_checks.py) only where a
+# keyword touches what follows it or what precedes it without a blank: a keyword right before a
+# number starting with a dot or a star (``if.5``, ``return*a``), an ``await`` expression right
+# before a keyword (``await(a)if b else c``); a bytes literal concatenated with a string; a bare
+# ``except:`` before another handler; and the same inside an f-string's or t-string's fields.
+# The scan sends such a text to the parse that checks (see ``checks`` of check_source).
+_UNCHECKED_AFTER_KEYWORD = ("*", *(f".{digit}" for digit in "0123456789"))
 
 
 def _one_of(words: str) -> str:
@@ -155,6 +165,15 @@ _TOKEN = re.compile(
     _TOKEN_PATTERN if sys.version_info >= (3, 11) else without_possessive(_TOKEN_PATTERN),
     re.VERBOSE | re.DOTALL,
 )
+# What sends an f-string's or t-string's fields to the checking parse (see above).
+_UNCHECKED_IN_FIELDS = re.compile(
+    r"(?<!\w)(?:(?:KEYWORDS)(?:\.\d|\*)|[bB][rR]?['\"]|[rR][bB]['\"]|await(?!\w))".replace(
+        "KEYWORDS", _one_of(f"{_NESTING_KEYWORDS} {_OTHER_KEYWORDS}")
+    )
+)
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# A keyword inside a number's token (the scan reads ``1if.5`` as one).
+_UNCHECKED_NUMBER = re.compile(r"[^\W\d]\.\d")
 # Token kinds: the group a match closes last (``m.lastindex``), numbered in the pattern's order.
 (
     _NL,
@@ -211,6 +230,7 @@ def check_source(
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
     tops: list[int] | None = None,
     irregular: list[tuple[int, int]] | None = None,
+    checks: list[str] | None = None,
 ) -> FileError | None:
     """``None`` when ``text`` is safe to give LibCST, else the error to report for ``path``.
 
@@ -221,6 +241,9 @@ def check_source(
     are, known without asking Python's parser (:func:`distlint.positions.offsets_from_tops`).
     ``irregular``: a list to receive the spans to take out of the text for LibCST to read it as
     Python does (see :func:`indentation_cuts`); ``tops`` then hold offsets in that shorter text.
+    ``checks``: a list to receive why LibCST's own checks of its nodes must run on the text
+    (what its native parser accepts and they refuse may be in it; see ``_UNCHECKED_AFTER_KEYWORD``);
+    left empty, the parse may skip them.
     """
     if max_file_size and len(text) > max_file_size // 4:  # cheap: a character is <= 4 bytes
         size = len(text.encode("utf-8", "surrogatepass"))
@@ -228,7 +251,18 @@ def check_source(
         if error is not None:
             return error
     try:
-        return _Scanner(text, path, tops, irregular, MAX_PARSE_COST).scan()
+        scanner = _Scanner(text, path, tops, irregular, MAX_PARSE_COST, checks)
+        error = scanner.scan()
+        if checks is not None:
+            if not scanner.finished:
+                checks.append("the scan stopped early")
+            if "await" in text:  # an await expression right before a keyword
+                checks.append("await")
+            if not text.isascii() and not "".join(set(_NON_ASCII.findall(text))).isprintable():
+                # the scan skips what this Python's Unicode tables do not know, and the native
+                # parser's newer tables may take as a name
+                checks.append("a character not printable in this Python's Unicode tables")
+        return error
     except RecursionError:  # pragma: no cover - the scan does not recurse
         return FileError(path, "source is too deeply nested to analyse", 1)
 
@@ -327,7 +361,7 @@ class _Scanner:
     __slots__ = (
         "text", "path", "tops", "irregular", "max_cost", "outer", "base", "depth", "links",
         "start", "start_pos", "is_lambda", "brackets", "blocks", "line_start", "statement_pos",
-        "after", "tokens", "odd", "cut", "floor", "cost", "finished",
+        "after", "tokens", "odd", "cut", "floor", "cost", "finished", "checks", "bare_except",
         "steps", "first_steps", "inline_steps",
     )  # fmt: skip
 
@@ -338,6 +372,7 @@ class _Scanner:
         tops: list[int] | None,
         irregular: list[tuple[int, int]] | None,
         max_cost: int,
+        checks: list[str] | None = None,
     ) -> None:
         self.text, self.path, self.tops, self.irregular = text, path, tops, irregular
         self.max_cost = max_cost
@@ -355,7 +390,12 @@ class _Scanner:
         self.floor = 0  # `base` at the statement's start: levels above it are the statement's
         self.cost = 0  # LibCST's estimated parse cost so far (see MAX_PARSE_COST)
         self.finished = False  # the scan read the whole text
-        self.first_steps, self.inline_steps = _step_tables(_TOKEN)
+        self.checks = checks  # receives why LibCST must check its nodes (see check_source)
+        self.bare_except = False  # a bare `except:` came before
+        # names other than ASCII: the native parser's test of an identifier (its Unicode
+        # tables) is not Python's (`str.isidentifier`), which LibCST's check asks
+        names = checks is not None and not text.isascii()
+        self.first_steps, self.inline_steps = _step_tables(_TOKEN, names)
         self.steps = self.first_steps
 
     def scan(self) -> FileError | None:
@@ -398,7 +438,10 @@ class _Scanner:
             self.tops.append(pos - self.cut)
         blocks = self.blocks
         if kind == _KEYWORD or kind == _NESTING:
-            self.base = self.floor = blocks.enter(column, m.group(kind))
+            first = m.group(kind)
+            if first == "except" and self.checks is not None:
+                self._except(m)
+            self.base = self.floor = blocks.enter(column, first)
         elif column == blocks.indents[-1] and not blocks.ifs:
             self.base = self.floor = blocks.depth  # in the blocks of the statement before
         else:
@@ -409,11 +452,40 @@ class _Scanner:
         self.inline_steps[kind](self, m)
 
     def _operand(self, m: re.Match[str]) -> None:
-        """A name, a number, ``...``."""
+        """A name, ``...``."""
         self.tokens += 1
         self.after = _OPERAND
 
+    def _name(self, m: re.Match[str]) -> None:
+        """A name in a text that is not all ASCII."""
+        self.tokens += 1
+        self.after = _OPERAND
+        if not m.group(_NAME).isascii():
+            assert self.checks is not None
+            self.checks.append(f"a name not in ASCII (line {_line(self.text, m.end())})")
+
+    def _number(self, m: re.Match[str]) -> None:
+        """A number, with what touches it: Python reads ``1if.5`` as ``1 if .5``."""
+        self.tokens += 1
+        self.after = _OPERAND
+        if self.checks is not None:
+            token = m.group(_NUM)
+            if not token.isdigit() and (
+                _UNCHECKED_NUMBER.search(token)
+                or token[-1].isalpha()
+                and self.text.startswith("*", m.end())
+            ):
+                self.checks.append(f"a keyword touches a number (line {_line(self.text, m.end())})")
+
     def _keyword(self, m: re.Match[str]) -> None:
+        """A keyword: the chain before it ends, the next starts after it."""
+        if self.text.startswith(_UNCHECKED_AFTER_KEYWORD, m.end()) and self.checks is not None:
+            self.checks.append(
+                f"a keyword touches what follows it (line {_line(self.text, m.end())})"
+            )
+        self._break(m)
+
+    def _break(self, m: re.Match[str]) -> None:
         """A keyword, or a separator: the chain before it ends, the next starts after it."""
         self.tokens += 1
         if self.links:
@@ -444,14 +516,14 @@ class _Scanner:
         self.after = _NOTHING
 
     def _colon(self, m: re.Match[str]) -> None:
-        self._keyword(m)
+        self._break(m)
         if self.is_lambda:  # the lambda's body: nested in the lambda, which is counted already
             self.base, self.depth, _, _, _, self.is_lambda = self.outer.pop()
         else:
             self.depth = 0
 
     def _walrus(self, m: re.Match[str]) -> None:
-        self._keyword(m)
+        self._break(m)
         self.depth += 1
 
     def _dot(self, m: re.Match[str]) -> None:
@@ -519,6 +591,10 @@ class _Scanner:
 
     def _string(self, m: re.Match[str]) -> None:
         self.tokens += 1
+        if self.checks is not None:
+            token = m.group(_STR)
+            if token[0] not in "'\"" or "{" in token or "}" in token:
+                self._prefixed(token, m.start(_STR))
         if self.after != _STRING:
             self.after = _STRING
         else:
@@ -550,6 +626,24 @@ class _Scanner:
         self.cut += removed
         return removed
 
+    def _prefixed(self, token: str, start: int) -> None:
+        """A string with a prefix, or with braces (an f-string's or a t-string's, whose fields
+        LibCST parses as code): does it ask for LibCST's checks?"""
+        prefix = token[: len(token) - len(token.lstrip("rRbBuUfF"))].lower()
+        assert self.checks is not None
+        if "b" in prefix:
+            self.checks.append(f"a bytes literal (line {_line(self.text, start)})")
+        elif ("{" in token or "}" in token) and _UNCHECKED_IN_FIELDS.search(token):
+            self.checks.append(f"an f-string's fields (line {_line(self.text, start)})")
+
+    def _except(self, m: re.Match[str]) -> None:
+        """An ``except`` clause: a bare one before another asks for LibCST's checks."""
+        assert self.checks is not None
+        if self.bare_except:
+            self.checks.append(f"a handler after a bare except (line {_line(self.text, m.end())})")
+        elif self.text[m.end() : m.end() + 16].lstrip(" \t\x0c\\\r\n").startswith(":"):
+            self.bare_except = True
+
     def _check_chain(self) -> None:
         if self.links * (self.tokens - self.start) > MAX_CHAIN_COST:
             raise _Stop(_chain_error(self.path, self.text, self.links, self.start_pos))
@@ -565,13 +659,16 @@ class _Scanner:
 
 
 _Step = Callable[[_Scanner, "re.Match[str]"], None]
-_TABLES: dict[re.Pattern[str], tuple[tuple[_Step, ...], tuple[_Step, ...]]] = {}
+_TABLES: dict[tuple[re.Pattern[str], bool], tuple[tuple[_Step, ...], tuple[_Step, ...]]] = {}
 
 
-def _step_tables(token: re.Pattern[str]) -> tuple[tuple[_Step, ...], tuple[_Step, ...]]:
+def _step_tables(
+    token: re.Pattern[str], names: bool = False
+) -> tuple[tuple[_Step, ...], tuple[_Step, ...]]:
     """The steps of :class:`_Scanner` by group number of ``token``: for the first token of a
-    line, and for the tokens after it (a group no token closes: a number's)."""
-    found = _TABLES.get(token)
+    line, and for the tokens after it (a group no token closes: a number's). ``names``: a
+    name's step looks at the name (see ``_Scanner._name``)."""
+    found = _TABLES.get((token, names))
     if found is not None:
         return found
     by_kind: dict[str, _Step] = {
@@ -583,6 +680,8 @@ def _step_tables(token: re.Pattern[str]) -> tuple[tuple[_Step, ...], tuple[_Step
         "colon": _Scanner._colon,
         "nesting": _Scanner._nesting,
         "keyword": _Scanner._keyword,
+        "num": _Scanner._number,
+        "name": _Scanner._name if names else _Scanner._operand,
         "str": _Scanner._string,
         "binary": _Scanner._operator,
         "power": _Scanner._operator,
@@ -591,7 +690,7 @@ def _step_tables(token: re.Pattern[str]) -> tuple[tuple[_Step, ...], tuple[_Step
         "cont": _Scanner._skip,
         "bad": _Scanner._bad,
     }
-    inline: list[_Step] = [_Scanner._operand] * (token.groups + 1)  # names, numbers, `...`
+    inline: list[_Step] = [_Scanner._operand] * (token.groups + 1)  # names, `...`
     first: list[_Step] = [_Scanner._first] * (token.groups + 1)
     for kind, number in token.groupindex.items():
         step = by_kind.get(kind)
@@ -599,7 +698,7 @@ def _step_tables(token: re.Pattern[str]) -> tuple[tuple[_Step, ...], tuple[_Step
             inline[number] = step
             if kind in ("nl", "comment", "cont", "bad"):  # not a statement's first token
                 first[number] = step
-    found = _TABLES[token] = (tuple(first), tuple(inline))
+    found = _TABLES[token, names] = (tuple(first), tuple(inline))
     return found
 
 

@@ -12,9 +12,11 @@ Nothing is executed or imported: the text is only parsed.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 
 import libcst as cst
+from libcst._nodes.base import CSTNode
 
 from distlint import guard
 from distlint.collector import paused as collector_paused
@@ -40,6 +42,49 @@ def null_byte(text: str, path: str) -> FileError | None:
     return FileError(path, "source contains a null byte", line)
 
 
+# LibCST builds every node through its dataclass constructor, whose ``__post_init__`` checks
+# the node (``_validate``): ~15% of a parse. Of the checks, LibCST 1.9.0's native parser can
+# violate only those the guard's scan looks for (``checks`` of
+# :func:`distlint.guard.check_source`; the reading of each check and the differential test
+# are in benchmarks/libcst_checks.py), so the lint path's parse of any other text skips them.
+# Only for the versions read: any other LibCST checks every node. The switch is per thread: a
+# library caller building nodes in another thread meanwhile is checked as always; the fixer's
+# re-parse of a fixed text always checks (a fix never writes what LibCST refuses).
+CHECKS_READ_FOR = ("1.9.0",)
+
+
+class _Unchecked(threading.local):
+    """Per thread: is this thread inside a parse that skips LibCST's node checks?"""
+
+    on = False
+
+
+_UNCHECKED = _Unchecked()
+
+
+def _post_init(node: CSTNode) -> None:
+    """``CSTNode.__post_init__``, skipped inside this thread's unchecked parse."""
+    if not _UNCHECKED.on:
+        node._validate()
+
+
+def _install() -> bool:
+    """Put :func:`_post_init` in place of LibCST's (which only calls ``_validate``) where this
+    LibCST is one whose checks were read; whether it is in place."""
+    if CSTNode.__post_init__ is _post_init:
+        return True
+    from libcst._version import __version__
+
+    original = CSTNode.__post_init__
+    if __version__ not in CHECKS_READ_FOR or original.__code__.co_names != ("_validate",):
+        return False
+    CSTNode.__post_init__ = _post_init  # type: ignore[method-assign, assignment]
+    return True
+
+
+UNCHECKED_PARSE = _install()
+
+
 def parse(
     text: str,
     path: str,
@@ -48,6 +93,7 @@ def parse(
     max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE,
     tops: list[int] | None = None,
     passes: Counter[str] | None = None,
+    checked: bool = True,
 ) -> tuple[cst.Module, SourceMap] | FileError:
     """``text`` (the file ``path``) parsed, with where LibCST's code stands in the text, or the
     error to report.
@@ -61,9 +107,14 @@ def parse(
     ``source``: what LibCST parses when not ``text`` itself and nothing is cut (the undecoded
     bytes: the module then knows its encoding). ``tops``: receives where statements start at
     column 0 in LibCST's code, from the guard's scan (see :func:`distlint.guard.check_source`).
-    ``passes``: counts ``"parse"`` for every text that reaches LibCST."""
+    ``passes``: counts ``"parse"`` for every text that reaches LibCST. ``checked=False``: skip
+    LibCST's checks of its nodes where they cannot refuse the text (the lint path; see
+    :data:`CHECKS_READ_FOR`): the verdict is the same, the tree equal."""
     cuts: list[tuple[int, int]] = []
-    refused = null_byte(text, path) or guard.check_source(text, path, max_file_size, tops, cuts)
+    checks: list[str] | None = None if checked or not UNCHECKED_PARSE else []
+    refused = null_byte(text, path) or guard.check_source(
+        text, path, max_file_size, tops, cuts, checks
+    )
     if refused is not None:  # before LibCST sees it
         return refused
     mapped = SourceMap(text, cuts)
@@ -72,9 +123,16 @@ def parse(
     guard.ensure_recursion_headroom()
     if passes is not None:
         passes["parse"] += 1
+    unchecked = checks is not None and not checks
     try:
         with collector_paused():  # the tree holds no cycles: collecting while it grows is waste
-            return cst.parse_module(text if source is None else source), mapped
+            if not unchecked:
+                return cst.parse_module(text if source is None else source), mapped
+            _UNCHECKED.on = True
+            try:
+                return cst.parse_module(text if source is None else source), mapped
+            finally:
+                _UNCHECKED.on = False
     except RecursionError:
         return FileError(path, "source is too deeply nested to parse")
     except Exception as exc:  # a ParserSyntaxError, or one of a few other types on odd input

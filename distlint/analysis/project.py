@@ -785,7 +785,7 @@ class Project:
         from distlint.analysis.index import Index
         from distlint.parse import parse
 
-        parsed = parse(text, full, source=data)
+        parsed = parse(text, full, source=data, checked=False)
         if isinstance(parsed, FileError):
             self._error(full, parsed.message, parsed.line, parsed.column)
             return None
