@@ -97,7 +97,9 @@ def _one_of(words: str) -> str:
 # makes a naive alternation slow). Possessive quantifiers: no backtracking, linear time. The
 # groups tell the kinds apart (each kind has its step in `_Scanner`). The operators' groups
 # exclude each other, so they are in the order of how often they come in ordinary code (what
-# the engine's speed depends on); keywords come before names, dots before numbers.
+# the engine's speed depends on); keywords come before names, dots before numbers. A name or a
+# number of ASCII letters and digits only has a group of its own (what the checks of
+# check_source need not look at), as has a character other than ASCII that no token holds.
 _TOKEN_PATTERN = r"""[ \t\f]*+(?:
     (?P<nl>\r\n|\r|\n)
     |(?P<separator>[,;~]|==?|\*\*=|//=|<<=|>>=|->|[-+*/%@&|^<>!]=|<(?![<=])|>(?![>=]))
@@ -107,7 +109,8 @@ _TOKEN_PATTERN = r"""[ \t\f]*+(?:
     |(?P<colon>:(?!=))
     |(?P<nesting>(?:NESTING)(?![\w'"]))
     |(?P<keyword>(?:KEYWORDS)(?![\w'"]))
-    |(?P<name>[^\W\d]\w*+)(?!['"])
+    |(?P<name>[A-Za-z_][A-Za-z0-9_]*+)(?![\w'"])
+    |(?P<uname>[^\W\d]\w*+)(?!['"])
     |(?P<str>[rRbBuUfF]{0,2}(?:
         '''(?:[^'\\]|\\.|'(?!''))*+'''
         |\"\"\"(?:[^"\\]|\\.|"(?!""))*+\"\"\"
@@ -118,9 +121,11 @@ _TOKEN_PATTERN = r"""[ \t\f]*+(?:
     |(?P<power>\*\*(?!=))
     |(?P<ellipsis>\.\.\.)
     |(?P<walrus>:=)
-    |(?P<num>\.?\d[\w.]*+)
+    |(?P<num>\.?\d[0-9_.]*+)(?![\w.])
+    |(?P<wnum>\.?\d[\w.]*+)
     |(?P<cont>\\(?:\r\n|\r|\n))
     |(?P<bad>['"\\])
+    |(?P<other>[^\x00-\x7f])
     )""".replace("NESTING", _one_of(_NESTING_KEYWORDS)).replace(
     "KEYWORDS", _one_of(_OTHER_KEYWORDS)
 )
@@ -171,7 +176,8 @@ _UNCHECKED_IN_FIELDS = re.compile(
         "KEYWORDS", _one_of(f"{_NESTING_KEYWORDS} {_OTHER_KEYWORDS}")
     )
 )
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# A character other than ASCII in an f-string's field (before any nested field).
+_NON_ASCII_FIELD = re.compile(r"\{[^{}]*[^\x00-\x7f]")
 # A keyword inside a number's token (the scan reads ``1if.5`` as one).
 _UNCHECKED_NUMBER = re.compile(r"[^\W\d]\.\d")
 # Token kinds: the group a match closes last (``m.lastindex``), numbered in the pattern's order.
@@ -185,6 +191,7 @@ _UNCHECKED_NUMBER = re.compile(r"[^\W\d]\.\d")
     _NESTING,
     _KEYWORD,
     _NAME,
+    _UNAME,
     _STR,
     _COMMENT,
     _BINARY,
@@ -192,13 +199,15 @@ _UNCHECKED_NUMBER = re.compile(r"[^\W\d]\.\d")
     _ELLIPSIS,
     _WALRUS,
     _NUM,
+    _WNUM,
     _CONT,
     _BAD,
+    _OTHER,
 ) = (
     _TOKEN.groupindex[kind]
     for kind in (
-        "nl separator dot open close colon nesting keyword name str comment binary power "
-        "ellipsis walrus num cont bad"
+        "nl separator dot open close colon nesting keyword name uname str comment binary power "
+        "ellipsis walrus num wnum cont bad other"
     ).split()
 )
 # What the previous token ends (`_Scanner.after`): nothing that takes a trailer, an operand, or a
@@ -258,10 +267,6 @@ def check_source(
                 checks.append("the scan stopped early")
             if "await" in text:  # an await expression right before a keyword
                 checks.append("await")
-            if not text.isascii() and not "".join(set(_NON_ASCII.findall(text))).isprintable():
-                # the scan skips what this Python's Unicode tables do not know, and the native
-                # parser's newer tables may take as a name
-                checks.append("a character not printable in this Python's Unicode tables")
         return error
     except RecursionError:  # pragma: no cover - the scan does not recurse
         return FileError(path, "source is too deeply nested to analyse", 1)
@@ -392,10 +397,7 @@ class _Scanner:
         self.finished = False  # the scan read the whole text
         self.checks = checks  # receives why LibCST must check its nodes (see check_source)
         self.bare_except = False  # a bare `except:` came before
-        # names other than ASCII: the native parser's test of an identifier (its Unicode
-        # tables) is not Python's (`str.isidentifier`), which LibCST's check asks
-        names = checks is not None and not text.isascii()
-        self.first_steps, self.inline_steps = _step_tables(_TOKEN, names)
+        self.first_steps, self.inline_steps = _step_tables(_TOKEN, checks is not None)
         self.steps = self.first_steps
 
     def scan(self) -> FileError | None:
@@ -456,36 +458,7 @@ class _Scanner:
         self.tokens += 1
         self.after = _OPERAND
 
-    def _name(self, m: re.Match[str]) -> None:
-        """A name in a text that is not all ASCII."""
-        self.tokens += 1
-        self.after = _OPERAND
-        if not m.group(_NAME).isascii():
-            assert self.checks is not None
-            self.checks.append(f"a name not in ASCII (line {_line(self.text, m.end())})")
-
-    def _number(self, m: re.Match[str]) -> None:
-        """A number, with what touches it: Python reads ``1if.5`` as ``1 if .5``."""
-        self.tokens += 1
-        self.after = _OPERAND
-        if self.checks is not None:
-            token = m.group(_NUM)
-            if not token.isdigit() and (
-                _UNCHECKED_NUMBER.search(token)
-                or token[-1].isalpha()
-                and self.text.startswith("*", m.end())
-            ):
-                self.checks.append(f"a keyword touches a number (line {_line(self.text, m.end())})")
-
     def _keyword(self, m: re.Match[str]) -> None:
-        """A keyword: the chain before it ends, the next starts after it."""
-        if self.text.startswith(_UNCHECKED_AFTER_KEYWORD, m.end()) and self.checks is not None:
-            self.checks.append(
-                f"a keyword touches what follows it (line {_line(self.text, m.end())})"
-            )
-        self._break(m)
-
-    def _break(self, m: re.Match[str]) -> None:
         """A keyword, or a separator: the chain before it ends, the next starts after it."""
         self.tokens += 1
         if self.links:
@@ -516,14 +489,14 @@ class _Scanner:
         self.after = _NOTHING
 
     def _colon(self, m: re.Match[str]) -> None:
-        self._break(m)
+        self._keyword(m)
         if self.is_lambda:  # the lambda's body: nested in the lambda, which is counted already
             self.base, self.depth, _, _, _, self.is_lambda = self.outer.pop()
         else:
             self.depth = 0
 
     def _walrus(self, m: re.Match[str]) -> None:
-        self._break(m)
+        self._keyword(m)
         self.depth += 1
 
     def _dot(self, m: re.Match[str]) -> None:
@@ -591,15 +564,78 @@ class _Scanner:
 
     def _string(self, m: re.Match[str]) -> None:
         self.tokens += 1
-        if self.checks is not None:
-            token = m.group(_STR)
-            if token[0] not in "'\"" or "{" in token or "}" in token:
-                self._prefixed(token, m.start(_STR))
         if self.after != _STRING:
             self.after = _STRING
         else:
             self.depth += 1  # implicit concatenation: LibCST nests each string in the next
             self._check_depth()
+
+    # The steps of a scan that looks for what LibCST's checks refuse (see check_source):
+    # each looks, then takes the step of its kind.
+
+    def _keyword_checked(self, m: re.Match[str]) -> None:
+        self._look_after_keyword(m)
+        self._keyword(m)
+
+    def _nesting_checked(self, m: re.Match[str]) -> None:
+        self._look_after_keyword(m)
+        self._nesting(m)
+
+    def _look_after_keyword(self, m: re.Match[str]) -> None:
+        if self.text.startswith(_UNCHECKED_AFTER_KEYWORD, m.end()):
+            self._unchecked("a keyword touches what follows it", m.end())
+
+    def _number_checked(self, m: re.Match[str]) -> None:
+        """A number with letters: Python reads ``1if.5`` as ``1 if .5``, ``1or*a`` as
+        ``1 or *a``."""
+        token = m.group(_WNUM)
+        if _UNCHECKED_NUMBER.search(token) or (
+            token[-1].isalpha() and self.text.startswith("*", m.end())
+        ):
+            self._unchecked("a keyword touches a number", m.end())
+        self._operand(m)
+
+    def _name_checked(self, m: re.Match[str]) -> None:
+        """A name not all ASCII: the native parser's test of an identifier (the Unicode tables
+        of Rust's regex crate) is not the one LibCST's check asks (``str.isidentifier``)."""
+        self._unchecked("a name not in ASCII", m.end())
+        self._operand(m)
+
+    def _other_checked(self, m: re.Match[str]) -> None:
+        """A character other than ASCII outside strings, comments and this Python's names."""
+        self._unchecked("a character other than ASCII", m.end())
+
+    def _string_checked(self, m: re.Match[str]) -> None:
+        start = m.start(_STR)
+        text = self.text
+        if text[start] not in "'\"" or (start and text[start - 1] in "tT"):
+            self._prefixed(m.group(_STR), start)
+        self._string(m)
+
+    def _prefixed(self, token: str, start: int) -> None:
+        """A string with a prefix (a t-string's is before the token): a bytes literal, or an
+        f-string or t-string, whose fields LibCST parses as code."""
+        prefix = token[: len(token) - len(token.lstrip("rRbBuUfF"))].lower()
+        if "b" in prefix:
+            self._unchecked("a bytes literal", start)
+        elif ("{" in token or "}" in token) and (
+            token.count("{") != token.count("}")  # a field with quotes of its own (3.12)
+            or not token.isascii()
+            and _NON_ASCII_FIELD.search(token)
+            or _UNCHECKED_IN_FIELDS.search(token)
+        ):
+            self._unchecked("an f-string's fields", start)
+
+    def _except(self, m: re.Match[str]) -> None:
+        """An ``except`` clause: a bare one before another asks for LibCST's checks."""
+        if self.bare_except:
+            self._unchecked("a handler after a bare except", m.end())
+        elif self.text[m.end() : m.end() + 16].lstrip(" \t\x0c\\\r\n").startswith(":"):
+            self.bare_except = True
+
+    def _unchecked(self, what: str, pos: int) -> None:
+        assert self.checks is not None
+        self.checks.append(f"{what} (line {_line(self.text, pos)})")
 
     # What the steps share.
 
@@ -626,24 +662,6 @@ class _Scanner:
         self.cut += removed
         return removed
 
-    def _prefixed(self, token: str, start: int) -> None:
-        """A string with a prefix, or with braces (an f-string's or a t-string's, whose fields
-        LibCST parses as code): does it ask for LibCST's checks?"""
-        prefix = token[: len(token) - len(token.lstrip("rRbBuUfF"))].lower()
-        assert self.checks is not None
-        if "b" in prefix:
-            self.checks.append(f"a bytes literal (line {_line(self.text, start)})")
-        elif ("{" in token or "}" in token) and _UNCHECKED_IN_FIELDS.search(token):
-            self.checks.append(f"an f-string's fields (line {_line(self.text, start)})")
-
-    def _except(self, m: re.Match[str]) -> None:
-        """An ``except`` clause: a bare one before another asks for LibCST's checks."""
-        assert self.checks is not None
-        if self.bare_except:
-            self.checks.append(f"a handler after a bare except (line {_line(self.text, m.end())})")
-        elif self.text[m.end() : m.end() + 16].lstrip(" \t\x0c\\\r\n").startswith(":"):
-            self.bare_except = True
-
     def _check_chain(self) -> None:
         if self.links * (self.tokens - self.start) > MAX_CHAIN_COST:
             raise _Stop(_chain_error(self.path, self.text, self.links, self.start_pos))
@@ -663,12 +681,12 @@ _TABLES: dict[tuple[re.Pattern[str], bool], tuple[tuple[_Step, ...], tuple[_Step
 
 
 def _step_tables(
-    token: re.Pattern[str], names: bool = False
+    token: re.Pattern[str], checks: bool = False
 ) -> tuple[tuple[_Step, ...], tuple[_Step, ...]]:
     """The steps of :class:`_Scanner` by group number of ``token``: for the first token of a
-    line, and for the tokens after it (a group no token closes: a number's). ``names``: a
-    name's step looks at the name (see ``_Scanner._name``)."""
-    found = _TABLES.get((token, names))
+    line, and for the tokens after it (a group no token closes: a number's). ``checks``: the
+    steps that look for what LibCST's checks refuse (see :func:`check_source`)."""
+    found = _TABLES.get((token, checks))
     if found is not None:
         return found
     by_kind: dict[str, _Step] = {
@@ -680,8 +698,6 @@ def _step_tables(
         "colon": _Scanner._colon,
         "nesting": _Scanner._nesting,
         "keyword": _Scanner._keyword,
-        "num": _Scanner._number,
-        "name": _Scanner._name if names else _Scanner._operand,
         "str": _Scanner._string,
         "binary": _Scanner._operator,
         "power": _Scanner._operator,
@@ -689,16 +705,26 @@ def _step_tables(
         "comment": _Scanner._skip,
         "cont": _Scanner._skip,
         "bad": _Scanner._bad,
+        "other": _Scanner._skip,
     }
+    if checks:
+        by_kind.update(
+            keyword=_Scanner._keyword_checked,
+            nesting=_Scanner._nesting_checked,
+            wnum=_Scanner._number_checked,
+            uname=_Scanner._name_checked,
+            other=_Scanner._other_checked,
+            str=_Scanner._string_checked,
+        )
     inline: list[_Step] = [_Scanner._operand] * (token.groups + 1)  # names, `...`
     first: list[_Step] = [_Scanner._first] * (token.groups + 1)
     for kind, number in token.groupindex.items():
         step = by_kind.get(kind)
         if step is not None:
             inline[number] = step
-            if kind in ("nl", "comment", "cont", "bad"):  # not a statement's first token
+            if kind in ("nl", "comment", "cont", "bad", "other"):  # not a statement's first
                 first[number] = step
-    found = _TABLES[token, names] = (tuple(first), tuple(inline))
+    found = _TABLES[token, checks] = (tuple(first), tuple(inline))
     return found
 
 

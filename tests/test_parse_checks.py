@@ -36,6 +36,8 @@ REFUSED_BY_CHECKS = {
     "f-string-field": 'x = f"{a if b else.5}"\n',
     "nested-quotes-field": 'x = f"{x}{"a" if y else.5}"\n',
     "name-unknown-to-this-python": "x = \U00011f04\n",
+    "in-a-name-unknown-to-this-python": "x = a\U00011f04\n",
+    "in-an-f-string-field": 'x = f"→{a}{\U00011f04}"\n',
 }
 
 
