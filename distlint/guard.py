@@ -608,21 +608,26 @@ class _Scanner:
     def _string_checked(self, m: re.Match[str]) -> None:
         start = m.start(_STR)
         text = self.text
-        if text[start] not in "'\"" or (start and text[start - 1] in "tT"):
-            self._prefixed(m.group(_STR), start)
+        template = start > 0 and text[start - 1] in "tT"  # a t-string: `t"..."`, `rt"..."`
+        if text[start] not in "'\"" or template:
+            self._prefixed(m.group(_STR), start, template)
         self._string(m)
 
-    def _prefixed(self, token: str, start: int) -> None:
+    def _prefixed(self, token: str, start: int, template: bool) -> None:
         """A string with a prefix (a t-string's is before the token): a bytes literal, or an
         f-string or t-string, whose fields LibCST parses as code."""
         prefix = token[: len(token) - len(token.lstrip("rRbBuUfF"))].lower()
         if "b" in prefix:
             self._unchecked("a bytes literal", start)
-        elif ("{" in token or "}" in token) and (
-            token.count("{") != token.count("}")  # a field with quotes of its own (3.12)
-            or not token.isascii()
-            and _NON_ASCII_FIELD.search(token)
-            or _UNCHECKED_IN_FIELDS.search(token)
+        elif (
+            ("f" in prefix or template)
+            and ("{" in token or "}" in token)
+            and (
+                token.count("{") != token.count("}")  # a field with quotes of its own (3.12)
+                or not token.isascii()
+                and _NON_ASCII_FIELD.search(token)
+                or _UNCHECKED_IN_FIELDS.search(token)
+            )
         ):
             self._unchecked("an f-string's fields", start)
 

@@ -144,3 +144,39 @@ def test_another_libcst_version_is_always_checked(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(CSTNode, "__post_init__", lambda node: node._validate())
     monkeypatch.setattr(parse_mod, "CHECKS_READ_FOR", ("0.0.0",))
     assert parse_mod._install() is False
+
+
+# Ordinary code that looks close: each is parsed without the checks.
+UNCHECKED = {
+    "raw-string-braces": 'import re\nPUNCT = re.compile(r"[" + r"\\}" + r"\\{" + "·" + r"]")\n',
+    "relative-import": "from.models import Net\nfrom . import data\n",
+    "numbers": "lr = 1e-4 * scale\nx = 0.5 if a else .5\nmask = 0xFF & b\n",
+    "keywords-before-brackets": "if(a):\n    x = not(b)\n    y = [i for i in(c)if i]\n",
+    "comments-and-strings": '# é → ü\nx = "naïve"  # not.5\ndoc = """if.5 b"x" """\n',
+    "f-strings": 'x = f"{a!r:>{w}} → {b}"\ny = f"{{literal}}"\n',
+    "one-except": "try:\n    pass\nexcept:\n    pass\nfinally:\n    pass\n",
+}
+
+
+@pytest.mark.parametrize("text", UNCHECKED.values(), ids=UNCHECKED.keys())
+def test_ordinary_code_skips_the_checks(text: str, name_checks: list[str]) -> None:
+    checks: list[str] = []
+    assert guard.check_source(text, "t.py", None, None, None, checks) is None
+    assert checks == []
+    unchecked = parse(text, "t.py", checked=False)
+    assert not isinstance(unchecked, FileError)
+    assert name_checks == []
+    checked = parse(text, "t.py", checked=True)
+    assert not isinstance(checked, FileError)
+    assert unchecked[0].deep_equals(checked[0]) and unchecked[0].code == checked[0].code
+
+
+def test_the_fixtures_skip_the_checks() -> None:
+    """What distlint's own fixtures hold (realistic training scripts) is parsed unchecked."""
+    routed = []
+    for path in sorted(FIXTURES.rglob("*.py")):
+        checks: list[str] = []
+        text = path.read_text(encoding="utf-8")
+        if guard.check_source(text, str(path), None, None, None, checks) is None and checks:
+            routed.append((path.name, checks[0]))
+    assert routed == []
