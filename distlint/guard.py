@@ -33,6 +33,7 @@ server and the command line share this one function.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from typing import Callable
@@ -170,12 +171,19 @@ _TOKEN = re.compile(
     _TOKEN_PATTERN if sys.version_info >= (3, 11) else without_possessive(_TOKEN_PATTERN),
     re.VERBOSE | re.DOTALL,
 )
-# What sends an f-string's or t-string's fields to the checking parse (see above).
-_UNCHECKED_IN_FIELDS = re.compile(
-    r"(?<!\w)(?:(?:KEYWORDS)(?:\.\d|\*)|[bB][rR]?['\"]|[rR][bB]['\"]|await(?!\w))".replace(
-        "KEYWORDS", _one_of(f"{_NESTING_KEYWORDS} {_OTHER_KEYWORDS}")
+
+
+@functools.cache
+def _unchecked_in_fields() -> re.Pattern[str]:
+    """What sends an f-string's or t-string's fields to the checking parse (see above);
+    compiled when first asked (a command's start pays for no more than it uses)."""
+    return re.compile(
+        r"(?<!\w)(?:(?:KEYWORDS)(?:\.\d|\*)|[bB][rR]?['\"]|[rR][bB]['\"]|await(?!\w))".replace(
+            "KEYWORDS", _one_of(f"{_NESTING_KEYWORDS} {_OTHER_KEYWORDS}")
+        )
     )
-)
+
+
 # A character other than ASCII in an f-string's field (before any nested field).
 _NON_ASCII_FIELD = re.compile(r"\{[^{}]*[^\x00-\x7f]")
 # A keyword inside a number's token (the scan reads ``1if.5`` as one).
@@ -574,16 +582,20 @@ class _Scanner:
     # each looks, then takes the step of its kind.
 
     def _keyword_checked(self, m: re.Match[str]) -> None:
-        self._look_after_keyword(m)
-        self._keyword(m)
+        """``_keyword`` (written out: a step per keyword), looking at what touches it."""
+        end = m.end()
+        if self.text.startswith(_UNCHECKED_AFTER_KEYWORD, end):
+            self._unchecked("a keyword touches what follows it", end)
+        self.tokens += 1
+        if self.links:
+            self._check_chain()
+        self.links, self.start, self.start_pos = 0, self.tokens, end
+        self.after = _NOTHING
 
     def _nesting_checked(self, m: re.Match[str]) -> None:
-        self._look_after_keyword(m)
-        self._nesting(m)
-
-    def _look_after_keyword(self, m: re.Match[str]) -> None:
         if self.text.startswith(_UNCHECKED_AFTER_KEYWORD, m.end()):
             self._unchecked("a keyword touches what follows it", m.end())
+        self._nesting(m)
 
     def _number_checked(self, m: re.Match[str]) -> None:
         """A number with letters: Python reads ``1if.5`` as ``1 if .5``, ``1or*a`` as
@@ -608,10 +620,15 @@ class _Scanner:
     def _string_checked(self, m: re.Match[str]) -> None:
         start = m.start(_STR)
         text = self.text
-        template = start > 0 and text[start - 1] in "tT"  # a t-string: `t"..."`, `rt"..."`
-        if text[start] not in "'\"" or template:
-            self._prefixed(m.group(_STR), start, template)
-        self._string(m)
+        if text[start] not in "'\"" or (start and text[start - 1] in "tT"):
+            # a prefix (a t-string's, `t"..."` `rt"..."`, is before the token)
+            self._prefixed(m.group(_STR), start, start > 0 and text[start - 1] in "tT")
+        self.tokens += 1  # `_string`, written out (a step per string)
+        if self.after != _STRING:
+            self.after = _STRING
+        else:
+            self.depth += 1
+            self._check_depth()
 
     def _prefixed(self, token: str, start: int, template: bool) -> None:
         """A string with a prefix (a t-string's is before the token): a bytes literal, or an
@@ -626,7 +643,7 @@ class _Scanner:
                 token.count("{") != token.count("}")  # a field with quotes of its own (3.12)
                 or not token.isascii()
                 and _NON_ASCII_FIELD.search(token)
-                or _UNCHECKED_IN_FIELDS.search(token)
+                or _unchecked_in_fields().search(token)
             )
         ):
             self._unchecked("an f-string's fields", start)
