@@ -12,13 +12,12 @@ Nothing is executed or imported: the text is only parsed.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 
 import libcst as cst
-from libcst._nodes.base import CSTNode
 
 from distlint import guard
+from distlint._libcst_compat import UNCHECKED_PARSE, checks_off
 from distlint.collector import paused as collector_paused
 from distlint.edits import decode  # pure text: the cache and the CLI decode without LibCST
 from distlint.model import FileError
@@ -40,49 +39,6 @@ def null_byte(text: str, path: str) -> FileError | None:
         return None
     line = text.count("\n", 0, text.index("\x00")) + 1
     return FileError(path, "source contains a null byte", line)
-
-
-# LibCST builds every node through its dataclass constructor, whose ``__post_init__`` checks
-# the node (``_validate``): ~15% of a parse. Of the checks, LibCST 1.9.0's native parser can
-# violate only those the guard's scan looks for (``checks`` of
-# :func:`distlint.guard.check_source`; the reading of each check and the differential test
-# are in benchmarks/libcst_checks.py), so the lint path's parse of any other text skips them.
-# Only for the versions read: any other LibCST checks every node. The switch is per thread: a
-# library caller building nodes in another thread meanwhile is checked as always; the fixer's
-# re-parse of a fixed text always checks (a fix never writes what LibCST refuses).
-CHECKS_READ_FOR = ("1.9.0",)
-
-
-class _Unchecked(threading.local):
-    """Per thread: is this thread inside a parse that skips LibCST's node checks?"""
-
-    on = False
-
-
-_UNCHECKED = _Unchecked()
-
-
-def _post_init(node: CSTNode) -> None:
-    """``CSTNode.__post_init__``, skipped inside this thread's unchecked parse."""
-    if not _UNCHECKED.on:
-        node._validate()
-
-
-def _install() -> bool:
-    """Put :func:`_post_init` in place of LibCST's (which only calls ``_validate``) where this
-    LibCST is one whose checks were read; whether it is in place."""
-    if CSTNode.__post_init__ is _post_init:
-        return True
-    from libcst._version import __version__
-
-    original = CSTNode.__post_init__
-    if __version__ not in CHECKS_READ_FOR or original.__code__.co_names != ("_validate",):
-        return False
-    CSTNode.__post_init__ = _post_init  # type: ignore[method-assign, assignment]
-    return True
-
-
-UNCHECKED_PARSE = _install()
 
 
 def parse(
@@ -108,8 +64,13 @@ def parse(
     bytes: the module then knows its encoding). ``tops``: receives where statements start at
     column 0 in LibCST's code, from the guard's scan (see :func:`distlint.guard.check_source`).
     ``passes``: counts ``"parse"`` for every text that reaches LibCST. ``checked=False``: skip
-    LibCST's checks of its nodes where they cannot refuse the text (the lint path; see
-    :data:`CHECKS_READ_FOR`): the verdict is the same, the tree equal."""
+    LibCST's checks of its nodes (``_validate``, ~15% of a parse) where they cannot refuse the
+    text: the verdict is the same, the tree equal. That is the lint path's parse; the fixer's
+    re-parse always checks (a fix never writes what LibCST refuses). Of LibCST's checks, its
+    native parser can violate only those the guard's scan looks for (``checks`` of
+    :func:`distlint.guard.check_source`; the reading of each check and the differential test
+    are in benchmarks/libcst_checks.py), for the versions read
+    (:func:`distlint._libcst_compat.checks_off`)."""
     cuts: list[tuple[int, int]] = []
     checks: list[str] | None = None if checked or not UNCHECKED_PARSE else []
     refused = null_byte(text, path) or guard.check_source(
@@ -128,11 +89,8 @@ def parse(
         with collector_paused():  # the tree holds no cycles: collecting while it grows is waste
             if not unchecked:
                 return cst.parse_module(text if source is None else source), mapped
-            _UNCHECKED.on = True
-            try:
+            with checks_off():
                 return cst.parse_module(text if source is None else source), mapped
-            finally:
-                _UNCHECKED.on = False
     except RecursionError:
         return FileError(path, "source is too deeply nested to parse")
     except Exception as exc:  # a ParserSyntaxError, or one of a few other types on odd input

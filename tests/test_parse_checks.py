@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import libcst as cst
 import pytest
 
+from distlint import _libcst_compat as compat
 from distlint import guard, runner
 from distlint import parse as parse_mod
 from distlint.api import Config, lint_source
@@ -19,7 +20,7 @@ from distlint.parse import parse
 from tests.helpers import FIXTURES
 
 pytestmark = pytest.mark.skipif(
-    not parse_mod.UNCHECKED_PARSE, reason="LibCST's checks were read for another version"
+    not compat.UNCHECKED_PARSE, reason="LibCST's checks were read for another version"
 )
 
 # Texts the native parser accepts and a check of LibCST refuses, each found by the
@@ -82,14 +83,12 @@ def test_the_native_parser_alone_accepts_them() -> None:
     """Without the guard's routing, the unchecked parse would take these texts."""
     accepted = []
     for text in REFUSED_BY_CHECKS.values():
-        parse_mod._UNCHECKED.on = True
-        try:
-            cst.parse_module(text)
-            accepted.append(text)
-        except Exception:
-            pass
-        finally:
-            parse_mod._UNCHECKED.on = False
+        with compat.checks_off():
+            try:
+                cst.parse_module(text)
+                accepted.append(text)
+            except Exception:
+                pass
     assert accepted == list(REFUSED_BY_CHECKS.values())
 
 
@@ -116,7 +115,7 @@ def test_other_threads_nodes_are_checked(monkeypatch: pytest.MonkeyPatch) -> Non
     real = cst.parse_module
 
     def parse_module(source: str | bytes) -> cst.Module:
-        assert parse_mod._UNCHECKED.on  # inside the unchecked window
+        assert compat._UNCHECKED.on  # inside the unchecked window
 
         def build() -> None:
             try:
@@ -133,50 +132,15 @@ def test_other_threads_nodes_are_checked(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(parse_mod.cst, "parse_module", parse_module)
     assert not isinstance(parse("x = 1\n", "t.py", checked=False), FileError)
     assert len(seen) == 1 and isinstance(seen[0], cst.CSTValidationError)
-    assert not parse_mod._UNCHECKED.on  # and the switch is off again
+    assert not compat._UNCHECKED.on  # and the switch is off again
     with pytest.raises(cst.CSTValidationError):
         cst.Name("not a name")
 
 
 def test_another_libcst_version_is_always_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    from libcst._nodes.base import CSTNode
-
-    monkeypatch.setattr(CSTNode, "__post_init__", lambda node: node._validate())
-    monkeypatch.setattr(parse_mod, "CHECKS_READ_FOR", ("0.0.0",))
-    assert parse_mod._install() is False
-
-
-# Ordinary code that looks close: each is parsed without the checks.
-UNCHECKED = {
-    "raw-string-braces": 'import re\nPUNCT = re.compile(r"[" + r"\\}" + r"\\{" + "·" + r"]")\n',
-    "relative-import": "from.models import Net\nfrom . import data\n",
-    "numbers": "lr = 1e-4 * scale\nx = 0.5 if a else .5\nmask = 0xFF & b\n",
-    "keywords-before-brackets": "if(a):\n    x = not(b)\n    y = [i for i in(c)if i]\n",
-    "comments-and-strings": '# é → ü\nx = "naïve"  # not.5\ndoc = """if.5 b"x" """\n',
-    "f-strings": 'x = f"{a!r:>{w}} → {b}"\ny = f"{{literal}}"\n',
-    "one-except": "try:\n    pass\nexcept:\n    pass\nfinally:\n    pass\n",
-}
-
-
-@pytest.mark.parametrize("text", UNCHECKED.values(), ids=UNCHECKED.keys())
-def test_ordinary_code_skips_the_checks(text: str, name_checks: list[str]) -> None:
-    checks: list[str] = []
-    assert guard.check_source(text, "t.py", None, None, None, checks) is None
-    assert checks == []
-    unchecked = parse(text, "t.py", checked=False)
-    assert not isinstance(unchecked, FileError)
-    assert name_checks == []
-    checked = parse(text, "t.py", checked=True)
-    assert not isinstance(checked, FileError)
-    assert unchecked[0].deep_equals(checked[0]) and unchecked[0].code == checked[0].code
-
-
-def test_the_fixtures_skip_the_checks() -> None:
-    """What distlint's own fixtures hold (realistic training scripts) is parsed unchecked."""
-    routed = []
-    for path in sorted(FIXTURES.rglob("*.py")):
-        checks: list[str] = []
-        text = path.read_text(encoding="utf-8")
-        if guard.check_source(text, str(path), None, None, None, checks) is None and checks:
-            routed.append((path.name, checks[0]))
-    assert routed == []
+    monkeypatch.setattr(cst.CSTNode, "__post_init__", lambda node: node._validate())
+    monkeypatch.setattr(compat, "CHECKS_READ_FOR", ("0.0.0",))
+    assert compat._install() is False
+    monkeypatch.setattr(compat, "CHECKS_READ_FOR", (compat.LIBCST_VERSION,))
+    assert compat._install() is True
+    assert cst.CSTNode.__post_init__ is compat._post_init
