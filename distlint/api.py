@@ -26,7 +26,12 @@ K = TypeVar("K")
 
 
 def _lint_source(
-    source: str | bytes, path: str, *args: Any, project: Any = None, **kwargs: Any
+    source: str | bytes,
+    path: str,
+    *args: Any,
+    project: Any = None,
+    dependencies: bool = True,
+    **kwargs: Any,
 ) -> FileResult:
     # The engine (LibCST, the rules) loads on first use: a run answered from the cache never needs it.
     from distlint.runner import lint_source
@@ -34,14 +39,14 @@ def _lint_source(
     collector.startup_over()
     if project is None:
         return lint_source(source, path, *args, **kwargs)
-    with project.tracking(path) as deps:
+    with project.tracking(path, digests=dependencies) as deps:
         result = lint_source(source, path, *args, project=project, **kwargs)
     # Modules and config files this file reached that could not be read or parsed: reported
     # once per run, by the first file that needs them, unless they are linted themselves.
     broken = project.report_errors(deps, exclude=path)
     return result._replace(
         errors=result.errors + tuple(broken),
-        dependencies=tuple(sorted(deps.items())),
+        dependencies=tuple(sorted(deps.items())) if dependencies else (),
         reached=project.reached,
     )
 
@@ -139,6 +144,9 @@ class LintOptions(NamedTuple):
     cache: bool = False  # reuse results from .distlint_cache (the CLI's default; --no-cache)
     jobs: int | None = None  # processes for many files; None: one per available core
     keep_source: bool = False  # results carry the decoded text (for --diff)
+    # results carry what each file's analysis consulted, with digests (FileResult.dependencies:
+    # the cache's keys, the editor's dependents); a report that keeps no cache needs none
+    dependencies: bool = True
     add_noqa: bool = False  # write a noqa directive naming each finding's code (--add-noqa)
 
     def apply_to(self, config: Config) -> Config:
@@ -170,13 +178,15 @@ def lint_source(
     debug: bool = False,
     prior: FileResult | None = None,
     project: Any = None,
+    dependencies: bool = True,
 ) -> FileResult:
     """Lint ``source`` as the file ``path``; see :func:`distlint.runner.lint_source`.
 
     ``prior`` (with ``fix``): a result of linting this same text with the same settings, whose
     edits the first fix round applies without linting again (the cache's, the server's).
     ``project`` (a :class:`distlint.analysis.project.Project`, e.g. :func:`project_for`): follow
-    the file's imports and config files; None: the file alone."""
+    the file's imports and config files; None: the file alone. ``dependencies`` False: the
+    result's ``dependencies`` stay empty (a caller keeping no cache need not pay for them)."""
     if path.endswith(".ipynb"):
         from distlint import notebook
 
@@ -199,6 +209,7 @@ def lint_source(
         debug=debug,
         prior=prior,
         project=project,
+        dependencies=dependencies,
     )
 
 
@@ -440,6 +451,7 @@ def _lint_data(
         options,
         prior=prior,
         project=None if path.endswith(".ipynb") else _answering(path, config, options.cache),
+        dependencies=options.dependencies or options.cache,
     )
     if options.fix and options.write and result.fixed_bytes is not None:
         from distlint.fixes import FileChanged, NotWritten, write_atomic
@@ -628,7 +640,7 @@ def _sets_up_training(path: str, config: Config, options: LintOptions) -> bool:
         known = store.get_flag(key)
         if known is not None:
             return bool(known)
-    with project.tracking(path) as deps:
+    with project.tracking(path, digests=options.cache) as deps:
         info = project.module(path)
         trains = info is not None and bool(
             facts_for(info.index, info.path, project).trains_data_parallel

@@ -263,6 +263,7 @@ def _run(
         cache=not no_cache,
         jobs=jobs,
         keep_source=diff or fmt == "full",
+        dependencies=not no_cache,  # (the report keeps none: see _kept_for_report)
     )
     problem = config_file_problem(config_path) if config_path is not None else None
     if problem is not None:  # missing, a directory, a FIFO...

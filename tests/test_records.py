@@ -18,9 +18,11 @@ from distlint.analysis import project as project_mod
 from distlint.analysis.project import (
     Answer,
     Project,
+    _files,
     _flatten,
     _Gather,
     _Holds,
+    _Looks,
     _Record,
     forget_projects,
 )
@@ -133,6 +135,137 @@ def test_shared_records_flatten_to_what_copying_them_gave_on_every_fixture_proje
     assert sum(len(v) for v in copied.values()) > 300  # (files, answers and Facts compared)
     for name in shared:
         assert shared[name] == copied[name], name
+
+
+# ------------------------------------------------------------------ a run keeping no cache
+def _every_record(roots: list[Any]) -> list[_Record]:
+    seen: dict[int, _Record] = {}
+    stack = [r for r in roots if r is not None]
+    while stack:
+        record = stack.pop()
+        if id(record) not in seen:
+            seen[id(record)] = record
+            stack += record.parts
+    return list(seen.values())
+
+
+def _linted(folder: Path, dependencies: bool) -> dict[str, Any]:
+    forget_projects()
+    api.forget_config_files()
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        options = api.LintOptions(select=("ALL",), jobs=1, dependencies=dependencies)
+        return {r.path: r for r in api.lint_paths(["."], options)}
+    finally:
+        os.chdir(old)
+
+
+def test_a_run_keeping_no_cache_walks_no_import_look_up_and_digests_nothing(monkeypatch):
+    """What the CLI's --no-cache run asks of the records (the files each lint consulted: its
+    errors to report, its reached modules) is found without flattening the import look-ups
+    (most of a lint's record) nor digesting a file; the results are otherwise the same."""
+    folders = sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+    full = {f.name: _linted(f, True) for f in folders}
+    assert sum(bool(r.reached) for v in full.values() for r in v.values()) > 20
+    assert sum(bool(r.errors) for v in full.values() for r in v.values()) > 0
+    calls = {"flatten": 0, "deps_now": 0}
+    deps_now, flatten = Project._deps_now, project_mod._flatten
+
+    def counted_deps_now(self: Project, *args: Any, **kwargs: Any) -> Any:
+        calls["deps_now"] += 1
+        return deps_now(self, *args, **kwargs)
+
+    def counted_flatten(*args: Any, **kwargs: Any) -> Any:
+        calls["flatten"] += 1
+        return flatten(*args, **kwargs)
+
+    monkeypatch.setattr(Project, "_deps_now", counted_deps_now)
+    monkeypatch.setattr(project_mod, "_flatten", counted_flatten)
+    kept = 0  # records whose files were kept on them (see `_files`), met again later
+    for folder in folders:
+        lean = _linted(folder, False)
+        assert list(lean) == list(full[folder.name]), folder.name
+        for path, result in lean.items():
+            assert result.dependencies == ()
+            assert result == full[folder.name][path]._replace(dependencies=()), path
+        for project in project_mod._PROJECTS.values():
+            answers = [v.record for v in project.memo.values() if type(v) is Answer]
+            kept += sum(r.files is not None for r in _every_record(answers))
+    assert calls == {"flatten": 0, "deps_now": 0}
+    assert kept > 0  # (so what was kept is checked above on every fixture project)
+
+
+def test_an_edit_after_the_files_of_shared_records_were_kept_is_still_seen(tmp_path):
+    """A run keeping no cache keeps the files of the records its lints share (`_files`); an
+    editor's edit of a module deep in the chain still reaches the next lint: the records
+    holding it are forgotten with the answers, never found again through a kept set."""
+    root = _chain(tmp_path)
+    entry, deep = str(root / "train.py"), root / "mytron" / "distributed.py"
+    project = project_mod.project_for(entry)
+    config = api.config_for(entry)
+
+    def lint() -> Any:
+        return api.lint_source(
+            Path(entry).read_text(), entry, config, project=project, dependencies=False
+        )
+
+    first = lint()
+    assert [f.code for f in first.findings] == ["DL201"] and not first.errors
+    answers = [v.record for v in project.memo.values() if type(v) is Answer]
+    assert any(r.files is not None and str(deep) in r.files for r in _every_record(answers))
+    assert [f.code for f in lint().findings] == ["DL201"]  # (from what was kept)
+    deep.write_text("def broken(:\n")
+    project.refresh(str(deep))
+    again = lint()
+    assert again.findings == () and [e.path for e in again.errors] == [str(deep)]
+
+
+def test_the_command_line_digests_what_lints_consulted_only_for_its_cache(tmp_path, monkeypatch):
+    import shutil
+
+    from click.testing import CliRunner
+
+    from distlint.cli import main
+
+    root = tmp_path / "p"
+    shutil.copytree(DEEP, root)
+    calls: list[str] = []
+    deps_now = Project._deps_now
+
+    def counted(self: Project, *args: Any, **kwargs: Any) -> Any:
+        calls.append("deps_now")
+        return deps_now(self, *args, **kwargs)
+
+    monkeypatch.setattr(Project, "_deps_now", counted)
+    monkeypatch.chdir(root)
+    for flags, digested in ((["--no-cache"], False), ([], True)):
+        forget_projects()
+        calls.clear()
+        out = CliRunner().invoke(main, ["check", *flags, "--select", "ALL", "train.py"])
+        assert out.exit_code == 1 and "DL201" in out.output
+        assert bool(calls) is digested, flags
+
+
+def test_the_files_of_a_record_are_the_paths_its_flat_set_holds_and_looks_hold_none():
+    """`_files` skips every _Looks: a _Looks, and all below it, holds import look-ups only."""
+    checked = looks = 0
+    for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
+        _linted(folder, True)
+        for project in project_mod._PROJECTS.values():
+            roots = [v.record for v in project.memo.values() if type(v) is Answer]
+            for table in (project._found_deps, project._resolved_deps, project._scan_deps):
+                roots += table.values()
+            for record in _every_record(roots):
+                flat = _flatten((record,))
+                assert _files((record,)) == {p for p in flat if type(p) is str}
+                if record.files is not None:  # (kept by a lint that used it)
+                    assert {p for p in record.files if type(p) is str} == _files((record,))
+                if type(record) is _Looks:
+                    looks += 1
+                    assert flat and all(type(p) is tuple for p in flat)
+                checked += 1
+    assert checked > 1000 and looks > 200
 
 
 # ------------------------------------------------------------------ what the project holds

@@ -120,16 +120,33 @@ class _Record:
     A lint of a diffusers script consults ~5,000 paths; copying them into every cache entry
     and answer along the way held most of a whole-tree run's memory."""
 
-    __slots__ = ("atoms", "parts")
+    __slots__ = ("atoms", "parts", "files")
 
     def __init__(self, atoms: Collection[Any], parts: tuple[_Record, ...]) -> None:
         # (a few paths as a tuple: most records are one import's checks, and a frozenset of
         # three costs 216 bytes, a tuple 80; asked whether it holds a path only on an edit)
         self.atoms = tuple(atoms) if len(atoms) <= _SMALL else frozenset(atoms)
         self.parts = parts
+        self.files: tuple[Any, ...] | None = None  # (see `_files`)
 
 
 _SMALL = 8
+
+
+class _Looks(_Record):
+    """A record of import look-ups only: its atoms and its parts' (all _Looks) are
+    (folder, name, found) triples, never a file's path. Most records are these (each import
+    resolved, in each folder searched); a walk for the files a lint consulted (`_files`)
+    skips them."""
+
+    __slots__ = ()
+
+
+def _record_of(paths: Collection[Any], parts: tuple[_Record, ...]) -> _Record:
+    """A record of ``paths`` and ``parts``: a _Looks when it holds no file's path."""
+    if all(type(p) is _Looks for p in parts) and all(type(p) is tuple for p in paths):
+        return _Looks(paths, parts)
+    return _Record(paths, parts)
 
 
 # An accumulator (`_Gather`) kept beyond one frame (a module's Facts, the pool) holds up to
@@ -161,7 +178,7 @@ class _Gather:
                 return None
             if len(parts) == 1:
                 return next(iter(parts.values()))
-        record = _Record(paths, tuple(parts.values()))
+        record = _record_of(paths, tuple(parts.values()))
         self.paths = set()
         self.parts = {id(record): record}
         return record
@@ -190,6 +207,46 @@ def _flatten(records: Iterable[_Record | None], into: set[Any] | None = None) ->
             if record.parts:
                 push(record.parts)
     return out
+
+
+def _files(records: Iterable[_Record | None]) -> set[str]:
+    """The paths of files (and stand-ins: every atom that is no import look-up) the
+    ``records`` hold: `_flatten` without the triples, never entering a _Looks. What a
+    record that joins several others holds is kept on it once worked out (``files``): the
+    lints of a tree share their answers' records, and each walked them all again."""
+    out: set[Any] = set()
+    update = out.update
+    for record in records:
+        if record is not None and type(record) is not _Looks:
+            update(record.atoms)
+            for part in record.parts:
+                if type(part) is not _Looks:
+                    known = part.files
+                    if known is None:
+                        known = _walk_files(part)
+                        if sum(type(p) is not _Looks for p in part.parts) > 1:
+                            part.files = known
+                    update(known)
+    return {p for p in out if type(p) is str}
+
+
+def _walk_files(record: _Record) -> tuple[Any, ...]:
+    out: set[Any] = set()
+    seen: set[int] = set()
+    stack = [record]
+    pop, add, update = stack.pop, seen.add, out.update
+    while stack:
+        r = pop()
+        key = id(r)
+        if key not in seen:
+            add(key)
+            known = r.files
+            if known is not None:
+                update(known)
+            else:
+                update(r.atoms)
+                stack += [p for p in r.parts if type(p) is not _Looks]
+    return tuple(out)
 
 
 class _Holds:
@@ -1696,10 +1753,12 @@ class Project:
         return out
 
     @contextmanager
-    def tracking(self, path: str | None = None) -> Iterator[dict[str, str]]:
+    def tracking(self, path: str | None = None, digests: bool = True) -> Iterator[dict[str, str]]:
         """Collect, into the yielded dict, path -> digest of what the analysis of one file
         consults, also through answers memoised while another file was linted (each answer
-        records what its own computation consulted: see `answer`)."""
+        records what its own computation consulted: see `answer`). ``digests`` False: only
+        which files it consulted (path -> ""), for a caller that keeps no cache (the import
+        look-ups, most of what a lint consulted, are then never walked nor digested)."""
         deps: dict[str, str] = {}
         self_path = normalise(path) if path is not None else None
         if self_path is None or self_path not in _RUN_FILES:
@@ -1711,13 +1770,18 @@ class Project:
             yield deps
         finally:
             self._depth -= 1
-            paths = _flatten((self._close(frame),))
+            record = self._close(frame)
+            paths = _flatten((record,)) if digests else _files((record,))
             if not self._depth:
                 self._let_go(KEEP_PARSED_CHARS)
             # (`dependencies` reports files: the paths imports looked at are not kept here)
-            self._consulted.update(p for p in paths if type(p) is str)
-            self.reached = tuple(sorted(p for p in paths if p in self._loaded and p != self_path))
-            deps.update(self._deps_now(paths, self_path))
+            files = paths if not digests else {p for p in paths if type(p) is str}
+            self._consulted.update(files)
+            self.reached = tuple(sorted(p for p in files if p in self._loaded and p != self_path))
+            if digests:
+                deps.update(self._deps_now(paths, self_path))
+            else:
+                deps.update(dict.fromkeys((p for p in files if p != self_path), ""))
 
     def begin_run(self) -> None:
         """Check files against the disk again (each at most once until the next call): a run
