@@ -278,3 +278,35 @@ def test_the_torch_seeding_gate_asks_only_calls_that_run_in_order():
     facts, asked = _facts_asked(sources, "lib.py")
     assert not facts.seeding.seeds_torch
     assert asked == []
+
+
+def test_loaders_are_not_traced_where_no_metric_is_computed(monkeypatch):
+    """DL401 reports a metric sink of an evaluation loop over a sharded loader: a module whose
+    nodes have no sink's form (a training loop over a prepared loader, `==` and `mean` only in
+    names and strings) is left before any loader's origin is traced; a sink reached through an
+    alias (`from numpy import mean as avg`) or written as `sum(xs) / len(xs)` still reports."""
+    from distlint.analysis import loops
+    from distlint.registry import all_rules
+    from distlint.runner import lint_source
+
+    traced: list[object] = []
+    real = loops.Loops.loader_origins
+    monkeypatch.setattr(
+        loops.Loops,
+        "loader_origins",
+        lambda self, expr, *a: traced.append(expr) or real(self, expr, *a),
+    )
+    rule = next(r for r in all_rules() if r.CODE == "DL401")
+    head = (
+        "from accelerate import Accelerator\n\n\ndef evaluate_model(model, loader):\n"
+        "    accelerator = Accelerator()\n    model, loader = accelerator.prepare(model, loader)\n"
+        "    losses = []\n    for batch in loader:\n        losses.append(model(**batch).loss.item())\n"
+    )
+    quiet = head + "    mean_name = 'x == y'\n    return losses\n"
+    assert lint_source(quiet, "t.py", rules=[rule()]).findings == ()
+    assert traced == []
+    for sink in ("avg(losses)", "sum(losses) / len(losses)"):
+        code = "from numpy import mean as avg\n" + head + f"    return {sink}\n"
+        result = lint_source(code, "t.py", rules=[rule()])
+        assert [f.code for f in result.findings] == ["DL401"], sink
+    assert traced
