@@ -310,3 +310,41 @@ def test_loaders_are_not_traced_where_no_metric_is_computed(monkeypatch):
         result = lint_source(code, "t.py", rules=[rule()])
         assert [f.code for f in result.findings] == ["DL401"], sink
     assert traced
+
+
+def test_loaders_are_not_traced_for_duplicates_where_nothing_gathers(monkeypatch):
+    """DL402 reports `gather` calls in an evaluation loop over a prepared loader: a module
+    with no call of `gather`'s form (the word only in a name, `gather_for_metrics` called) is
+    left before any loader's origin is traced; `accelerate.utils.gather` imported under
+    another name still reports."""
+    from distlint.analysis import loops
+    from distlint.registry import all_rules
+    from distlint.runner import lint_source
+
+    traced: list[object] = []
+    real = loops.Loops.loader_origins
+    monkeypatch.setattr(
+        loops.Loops,
+        "loader_origins",
+        lambda self, expr, *a: traced.append(expr) or real(self, expr, *a),
+    )
+    rule = next(r for r in all_rules() if r.CODE == "DL402")
+    body = (
+        "def evaluate_model(model, loader):\n"
+        "    accelerator = Accelerator()\n    model, loader = accelerator.prepare(model, loader)\n"
+        "    correct = total = 0\n    for x, y in loader:\n"
+        "        pred, y = {gather}((model(x).argmax(-1), y))\n"
+        "        correct += (pred == y).sum().item()\n        total += y.numel()\n"
+        "    return correct / total\n"
+    )
+    quiet = "from accelerate import Accelerator\n\n\n" + body.format(
+        gather="accelerator.gather_for_metrics"
+    )
+    assert lint_source(quiet, "t.py", rules=[rule()]).findings == ()
+    assert traced == []
+    loud = (
+        "from accelerate import Accelerator\nfrom accelerate.utils import gather as collect\n\n\n"
+        + body.format(gather="collect")
+    )
+    assert [f.code for f in lint_source(loud, "t.py", rules=[rule()]).findings] == ["DL402"]
+    assert traced

@@ -60,6 +60,22 @@ class Metrics:
         last = (dotted_name(func) or "").rsplit(".", 1)[-1].lower()
         return any(w in last for w in K.GATHER_NAME_WORDS)
 
+    @cached_property
+    def may_keep_duplicates(self) -> bool:
+        """Some call of the module has the form of `duplicate_keeping_gathers` (in any loop):
+        `accelerate.utils.gather(x)` or `<x>.gather(y)`. Without one no evaluation loop
+        keeps duplicates, whichever loops are sharded."""
+        index = self.index
+        for call in index.calls:
+            if not call.args:
+                continue
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == K.GATHER_METHOD:
+                return True
+            if index.qualname(func) in K.GATHER_WITH_DUPLICATES:
+                return True
+        return False
+
     def duplicate_keeping_gathers(self, loop: cst.CSTNode) -> list[cst.Call]:
         """`accelerator.gather(x)` (and `accelerate.utils.gather(x)`) calls in ``loop``."""
         facts, index = self.facts, self.index
