@@ -348,3 +348,48 @@ def test_loaders_are_not_traced_for_duplicates_where_nothing_gathers(monkeypatch
     )
     assert [f.code for f in lint_source(loud, "t.py", rules=[rule()]).findings] == ["DL402"]
     assert traced
+
+
+@pytest.mark.parametrize(
+    "built",
+    [
+        pytest.param("model = torch.nn.Linear(2, 2)", id="layer"),
+        pytest.param(
+            "class Net(torch.nn.Module):\n    pass\n\n\nmodel = Net()", id="model-class-of-the-file"
+        ),
+        pytest.param(
+            "from torch.utils.data import random_split\n\ntrain, val = random_split(range(10), [8, 2])",
+            id="random-split",
+        ),
+    ],
+)
+def test_helpers_are_not_asked_whether_they_seed_where_nothing_is_built(built, monkeypatch):
+    """DL102 reports seeding that comes after a model was built (or a dataset split at random):
+    a module that builds nothing (a pipeline calling helpers of the project) is left before
+    any call's helper is asked whether it seeds; one that builds a model by any of the order's
+    ways still reports the helper's seeding after it."""
+    from distlint.analysis import seeding
+    from distlint.registry import all_rules
+    from distlint.runner import lint_source
+
+    asked: list[object] = []
+    real = seeding.SeedingFacts._external_kind
+    monkeypatch.setattr(
+        seeding.SeedingFacts,
+        "_external_kind",
+        lambda self, call: asked.append(call) or real(self, call),
+    )
+    rule = next(r for r in all_rules() if r.CODE == "DL102")
+    quiet = (
+        "import torch\nfrom seeds import fix_seed\n\n\n"
+        "def run(pipe):\n    fix_seed(0)\n    return pipe()\n"
+    )
+    project = Project.from_sources(ROOT, {**_SEEDS, "pipe.py": quiet})
+    result = lint_source(quiet, os.path.join(ROOT, "pipe.py"), rules=[rule()], project=project)
+    assert result.findings == ()
+    assert asked == []
+    loud = "import torch\nfrom seeds import fix_seed\n\n" + built + "\nfix_seed(0)\n"
+    project = Project.from_sources(ROOT, {**_SEEDS, "loud.py": loud})
+    result = lint_source(loud, os.path.join(ROOT, "loud.py"), rules=[rule()], project=project)
+    assert [f.code for f in result.findings] == ["DL102"]
+    assert asked
