@@ -393,3 +393,50 @@ def test_helpers_are_not_asked_whether_they_seed_where_nothing_is_built(built, m
     result = lint_source(loud, os.path.join(ROOT, "loud.py"), rules=[rule()], project=project)
     assert [f.code for f in result.findings] == ["DL102"]
     assert asked
+
+
+@pytest.mark.parametrize(
+    ("init", "reported"),
+    [
+        pytest.param("from pkg.impl import fix_seed\n", True, id="re-export"),
+        pytest.param(
+            "try:\n    from pkg.impl import fix_seed\nexcept ImportError:\n    fix_seed = None\n",
+            True,
+            id="guarded-re-export",
+        ),
+        pytest.param(
+            "from pkg.impl import fix_seed\n\n\ndef fix_seed(seed):\n    return seed\n",
+            False,
+            id="redefined-after-the-import",
+        ),
+        pytest.param(
+            "try:\n    from pkg.impl import fix_seed\nexcept ImportError:\n"
+            "    from pkg.other import fix_seed\n",
+            False,
+            id="two-sources",
+        ),
+    ],
+)
+def test_a_package_that_only_re_exports_a_helper_is_not_parsed_for_it(init, reported):
+    """A helper reached through a package `__init__` that only forwards it (`from pkg.impl
+    import fix_seed`, also under `try`) is summarised where it is defined, without parsing the
+    `__init__` (which still counts as reached); an `__init__` that redefines the name, or
+    takes it from one of two modules, is parsed and decides as before."""
+    from distlint.registry import all_rules
+    from distlint.runner import lint_source
+
+    sources = {
+        **_SEEDS,
+        "pkg/__init__.py": init,
+        "pkg/other.py": "def fix_seed(seed):\n    return seed\n",
+        "train.py": "import torch\nfrom pkg import fix_seed\n\nmodel = torch.nn.Linear(2, 2)\nfix_seed(0)\n",
+    }
+    project = Project.from_sources(ROOT, sources)
+    rule = next(r for r in all_rules() if r.CODE == "DL102")
+    train = os.path.join(ROOT, "train.py")
+    with project.tracking(train):
+        result = lint_source(sources["train.py"], train, rules=[rule()], project=project)
+    assert [f.code for f in result.findings] == (["DL102"] if reported else [])
+    init_path = os.path.join(ROOT, "pkg", "__init__.py")
+    assert (init_path in project._modules) is not reported  # parsed only where it must be
+    assert init_path in project.reached
