@@ -15,6 +15,8 @@ from distlint.analysis import ordering
 from distlint.analysis.facts import Seeds, facts_for
 from distlint.analysis.project import Project
 from distlint.api import LintOptions, lint_paths
+from distlint.registry import all_rules
+from distlint.runner import lint_source
 
 ROOT = os.path.abspath(os.sep + "proj")
 
@@ -280,14 +282,9 @@ def test_the_torch_seeding_gate_asks_only_calls_that_run_in_order():
     assert asked == []
 
 
-def test_loaders_are_not_traced_where_no_metric_is_computed(monkeypatch):
-    """DL401 reports a metric sink of an evaluation loop over a sharded loader: a module whose
-    nodes have no sink's form (a training loop over a prepared loader, `==` and `mean` only in
-    names and strings) is left before any loader's origin is traced; a sink reached through an
-    alias (`from numpy import mean as avg`) or written as `sum(xs) / len(xs)` still reports."""
+def _traced_loaders(monkeypatch, code: str) -> tuple[list[object], type]:
+    """The expressions whose loaders' origins are traced from now on, and rule ``code``."""
     from distlint.analysis import loops
-    from distlint.registry import all_rules
-    from distlint.runner import lint_source
 
     traced: list[object] = []
     real = loops.Loops.loader_origins
@@ -296,7 +293,15 @@ def test_loaders_are_not_traced_where_no_metric_is_computed(monkeypatch):
         "loader_origins",
         lambda self, expr, *a: traced.append(expr) or real(self, expr, *a),
     )
-    rule = next(r for r in all_rules() if r.CODE == "DL401")
+    return traced, next(r for r in all_rules() if r.CODE == code)
+
+
+def test_loaders_are_not_traced_where_no_metric_is_computed(monkeypatch):
+    """DL401 reports a metric sink of an evaluation loop over a sharded loader: a module whose
+    nodes have no sink's form (a training loop over a prepared loader, `==` and `mean` only in
+    names and strings) is left before any loader's origin is traced; a sink reached through an
+    alias (`from numpy import mean as avg`) or written as `sum(xs) / len(xs)` still reports."""
+    traced, rule = _traced_loaders(monkeypatch, "DL401")
     head = (
         "from accelerate import Accelerator\n\n\ndef evaluate_model(model, loader):\n"
         "    accelerator = Accelerator()\n    model, loader = accelerator.prepare(model, loader)\n"
@@ -317,18 +322,7 @@ def test_loaders_are_not_traced_for_duplicates_where_nothing_gathers(monkeypatch
     with no call of `gather`'s form (the word only in a name, `gather_for_metrics` called) is
     left before any loader's origin is traced; `accelerate.utils.gather` imported under
     another name still reports."""
-    from distlint.analysis import loops
-    from distlint.registry import all_rules
-    from distlint.runner import lint_source
-
-    traced: list[object] = []
-    real = loops.Loops.loader_origins
-    monkeypatch.setattr(
-        loops.Loops,
-        "loader_origins",
-        lambda self, expr, *a: traced.append(expr) or real(self, expr, *a),
-    )
-    rule = next(r for r in all_rules() if r.CODE == "DL402")
+    traced, rule = _traced_loaders(monkeypatch, "DL402")
     body = (
         "def evaluate_model(model, loader):\n"
         "    accelerator = Accelerator()\n    model, loader = accelerator.prepare(model, loader)\n"
