@@ -463,8 +463,10 @@ class _Start:
 
         path = unquote(urlparse(uri).path)
         try:
-            status, result, _, _ = self.worker.call("lint", text, path, self.options, timeout=20)
+            # The rules' links first: after a lint the worker prepares the buffer's next edit
+            # (lsp_worker.main), and a question asked then would wait for that.
             urls = self.rule_urls()
+            status, result, _, _ = self.worker.call("lint", text, path, self.options, timeout=20)
         except WorkerStartError as exc:  # told at once; the server tries again when it is due
             self.worker_unavailable(str(exc), exc.final)
             return
