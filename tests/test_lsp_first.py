@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+
 from distlint.lsp_start import _Start
 
 
@@ -62,3 +64,57 @@ def test_the_rules_links_are_asked_before_the_first_lint_not_after_it(tmp_path):
     _open_again = {"uri": (tmp_path / "eval.py").as_uri(), "text": "x = 1\n", "version": 1}
     start.lint_and_publish(_open_again)
     assert worker.calls == ["rules", "lint", "lint"]  # (the links are asked once)
+
+
+@pytest.mark.asyncio
+async def test_the_server_takes_over_the_lint_behind_the_first_diagnostics(tmp_path):
+    """The start-up code's lint is handed to the pygls server with what it published: the
+    replayed didOpen and the user's first hover do not lint the same text again (the worker
+    repeated it twice, ~2 lints before the first hover or edit was answered)."""
+    import asyncio
+
+    pytest.importorskip("pygls")
+    from distlint import api
+    from distlint.lsp import _Lint, create_server
+
+    path = tmp_path / "train.py"
+    text = "import torch\ntorch.manual_seed(0)\n"
+    result = api.lint_document(text, str(path), api.config_for(str(path)))
+    worker = _RecordingWorker()
+    server = create_server(worker)  # type: ignore[arg-type]
+    uri = path.as_uri()
+    server.started[uri] = _Lint(text, str(path), None, result)
+    server.published[uri] = (1, text, result.findings)  # (as serve() hands them over)
+    protocol = server.protocol
+    sent: list[bytes] = []
+    protocol.set_writer(type("Sink", (), {"write": lambda self, data: sent.append(data)})())
+
+    def send(message: dict) -> None:
+        protocol.handle_message(
+            json.loads(json.dumps(message), object_hook=protocol.structure_message)
+        )
+
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}})
+    send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    item = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+    send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": item}})
+    hover = {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 0}}
+    send({"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": hover})
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if any(b'"id": 2' in data or b'"id":2' in data for data in sent):
+            break
+    assert "lint" not in worker.calls
+    assert server.lints[uri].result is result
+    assert not [d for d in sent if b"publishDiagnostics" in d]  # (sent already)
+    # an edit is linted by the worker as before
+    change = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": text + "\n"}]}
+    send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": change})
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if "lint" in worker.calls:
+            break
+    assert worker.calls.count("lint") == 1
+    for handle in server.pending.values():
+        handle.cancel()
+    server.executor.shutdown(wait=True)
