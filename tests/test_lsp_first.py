@@ -118,3 +118,14 @@ async def test_the_server_takes_over_the_lint_behind_the_first_diagnostics(tmp_p
     for handle in server.pending.values():
         handle.cancel()
     server.executor.shutdown(wait=True)
+
+
+def test_the_engine_warms_up_unless_told_a_request_is_waiting():
+    from distlint import runner
+    from distlint.lsp_worker import _Engine
+
+    before = dict(runner.PASSES)
+    _Engine(warm_up=False)
+    assert runner.PASSES == before
+    _Engine()  # (idle before its first request: the warm-up lint loads the lazy parts)
+    assert runner.PASSES["parse"] == before.get("parse", 0) + 1
