@@ -18,9 +18,9 @@ end.
 
 ``--breakdown``: also where the time goes, measured in one fresh process that drives the lint
 worker's engine as the server does (CPU time, medians): the engine's start, the first lint, the
-first lint of the same text outside its tree (what the project costs), and each re-lint split
-into the re-parse, the module index, each rule (with the facts it is the first to ask for), and
-the rest.
+first lint of the same text outside its tree (what the project costs), and that first lint in
+its tree and each re-lint split into the parse (re-parse), the rules' trigger filter, the module
+index, each rule (with the facts it is the first to ask for), and the rest.
 
 For each size, a training script of exactly that many lines is written to a temporary directory
 (whole fixture scripts from fixtures/scripts, so the rules have real work to do, padded with
@@ -277,10 +277,6 @@ with tempfile.TemporaryDirectory() as alone:
     start = clock()
     engine.lint(text, copy, options, {})
     out["first lint, file alone"] = clock() - start
-start = clock()
-engine.lint(text, path, options, {})
-out["first lint, in its tree"] = clock() - start
-engine.idle()
 phases = {}
 def timed(name, fn):
     def call(*args, **kwargs):
@@ -293,9 +289,16 @@ def timed(name, fn):
 run_rules = runner._run_rules
 def each_rule(ctx, active, path, debug):
     return [e for rule in active for e in timed(rule.CODE, run_rules)(ctx, [rule], path, debug)]
+runner._parse = timed("parse", runner._parse)
 runner._reuse = timed("re-parse", runner._reuse)
+runner._triggered = timed("trigger filter", runner._triggered)
 runner.Index = timed("index", runner.Index)
 runner._run_rules = each_rule
+start = clock()
+engine.lint(text, path, options, {})
+out["first lint, in its tree"] = clock() - start
+out["first"] = dict(phases)
+engine.idle()
 samples = {}
 for version in range(2, 3 + edits):
     phases.clear()
@@ -312,8 +315,9 @@ print(json.dumps(out))
 """
 
 
-def breakdown(path: Path, root: Path, edits: int) -> dict[str, float]:
-    """Seconds of CPU per phase (see --breakdown), from a fresh process."""
+def breakdown(path: Path, root: Path, edits: int) -> dict:
+    """Seconds of CPU per phase (see --breakdown), from a fresh process; under "first", the
+    phases of the first lint in the file's tree."""
     done = subprocess.run(
         [sys.executable, "-c", BREAKDOWN, str(path), str(root), str(edits), __file__],
         check=True,
@@ -323,15 +327,21 @@ def breakdown(path: Path, root: Path, edits: int) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def print_breakdown(phases: dict[str, float]) -> None:
+def print_breakdown(phases: dict) -> None:
+    first = {name: seconds * 1000 for name, seconds in phases.pop("first").items()}
     ms = {name: seconds * 1000 for name, seconds in phases.items()}
     starts = ("engine start", "first lint, file alone", "first lint, in its tree")
-    print("   worker CPU: " + "   ".join(f"{name} {ms.pop(name):.0f} ms" for name in starts))
-    total = ms.pop("re-lint")
-    parts = sorted(ms.items(), key=lambda item: -item[1])
-    rest = total - sum(ms.values())
-    shown = "   ".join(f"{name} {value:.1f}" for name, value in parts if value >= 0.5)
-    print(f"   worker CPU per re-lint {total:.1f} ms: {shown}   rest {rest:.1f} (ms)")
+    print("   worker CPU: " + "   ".join(f"{name} {ms[name]:.0f} ms" for name in starts))
+    print("   " + _parts("first lint in its tree", ms["first lint, in its tree"], first))
+    relint = {name: value for name, value in ms.items() if name not in starts}
+    print("   " + _parts("worker CPU per re-lint", relint.pop("re-lint"), relint))
+
+
+def _parts(title: str, total: float, parts: dict[str, float]) -> str:
+    """``title``, ``total`` ms and its parts of 0.5 ms or more, largest first, and the rest."""
+    ordered = sorted(parts.items(), key=lambda item: -item[1])
+    shown = "   ".join(f"{name} {value:.1f}" for name, value in ordered if value >= 0.5)
+    return f"{title} {total:.1f} ms: {shown}   rest {total - sum(parts.values()):.1f} (ms)"
 
 
 def main() -> None:
