@@ -129,3 +129,17 @@ def test_the_engine_warms_up_unless_told_a_request_is_waiting():
     assert runner.PASSES == before
     _Engine()  # (idle before its first request: the warm-up lint loads the lazy parts)
     assert runner.PASSES["parse"] == before.get("parse", 0) + 1
+
+
+def test_only_a_request_the_pipe_holds_whole_is_sent_before_the_worker_is_ready():
+    """A worker that hangs while it starts must not block the server's write (the start's
+    time limit applies): a long request (a document's text) waits until the worker is ready."""
+    from distlint.lsp_worker import EARLY_MESSAGE_BYTES, Worker
+
+    class Proc:
+        stdin = io.BytesIO()
+
+    small, large = b"x" * 100, b"x" * (EARLY_MESSAGE_BYTES + 1)
+    assert Worker._send_early(Proc, small) == b""  # type: ignore[arg-type]
+    assert Worker._send_early(Proc, large) == large  # type: ignore[arg-type]
+    assert Proc.stdin.getvalue() == small
