@@ -40,7 +40,10 @@ plain helper functions). Each round then runs, alternately:
 
 Reported: medians of wall time (the re-lint: over every timed edit of every round), and the
 median of the per-round ratios server / floor (both run in the same round, so a busy machine
-slows both alike). Targets (issue #17): first diagnostics
+slows both alike). On Linux also the CPU time the lint worker (from its fork, early in the
+server's start), the server and the floor had used when the first diagnostics came: steadier
+than wall time where other work shares the cores; on an idle machine the first diagnostics
+take about the server's start before the fork plus the worker's CPU. Targets (issue #17): first diagnostics
 within 1.5x of the floor, a re-lint within 30 ms plus the debounce on 500 lines.
 """
 
@@ -138,10 +141,31 @@ def _edited(text: str, version: int) -> str:
 _WARM_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
+def _cpu_seconds(pid: int, children: bool = False) -> float:
+    """CPU time so far of process ``pid`` (all its threads), or of its child processes (Linux;
+    0.0 elsewhere)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        if children:
+            pids = []
+            for task in tasks:
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    pids += f.read().split()
+            return sum(_cpu_seconds(int(child)) for child in pids)
+        for task in tasks:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return total / 1e9
+
+
 def server_round(command: list, path: Path, root: Path | None = None, edits: int = 1) -> tuple:
     """(seconds to the initialize answer, seconds to the first diagnostics, number of
     diagnostics, [seconds from a didChange to the new version's diagnostics] for ``edits``
-    edits after a warm-up one)."""
+    edits after a warm-up one, (CPU seconds of the server and of its lint worker when the first
+    diagnostics came))."""
     uri = path.resolve().as_uri()
     text = path.read_text()
     root = root or path.parent
@@ -190,6 +214,7 @@ def server_round(command: list, path: Path, root: Path | None = None, edits: int
         while (msg := _receive(proc)).get("method") != "textDocument/publishDiagnostics":
             pass
         first = time.perf_counter() - start
+        cpu = (_cpu_seconds(proc.pid), _cpu_seconds(proc.pid, children=True))
         count = len(msg["params"]["diagnostics"])
         # An editor's first edit comes seconds after opening, when the server is fully loaded:
         # a hover request (answered by the full server only) waits for that.
@@ -233,7 +258,7 @@ def server_round(command: list, path: Path, root: Path | None = None, edits: int
         _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
         _send(proc, {"jsonrpc": "2.0", "method": "exit"})
         proc.wait(timeout=30)
-        return initialized, first, count, relints
+        return initialized, first, count, relints, cpu
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -247,14 +272,18 @@ def _repository_root(path: Path) -> Path:
     return path.parent
 
 
-def floor_round(path: Path) -> float:
+def floor_round(path: Path) -> tuple[float, float]:
+    """(seconds, CPU seconds) of the floor: python, `import libcst`, the file's parse."""
     start = time.perf_counter()
-    subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-c", f"import libcst; libcst.parse_module(open({str(path)!r}).read())"],
-        check=True,
         env=_WARM_ENV,
     )
-    return time.perf_counter() - start
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, proc.args)
+    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
 
 
 # Run in a fresh interpreter by --breakdown: argv = path, root, edits; prints one JSON object.
@@ -383,6 +412,7 @@ def main() -> None:
                 path.write_text(training_script(lines))
                 assert path.read_text().count("\n") == lines
             init, first, floor, ratio, relint = [], [], [], [], []
+            worker_cpu, server_cpu, floor_cpu = [], [], []
             ruff_first, ruff_relint = [], []
             store = Path(root or path.parent) / CACHE_DIR
             ours = not store.exists()  # (a store the repository had is the user's: left alone)
@@ -391,15 +421,18 @@ def main() -> None:
             for _ in range(args.repeats):
                 if args.cold_store and ours:
                     shutil.rmtree(store, ignore_errors=True)
-                i, f, n, r = server_round(command, path, root, args.edits)
-                fl = floor_round(path)
+                i, f, n, r, (sc, wc) = server_round(command, path, root, args.edits)
+                fl, fc = floor_round(path)
                 init.append(i)
                 first.append(f)
                 floor.append(fl)
                 ratio.append(f / fl)
                 relint += [x - DEBOUNCE_SECONDS for x in r]
+                server_cpu.append(sc)
+                worker_cpu.append(wc)
+                floor_cpu.append(fc)
                 if ruff_command:
-                    _, rf, _, rr = server_round(ruff_command, path, root, args.edits)
+                    _, rf, _, rr, _ = server_round(ruff_command, path, root, args.edits)
                     ruff_first.append(rf)
                     ruff_relint += rr
             ms = lambda values: statistics.median(values) * 1000  # noqa: E731
@@ -411,6 +444,12 @@ def main() -> None:
                 f"re-lint after an edit {ms(relint):5.1f} ms + {DEBOUNCE_SECONDS * 1000:.0f} ms "
                 f"debounce (target <= 30 ms)"
             )
+            if any(worker_cpu):  # (CPU time: steadier than wall time on a busy machine)
+                print(
+                    f"{'':4s}       CPU until the first diagnostics: lint worker "
+                    f"{ms(worker_cpu):4.0f} ms (from its fork), server {ms(server_cpu):4.0f} ms;"
+                    f"   floor {ms(floor_cpu):4.0f} ms (python's start included)"
+                )
             if ruff_command:
                 print(
                     f"{'':4s}       ruff server: first diagnostics {ms(ruff_first):6.0f} ms   "
