@@ -351,8 +351,9 @@ class DistlintServer(LanguageServer):
             if previous is not None and previous.text != entry.text:  # this buffer was edited
                 self.on_loop(self.lint_dependents, entry.path)
             doc = self.workspace.get_text_document(uri)
-            lines = split_lines(entry.text)
-            diagnostics = [self.diagnostic(f, lines, doc) for f in entry.result.findings]
+            findings = entry.result.findings
+            lines = split_lines(entry.text) if findings else []  # (~0.6 ms on 1,000 lines)
+            diagnostics = [self.diagnostic(f, lines, doc) for f in findings]
         except Exception as exc:  # a bug must cost this document its diagnostics, not the server
             self.log(
                 f"internal error while linting {uri}: {type(exc).__name__}: {exc}",

@@ -488,7 +488,7 @@ class _Start:
             )
         if result.errors and not result.findings:
             return  # e.g. a syntax error mid-typing: the last diagnostics stay
-        lines = split_lines(text)
+        lines = split_lines(text) if result.findings else []
         diagnostics = [
             diagnostic_json(f, lines, self.encoding, urls.get(f.code)) for f in result.findings
         ]
