@@ -22,12 +22,15 @@ process tree from ``wait4``; RSS is the peak of the largest process):
 
 - ``entry``: one training script (``--entry``; default the largest ``examples/**/train_*.py``
   that makes an ``Accelerator``) linted inside the tree against the same file copied alone into an
-  empty repository, cold (``--no-cache``) and warm (the cache filled by an untimed run first), and
+  empty repository, cold (``--no-cache``), a first run (the cache on but emptied by an untimed
+  ``distlint clean``: it is written, as on a user's first run) and warm (the cache filled by an
+  untimed run first), and
   the floor (``python -c "import libcst; libcst.parse_module(...)"`` of that file); TorchFix and
   Fixit on the file in the tree.
 - ``sample``: every k-th Python file of ``--paths`` (``--sample`` files) named on one command
-  line, in the tree: the floor (parse them), distlint cold ``-j1`` / ``-j2`` and warm, the peers.
-- ``tree``: all of ``--paths``: the floor, distlint cold ``-j1`` / ``-j2`` and warm (the peers
+  line, in the tree: the floor (parse them), distlint cold ``-j1`` / ``-j2``, a first run ``-j1``
+  (empty cache, written) and warm, the peers.
+- ``tree``: all of ``--paths``: the floor, distlint cold ``-j1`` / ``-j2``, first run and warm (the peers
   only with ``--tree-peers``: TorchFix lints ~2 files a second).
 - ``shapes``: generated projects at n, 2n, 4n: a package of modules importing each other in a
   chain (the entry calls the head; the whole package linted), and a class whose methods chain
@@ -235,12 +238,14 @@ def section_entry(tree: Path, entry: str, peers: dict, repeats: int, table: Tabl
             single.parent,
         ),
         "in tree cold": (DISTLINT + ["check", "--no-cache", "--exit-zero", entry], tree),
+        "in tree first run": (DISTLINT + ["check", "--exit-zero", entry], tree),
         "alone warm": (DISTLINT + ["check", "--exit-zero", single.name], single.parent),
         "in tree warm": (DISTLINT + ["check", "--exit-zero", entry], tree),
         **peer_commands(peers, [entry], tree),
     }
     # warm: the cache is filled by an untimed run of the same command
     before = {
+        "in tree first run": clean(tree),
         "alone warm": cmds["alone warm"],
         "in tree warm": cmds["in tree warm"],
     }
@@ -280,10 +285,11 @@ def section_files(
         "floor": ([PY, "-c", FLOOR_FILES, str(listing)], tree),
         "cold -j1": (DISTLINT + ["check", "--no-cache", "-j1", "--exit-zero", *targets], tree),
         "cold -j2": (DISTLINT + ["check", "--no-cache", "-j2", "--exit-zero", *targets], tree),
+        "first run -j1": (DISTLINT + ["check", "-j1", "--exit-zero", *targets], tree),
         "warm -j1": (DISTLINT + ["check", "-j1", "--exit-zero", *targets], tree),
         **peers,
     }
-    res = rounds(cmds, repeats, {"warm -j1": cmds["warm -j1"]})
+    res = rounds(cmds, repeats, {"first run -j1": clean(tree), "warm -j1": cmds["warm -j1"]})
     table.add(f"{label}: floor ({len(files)} files parsed)", res["floor"], "1.00x")
     for name in cmds:
         if name == "floor":
