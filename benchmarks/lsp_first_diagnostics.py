@@ -18,9 +18,9 @@ end.
 
 ``--breakdown``: also where the time goes, measured in one fresh process that drives the lint
 worker's engine as the server does (CPU time, medians): the engine's start, the first lint, the
-first lint of the same text outside its tree (what the project costs), and each re-lint split
-into the re-parse, the module index, each rule (with the facts it is the first to ask for), and
-the rest.
+first lint of the same text outside its tree (what the project costs), and that first lint in
+its tree and each re-lint split into the parse (re-parse), the rules' trigger filter, the module
+index, each rule (with the facts it is the first to ask for), and the rest.
 
 For each size, a training script of exactly that many lines is written to a temporary directory
 (whole fixture scripts from fixtures/scripts, so the rules have real work to do, padded with
@@ -40,7 +40,10 @@ plain helper functions). Each round then runs, alternately:
 
 Reported: medians of wall time (the re-lint: over every timed edit of every round), and the
 median of the per-round ratios server / floor (both run in the same round, so a busy machine
-slows both alike). Targets (issue #17): first diagnostics
+slows both alike). On Linux also the CPU time the lint worker (from its fork, early in the
+server's start), the server and the floor had used when the first diagnostics came: steadier
+than wall time where other work shares the cores; on an idle machine the first diagnostics
+take about the server's start before the fork plus the worker's CPU. Targets (issue #17): first diagnostics
 within 1.5x of the floor, a re-lint within 30 ms plus the debounce on 500 lines.
 """
 
@@ -132,10 +135,37 @@ def _edited(text: str, version: int) -> str:
     return text + f"# edit {version}\n"
 
 
+# An installed distlint has its .pyc files (pip compiles them); a checkout gets them at its
+# first import, which the warm-up round does, unless PYTHONDONTWRITEBYTECODE forbids it: every
+# server start would then compile distlint's sources (~150 ms) and that is what would be timed.
+_WARM_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def _cpu_seconds(pid: int, children: bool = False) -> float:
+    """CPU time so far of process ``pid`` (all its threads), or of its child processes (Linux;
+    0.0 elsewhere)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        if children:
+            pids = []
+            for task in tasks:
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    pids += f.read().split()
+            return sum(_cpu_seconds(int(child)) for child in pids)
+        for task in tasks:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return total / 1e9
+
+
 def server_round(command: list, path: Path, root: Path | None = None, edits: int = 1) -> tuple:
     """(seconds to the initialize answer, seconds to the first diagnostics, number of
     diagnostics, [seconds from a didChange to the new version's diagnostics] for ``edits``
-    edits after a warm-up one)."""
+    edits after a warm-up one, (CPU seconds of the server and of its lint worker when the first
+    diagnostics came))."""
     uri = path.resolve().as_uri()
     text = path.read_text()
     root = root or path.parent
@@ -146,6 +176,7 @@ def server_round(command: list, path: Path, root: Path | None = None, edits: int
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=root,
+        env=_WARM_ENV,
     )
     try:
         _send(
@@ -183,6 +214,7 @@ def server_round(command: list, path: Path, root: Path | None = None, edits: int
         while (msg := _receive(proc)).get("method") != "textDocument/publishDiagnostics":
             pass
         first = time.perf_counter() - start
+        cpu = (_cpu_seconds(proc.pid), _cpu_seconds(proc.pid, children=True))
         count = len(msg["params"]["diagnostics"])
         # An editor's first edit comes seconds after opening, when the server is fully loaded:
         # a hover request (answered by the full server only) waits for that.
@@ -226,7 +258,7 @@ def server_round(command: list, path: Path, root: Path | None = None, edits: int
         _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
         _send(proc, {"jsonrpc": "2.0", "method": "exit"})
         proc.wait(timeout=30)
-        return initialized, first, count, relints
+        return initialized, first, count, relints, cpu
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -240,13 +272,18 @@ def _repository_root(path: Path) -> Path:
     return path.parent
 
 
-def floor_round(path: Path) -> float:
+def floor_round(path: Path) -> tuple[float, float]:
+    """(seconds, CPU seconds) of the floor: python, `import libcst`, the file's parse."""
     start = time.perf_counter()
-    subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-c", f"import libcst; libcst.parse_module(open({str(path)!r}).read())"],
-        check=True,
+        env=_WARM_ENV,
     )
-    return time.perf_counter() - start
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, proc.args)
+    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
 
 
 # Run in a fresh interpreter by --breakdown: argv = path, root, edits; prints one JSON object.
@@ -269,10 +306,6 @@ with tempfile.TemporaryDirectory() as alone:
     start = clock()
     engine.lint(text, copy, options, {})
     out["first lint, file alone"] = clock() - start
-start = clock()
-engine.lint(text, path, options, {})
-out["first lint, in its tree"] = clock() - start
-engine.idle()
 phases = {}
 def timed(name, fn):
     def call(*args, **kwargs):
@@ -285,9 +318,16 @@ def timed(name, fn):
 run_rules = runner._run_rules
 def each_rule(ctx, active, path, debug):
     return [e for rule in active for e in timed(rule.CODE, run_rules)(ctx, [rule], path, debug)]
+runner._parse = timed("parse", runner._parse)
 runner._reuse = timed("re-parse", runner._reuse)
+runner._triggered = timed("trigger filter", runner._triggered)
 runner.Index = timed("index", runner.Index)
 runner._run_rules = each_rule
+start = clock()
+engine.lint(text, path, options, {})
+out["first lint, in its tree"] = clock() - start
+out["first"] = dict(phases)
+engine.idle()
 samples = {}
 for version in range(2, 3 + edits):
     phases.clear()
@@ -304,8 +344,9 @@ print(json.dumps(out))
 """
 
 
-def breakdown(path: Path, root: Path, edits: int) -> dict[str, float]:
-    """Seconds of CPU per phase (see --breakdown), from a fresh process."""
+def breakdown(path: Path, root: Path, edits: int) -> dict:
+    """Seconds of CPU per phase (see --breakdown), from a fresh process; under "first", the
+    phases of the first lint in the file's tree."""
     done = subprocess.run(
         [sys.executable, "-c", BREAKDOWN, str(path), str(root), str(edits), __file__],
         check=True,
@@ -315,15 +356,21 @@ def breakdown(path: Path, root: Path, edits: int) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def print_breakdown(phases: dict[str, float]) -> None:
+def print_breakdown(phases: dict) -> None:
+    first = {name: seconds * 1000 for name, seconds in phases.pop("first").items()}
     ms = {name: seconds * 1000 for name, seconds in phases.items()}
     starts = ("engine start", "first lint, file alone", "first lint, in its tree")
-    print("   worker CPU: " + "   ".join(f"{name} {ms.pop(name):.0f} ms" for name in starts))
-    total = ms.pop("re-lint")
-    parts = sorted(ms.items(), key=lambda item: -item[1])
-    rest = total - sum(ms.values())
-    shown = "   ".join(f"{name} {value:.1f}" for name, value in parts if value >= 0.5)
-    print(f"   worker CPU per re-lint {total:.1f} ms: {shown}   rest {rest:.1f} (ms)")
+    print("   worker CPU: " + "   ".join(f"{name} {ms[name]:.0f} ms" for name in starts))
+    print("   " + _parts("first lint in its tree", ms["first lint, in its tree"], first))
+    relint = {name: value for name, value in ms.items() if name not in starts}
+    print("   " + _parts("worker CPU per re-lint", relint.pop("re-lint"), relint))
+
+
+def _parts(title: str, total: float, parts: dict[str, float]) -> str:
+    """``title``, ``total`` ms and its parts of 0.5 ms or more, largest first, and the rest."""
+    ordered = sorted(parts.items(), key=lambda item: -item[1])
+    shown = "   ".join(f"{name} {value:.1f}" for name, value in ordered if value >= 0.5)
+    return f"{title} {total:.1f} ms: {shown}   rest {total - sum(parts.values()):.1f} (ms)"
 
 
 def main() -> None:
@@ -365,6 +412,7 @@ def main() -> None:
                 path.write_text(training_script(lines))
                 assert path.read_text().count("\n") == lines
             init, first, floor, ratio, relint = [], [], [], [], []
+            worker_cpu, server_cpu, floor_cpu = [], [], []
             ruff_first, ruff_relint = [], []
             store = Path(root or path.parent) / CACHE_DIR
             ours = not store.exists()  # (a store the repository had is the user's: left alone)
@@ -373,15 +421,18 @@ def main() -> None:
             for _ in range(args.repeats):
                 if args.cold_store and ours:
                     shutil.rmtree(store, ignore_errors=True)
-                i, f, n, r = server_round(command, path, root, args.edits)
-                fl = floor_round(path)
+                i, f, n, r, (sc, wc) = server_round(command, path, root, args.edits)
+                fl, fc = floor_round(path)
                 init.append(i)
                 first.append(f)
                 floor.append(fl)
                 ratio.append(f / fl)
                 relint += [x - DEBOUNCE_SECONDS for x in r]
+                server_cpu.append(sc)
+                worker_cpu.append(wc)
+                floor_cpu.append(fc)
                 if ruff_command:
-                    _, rf, _, rr = server_round(ruff_command, path, root, args.edits)
+                    _, rf, _, rr, _ = server_round(ruff_command, path, root, args.edits)
                     ruff_first.append(rf)
                     ruff_relint += rr
             ms = lambda values: statistics.median(values) * 1000  # noqa: E731
@@ -393,6 +444,12 @@ def main() -> None:
                 f"re-lint after an edit {ms(relint):5.1f} ms + {DEBOUNCE_SECONDS * 1000:.0f} ms "
                 f"debounce (target <= 30 ms)"
             )
+            if any(worker_cpu):  # (CPU time: steadier than wall time on a busy machine)
+                print(
+                    f"{'':4s}       CPU until the first diagnostics: lint worker "
+                    f"{ms(worker_cpu):4.0f} ms (from its fork), server {ms(server_cpu):4.0f} ms;"
+                    f"   floor {ms(floor_cpu):4.0f} ms (python's start included)"
+                )
             if ruff_command:
                 print(
                     f"{'':4s}       ruff server: first diagnostics {ms(ruff_first):6.0f} ms   "

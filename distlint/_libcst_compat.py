@@ -16,6 +16,11 @@ defines no ``__subclasshook__``, so every answer stays the same (the tests compa
 processes distlint owns call it (the language server's lint worker); a program that imports
 distlint keeps LibCST as it was.
 
+The lint path's parse skips LibCST's checks of the nodes its parser builds
+(``CSTNode.__post_init__`` calls ``_validate``) where they cannot refuse the text
+(:func:`distlint.parse.parse`): :func:`checks_off`, for the LibCST versions whose checks were
+read, per thread.
+
 Nothing else may import LibCST's private modules. ``tests/test_libcst_compat.py`` pins what is
 borrowed here (names, constructor keywords, the attributes and hooks used), so a LibCST release
 that changes them fails there, by name, instead of somewhere in a fix. Position records
@@ -24,10 +29,14 @@ that changes them fails there, by name, instead of somewhere in a fix. Position 
 
 from __future__ import annotations
 
+import threading
 from abc import ABCMeta
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
+from libcst._version import __version__ as LIBCST_VERSION
 
 # The members of CodegenState that distlint reads, calls or overrides (pinned by the tests).
 CODEGEN_STATE_MEMBERS = (
@@ -69,4 +78,60 @@ def plain_type_checks() -> int:
     return changed
 
 
-__all__ = ["CODEGEN_STATE_MEMBERS", "CodegenState", "plain_type_checks"]
+# The LibCST versions whose checks (every ``_validate``) and native parser were read, for what
+# the parser can build that a check refuses (see distlint.guard and benchmarks/libcst_checks.py);
+# with any other, every node is checked.
+CHECKS_READ_FOR = ("1.9.0",)
+
+
+class _Unchecked(threading.local):
+    """Per thread: is this thread inside :func:`checks_off`?"""
+
+    on = False
+
+
+_UNCHECKED = _Unchecked()
+
+
+def _post_init(node: cst.CSTNode) -> None:
+    """``CSTNode.__post_init__`` (which only calls ``_validate``), skipped inside this thread's
+    :func:`checks_off`: a library caller building nodes in another thread meanwhile is checked
+    as always."""
+    if not _UNCHECKED.on:
+        node._validate()
+
+
+def _install() -> bool:
+    """Put :func:`_post_init` in place of LibCST's where this LibCST is one whose checks were
+    read and its ``__post_init__`` only calls ``_validate``; whether it is in place."""
+    original = cst.CSTNode.__post_init__
+    if original is _post_init:
+        return True
+    if LIBCST_VERSION not in CHECKS_READ_FOR or original.__code__.co_names != ("_validate",):
+        return False
+    cst.CSTNode.__post_init__ = _post_init  # type: ignore[method-assign, assignment]
+    return True
+
+
+UNCHECKED_PARSE = _install()
+
+
+@contextmanager
+def checks_off() -> Iterator[None]:
+    """Nodes built in this thread meanwhile are not checked (only where
+    :data:`UNCHECKED_PARSE`)."""
+    _UNCHECKED.on = UNCHECKED_PARSE
+    try:
+        yield
+    finally:
+        _UNCHECKED.on = False
+
+
+__all__ = [
+    "CHECKS_READ_FOR",
+    "CODEGEN_STATE_MEMBERS",
+    "UNCHECKED_PARSE",
+    "CodegenState",
+    "checks_off",
+    "plain_type_checks",
+]

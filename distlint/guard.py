@@ -33,6 +33,7 @@ server and the command line share this one function.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from typing import Callable
@@ -72,6 +73,16 @@ _OTHER_KEYWORDS = (
     "False None True as assert async break class continue def del elif else except finally "
     "for from global import in is nonlocal pass raise return try while with"
 )
+# LibCST builds each node through its constructor, which checks the node (``_validate``): the
+# lint path's parse skips those checks (:func:`distlint.parse.parse`) where they cannot refuse
+# anything LibCST's native parser accepts. They can (checked for LibCST 1.9 by reading each
+# check and by parsing with and without them: see benchmarks/libcst_checks.py) only where a
+# keyword touches what follows it or what precedes it without a blank: a keyword right before a
+# number starting with a dot or a star (``if.5``, ``return*a``), an ``await`` expression right
+# before a keyword (``await(a)if b else c``); a bytes literal concatenated with a string; a bare
+# ``except:`` before another handler; and the same inside an f-string's or t-string's fields.
+# The scan sends such a text to the parse that checks (see ``checks`` of check_source).
+_UNCHECKED_AFTER_KEYWORD = ("*", *(f".{digit}" for digit in "0123456789"))
 
 
 def _one_of(words: str) -> str:
@@ -87,7 +98,9 @@ def _one_of(words: str) -> str:
 # makes a naive alternation slow). Possessive quantifiers: no backtracking, linear time. The
 # groups tell the kinds apart (each kind has its step in `_Scanner`). The operators' groups
 # exclude each other, so they are in the order of how often they come in ordinary code (what
-# the engine's speed depends on); keywords come before names, dots before numbers.
+# the engine's speed depends on); keywords come before names, dots before numbers. A name or a
+# number of ASCII letters and digits only has a group of its own (what the checks of
+# check_source need not look at), as has a character other than ASCII that no token holds.
 _TOKEN_PATTERN = r"""[ \t\f]*+(?:
     (?P<nl>\r\n|\r|\n)
     |(?P<separator>[,;~]|==?|\*\*=|//=|<<=|>>=|->|[-+*/%@&|^<>!]=|<(?![<=])|>(?![>=]))
@@ -97,7 +110,8 @@ _TOKEN_PATTERN = r"""[ \t\f]*+(?:
     |(?P<colon>:(?!=))
     |(?P<nesting>(?:NESTING)(?![\w'"]))
     |(?P<keyword>(?:KEYWORDS)(?![\w'"]))
-    |(?P<name>[^\W\d]\w*+)(?!['"])
+    |(?P<name>[A-Za-z_][A-Za-z0-9_]*+)(?![\w'"])
+    |(?P<uname>[^\W\d]\w*+)(?!['"])
     |(?P<str>[rRbBuUfF]{0,2}(?:
         '''(?:[^'\\]|\\.|'(?!''))*+'''
         |\"\"\"(?:[^"\\]|\\.|"(?!""))*+\"\"\"
@@ -108,9 +122,11 @@ _TOKEN_PATTERN = r"""[ \t\f]*+(?:
     |(?P<power>\*\*(?!=))
     |(?P<ellipsis>\.\.\.)
     |(?P<walrus>:=)
-    |(?P<num>\.?\d[\w.]*+)
+    |(?P<num>\.?\d[0-9_.]*+)(?![\w.])
+    |(?P<wnum>\.?\d[\w.]*+)
     |(?P<cont>\\(?:\r\n|\r|\n))
     |(?P<bad>['"\\])
+    |(?P<other>[^\x00-\x7f])
     )""".replace("NESTING", _one_of(_NESTING_KEYWORDS)).replace(
     "KEYWORDS", _one_of(_OTHER_KEYWORDS)
 )
@@ -155,6 +171,23 @@ _TOKEN = re.compile(
     _TOKEN_PATTERN if sys.version_info >= (3, 11) else without_possessive(_TOKEN_PATTERN),
     re.VERBOSE | re.DOTALL,
 )
+
+
+@functools.cache
+def _unchecked_in_fields() -> re.Pattern[str]:
+    """What sends an f-string's or t-string's fields to the checking parse (see above);
+    compiled when first asked (a command's start pays for no more than it uses)."""
+    return re.compile(
+        r"(?<!\w)(?:(?:KEYWORDS)(?:\.\d|\*)|[bB][rR]?['\"]|[rR][bB]['\"]|await(?!\w))".replace(
+            "KEYWORDS", _one_of(f"{_NESTING_KEYWORDS} {_OTHER_KEYWORDS}")
+        )
+    )
+
+
+# A character other than ASCII in an f-string's field (before any nested field).
+_NON_ASCII_FIELD = re.compile(r"\{[^{}]*[^\x00-\x7f]")
+# A keyword inside a number's token (the scan reads ``1if.5`` as one).
+_UNCHECKED_NUMBER = re.compile(r"[^\W\d]\.\d")
 # Token kinds: the group a match closes last (``m.lastindex``), numbered in the pattern's order.
 (
     _NL,
@@ -166,6 +199,7 @@ _TOKEN = re.compile(
     _NESTING,
     _KEYWORD,
     _NAME,
+    _UNAME,
     _STR,
     _COMMENT,
     _BINARY,
@@ -173,13 +207,15 @@ _TOKEN = re.compile(
     _ELLIPSIS,
     _WALRUS,
     _NUM,
+    _WNUM,
     _CONT,
     _BAD,
+    _OTHER,
 ) = (
     _TOKEN.groupindex[kind]
     for kind in (
-        "nl separator dot open close colon nesting keyword name str comment binary power "
-        "ellipsis walrus num cont bad"
+        "nl separator dot open close colon nesting keyword name uname str comment binary power "
+        "ellipsis walrus num wnum cont bad other"
     ).split()
 )
 # What the previous token ends (`_Scanner.after`): nothing that takes a trailer, an operand, or a
@@ -211,6 +247,7 @@ def check_source(
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
     tops: list[int] | None = None,
     irregular: list[tuple[int, int]] | None = None,
+    checks: list[str] | None = None,
 ) -> FileError | None:
     """``None`` when ``text`` is safe to give LibCST, else the error to report for ``path``.
 
@@ -221,6 +258,9 @@ def check_source(
     are, known without asking Python's parser (:func:`distlint.positions.offsets_from_tops`).
     ``irregular``: a list to receive the spans to take out of the text for LibCST to read it as
     Python does (see :func:`indentation_cuts`); ``tops`` then hold offsets in that shorter text.
+    ``checks``: a list to receive why LibCST's own checks of its nodes must run on the text
+    (what its native parser accepts and they refuse may be in it; see ``_UNCHECKED_AFTER_KEYWORD``);
+    left empty, the parse may skip them.
     """
     if max_file_size and len(text) > max_file_size // 4:  # cheap: a character is <= 4 bytes
         size = len(text.encode("utf-8", "surrogatepass"))
@@ -228,7 +268,14 @@ def check_source(
         if error is not None:
             return error
     try:
-        return _Scanner(text, path, tops, irregular, MAX_PARSE_COST).scan()
+        scanner = _Scanner(text, path, tops, irregular, MAX_PARSE_COST, checks)
+        error = scanner.scan()
+        if checks is not None:
+            if not scanner.finished:
+                checks.append("the scan stopped early")
+            if "await" in text:  # an await expression right before a keyword
+                checks.append("await")
+        return error
     except RecursionError:  # pragma: no cover - the scan does not recurse
         return FileError(path, "source is too deeply nested to analyse", 1)
 
@@ -327,7 +374,7 @@ class _Scanner:
     __slots__ = (
         "text", "path", "tops", "irregular", "max_cost", "outer", "base", "depth", "links",
         "start", "start_pos", "is_lambda", "brackets", "blocks", "line_start", "statement_pos",
-        "after", "tokens", "odd", "cut", "floor", "cost", "finished",
+        "after", "tokens", "odd", "cut", "floor", "cost", "finished", "checks", "bare_except",
         "steps", "first_steps", "inline_steps",
     )  # fmt: skip
 
@@ -338,6 +385,7 @@ class _Scanner:
         tops: list[int] | None,
         irregular: list[tuple[int, int]] | None,
         max_cost: int,
+        checks: list[str] | None = None,
     ) -> None:
         self.text, self.path, self.tops, self.irregular = text, path, tops, irregular
         self.max_cost = max_cost
@@ -355,7 +403,9 @@ class _Scanner:
         self.floor = 0  # `base` at the statement's start: levels above it are the statement's
         self.cost = 0  # LibCST's estimated parse cost so far (see MAX_PARSE_COST)
         self.finished = False  # the scan read the whole text
-        self.first_steps, self.inline_steps = _step_tables(_TOKEN)
+        self.checks = checks  # receives why LibCST must check its nodes (see check_source)
+        self.bare_except = False  # a bare `except:` came before
+        self.first_steps, self.inline_steps = _step_tables(_TOKEN, checks is not None)
         self.steps = self.first_steps
 
     def scan(self) -> FileError | None:
@@ -398,7 +448,10 @@ class _Scanner:
             self.tops.append(pos - self.cut)
         blocks = self.blocks
         if kind == _KEYWORD or kind == _NESTING:
-            self.base = self.floor = blocks.enter(column, m.group(kind))
+            first = m.group(kind)
+            if first == "except" and self.checks is not None:
+                self._except(m)
+            self.base = self.floor = blocks.enter(column, first)
         elif column == blocks.indents[-1] and not blocks.ifs:
             self.base = self.floor = blocks.depth  # in the blocks of the statement before
         else:
@@ -409,7 +462,7 @@ class _Scanner:
         self.inline_steps[kind](self, m)
 
     def _operand(self, m: re.Match[str]) -> None:
-        """A name, a number, ``...``."""
+        """A name, ``...``."""
         self.tokens += 1
         self.after = _OPERAND
 
@@ -525,6 +578,87 @@ class _Scanner:
             self.depth += 1  # implicit concatenation: LibCST nests each string in the next
             self._check_depth()
 
+    # The steps of a scan that looks for what LibCST's checks refuse (see check_source):
+    # each looks, then takes the step of its kind.
+
+    def _keyword_checked(self, m: re.Match[str]) -> None:
+        """``_keyword`` (written out: a step per keyword), looking at what touches it."""
+        end = m.end()
+        if self.text.startswith(_UNCHECKED_AFTER_KEYWORD, end):
+            self._unchecked("a keyword touches what follows it", end)
+        self.tokens += 1
+        if self.links:
+            self._check_chain()
+        self.links, self.start, self.start_pos = 0, self.tokens, end
+        self.after = _NOTHING
+
+    def _nesting_checked(self, m: re.Match[str]) -> None:
+        if self.text.startswith(_UNCHECKED_AFTER_KEYWORD, m.end()):
+            self._unchecked("a keyword touches what follows it", m.end())
+        self._nesting(m)
+
+    def _number_checked(self, m: re.Match[str]) -> None:
+        """A number with letters: Python reads ``1if.5`` as ``1 if .5``, ``1or*a`` as
+        ``1 or *a``."""
+        token = m.group(_WNUM)
+        if _UNCHECKED_NUMBER.search(token) or (
+            token[-1].isalpha() and self.text.startswith("*", m.end())
+        ):
+            self._unchecked("a keyword touches a number", m.end())
+        self._operand(m)
+
+    def _name_checked(self, m: re.Match[str]) -> None:
+        """A name not all ASCII: the native parser's test of an identifier (the Unicode tables
+        of Rust's regex crate) is not the one LibCST's check asks (``str.isidentifier``)."""
+        self._unchecked("a name not in ASCII", m.end())
+        self._operand(m)
+
+    def _other_checked(self, m: re.Match[str]) -> None:
+        """A character other than ASCII outside strings, comments and this Python's names."""
+        self._unchecked("a character other than ASCII", m.end())
+
+    def _string_checked(self, m: re.Match[str]) -> None:
+        start = m.start(_STR)
+        text = self.text
+        if text[start] not in "'\"" or (start and text[start - 1] in "tT"):
+            # a prefix (a t-string's, `t"..."` `rt"..."`, is before the token)
+            self._prefixed(m.group(_STR), start, start > 0 and text[start - 1] in "tT")
+        self.tokens += 1  # `_string`, written out (a step per string)
+        if self.after != _STRING:
+            self.after = _STRING
+        else:
+            self.depth += 1
+            self._check_depth()
+
+    def _prefixed(self, token: str, start: int, template: bool) -> None:
+        """A string with a prefix (a t-string's is before the token): a bytes literal, or an
+        f-string or t-string, whose fields LibCST parses as code."""
+        prefix = token[: len(token) - len(token.lstrip("rRbBuUfF"))].lower()
+        if "b" in prefix:
+            self._unchecked("a bytes literal", start)
+        elif (
+            ("f" in prefix or template)
+            and ("{" in token or "}" in token)
+            and (
+                token.count("{") != token.count("}")  # a field with quotes of its own (3.12)
+                or not token.isascii()
+                and _NON_ASCII_FIELD.search(token)
+                or _unchecked_in_fields().search(token)
+            )
+        ):
+            self._unchecked("an f-string's fields", start)
+
+    def _except(self, m: re.Match[str]) -> None:
+        """An ``except`` clause: a bare one before another asks for LibCST's checks."""
+        if self.bare_except:
+            self._unchecked("a handler after a bare except", m.end())
+        elif self.text[m.end() : m.end() + 16].lstrip(" \t\x0c\\\r\n").startswith(":"):
+            self.bare_except = True
+
+    def _unchecked(self, what: str, pos: int) -> None:
+        assert self.checks is not None
+        self.checks.append(f"{what} (line {_line(self.text, pos)})")
+
     # What the steps share.
 
     def _push(self) -> None:
@@ -565,13 +699,16 @@ class _Scanner:
 
 
 _Step = Callable[[_Scanner, "re.Match[str]"], None]
-_TABLES: dict[re.Pattern[str], tuple[tuple[_Step, ...], tuple[_Step, ...]]] = {}
+_TABLES: dict[tuple[re.Pattern[str], bool], tuple[tuple[_Step, ...], tuple[_Step, ...]]] = {}
 
 
-def _step_tables(token: re.Pattern[str]) -> tuple[tuple[_Step, ...], tuple[_Step, ...]]:
+def _step_tables(
+    token: re.Pattern[str], checks: bool = False
+) -> tuple[tuple[_Step, ...], tuple[_Step, ...]]:
     """The steps of :class:`_Scanner` by group number of ``token``: for the first token of a
-    line, and for the tokens after it (a group no token closes: a number's)."""
-    found = _TABLES.get(token)
+    line, and for the tokens after it (a group no token closes: a number's). ``checks``: the
+    steps that look for what LibCST's checks refuse (see :func:`check_source`)."""
+    found = _TABLES.get((token, checks))
     if found is not None:
         return found
     by_kind: dict[str, _Step] = {
@@ -590,16 +727,26 @@ def _step_tables(token: re.Pattern[str]) -> tuple[tuple[_Step, ...], tuple[_Step
         "comment": _Scanner._skip,
         "cont": _Scanner._skip,
         "bad": _Scanner._bad,
+        "other": _Scanner._skip,
     }
-    inline: list[_Step] = [_Scanner._operand] * (token.groups + 1)  # names, numbers, `...`
+    if checks:
+        by_kind.update(
+            keyword=_Scanner._keyword_checked,
+            nesting=_Scanner._nesting_checked,
+            wnum=_Scanner._number_checked,
+            uname=_Scanner._name_checked,
+            other=_Scanner._other_checked,
+            str=_Scanner._string_checked,
+        )
+    inline: list[_Step] = [_Scanner._operand] * (token.groups + 1)  # names, `...`
     first: list[_Step] = [_Scanner._first] * (token.groups + 1)
     for kind, number in token.groupindex.items():
         step = by_kind.get(kind)
         if step is not None:
             inline[number] = step
-            if kind in ("nl", "comment", "cont", "bad"):  # not a statement's first token
+            if kind in ("nl", "comment", "cont", "bad", "other"):  # not a statement's first
                 first[number] = step
-    found = _TABLES[token] = (tuple(first), tuple(inline))
+    found = _TABLES[token, checks] = (tuple(first), tuple(inline))
     return found
 
 

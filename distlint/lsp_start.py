@@ -374,6 +374,7 @@ class _Start:
         self.root: str | None = None
         self.answered: set = set()
         self.published: dict[str, tuple] = {}  # uri -> (version, text, findings)
+        self.linted: dict[str, tuple] = {}  # uri -> (text, path, config, result) published
         self.urls: dict[str, str | None] | None = None
         self.docs: dict[str, dict] = {}  # uri -> the textDocument item, kept current
         self.due: dict[str, float] = {}  # uri -> when its debounced lint is due (monotonic)
@@ -463,8 +464,12 @@ class _Start:
 
         path = unquote(urlparse(uri).path)
         try:
-            status, result, _, _ = self.worker.call("lint", text, path, self.options, timeout=20)
+            # The rules' links first: after a lint the worker prepares the buffer's next edit
+            # (lsp_worker.main), and a question asked then would wait for that.
             urls = self.rule_urls()
+            status, result, config, _ = self.worker.call(
+                "lint", text, path, self.options, timeout=20
+            )
         except WorkerStartError as exc:  # told at once; the server tries again when it is due
             self.worker_unavailable(str(exc), exc.final)
             return
@@ -483,7 +488,7 @@ class _Start:
             )
         if result.errors and not result.findings:
             return  # e.g. a syntax error mid-typing: the last diagnostics stay
-        lines = split_lines(text)
+        lines = split_lines(text) if result.findings else []
         diagnostics = [
             diagnostic_json(f, lines, self.encoding, urls.get(f.code)) for f in result.findings
         ]
@@ -495,6 +500,7 @@ class _Start:
             {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params},
         )
         self.published[uri] = (version, text, result.findings)
+        self.linted[uri] = (text, path, config, result)
 
     def worker_unavailable(self, message: str, final: bool) -> None:
         """As :meth:`distlint.lsp.DistlintServer.worker_unavailable` says it (which takes over
@@ -587,4 +593,5 @@ def serve(worker, load_server: Callable[[], Any]) -> None:
         stdout=DropResponses(stdout, start.answered),
         published=start.published,
         worker_problem=start.worker_problem,
+        linted=start.linted,
     )

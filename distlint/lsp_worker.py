@@ -61,6 +61,7 @@ KEPT_DOCUMENTS = 16  # parsed buffers the worker keeps for incremental re-parsin
 START_TIMEOUT = 60.0  # seconds a worker may take to load LibCST and the rules
 RETRY_DELAYS = (1.0, 2.0)  # after the 1st and 2nd failed start; the 3rd is the last
 STDERR_LINES = 20  # the worker's last output lines kept for an error message
+EARLY_MESSAGE_BYTES = 4096  # a request sent before the worker is ready (a pipe holds 4 KiB+)
 FIX_HINT = (
     "check that distlint and its dependencies (libcst, click) import in {python} "
     "(`{python} -I -c 'import distlint.lsp_worker, libcst'`), or reinstall: "
@@ -426,15 +427,18 @@ class Worker:
     def _call(self, method: str, args: tuple, timeout: float | None) -> Any:
         proc = self._ensure()
         assert proc.stdin is not None and proc.stdout is not None  # both are pipes
-        if not self._ready:
-            self._await_ready(proc)
         self._next_id += 1
-        self._busy_since = time.monotonic()
         request = (self._next_id, method, args, self.root)
         body = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        message = _HEADER.pack(len(body)) + body
+        if not self._ready:
+            message = self._send_early(proc, message)
+            self._await_ready(proc)
+        self._busy_since = time.monotonic()
         try:
-            proc.stdin.write(_HEADER.pack(len(body)) + body)
-            proc.stdin.flush()
+            if message:
+                proc.stdin.write(message)
+                proc.stdin.flush()
             deadline = None if timeout is None else time.monotonic() + timeout
             header = self._read(proc, _HEADER.size, deadline)
             reply = self._read(proc, _HEADER.unpack(header)[0], deadline)
@@ -447,6 +451,23 @@ class Worker:
         if not ok:
             raise WorkerError(value)
         return value
+
+    @staticmethod
+    def _send_early(proc: subprocess.Popen, message: bytes) -> bytes:
+        """Send a request to a worker still starting up: it finds a request waiting when its
+        engine is loaded and goes straight to it (no warm-up lint: see :class:`_Engine`). Only
+        a message the pipe holds whole is sent (a worker that hangs while starting must not
+        block the write; the start's time limit applies). What is left to send: the message,
+        or nothing."""
+        if len(message) > EARLY_MESSAGE_BYTES:
+            return message
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(message)
+            proc.stdin.flush()
+        except OSError:
+            return message  # (a worker that could not start: _await_ready says why)
+        return b""
 
     @staticmethod
     def _read(proc: subprocess.Popen, n: int, deadline: float | None) -> bytes:
@@ -535,7 +556,10 @@ class _Timeout(Exception):
 class _Engine:
     """What the worker does for the server. Everything here runs in the worker process."""
 
-    def __init__(self) -> None:
+    def __init__(self, warm_up: bool = True) -> None:
+        """``warm_up``: lint a two-line script once, so that the first request finds the
+        engine's lazy parts loaded; pointless when a request is waiting already (an editor
+        that opened a file while the worker started): that request loads them itself."""
         from distlint import api
         from distlint._libcst_compat import plain_type_checks
 
@@ -544,7 +568,8 @@ class _Engine:
         if not api.all_rules():
             where = os.path.dirname(os.path.abspath(api.__file__))
             raise RuntimeError(f"no rules found in distlint.rules (distlint at {where})")
-        api.lint_source("import torch\ntorch.manual_seed(0)\n", "warm_up.py", api.Config())
+        if warm_up:
+            api.lint_source("import torch\ntorch.manual_seed(0)\n", "warm_up.py", api.Config())
         self.stamps: dict[str, tuple | None] = {}
         self.last: tuple | None = None  # ((text, path, config), reply) of the last lint
         # per path: the last parse of the buffer (an edit re-parses only what it touched)
@@ -688,8 +713,8 @@ def main(engine_class: type = _Engine) -> None:
     try:
         from distlint import collector
 
-        collector.pause_startup()  # the engine's warm-up lint resumes it (distlint.collector)
-        engine = engine_class()
+        collector.pause_startup()  # the engine's first lint resumes it (distlint.collector)
+        engine = engine_class(warm_up=not _waiting(inp))
     except BaseException as exc:  # told to the server, which reports it to the editor
         import traceback
 
@@ -718,6 +743,14 @@ def main(engine_class: type = _Engine) -> None:
                 engine.idle()
             except Exception:  # pragma: no cover - a cache warm-up must not take the worker down
                 engine.documents.clear()
+
+
+def _waiting(stream) -> bool:
+    """Is a request waiting to be read on ``stream`` (nothing read from it yet)?"""
+    try:
+        return bool(select.select([stream], [], [], 0)[0])
+    except (OSError, ValueError):
+        return False
 
 
 def _enter(root: str | None) -> None:

@@ -84,7 +84,7 @@ class Finding(NamedTuple):
     severity: Severity = Severity.ERROR
     # For notebooks: the 1-based code cell the finding is in (lines are then cell-relative).
     cell: int | None = None
-    # The edit that writes `# noqa: CODE` where it suppresses this finding (None: nowhere can).
+    # The edit that writes a noqa comment naming CODE where it suppresses this finding (None: nowhere can).
     suppression: Edit | None = None
 
     @property
@@ -162,7 +162,7 @@ class FileResult(NamedTuple):
     fixed_bytes: bytes | None = None
     # How many fixes were applied to produce fixed_source.
     fixes_applied: int = 0
-    # `# noqa` comments written by --add-noqa.
+    # How many noqa comments --add-noqa wrote.
     noqa_added: int = 0
     # Suppressed findings (kept for --ignore-noqa / unused-noqa bookkeeping and statistics).
     suppressed: tuple[Finding, ...] = ()

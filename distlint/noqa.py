@@ -159,7 +159,7 @@ def directive_edit(lines: LineIndex, line: int, codes: Sequence[str]) -> Edit | 
     m = NOQA_RE.search(body)
     if m is not None:
         if not m.group("codes"):
-            return None  # a blanket `# noqa` already suppresses everything
+            return None  # a blanket noqa comment already suppresses everything
         present = split_codes(m.group("codes"))
         upper = {code_of(p) for p in present}
         new = [c for c in codes if c.upper() not in upper]
@@ -211,7 +211,7 @@ def unused_codes(
     out: dict[int, tuple[list[str], list[str]]] = {}
     for line, codes in directives.lines.items():
         if not codes:
-            continue  # blanket `# noqa`: may be meant for any tool
+            continue  # a blanket noqa comment: may be meant for any tool
         used = directives.used.get(line, ())
         unused = sorted(c for c in codes if c in enabled and c != UNUSED_CODE and c not in used)
         unknown = sorted(c for c in codes if _DL_CODE.fullmatch(c) and c not in known)

@@ -17,6 +17,7 @@ from collections import Counter
 import libcst as cst
 
 from distlint import guard
+from distlint._libcst_compat import UNCHECKED_PARSE, checks_off
 from distlint.collector import paused as collector_paused
 from distlint.edits import decode  # pure text: the cache and the CLI decode without LibCST
 from distlint.model import FileError
@@ -48,6 +49,7 @@ def parse(
     max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE,
     tops: list[int] | None = None,
     passes: Counter[str] | None = None,
+    checked: bool = True,
 ) -> tuple[cst.Module, SourceMap] | FileError:
     """``text`` (the file ``path``) parsed, with where LibCST's code stands in the text, or the
     error to report.
@@ -61,9 +63,19 @@ def parse(
     ``source``: what LibCST parses when not ``text`` itself and nothing is cut (the undecoded
     bytes: the module then knows its encoding). ``tops``: receives where statements start at
     column 0 in LibCST's code, from the guard's scan (see :func:`distlint.guard.check_source`).
-    ``passes``: counts ``"parse"`` for every text that reaches LibCST."""
+    ``passes``: counts ``"parse"`` for every text that reaches LibCST. ``checked=False``: skip
+    LibCST's checks of its nodes (``_validate``, ~15% of a parse) where they cannot refuse the
+    text: the verdict is the same, the tree equal. That is the lint path's parse; the fixer's
+    re-parse always checks (a fix never writes what LibCST refuses). Of LibCST's checks, its
+    native parser can violate only those the guard's scan looks for (``checks`` of
+    :func:`distlint.guard.check_source`; the reading of each check and the differential test
+    are in benchmarks/libcst_checks.py), for the versions read
+    (:func:`distlint._libcst_compat.checks_off`)."""
     cuts: list[tuple[int, int]] = []
-    refused = null_byte(text, path) or guard.check_source(text, path, max_file_size, tops, cuts)
+    checks: list[str] | None = None if checked or not UNCHECKED_PARSE else []
+    refused = null_byte(text, path) or guard.check_source(
+        text, path, max_file_size, tops, cuts, checks
+    )
     if refused is not None:  # before LibCST sees it
         return refused
     mapped = SourceMap(text, cuts)
@@ -72,9 +84,13 @@ def parse(
     guard.ensure_recursion_headroom()
     if passes is not None:
         passes["parse"] += 1
+    unchecked = checks is not None and not checks
     try:
         with collector_paused():  # the tree holds no cycles: collecting while it grows is waste
-            return cst.parse_module(text if source is None else source), mapped
+            if not unchecked:
+                return cst.parse_module(text if source is None else source), mapped
+            with checks_off():
+                return cst.parse_module(text if source is None else source), mapped
     except RecursionError:
         return FileError(path, "source is too deeply nested to parse")
     except Exception as exc:  # a ParserSyntaxError, or one of a few other types on odd input

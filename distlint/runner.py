@@ -204,7 +204,7 @@ def _first_round(
         where = index.source_map
     else:
         tops = []
-        parsed = _parse(text, path, config.max_file_size, tops)
+        parsed = _parse(text, path, config.max_file_size, tops, checked=False)
         if isinstance(parsed, FileError):
             return parsed
         module, where = parsed
@@ -262,10 +262,13 @@ def _parse(
     path: str,
     max_file_size: int | None = guard.DEFAULT_MAX_FILE_SIZE,
     tops: list[int] | None = None,
+    *,
+    checked: bool = True,
 ) -> tuple[cst.Module, SourceMap] | FileError:
     """``text`` parsed, with where LibCST's code stands in it (counted in :data:`PASSES`), or
-    the error to report; see :func:`distlint.parse.parse`."""
-    return parse(text, path, max_file_size=max_file_size, tops=tops, passes=PASSES)
+    the error to report; see :func:`distlint.parse.parse`. The fixer's re-parse checks
+    LibCST's nodes (``checked``); the lint's parse need not."""
+    return parse(text, path, max_file_size=max_file_size, tops=tops, passes=PASSES, checked=checked)
 
 
 def _reuse(

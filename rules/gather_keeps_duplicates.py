@@ -112,6 +112,8 @@ class GatherKeepsDuplicates(Rule):
     def check(self, ctx: RuleContext) -> None:
         facts = ctx.facts
         metrics = facts.metrics
+        if not metrics.may_keep_duplicates:
+            return  # no gather to keep duplicates: which loops are sharded need not be known
         for loop in metrics.sharded_evaluation_loops:
             if not _pads_last_batch(facts, loop):
                 continue

@@ -136,6 +136,8 @@ class MetricNotGathered(Rule):
             return  # no `for` loop: no evaluation loop (before the module's calls are judged)
         facts = ctx.facts
         metrics = facts.metrics
+        if not metrics.may_have_sinks:
+            return  # no metric computed anywhere: which loops are sharded need not be known
         if metrics.combines_across_processes:
             return
         reported: set[int] = set()

@@ -89,6 +89,8 @@ class SeedAfterModelInit(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
+        if not ctx.facts.may_build_model:
+            return  # nothing built or split at random: no seed can come after it
         if not ctx.facts.seeding.seeds_torch:
             return  # no seeding to come too late (the order of the rest need not be known)
         analysis = Ordering(ctx.facts)

@@ -198,7 +198,7 @@ def test_edits_are_relative_to_the_linted_text_and_carry_ranges():
         assert isinstance(edit, Edit)
         assert edit.range == lines.range(edit.start, edit.end)
     assert api.apply_fix(SEEDED, finding) == lint_source(SEEDED, "t.py", fix=True).fixed_source
-    # the suppression edit writes `# noqa: DL101` on the reported line
+    # the suppression edit writes a noqa comment for DL101 on the reported line
     assert finding.suppression is not None
     noqa = edits.splice(SEEDED, [finding.suppression])
     assert "torch.manual_seed(0)  # noqa: DL101\n" in noqa

@@ -140,7 +140,7 @@ def test_language_server_code_actions_lint_no_more(tmp_path):
     quick, cost = actions(lsp.CodeActionKind.QuickFix)
     titles = [a.title for a in quick]
     assert any("set_seed" in t for t in titles) and any("noqa" in t for t in titles)
-    assert cost == NONE  # quick fixes and `# noqa` actions come from the finding's edits
+    assert cost == NONE  # quick fixes and noqa-comment actions come from the finding's edits
     from distlint.lsp import FIX_ALL_KIND
 
     fix_all, cost = actions(FIX_ALL_KIND)

@@ -515,6 +515,21 @@ def test_worker_crash_and_timeout_become_errors_and_the_worker_restarts():
         worker.close()
 
 
+def test_a_request_waiting_when_the_worker_is_ready_spares_it_the_warm_up_lint():
+    """The first request of a worker still starting is sent at once (an editor's first
+    message comes before the worker has loaded LibCST and the rules); finding it waiting, the
+    worker goes straight to it instead of linting its warm-up script first (issue 32: the
+    first diagnostics)."""
+    from lsp_hooks import hooked_worker
+
+    worker = hooked_worker()
+    try:
+        assert worker.call("passes", timeout=60) == {}  # (the warm-up's parse: {"parse": 1, ...})
+        assert worker.call("passes", timeout=60) == {}
+    finally:
+        worker.close()
+
+
 _FIRST_AND_RESTARTED = """\
 import json, os, sys, threading
 from distlint.api import LintOptions

@@ -76,9 +76,12 @@ def _shown(results) -> list[tuple[str, list[tuple[int, str]], list[tuple[str, st
 
 
 def test_a_module_linted_after_its_importer_is_parsed_once(tree, monkeypatch):
-    # `other.py` (between them in the run's order) parses a helper of its own, which takes the
-    # place of `utils.py`'s parse in the project (a budget of one small module)
-    (tree / "other.py").write_text("from seeds import seed_all\n\nseed_all(0)\n")
+    # `other.py` (between them in the run's order) parses a helper of its own (whether it seeds
+    # after the model is built), which takes the place of `utils.py`'s parse in the project (a
+    # budget of one small module)
+    (tree / "other.py").write_text(
+        "import torch\nfrom seeds import seed_all\n\nmodel = torch.nn.Linear(2, 2)\nseed_all(0)\n"
+    )
     (tree / "seeds.py").write_text("import torch\n\ndef seed_all(s):\n    torch.manual_seed(s)\n")
     monkeypatch.setattr(project_mod, "KEEP_PARSED_CHARS", len(UTILS) + 10)
     results, (linted, followed) = _run(["train.py", "other.py", "utils.py"])

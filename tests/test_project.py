@@ -490,8 +490,8 @@ def _chain(tmp_path, n):
         )
     (tmp_path / "train.py").write_text(
         "import torch\nfrom accelerate import Accelerator\nfrom pkg.m0 import step_0\n\n"
-        "accelerator = Accelerator()\ntorch.manual_seed(step_0(1))\n"
-    )
+        "accelerator = Accelerator()\nmodel = torch.nn.Linear(2, 2)\ntorch.manual_seed(step_0(1))\n"
+    )  # (a model built before the seeding: DL102 follows the seed's value into the chain)
 
 
 def test_a_run_stats_each_module_once(tmp_path):

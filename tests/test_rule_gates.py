@@ -15,6 +15,8 @@ from distlint.analysis import ordering
 from distlint.analysis.facts import Seeds, facts_for
 from distlint.analysis.project import Project
 from distlint.api import LintOptions, lint_paths
+from distlint.registry import all_rules
+from distlint.runner import lint_source
 
 ROOT = os.path.abspath(os.sep + "proj")
 
@@ -278,3 +280,157 @@ def test_the_torch_seeding_gate_asks_only_calls_that_run_in_order():
     facts, asked = _facts_asked(sources, "lib.py")
     assert not facts.seeding.seeds_torch
     assert asked == []
+
+
+def _traced_loaders(monkeypatch, code: str) -> tuple[list[object], type]:
+    """The expressions whose loaders' origins are traced from now on, and rule ``code``."""
+    from distlint.analysis import loops
+
+    traced: list[object] = []
+    real = loops.Loops.loader_origins
+    monkeypatch.setattr(
+        loops.Loops,
+        "loader_origins",
+        lambda self, expr, *a: traced.append(expr) or real(self, expr, *a),
+    )
+    return traced, next(r for r in all_rules() if r.CODE == code)
+
+
+def test_loaders_are_not_traced_where_no_metric_is_computed(monkeypatch):
+    """DL401 reports a metric sink of an evaluation loop over a sharded loader: a module whose
+    nodes have no sink's form (a training loop over a prepared loader, `==` and `mean` only in
+    names and strings) is left before any loader's origin is traced; a sink reached through an
+    alias (`from numpy import mean as avg`) or written as `sum(xs) / len(xs)` still reports."""
+    traced, rule = _traced_loaders(monkeypatch, "DL401")
+    head = (
+        "from accelerate import Accelerator\n\n\ndef evaluate_model(model, loader):\n"
+        "    accelerator = Accelerator()\n    model, loader = accelerator.prepare(model, loader)\n"
+        "    losses = []\n    for batch in loader:\n        losses.append(model(**batch).loss.item())\n"
+    )
+    quiet = head + "    mean_name = 'x == y'\n    return losses\n"
+    assert lint_source(quiet, "t.py", rules=[rule()]).findings == ()
+    assert traced == []
+    for sink in ("avg(losses)", "sum(losses) / len(losses)"):
+        code = "from numpy import mean as avg\n" + head + f"    return {sink}\n"
+        result = lint_source(code, "t.py", rules=[rule()])
+        assert [f.code for f in result.findings] == ["DL401"], sink
+    assert traced
+
+
+def test_loaders_are_not_traced_for_duplicates_where_nothing_gathers(monkeypatch):
+    """DL402 reports `gather` calls in an evaluation loop over a prepared loader: a module
+    with no call of `gather`'s form (the word only in a name, `gather_for_metrics` called) is
+    left before any loader's origin is traced; `accelerate.utils.gather` imported under
+    another name still reports."""
+    traced, rule = _traced_loaders(monkeypatch, "DL402")
+    body = (
+        "def evaluate_model(model, loader):\n"
+        "    accelerator = Accelerator()\n    model, loader = accelerator.prepare(model, loader)\n"
+        "    correct = total = 0\n    for x, y in loader:\n"
+        "        pred, y = {gather}((model(x).argmax(-1), y))\n"
+        "        correct += (pred == y).sum().item()\n        total += y.numel()\n"
+        "    return correct / total\n"
+    )
+    quiet = "from accelerate import Accelerator\n\n\n" + body.format(
+        gather="accelerator.gather_for_metrics"
+    )
+    assert lint_source(quiet, "t.py", rules=[rule()]).findings == ()
+    assert traced == []
+    loud = (
+        "from accelerate import Accelerator\nfrom accelerate.utils import gather as collect\n\n\n"
+        + body.format(gather="collect")
+    )
+    assert [f.code for f in lint_source(loud, "t.py", rules=[rule()]).findings] == ["DL402"]
+    assert traced
+
+
+@pytest.mark.parametrize(
+    "built",
+    [
+        pytest.param("model = torch.nn.Linear(2, 2)", id="layer"),
+        pytest.param(
+            "class Net(torch.nn.Module):\n    pass\n\n\nmodel = Net()", id="model-class-of-the-file"
+        ),
+        pytest.param(
+            "from torch.utils.data import random_split\n\ntrain, val = random_split(range(10), [8, 2])",
+            id="random-split",
+        ),
+    ],
+)
+def test_helpers_are_not_asked_whether_they_seed_where_nothing_is_built(built, monkeypatch):
+    """DL102 reports seeding that comes after a model was built (or a dataset split at random):
+    a module that builds nothing (a pipeline calling helpers of the project) is left before
+    any call's helper is asked whether it seeds; one that builds a model by any of the order's
+    ways still reports the helper's seeding after it."""
+    from distlint.analysis import seeding
+    from distlint.registry import all_rules
+    from distlint.runner import lint_source
+
+    asked: list[object] = []
+    real = seeding.SeedingFacts._external_kind
+    monkeypatch.setattr(
+        seeding.SeedingFacts,
+        "_external_kind",
+        lambda self, call: asked.append(call) or real(self, call),
+    )
+    rule = next(r for r in all_rules() if r.CODE == "DL102")
+    quiet = (
+        "import torch\nfrom seeds import fix_seed\n\n\n"
+        "def run(pipe):\n    fix_seed(0)\n    return pipe()\n"
+    )
+    project = Project.from_sources(ROOT, {**_SEEDS, "pipe.py": quiet})
+    result = lint_source(quiet, os.path.join(ROOT, "pipe.py"), rules=[rule()], project=project)
+    assert result.findings == ()
+    assert asked == []
+    loud = "import torch\nfrom seeds import fix_seed\n\n" + built + "\nfix_seed(0)\n"
+    project = Project.from_sources(ROOT, {**_SEEDS, "loud.py": loud})
+    result = lint_source(loud, os.path.join(ROOT, "loud.py"), rules=[rule()], project=project)
+    assert [f.code for f in result.findings] == ["DL102"]
+    assert asked
+
+
+@pytest.mark.parametrize(
+    ("init", "reported"),
+    [
+        pytest.param("from pkg.impl import fix_seed\n", True, id="re-export"),
+        pytest.param(
+            "try:\n    from pkg.impl import fix_seed\nexcept ImportError:\n    fix_seed = None\n",
+            True,
+            id="guarded-re-export",
+        ),
+        pytest.param(
+            "from pkg.impl import fix_seed\n\n\ndef fix_seed(seed):\n    return seed\n",
+            False,
+            id="redefined-after-the-import",
+        ),
+        pytest.param(
+            "try:\n    from pkg.impl import fix_seed\nexcept ImportError:\n"
+            "    from pkg.other import fix_seed\n",
+            False,
+            id="two-sources",
+        ),
+    ],
+)
+def test_a_package_that_only_re_exports_a_helper_is_not_parsed_for_it(init, reported):
+    """A helper reached through a package `__init__` that only forwards it (`from pkg.impl
+    import fix_seed`, also under `try`) is summarised where it is defined, without parsing the
+    `__init__` (which still counts as reached); an `__init__` that redefines the name, or
+    takes it from one of two modules, is parsed and decides as before."""
+    from distlint.registry import all_rules
+    from distlint.runner import lint_source
+
+    sources = {
+        **_SEEDS,
+        "pkg/__init__.py": init,
+        "pkg/other.py": "def fix_seed(seed):\n    return seed\n",
+        "train.py": "import torch\nfrom pkg import fix_seed\n\nmodel = torch.nn.Linear(2, 2)\nfix_seed(0)\n",
+    }
+    project = Project.from_sources(ROOT, sources)
+    rule = next(r for r in all_rules() if r.CODE == "DL102")
+    train = os.path.join(ROOT, "train.py")
+    with project.tracking(train):
+        result = lint_source(sources["train.py"], train, rules=[rule()], project=project)
+    assert [f.code for f in result.findings] == (["DL102"] if reported else [])
+    init_path = os.path.join(ROOT, "pkg", "__init__.py")
+    assert (init_path in project._modules) is not reported  # parsed only where it must be
+    assert init_path in project.reached

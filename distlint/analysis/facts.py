@@ -388,6 +388,10 @@ class Facts:
     def builds_model(self, call: cst.Call, q: str | None) -> bool:
         return self.models.builds_model(call, q)
 
+    @property
+    def may_build_model(self) -> bool:
+        return self.models.may_build
+
     def on_one_process(self, node: cst.CSTNode) -> bool:
         return self.models.on_one_process(node)
 

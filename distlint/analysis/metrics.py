@@ -60,6 +60,22 @@ class Metrics:
         last = (dotted_name(func) or "").rsplit(".", 1)[-1].lower()
         return any(w in last for w in K.GATHER_NAME_WORDS)
 
+    @cached_property
+    def may_keep_duplicates(self) -> bool:
+        """Some call of the module has the form of `duplicate_keeping_gathers` (in any loop):
+        `accelerate.utils.gather(x)` or `<x>.gather(y)`. Without one no evaluation loop
+        keeps duplicates, whichever loops are sharded."""
+        index = self.index
+        for call in index.calls:
+            if not call.args:
+                continue
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == K.GATHER_METHOD:
+                return True
+            if index.qualname(func) in K.GATHER_WITH_DUPLICATES:
+                return True
+        return False
+
     def duplicate_keeping_gathers(self, loop: cst.CSTNode) -> list[cst.Call]:
         """`accelerator.gather(x)` (and `accelerate.utils.gather(x)`) calls in ``loop``."""
         facts, index = self.facts, self.index
@@ -108,6 +124,37 @@ class Metrics:
         return False
 
     # ------------------------------------------------------------------ metric sinks
+    @cached_property
+    def may_have_sinks(self) -> bool:
+        """Some node of the module has the form of a metric sink (`sinks`, for any loop): a
+        call of an `sklearn.metrics`-like function, `.add_batch` / `.add`, a mean function or
+        `.mean()`, `x += <a count of matches>`, `sum(xs) / len(ys)` or `<x> / len(<y>.dataset)`.
+        Without one no loop has a sink, so nothing needs to know which loops are sharded
+        evaluation loops (the loaders' origins) or whether anything is gathered."""
+        index = self.index
+        for call in index.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and (
+                func.attr.value in K.METRIC_ADD_METHODS or func.attr.value == K.MEAN_METHOD
+            ):
+                return True
+            q = index.qualname(func)
+            if q is not None and (
+                q.startswith(K.METRIC_FUNCTION_PREFIXES) or q in K.MEAN_FUNCTIONS
+            ):
+                return True
+        for n in index.nodes_of(cst.AugAssign):
+            assert isinstance(n, cst.AugAssign)
+            if isinstance(n.operator, cst.AddAssign) and _counts_matches(n.value):
+                return True
+        for n in index.nodes_of(cst.BinaryOperation):
+            assert isinstance(n, cst.BinaryOperation)
+            if isinstance(n.operator, cst.Divide) and (
+                _is_dataset_length(n.right) or _builtin_call_of(n.left, "sum", None)
+            ):
+                return True
+        return False
+
     def sinks(self, loop: cst.For) -> list[cst.CSTNode]:
         """Where values of ``loop`` reach a metric, in the loop or after it in its function:
         `metric.add_batch(...)` on an `evaluate` metric, an `sklearn.metrics` function, a count
@@ -249,13 +296,13 @@ def _mentions(node: cst.CSTNode, names: frozenset[str]) -> bool:
     return any(isinstance(n, cst.Name) and n.value in names for n in body_nodes(node))
 
 
-def _builtin_call_of(node: cst.BaseExpression, builtin: str, names: frozenset[str]) -> bool:
-    """`sum(xs)` / `len(xs)` of a collected list ``xs``."""
+def _builtin_call_of(node: cst.BaseExpression, builtin: str, names: frozenset[str] | None) -> bool:
+    """`sum(xs)` / `len(xs)` of a collected list ``xs`` (None: of any name)."""
     return (
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Name)
         and node.func.value == builtin
         and len(node.args) == 1
         and isinstance(node.args[0].value, cst.Name)
-        and node.args[0].value.value in names
+        and (names is None or node.args[0].value.value in names)
     )

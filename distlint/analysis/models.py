@@ -66,6 +66,21 @@ class Models(Provider):
             return head and self.trains
         return bool(K.HF_MODEL_CLASS.search(parts[-1])) and parts[-1][:1].isupper()
 
+    @cached_property
+    def may_build(self) -> bool:
+        """Some call of the module builds a model or splits a dataset at random
+        (`builds_model`, `is_random_split`), or the module defines a model class: the only
+        sources of the order's model events (`Ordering`). Without one, no seeding can come
+        after a model was built."""
+        index = self.index
+        for call in index.calls:
+            if self.builds_model(call, index.qualname(call.func)) or self.is_random_split(call):
+                return True
+        return any(
+            isinstance(cls, cst.ClassDef) and self.is_model_class(cls)
+            for cls in index.nodes_of(cst.ClassDef)
+        )
+
     def _is_peft_config(self, expr: cst.BaseExpression) -> bool:
         values = [expr] + [v for v in self.index.values_of(expr) if v is not None]
         return any(

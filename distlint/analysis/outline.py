@@ -76,6 +76,7 @@ class Outline:
         "module_lines",
         "by_ident",
         "globals",
+        "module_imports",
         "_attributes",
     )
 
@@ -95,6 +96,7 @@ class Outline:
         self.by_ident: dict[str, list[int]] = {}  # name -> indices of module_lines binding it
         # name -> the top-level functions assigning it as a `global`
         self.globals: dict[str, list[str]] = {}
+        self.module_imports: set[str] = set()  # names bound by a module-level import
         self._attributes: dict[str, set[str]] | None = None
 
     def called(self, start: int, end: int) -> set[str]:
@@ -255,7 +257,7 @@ def _read_blocks(out: Outline) -> bool:
             decorated = start if decorated < 0 else decorated
         else:
             decorated = -1
-            if not _imports_in(stripped, out):
+            if not _imports_in(stripped, out, module_level=True):
                 out.module_lines.append((start, end))
     for _, name, first in stack:
         out.defs.setdefault(name, []).append((first, len(code)))
@@ -331,38 +333,59 @@ def _logical_lines(code: str) -> Iterator[tuple[int, int, int]]:
         yield (indent if depth <= 0 else -1), start, n
 
 
-def _imports_in(stripped: str, out: Outline) -> bool:
-    """Record the import statement ``stripped`` (a logical line); False when it is none."""
+def _imports_in(stripped: str, out: Outline, module_level: bool = False) -> bool:
+    """Record the import statement ``stripped`` (a logical line); False when it is none.
+    ``module_level``: the names it binds are module names (``Outline.module_imports``)."""
     if stripped.startswith("from"):
-        m = _FROM.match(stripped)
-        if m is None:
-            return False
-        level, module, body = len(m.group(1)), m.group(2), m.group(3)
-        for part in body.replace("\\", " ").strip("() \t\n").split(","):
-            names = part.split()
-            if not names:
-                continue
-            if names[0] == "*":
-                out.stars.append(Import(module, "*", level, frozenset()))
-                continue
-            bound = names[2] if len(names) >= 3 and names[1] == "as" else names[0]
-            words = frozenset((*module.split("."), names[0], bound))
-            out.imports.setdefault(bound, []).append(Import(module, names[0], level, words))
-        return True
-    if stripped.startswith("import"):
-        m = _IMPORT.match(stripped)
-        if m is None:
-            return False
-        for part in m.group(1).replace("\\", " ").split(","):
-            names = part.split()
-            if not names:
-                continue
-            module = names[0]
-            if len(names) >= 3 and names[1] == "as":
-                bound = names[2]
-            else:
-                bound = module.split(".")[0]
-            words = frozenset((*module.split("."), bound))
-            out.imports.setdefault(bound, []).append(Import(module, None, 0, words))
-        return True
-    return False
+        bound = _from_import(stripped, out)
+    elif stripped.startswith("import"):
+        bound = _plain_import(stripped, out)
+    else:
+        return False
+    if bound is None:
+        return False
+    if module_level:
+        out.module_imports.update(bound)
+    return True
+
+
+def _from_import(stripped: str, out: Outline) -> list[str] | None:
+    """Record `from <module> import ...`; the names it binds (None: not one)."""
+    m = _FROM.match(stripped)
+    if m is None:
+        return None
+    level, module, body = len(m.group(1)), m.group(2), m.group(3)
+    found = []
+    for part in body.replace("\\", " ").strip("() \t\n").split(","):
+        names = part.split()
+        if not names:
+            continue
+        if names[0] == "*":
+            out.stars.append(Import(module, "*", level, frozenset()))
+            continue
+        bound = names[2] if len(names) >= 3 and names[1] == "as" else names[0]
+        words = frozenset((*module.split("."), names[0], bound))
+        out.imports.setdefault(bound, []).append(Import(module, names[0], level, words))
+        found.append(bound)
+    return found
+
+
+def _plain_import(stripped: str, out: Outline) -> list[str] | None:
+    """Record `import <module> [as name], ...`; the names it binds (None: not one)."""
+    m = _IMPORT.match(stripped)
+    if m is None:
+        return None
+    found = []
+    for part in m.group(1).replace("\\", " ").split(","):
+        names = part.split()
+        if not names:
+            continue
+        module = names[0]
+        if len(names) >= 3 and names[1] == "as":
+            bound = names[2]
+        else:
+            bound = module.split(".")[0]
+        words = frozenset((*module.split("."), bound))
+        out.imports.setdefault(bound, []).append(Import(module, None, 0, words))
+        found.append(bound)
+    return found

@@ -869,7 +869,7 @@ class Project:
         from distlint.analysis.index import Index
         from distlint.parse import parse
 
-        parsed = parse(text, full, source=data)
+        parsed = parse(text, full, source=data, checked=False)
         if isinstance(parsed, FileError):
             self._error(full, parsed.message, parsed.line, parsed.column)
             return None
@@ -1038,6 +1038,33 @@ class Project:
             sub = self._from_import_in(here, module, name, level)
             if sub is not None:
                 yield sub
+
+    def reexport_of(self, path: str, name: str) -> tuple[str, str] | None:
+        """The (project module, name) that ``name`` of module ``path`` only re-exports, read
+        from its outline: the module defines no function or class ``name`` and binds it at
+        module level, and anywhere else, only by `from ... import` statements naming the same
+        module and name (a package `__init__` forwarding what a submodule defines). What its
+        summary would be is then that one's: the module need not be parsed for it. None: no
+        such binding, or the text cannot tell (parse it). The module is consulted and counts
+        as reached, as its parse would."""
+        full = normalise(path)
+        self._touch(full)
+        self._loaded.add(full)
+        if self._frames:
+            self._frames[-1].loaded.add(full)
+        if self._stale(full):
+            self._outlines.pop(full, None)
+        info = self._outline(full)
+        if info is None or name in info.defs or name not in info.module_imports:
+            return None
+        targets = {(imp.module, imp.name, imp.level) for imp in info.imports.get(name, ())}
+        if len(targets) != 1:
+            return None
+        module, imported, level = targets.pop()
+        if imported is None or imported == "*":
+            return None  # `import pkg.mod as name`: a module, no name in one
+        found = self.resolve_import(full, module, level)
+        return (found, imported) if found is not None else None
 
     # ------------------------------------------------------------------ one name's text
     def name_may_write(self, path: str, name: str, spellings: Any) -> bool:

@@ -401,6 +401,10 @@ class Summaries(Provider):
         assert self.project is not None
 
         def compute() -> Summary | None:
+            reexport = getattr(self.project, "reexport_of", None)
+            forwarded = reexport(path, name) if reexport is not None else None
+            if forwarded is not None:  # (what `summary_of` would follow, without the parse)
+                return self._summary_in(*forwarded)
             other = self.facts._facts_of(path)
             return other.summary_of(name) if other is not None else None
 
