@@ -13,6 +13,7 @@ Nothing is executed or imported: the text is only parsed.
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import nullcontext
 
 import libcst as cst
 
@@ -87,9 +88,7 @@ def parse(
     unchecked = checks is not None and not checks
     try:
         with collector_paused():  # the tree holds no cycles: collecting while it grows is waste
-            if not unchecked:
-                return cst.parse_module(text if source is None else source), mapped
-            with checks_off():
+            with checks_off() if unchecked else nullcontext():
                 return cst.parse_module(text if source is None else source), mapped
     except RecursionError:
         return FileError(path, "source is too deeply nested to parse")

@@ -223,16 +223,7 @@ def _looked(record: _Record) -> tuple[Any, ...]:
     searched), kept on it: every lint whose record reaches a module's imports walked them."""
     held = record.held
     if held is None:
-        out: set[Any] = set()
-        stack = [record]
-        while stack:
-            r = stack.pop()
-            if r.held is not None:
-                out.update(r.held)
-            else:
-                out.update(r.atoms)
-                stack += r.parts
-        held = record.held = tuple(out)
+        held = record.held = _walk(record, looks=True)
     return held
 
 
@@ -250,14 +241,16 @@ def _files(records: Iterable[_Record | None]) -> set[str]:
                 if type(part) is not _Looks:
                     known = part.held
                     if known is None:
-                        known = _walk_files(part)
+                        known = _walk(part)
                         if sum(type(p) is not _Looks for p in part.parts) > 1:
                             part.held = known
                     update(known)
     return {p for p in out if type(p) is str}
 
 
-def _walk_files(record: _Record) -> tuple[Any, ...]:
+def _walk(record: _Record, looks: bool = False) -> tuple[Any, ...]:
+    """What ``record`` holds through its parts (each visited once; what a part keeps,
+    ``held``, taken as it is), without what is below a _Looks part unless ``looks``."""
     out: set[Any] = set()
     seen: set[int] = set()
     stack = [record]
@@ -272,7 +265,7 @@ def _walk_files(record: _Record) -> tuple[Any, ...]:
                 update(known)
             else:
                 update(r.atoms)
-                stack += [p for p in r.parts if type(p) is not _Looks]
+                stack += r.parts if looks else [p for p in r.parts if type(p) is not _Looks]
     return tuple(out)
 
 
@@ -739,17 +732,22 @@ class Project:
         self.errors.append(FileError(path, message, line, column))
 
     # ------------------------------------------------------------------ modules
+    def _reached_module(self, full: str, touch: bool = True) -> None:
+        """Module ``full`` is reached by the lint (and the answer) under way, and, with
+        ``touch``, a dependency of it."""
+        if touch:
+            self._touch(full)
+        self._loaded.add(full)
+        if self._frames:
+            self._frames[-1].loaded.add(full)
+
     def module(self, path: str, touch: bool = True) -> ModuleInfo | None:
         """Parsed once per content (cached; see KEEP_PARSED_CHARS). None when unreadable,
         unparsable or over the size bounds; the error is recorded once in ``errors``. Cycles
         are the caller's memo's job. ``touch=False``: not a dependency of the lint asking (what
         it asks was reached through an answer whose own lint counted the module)."""
         full = normalise(path)
-        if touch:
-            self._touch(full)
-        self._loaded.add(full)
-        if self._frames:
-            self._frames[-1].loaded.add(full)
+        self._reached_module(full, touch)
         if full in self._modules and not self._stale(full):
             info = self._modules[full]
         else:
@@ -1048,10 +1046,7 @@ class Project:
         such binding, or the text cannot tell (parse it). The module is consulted and counts
         as reached, as its parse would."""
         full = normalise(path)
-        self._touch(full)
-        self._loaded.add(full)
-        if self._frames:
-            self._frames[-1].loaded.add(full)
+        self._reached_module(full)
         if self._stale(full):
             self._outlines.pop(full, None)
         info = self._outline(full)
