@@ -161,26 +161,27 @@ def _triggered(
 ) -> tuple[Rule, ...]:
     """The rules of ``active`` that may match: a cheap pre-filter, since a rule that needs e.g.
     "manual_seed" cannot match a file without it, or without a project module it imports (a
-    seeding helper, a loader factory) holding it. Each imported module's trigger words are
-    found once per run (a set per module), not searched for again by every file importing it."""
+    seeding helper, a loader factory) holding it. Imported modules are searched only for the
+    words of the rules still asleep (each module for each word once per run), and no more
+    once every rule is awake."""
     candidates = active
     active = tuple(r for r in active if not r.TRIGGERS or any(t in text for t in r.TRIGGERS))
     if project is not None and len(active) < len(candidates):
-        found: set[str] = set()
-        for words in project.imported_words(path, text, _trigger_words(candidates)):
-            if words <= found:
-                continue  # nothing new: the same rules
-            found |= words
-            active = tuple(r for r in candidates if r in active or not found.isdisjoint(r.TRIGGERS))
-            if len(active) == len(candidates):
-                break
+        asleep = [r for r in candidates if r not in active]
+        wanted = {t for r in asleep for t in r.TRIGGERS}
+        for words in project.imported_words(path, text, wanted):
+            if not words:
+                continue
+            woken = [r for r in asleep if not words.isdisjoint(r.TRIGGERS)]
+            if not woken:
+                continue
+            asleep = [r for r in asleep if r not in woken]
+            if not asleep:
+                return candidates
+            wanted.clear()
+            wanted.update(t for r in asleep for t in r.TRIGGERS)
+        active = tuple(r for r in candidates if r not in asleep)
     return active
-
-
-@lru_cache(maxsize=32)
-def _trigger_words(rules: tuple[Rule, ...]) -> frozenset[str]:
-    """Every trigger word of ``rules``: the vocabulary imported modules are searched for."""
-    return frozenset(t for r in rules for t in r.TRIGGERS)
 
 
 def _first_round(
