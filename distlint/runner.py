@@ -24,7 +24,7 @@ from distlint.edits import LineIndex
 from distlint.incremental import Document
 from distlint.model import Applicability, FileError, FileResult, Finding, Fix, Range
 from distlint.noqa import UNUSED_CODE, Directives, Placement, directive_edit, unused_noqa
-from distlint.parse import decode_source, null_byte, parse
+from distlint.parse import decode_source, null_byte, parse, parse_piece
 from distlint.positions import DEEP_RECURSION_LIMIT, SourceMap, Span, TooDeep, deep_call, layout
 from distlint.registry import all_rules, codes_by_name
 from distlint.rule import Report, Rule, RuleContext
@@ -286,10 +286,7 @@ def _reuse(
     if max_file_size and len(text) > max_file_size // 4:
         return None  # maybe over the size budget: the whole parse checks (and reports) it
 
-    def safe(piece: str) -> bool:
-        return guard.check_source(piece, path, None) is None
-
-    found = document.update(text, safe)
+    found = document.update(text, lambda piece: parse_piece(piece, path))
     if found is not None:
         PASSES["parse"] += 1
     return found
