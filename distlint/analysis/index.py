@@ -21,6 +21,7 @@ import dataclasses
 import enum
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 if TYPE_CHECKING:
@@ -410,7 +411,8 @@ class Index:
         self._children_cache: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
         self._flow: Flow | None = None
         self._nodes_cache: dict[tuple[type, ...], list[cst.CSTNode]] = {}
-        self._node_types: set[type] | None = None  # the types of `_nodes` (nodes_of)
+        # type -> the nodes of exactly that type, in walk order (nodes_of; sorted once asked)
+        self._by_type: dict[type, list[cst.CSTNode]] | None = None
         self._call_orders: list[int] | None = None  # the order of each call (calls_inside)
         self._owners: dict[str, int] | None = None
         self._binder_ids: dict[str, set[int]] | None = None
@@ -1167,11 +1169,23 @@ class Index:
         never re-walk the module)."""
         found = self._nodes_cache.get(types)
         if found is None:
-            # a test of each node's exact type: isinstance on LibCST's classes (ABCs) is slow
-            if self._node_types is None:
-                self._node_types = set(map(type, self._nodes))
-            wanted = {tp for tp in self._node_types if issubclass(tp, types)}
-            found = self._nodes_cache[types] = [n for n in self._nodes if type(n) in wanted]
+            by_type = self._by_type
+            if by_type is None:  # one pass for every later question
+                by_type = self._by_type = {}
+                for node in self._nodes:
+                    kept = by_type.get(type(node))
+                    if kept is None:
+                        by_type[type(node)] = [node]
+                    else:
+                        kept.append(node)
+            # exact types (isinstance on LibCST's classes, ABCs, is slow)
+            groups = [nodes for tp, nodes in by_type.items() if issubclass(tp, types)]
+            if len(groups) == 1:
+                found = groups[0]
+            else:  # several types: merged back into walk order
+                info = self._info
+                found = sorted(chain(*groups), key=lambda n: info[id(n)][2])
+            self._nodes_cache[types] = found
         return found
 
     def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
