@@ -263,11 +263,28 @@ def _blocks(node: cst.CSTNode) -> Iterator[tuple[cst.IndentedBlock, list[cst.CST
     todo: list[tuple[cst.CSTNode, list[cst.CSTNode]]] = [(node, [node])]
     while todo:
         holder, way = todo.pop(0)
-        for child in holder.children:
+        for child in _held(holder):
             if isinstance(child, cst.IndentedBlock):
                 yield child, way
             elif isinstance(child, _HOLDERS):
                 todo.append((child, [*way, child]))
+
+
+def _held(node: cst.CSTNode) -> Iterator[Any]:
+    """What ``node``'s fields hold, lists spread (its child nodes among them): LibCST's
+    ``children`` would build a copy of the node to list them."""
+    names = _FIELD_NAMES.get(type(node))
+    if names is None:
+        names = _FIELD_NAMES[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+    for name in names:
+        value = getattr(node, name)
+        if type(value) is list or type(value) is tuple:
+            yield from value
+        else:
+            yield value
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 def _innermost_block(
