@@ -215,3 +215,54 @@ def test_import_line_scan_reads_the_first_line_crlf_and_parenthesised_names():
         ("c", [], 0),
         ("d", [], 0),
     ]
+
+
+def test_a_from_line_finds_its_package_once_with_the_targets_and_looks_of_one_per_name(
+    monkeypatch, fresh_projects
+):
+    """The line scan of `from pkg import a, b, c` finds the package once for all the names:
+    the modules it resolves to and what the resolution looked at (the cache's dependencies)
+    are those of resolving each name alone, on every module of every fixture project."""
+    from functools import partial
+    from pathlib import Path
+
+    from distlint.analysis.project import _IMPORT_LINE, _flatten
+
+    def one_per_name(project: Project, full: str, text: str) -> tuple[str, ...]:
+        here = os.path.dirname(full)
+        found: dict[str, None] = {}
+        for module, names, level in _IMPORT_LINE.scan(text):
+            level = level if names else 0
+            hit = project._import_in(here, module, level) if module or level else None
+            found.update({p: None for p in [hit] if p is not None})
+            for name in names:
+                sub = project._from_import_in(here, module, name, level)
+                found.update({p: None for p in [sub] if p is not None})
+        return tuple(found)
+
+    calls = {"alone": 0, "counting": False}
+    resolve_alone = Project._from_import_in
+
+    def counted(self: Project, *args: object) -> object:
+        calls["alone"] += calls["counting"]
+        return resolve_alone(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Project, "_from_import_in", counted)
+    names = compared = 0
+    for folder in sorted((Path(__file__).parent.parent / "fixtures" / "projects").iterdir()):
+        for file in sorted(folder.rglob("*.py")):
+            text = file.read_text(encoding="utf-8", errors="replace")
+            full = str(file)
+            project = Project(str(folder))
+            calls["counting"] = True
+            got, got_looks = project.remember(partial(project._scan_text, full, text))
+            got = got[1]
+            calls["counting"] = False
+            alone = Project(str(folder))
+            expected, looks = alone.remember(partial(one_per_name, alone, full, text))
+            assert got == expected, full
+            assert _flatten((got_looks,)) == _flatten((looks,)), full
+            names += sum(len(n) for _, n, _ in _IMPORT_LINE.scan(text))
+            compared += bool(expected)
+    assert compared > 50 and names > 200
+    assert calls["alone"] == 0  # no name resolved alone: its package found once a line

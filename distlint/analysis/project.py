@@ -1024,16 +1024,16 @@ class Project:
     def _scan_text(self, full: str, text: str) -> tuple[str, tuple[str, ...]]:
         """``text`` and the project modules its import lines resolve to (from file ``full``)."""
         targets: dict[str, None] = {}
+        here = os.path.dirname(full)  # (normalised: its folder is asked directly)
         for module, names, level in _IMPORT_LINE.scan(text):
-            for target in self._import_targets(full, module, names, level):
+            for target in self._import_targets(here, module, names, level):
                 targets[target] = None
         return text, tuple(targets)
 
     def _import_targets(
-        self, importer: str, module: str, names: list[str], level: int
+        self, here: str, module: str, names: list[str], level: int
     ) -> Iterator[str]:
-        """(``importer`` normalised: its folder is asked directly.)"""
-        here = os.path.dirname(importer)
+        """The project modules one import line of a module in folder ``here`` resolves to."""
         if not names:  # `import a.b`
             hit = self._import_in(here, module, 0)
             if hit is not None:
@@ -1043,9 +1043,12 @@ class Project:
         hit = self._import_in(here, module, level) if module or level else None
         if hit is not None:
             yield hit
+        folder = self._package_folder(here, module, level)  # found once for all the names
+        if folder is None:
+            return
         for name in names:  # `from pkg import mod`: a submodule file
-            sub = self._from_import_in(here, module, name, level)
-            if sub is not None:
+            sub = self._find(folder, name)
+            if sub is not None and sub.endswith(".py"):
                 yield sub
 
     def reexport_of(self, path: str, name: str) -> tuple[str, str] | None:
@@ -1342,16 +1345,24 @@ class Project:
         return found
 
     def _from_import(self, here: str, module: str, name: str, level: int) -> str | None:
+        folder = self._package_folder(here, module, level)
+        if folder is None:
+            return None
+        hit = self._find(folder, name)
+        return hit if hit is not None and hit.endswith(".py") else None
+
+    def _package_folder(self, here: str, module: str, level: int) -> str | None:
+        """The folder of the package that ``from <level dots><module> import ...`` in folder
+        ``here`` imports from (its submodule files are there); None when it is not found or
+        is a module, not a package."""
         for base in self._bases(here, level):
             package = self._find(base, module) if module else base
             if package is None:
                 continue
             if package.endswith(".py") and not package.endswith("__init__.py"):
                 return None  # `from mod import name`: a name inside a module, not a file
-            folder = os.path.dirname(package) if package.endswith(".py") else package
-            hit = self._find(folder, name)
             # the package was found here: Python stops at the first match
-            return hit if hit is not None and hit.endswith(".py") else None
+            return os.path.dirname(package) if package.endswith(".py") else package
         return None
 
     def _bases(self, here: str, level: int) -> list[str]:
