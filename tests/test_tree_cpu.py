@@ -266,3 +266,35 @@ def test_a_from_line_finds_its_package_once_with_the_targets_and_looks_of_one_pe
             compared += bool(expected)
     assert compared > 50 and names > 200
     assert calls["alone"] == 0  # no name resolved alone: its package found once a line
+
+
+def test_the_calls_a_block_runs_are_those_its_walk_finds_on_every_fixture():
+    """calls_inside and calls_run_by (read from the index's numbering, no walk) are the calls
+    that walking the node finds, in the same order: all of them, and those outside functions,
+    classes and lambdas defined within it (`loops.body_nodes`, which the loop questions used)."""
+    from pathlib import Path
+
+    import libcst as cst
+
+    from distlint.analysis.index import Index, walk
+    from distlint.analysis.loops import body_nodes
+
+    fixtures = Path(__file__).parent.parent / "fixtures"
+    blocks = nested = 0
+    for file in sorted(fixtures.rglob("*.py")):
+        text = file.read_text(encoding="utf-8", errors="replace")
+        try:
+            module = cst.parse_module(text)
+        except Exception:
+            continue  # (fixtures of unparsable files)
+        index = Index(module, text)
+        for node in walk(module):
+            if not isinstance(node, (cst.IndentedBlock, cst.For, cst.While, cst.Module)):
+                continue
+            every = [n for n in walk(node) if isinstance(n, cst.Call)]
+            assert index.calls_inside(node) == every, file
+            run = [n for n in body_nodes(node) if isinstance(n, cst.Call)]
+            assert index.calls_run_by(node) == run, file
+            blocks += 1
+            nested += len(run) < len(every)
+    assert blocks > 1000 and nested > 50

@@ -360,6 +360,7 @@ class Scope:
 
 
 _FUNCTION_NODES = (cst.FunctionDef, cst.Lambda)
+_DEFINITIONS = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})  # (calls_run_by)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 _STATEMENT_TYPES: dict[type, bool] = {}
@@ -764,6 +765,24 @@ class Index:
             self._call_orders = [info[id(c)][2] for c in self.calls]
         orders = self._call_orders
         return self.calls[bisect_left(orders, entry[2]) : bisect_right(orders, info[id(last)][2])]
+
+    def calls_run_by(self, node: cst.CSTNode) -> list[cst.Call]:
+        """The calls of :meth:`calls_inside` that ``node`` runs itself: those inside a
+        function, class or lambda defined within it left out (what
+        :func:`distlint.analysis.loops.body_nodes` walks), in source order."""
+        get = self._info.get
+        out: list[cst.Call] = []
+        for call in self.calls_inside(node):
+            entry = get(id(call))
+            while entry is not None:
+                parent = entry[0]
+                if parent is node or parent is None:
+                    out.append(call)
+                    break
+                if type(parent) in _DEFINITIONS:
+                    break
+                entry = get(id(parent))
+        return out
 
     # ---------------------------------------------------------------- name resolution
     def lookup(self, name: str, scope: Scope, before: int | None = None) -> list[Assignment]:
