@@ -412,8 +412,9 @@ class Index:
         self._children_cache: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
         self._flow: Flow | None = None
         self._nodes_cache: dict[tuple[type, ...], list[cst.CSTNode]] = {}
-        # type -> the nodes of exactly that type, in walk order (nodes_of; sorted once asked)
-        self._by_type: dict[type, list[cst.CSTNode]] | None = None
+        # type -> the positions in `_nodes` of the nodes of exactly that type (nodes_of;
+        # sorted once asked)
+        self._by_type: dict[type, list[int]] | None = None
         self._call_orders: list[int] | None = None  # the order of each call (calls_inside)
         self._owners: dict[str, int] | None = None
         self._binder_ids: dict[str, set[int]] | None = None
@@ -1191,19 +1192,17 @@ class Index:
             by_type = self._by_type
             if by_type is None:  # one pass for every later question
                 by_type = self._by_type = {}
-                for node in self._nodes:
+                for position, node in enumerate(self._nodes):
                     kept = by_type.get(type(node))
                     if kept is None:
-                        by_type[type(node)] = [node]
+                        by_type[type(node)] = [position]
                     else:
-                        kept.append(node)
+                        kept.append(position)
             # exact types (isinstance on LibCST's classes, ABCs, is slow)
-            groups = [nodes for tp, nodes in by_type.items() if issubclass(tp, types)]
-            if len(groups) == 1:
-                found = groups[0]
-            else:  # several types: merged back into walk order
-                info = self._info
-                found = sorted(chain(*groups), key=lambda n: info[id(n)][2])
+            groups = [kept for tp, kept in by_type.items() if issubclass(tp, types)]
+            # (several types: their positions merged back into walk order)
+            positions = groups[0] if len(groups) == 1 else sorted(chain(*groups))
+            found = list(map(self._nodes.__getitem__, positions))
             self._nodes_cache[types] = found
         return found
 
