@@ -564,6 +564,7 @@ class _Engine:
         from distlint._libcst_compat import plain_type_checks
 
         plain_type_checks()  # a process of our own: LibCST's isinstance checks made plain
+        self.released: list[Any] = []  # what the last lint left to free (see `main`)
         self.api = api
         if not api.all_rules():
             where = os.path.dirname(os.path.abspath(api.__file__))
@@ -579,9 +580,24 @@ class _Engine:
 
     def idle(self) -> None:
         """Between requests: compute what the next edit of a linted buffer needs (where its
-        statements start), so that the user's next pause in typing does not pay for it."""
+        statements start), so that the user's next pause in typing does not pay for it; and
+        free what the last lint left (see `runner.RELEASE_LATER`)."""
+        self._release()
         for document in list(self.documents.values()):
             document.prepare()
+
+    def free_after_replies(self) -> None:
+        """What each lint leaves to free (the analysis of the text's own parse) is freed
+        after its reply is sent (`idle`), not before: this process's lints collect it in
+        :data:`distlint.runner.RELEASE_LATER` (the worker's own process: the loop of `main`
+        sends each reply before the engine is idle)."""
+        from distlint import runner
+
+        runner.RELEASE_LATER = self.released
+
+    def _release(self) -> None:
+        while self.released:
+            self.released.pop().release()
 
     # Configuration files are re-checked on every lint (a few stat calls): an edit of
     # pyproject.toml applies at the next keystroke, whether or not the client watches files.
@@ -623,6 +639,7 @@ class _Engine:
         stand in for their files when the analysis reaches them."""
         from distlint.api import ConfigError
 
+        self._release()  # (requests back to back: no idle time between them)
         try:
             config, changed = self.config(path, options)
         except ConfigError as exc:
@@ -715,6 +732,7 @@ def main(engine_class: type = _Engine) -> None:
 
         collector.pause_startup()  # the engine's first lint resumes it (distlint.collector)
         engine = engine_class(warm_up=not _waiting(inp))
+        engine.free_after_replies()
     except BaseException as exc:  # told to the server, which reports it to the editor
         import traceback
 

@@ -34,6 +34,10 @@ MAX_FIX_ROUNDS = fixes_mod.MAX_FIX_ROUNDS
 # Lint passes of this process: "parse" (LibCST parses) and "rules" (rule runs over a module).
 # tests/test_lint_passes.py asserts how many each command costs.
 PASSES: Counter[str] = Counter()
+# What a lint of a text's own parse leaves to free (its analysis, whose cycles `release`
+# breaks): the language server's worker collects it here to free once the diagnostics are
+# sent; None (the default): freed before the lint returns.
+RELEASE_LATER: list[Index | Facts] | None = None
 
 
 @lru_cache(maxsize=32)
@@ -356,8 +360,12 @@ def _lint_module(
     try:
         return _lint_indexed(module, text, job, index, facts, offsets, tops, source)
     finally:
-        facts.release()
-        index.release()
+        later = RELEASE_LATER
+        if later is None:
+            facts.release()
+            index.release()
+        else:
+            later += (facts, index)
 
 
 def _lint_indexed(
