@@ -564,7 +564,6 @@ class _Engine:
         from distlint._libcst_compat import plain_type_checks
 
         plain_type_checks()  # a process of our own: LibCST's isinstance checks made plain
-        self.released: list[Any] = []  # what the last lint left to free (see `main`)
         self.api = api
         if not api.all_rules():
             where = os.path.dirname(os.path.abspath(api.__file__))
@@ -581,23 +580,22 @@ class _Engine:
     def idle(self) -> None:
         """Between requests: compute what the next edit of a linted buffer needs (where its
         statements start), so that the user's next pause in typing does not pay for it; and
-        free what the last lint left (see `runner.RELEASE_LATER`)."""
-        self._release()
+        free what the last lint left (see `free_after_replies`)."""
+        from distlint import collector
+
+        collector.free_pending()
         for document in list(self.documents.values()):
             document.prepare()
 
-    def free_after_replies(self) -> None:
+    @staticmethod
+    def free_after_replies() -> None:
         """What each lint leaves to free (the analysis of the text's own parse) is freed
-        after its reply is sent (`idle`), not before: this process's lints collect it in
-        :data:`distlint.runner.RELEASE_LATER` (the worker's own process: the loop of `main`
-        sends each reply before the engine is idle)."""
-        from distlint import runner
+        after its reply is sent (`idle`), not before (:func:`distlint.collector.free_later`:
+        for the whole process, the worker's own; the loop of `main` sends each reply before
+        the engine is idle)."""
+        from distlint import collector
 
-        runner.RELEASE_LATER = self.released
-
-    def _release(self) -> None:
-        while self.released:
-            self.released.pop().release()
+        collector.free_later()
 
     # Configuration files are re-checked on every lint (a few stat calls): an edit of
     # pyproject.toml applies at the next keystroke, whether or not the client watches files.
@@ -637,9 +635,10 @@ class _Engine:
     def lint(self, text: str, path: str, options: Any, buffers: dict | None = None):
         """Lint ``text`` as ``path``; ``buffers`` (path -> text of the other open documents)
         stand in for their files when the analysis reaches them."""
+        from distlint import collector
         from distlint.api import ConfigError
 
-        self._release()  # (requests back to back: no idle time between them)
+        collector.free_pending()  # (requests back to back: no idle time between them)
         try:
             config, changed = self.config(path, options)
         except ConfigError as exc:

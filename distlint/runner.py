@@ -18,6 +18,7 @@ from distlint import guard
 from distlint.analysis import Index
 from distlint.analysis.facts import Facts, facts_for
 from distlint.analysis.project import Project
+from distlint.collector import free
 from distlint.collector import paused as collector_paused
 from distlint.config import Config
 from distlint.edits import LineIndex
@@ -34,10 +35,6 @@ MAX_FIX_ROUNDS = fixes_mod.MAX_FIX_ROUNDS
 # Lint passes of this process: "parse" (LibCST parses) and "rules" (rule runs over a module).
 # tests/test_lint_passes.py asserts how many each command costs.
 PASSES: Counter[str] = Counter()
-# What a lint of a text's own parse leaves to free (its analysis, whose cycles `release`
-# breaks): the language server's worker collects it here to free once the diagnostics are
-# sent; None (the default): freed before the lint returns.
-RELEASE_LATER: list[Index | Facts] | None = None
 
 
 @lru_cache(maxsize=32)
@@ -360,12 +357,7 @@ def _lint_module(
     try:
         return _lint_indexed(module, text, job, index, facts, offsets, tops, source)
     finally:
-        later = RELEASE_LATER
-        if later is None:
-            facts.release()
-            index.release()
-        else:
-            later += (facts, index)
+        free(facts, index)  # (the language server's worker: once the reply is sent)
 
 
 def _lint_indexed(

@@ -228,25 +228,25 @@ def test_a_helper_s_shape_is_read_once_per_helper_text(monkeypatch):
 def test_the_worker_frees_a_lint_s_analysis_after_the_reply_not_before(monkeypatch, tmp_path):
     """In the worker's process, what a lint leaves to free (the index and facts of the text's
     own parse) waits until the reply is sent (`idle`); elsewhere it is freed at once."""
-    from distlint import runner
+    from distlint import collector
     from distlint.analysis.index import Index
     from distlint.lsp_worker import _Engine
 
-    monkeypatch.setattr(runner, "RELEASE_LATER", None)  # (restored after the test)
+    monkeypatch.setattr(collector, "_deferred", None)  # (restored after the test)
     script = tmp_path / "train.py"
     script.write_text(ENTRY)
     edited = ENTRY.replace("0", "1")
     library = _Engine(warm_up=False)
     expected = library.lint(edited, str(script), api.LintOptions(), {})
-    assert library.released == []  # a library's engine: freed before the lint returned
+    assert collector.pending() == []  # a library's engine: freed before the lint returned
 
     engine = _Engine(warm_up=False)
     engine.free_after_replies()
     assert engine.lint(edited, str(script), api.LintOptions(), {}) == expected
-    (index,) = [held for held in engine.released if isinstance(held, Index)]
+    (index,) = [held for held in collector.pending() if isinstance(held, Index)]
     assert index.__dict__  # not freed yet: the reply goes first
     engine.idle()
-    assert engine.released == [] and not index.__dict__  # freed (its cycles broken)
+    assert collector.pending() == [] and not index.__dict__  # freed (its cycles broken)
     engine.lint(ENTRY, str(script), api.LintOptions(), {})
     engine.lint(ENTRY.replace("0", "2"), str(script), api.LintOptions(), {})  # no idle between
-    assert len(engine.released) == 2  # (the first lint's freed when the second began)
+    assert len(collector.pending()) == 2  # (the first lint's freed when the second began)
