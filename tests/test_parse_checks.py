@@ -174,6 +174,7 @@ def test_the_editors_piece_parse_skips_the_checks(name_checks: list[str]) -> Non
         name_checks.clear()
 
 
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")  # (Python's own reading of `1if.5`)
 @pytest.mark.parametrize("text", REFUSED_BY_CHECKS.values(), ids=REFUSED_BY_CHECKS.keys())
 def test_what_the_checks_refuse_is_refused_in_the_editor_as_in_a_whole_lint(text: str) -> None:
     """An edit that writes a text LibCST's checks refuse into a function's body (a piece of
