@@ -755,6 +755,7 @@ def main(engine_class: type = _Engine) -> None:
         except Exception as exc:
             reply = (req_id, False, f"internal error: {type(exc).__name__}: {exc}")
         _send(out, reply)
+        collector.free_pending()  # what the request's lints left, its reply sent
         if method == "lint":
             try:
                 engine.idle()
