@@ -384,10 +384,10 @@ class Project:
         # importer as given (when absolute); ("in" / "from-in", its folder, ...) -> path
         self._resolved: dict[tuple[str, ...] | tuple[str, str, int], str | None] = {}
         # path -> the project modules its import lines resolve to (its text is in `_data`:
-        # not kept twice); path -> {word: its text writes it}, for the words asked so far
+        # not kept twice); path -> (the words asked so far, those of them its text writes)
         # (see `words_reached`, `imported_words`)
         self._scans: dict[str, tuple[str, ...]] = {}
-        self._words: dict[str, dict[str, bool]] = {}
+        self._words: dict[str, tuple[set[str], set[str]]] = {}
         self._init_tracking()
         # start path -> the search of the project modules its imports reach (line scan)
         self._closures: dict[str, _Search] = {}
@@ -592,7 +592,10 @@ class Project:
         """The bytes of a project file, read once (a module's read again when they were let
         go: see KEEP_BYTES); None (and one recorded error) when the file is unreadable or over
         ``limit`` bytes."""
-        full = normalise(path)
+        return self._read_full(normalise(path), limit)
+
+    def _read_full(self, full: str, limit: int | None = None) -> bytes | None:
+        """`read_bytes` of a path already normalised."""
         data: bytes | None
         if full in self._data:
             data = self._data[full]
@@ -907,7 +910,7 @@ class Project:
     # ------------------------------------------------------------------ trigger words
     def imported_words(
         self, path: str, text: str, wanted: set[str], depth: int = 2
-    ) -> Iterator[frozenset[str]]:
+    ) -> Iterator[set[str]]:
         """The words of ``wanted`` written in each project module ``text`` (the file ``path``)
         imports, and in theirs up to ``depth`` levels, one module at a time (imports found by
         a line scan before anything is parsed): a rule whose trigger word is only in a helper
@@ -929,25 +932,25 @@ class Project:
                         continue
                     seen.add(target)
                     self._touch(target)  # a dependency of the lint (cache key, editor)
-                    data = self.read_bytes(target)
+                    data = self._read_full(target)  # (the import scan's paths: normalised)
                     if data:
                         yield self._written(target, wanted, data)
                         if not last:
                             following.append(self._targets(target))
             frontier = following
 
-    def _written(self, full: str, words: Collection[str], data: bytes | None) -> frozenset[str]:
+    def _written(self, full: str, words: Collection[str], data: bytes | None) -> set[str]:
         """The ``words`` module ``full`` writes (its bytes ``data``): each word searched for
         once per module (forgotten when its text changes)."""
         known = self._words.get(full)
         if known is None:
-            known = self._words[full] = {}
-        asked = [w for w in words if w not in known]
-        if asked:
-            found = _spelled(frozenset(asked), data)
-            for w in asked:
-                known[w] = w in found
-        return frozenset(w for w in words if known[w])
+            known = self._words[full] = (set(), set())
+        asked, written = known
+        if not asked.issuperset(words):
+            new = frozenset(w for w in words if w not in asked)
+            written |= _spelled(new, data)
+            asked |= new
+        return written.intersection(words)
 
     def words_reached(
         self,
