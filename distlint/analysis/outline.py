@@ -24,20 +24,23 @@ from typing import NamedTuple
 # string body is written "plain run, then (escape or lone quote, plain run) repeated": one way
 # to match any text, so a string that never ends fails in linear time (a body written as
 # `(?:[^"\\]+|...)*` tries every split of the text: minutes for an unterminated docstring).
+# A match starts at its quote or `#`: the letters of a string's prefix (`rb"..."`) are read
+# before it by `_blanked`, so the regex engine skips every other character in its own loop.
 _BLANKED = re.compile(
-    r"(?P<prefix>[rRbBuUfF]{0,2})(?:"
     r'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
     r"|'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
     r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
     r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
-    r")|\#[^\n]*",
+    r"|\#[^\n]*",
     re.S,
 )
-_QUOTE_OR_HASH = re.compile(r"[\"'#]")
+_PREFIX_LETTERS = frozenset("rRbBuUfF")
+_LINE_TEXT = re.compile(r"[^\n]+")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ATTRIBUTE = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)+(?=\s*\()")
-# the first name of a called expression: `f(`, `mod.f(`, `x.method(`
-_CALLED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?:\s*\.\s*[A-Za-z_]\w*)*\s*\(")
+# A dotted name not read from another (`mod.f`, not the `f` of `x.f` or `x[0].f`), its first
+# name, and the `(` after it when it is called. Each match takes the whole chain: the engine
+# looks behind only at a name's first letter, and never backtracks along a chain not called.
+_CHAIN = re.compile(r"(([A-Za-z_](?<![\w.].)\w*)(?:\s*\.\s*[A-Za-z_]\w*)*)(\s*\()?")
 _WALRUS = re.compile(r"([A-Za-z_]\w*)[ \t]*:=")
 _ASSIGNED = re.compile(r"(?<![=!<>])=(?!=)")
 _HEADER = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
@@ -74,7 +77,7 @@ class Outline:
         "imports",
         "stars",
         "module_lines",
-        "by_ident",
+        "_by_ident",
         "globals",
         "module_imports",
         "_attributes",
@@ -93,23 +96,38 @@ class Outline:
         self.imports: dict[str, list[Import]] = {}  # bound name -> what binds it
         self.stars: list[Import] = []
         self.module_lines: list[tuple[int, int]] = []  # module-level code, imports aside
-        self.by_ident: dict[str, list[int]] = {}  # name -> indices of module_lines binding it
+        self._by_ident: dict[str, list[int]] | None = None
         # name -> the top-level functions assigning it as a `global`
         self.globals: dict[str, list[str]] = {}
         self.module_imports: set[str] = set()  # names bound by a module-level import
         self._attributes: dict[str, set[str]] | None = None
 
+    @property
+    def by_ident(self) -> dict[str, list[int]]:
+        """Name -> the indices of the ``module_lines`` that may bind it (read when first
+        asked: most outlines are asked about a few names, through their definitions)."""
+        found = self._by_ident
+        if found is None:
+            found = self._by_ident = {}
+            code = self.code
+            for i, (start, end) in enumerate(self.module_lines):
+                for ident in _bound_names(code[start:end].strip()):
+                    found.setdefault(ident, []).append(i)
+        return found
+
     def called(self, start: int, end: int) -> set[str]:
         """The first names of the expressions called in ``[start, end)`` (``mod`` of
         ``mod.f()``): what a call there can reach another module through."""
-        return set(_CALLED.findall(self.code, start, end))
+        return {first for _, first, call in _CHAIN.findall(self.code, start, end) if call}
 
     def attributes(self, spelled: str) -> set[str]:
         """The names called as attributes of ``spelled`` (``mod.f()``, ``pkg.mod.f()``)."""
         if self._attributes is None:
             found: dict[str, set[str]] = {}
-            for m in _ATTRIBUTE.finditer(self.code):
-                parts = "".join(m.group().split()).split(".")
+            for chain, _, call in _CHAIN.findall(self.code):
+                if not call or "." not in chain:
+                    continue
+                parts = "".join(chain.split()).split(".")
                 for i in range(1, len(parts)):
                     found.setdefault(".".join(parts[:i]), set()).add(parts[i])
             self._attributes = found
@@ -179,9 +197,6 @@ def outline(text: str) -> Outline | None:
     out.keys = keys
     if not _read_blocks(out):
         return None
-    for i, (start, end) in enumerate(out.module_lines):
-        for ident in _bound_names(code[start:end].strip()):
-            out.by_ident.setdefault(ident, []).append(i)
     return out
 
 
@@ -189,44 +204,38 @@ def _blanked(
     text: str,
 ) -> tuple[str, list[tuple[int, int, str]], list[tuple[int, str]]]:
     """``text`` with its strings and comments blanked (newlines kept), its f-strings, and the
-    plain strings that are one identifier (see ``Outline.keys``).
-
-    What ``_BLANKED.sub`` would do, faster: that pattern may start with a string prefix, so
-    the regex engine tries it at every character; a match starts at a quote or ``#``, or at
-    most two prefix letters before a quote, so only those places are tried."""
+    plain strings that are one identifier (see ``Outline.keys``). A string's prefix is the
+    one or two letters of `rRbBuUfF` just before its quote (not inside what was blanked)."""
     out: list[str] = []
     fstrings: list[tuple[int, int, str]] = []
     keys: list[tuple[int, str]] = []
-    search, match = _QUOTE_OR_HASH.search, _BLANKED.match
-    pos = last = 0
-    while True:
-        hit = search(text, pos)
-        if hit is None:
-            break
-        q = hit.start()
-        m = None
-        for start in (q - 2, q - 1, q):  # leftmost first, as a scan would find it
-            if start >= pos:
-                m = match(text, start)
-                if m is not None:
-                    break
-        if m is None:
-            pos = q + 1
-            continue
+    letters = _PREFIX_LETTERS
+    last = 0
+    for m in _BLANKED.finditer(text):
+        start, end = m.span()
         s = m.group()
-        prefix = m.group("prefix")
-        if prefix and "f" in prefix.lower():
-            fstrings.append((m.start(), m.end(), s))
-        elif s[0] != "#" and len(s) < 48 and s[len(prefix or "") + 1 : -1].isidentifier():
-            keys.append((m.start(), s[len(prefix or "") + 1 : -1]))
-        out.append(text[last : m.start()])
+        if s[0] != "#":
+            quote = start
+            if start > last and text[start - 1] in letters:
+                start -= 1
+                if start > last and text[start - 1] in letters:
+                    start -= 1
+            if start < quote and ("f" in text[start:quote] or "F" in text[start:quote]):
+                fstrings.append((start, end, text[start:end]))
+            elif end - start < 48 and s[1:-1].isidentifier():
+                keys.append((start, s[1:-1]))
+        out.append(text[last:start])
         if "\n" in s:
-            out.append("\n".join(" " * len(part) for part in s.split("\n")))
+            out.append(_LINE_TEXT.sub(_spaces, text[start:end]))
         else:
-            out.append(" " * len(s))
-        last = pos = m.end()
+            out.append(" " * (end - start))
+        last = end
     out.append(text[last:])
     return "".join(out), fstrings, keys
+
+
+def _spaces(line: re.Match[str]) -> str:
+    return " " * (line.end() - line.start())
 
 
 def _read_blocks(out: Outline) -> bool:
