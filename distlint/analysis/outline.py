@@ -51,8 +51,6 @@ _DEF_KEYWORD = re.compile(r"^[ \t]*(?:async[ \t]+)?def\b", re.M)
 # parameters the `:` of an annotation, the `=` of a default and the `,` between parameters
 _SIGNATURE_MARK = re.compile(r"[()\[\]{},:=]")
 _IN_FUNCTION_FIRST = frozenset("fig")  # first letters of `from`, `import`, `global`
-# what `_logical_lines` does not count in a line (brackets, backslashes and newlines stay)
-_NOT_MARK = re.compile(r"[^()\[\]{}\\\n]+")
 
 
 class Import(NamedTuple):
@@ -240,37 +238,125 @@ def _spaces(line: re.Match[str]) -> str:
 
 def _read_blocks(out: Outline) -> bool:
     """Fill ``out`` from its code, logical line by logical line; False when the brackets never
-    close."""
+    close. The body of a top-level function or class is read as a whole where it can be
+    (see `_body_end`), else line by line."""
     code = out.code
+    lines = code.split("\n")
     stack: list[tuple[int, str, int]] = []  # open top-level def/class: (indent, name, start)
     decorated = -1  # where the decorators of the next def/class begin
-    for indent, start, end in _logical_lines(code):
-        if indent < 0:
-            return False
-        while stack and indent <= stack[-1][0]:
-            _, name, first = stack.pop()
-            out.defs.setdefault(name, []).append((first, start))
-        if stack:
-            # inside a function or class only imports and `global` matter (most lines)
-            if code[start + indent] in _IN_FUNCTION_FIRST:
-                _in_function(code[start + indent : end].strip(), out, stack[0][1])
-            continue
-        stripped = code[start + indent : end].strip()
-        header = _HEADER.match(stripped)
-        if header is not None:
-            first = decorated if decorated >= 0 else start
-            stack.append((indent, header.group(2), first))
-            out.headers.setdefault(header.group(2), []).append((first, end))
-            decorated = -1
-        elif stripped.startswith("@"):
-            decorated = start if decorated < 0 else decorated
-        else:
-            decorated = -1
-            if not _imports_in(stripped, out, module_level=True):
-                out.module_lines.append((start, end))
+    cursor = [0, 0]  # the line, and its position, to read logical lines from
+    logical: Iterator[tuple[int, int, int]] | None = _logical_lines(lines, 0, 0)
+    while logical is not None:
+        reading, logical = logical, None
+        for indent, start, end in reading:
+            if indent < 0:
+                return False
+            while stack and indent <= stack[-1][0]:
+                _, name, first = stack.pop()
+                out.defs.setdefault(name, []).append((first, start))
+            if stack:
+                # inside a function or class only imports and `global` matter (most lines)
+                if code[start + indent] in _IN_FUNCTION_FIRST:
+                    _in_function(code[start + indent : end].strip(), out, stack[0][1])
+                continue
+            stripped = code[start + indent : end].strip()
+            header = _HEADER.match(stripped)
+            if header is not None:
+                first = decorated if decorated >= 0 else start
+                stack.append((indent, header.group(2), first))
+                out.headers.setdefault(header.group(2), []).append((first, end))
+                decorated = -1
+                after = _body_end(out, end + 1, indent, header.group(2))
+                if after is not None:  # read on from the line that ends the body, if any
+                    logical = _resume(lines, code, cursor, after)
+                    break
+            elif stripped.startswith("@"):
+                decorated = start if decorated < 0 else decorated
+            else:
+                decorated = -1
+                if not _imports_in(stripped, out, module_level=True):
+                    out.module_lines.append((start, end))
     for _, name, first in stack:
         out.defs.setdefault(name, []).append((first, len(code)))
     return True
+
+
+def _resume(
+    lines: list[str], code: str, cursor: list[int], after: int
+) -> Iterator[tuple[int, int, int]] | None:
+    """The logical lines from position ``after`` (a line's start; ``cursor``: an earlier line
+    and its position, moved there); None at the end of the code."""
+    if after >= len(code):
+        return None
+    cursor[0] += code.count("\n", cursor[1], after)
+    cursor[1] = after
+    return _logical_lines(lines, *cursor)
+
+
+# Text whose brackets all close, none closing before it opens, nested 12 deep at most: each
+# level is "plain run, then (opener, the level below, closer, plain run) repeated", one way to
+# match any text, so a text that is not such fails in linear time.
+_PLAIN = r"[^()\[\]{}]*"
+_NESTED = _PLAIN
+for _ in range(12):
+    _NESTED = _PLAIN + r"(?:[(\[{]" + _NESTED + r"[)\]}]" + _PLAIN + r")*"
+_BALANCED = re.compile(_NESTED)
+# the line break before a statement of a body that may import or declare a `global` (its
+# indentation taken whole: a lookahead is never tried again on part of it)
+_BODY_STATEMENT = re.compile(r"\n(?=([^\S\n]*))\1(?=from|import|global)")
+_DEDENTS: dict[int, re.Pattern[str]] = {}
+
+
+def _body_end(out: Outline, body: int, indent: int, owner: str) -> int | None:
+    """Where the body from ``body`` of the top-level definition ``owner`` (written at
+    ``indent``) ends: the first line written no deeper that is not blank, when every
+    bracket opened in between closes and no backslash joins lines there (then that line
+    starts a logical line, as `_logical_lines` would find). Its imports and `global`
+    statements are read into ``out``. None: the body is read line by line."""
+    code = out.code
+    dedent = _DEDENTS.get(indent)
+    if dedent is None:
+        dedent = _DEDENTS[indent] = re.compile(rf"\n[^\S\n]{{0,{indent}}}\S")
+    found = dedent.search(code, body - 1)  # (from the line break ending the header)
+    after = found.start() + 1 if found is not None else len(code)
+    if after <= body:
+        return None
+    if code.find("\\", body, after) >= 0 or _BALANCED.fullmatch(code, body, after) is None:
+        return None
+    read, depth = body, 0
+    for statement in _BODY_STATEMENT.finditer(code, body - 1, after):
+        depth += _depth_change(code, read, statement.start())
+        read = statement.start()
+        if depth == 0:  # not a line within brackets: a statement
+            first = statement.end()
+            _in_function(code[first : _statement_end(code, first, after)].strip(), out, owner)
+    return after
+
+
+def _depth_change(code: str, start: int, end: int) -> int:
+    """Brackets opened minus brackets closed in ``code[start:end]``."""
+    return (
+        code.count("(", start, end)
+        + code.count("[", start, end)
+        + code.count("{", start, end)
+        - code.count(")", start, end)
+        - code.count("]", start, end)
+        - code.count("}", start, end)
+    )
+
+
+def _statement_end(code: str, first: int, limit: int) -> int:
+    """The end of the logical line starting at ``first``: the end of its first physical line
+    where its brackets are all closed (they are, by ``limit``)."""
+    depth, read = 0, first
+    while True:
+        end = code.find("\n", read, limit)
+        if end < 0:
+            return limit
+        depth += _depth_change(code, read, end)
+        if depth <= 0:
+            return end
+        read = end + 1
 
 
 def _in_function(stripped: str, out: Outline, owner: str) -> None:
@@ -299,19 +385,15 @@ def _bound_names(stripped: str) -> set[str]:
     return out
 
 
-def _logical_lines(code: str) -> Iterator[tuple[int, int, int]]:
-    """(indent, start, end) of each non-blank logical line (brackets and backslashes join
-    physical lines); indent -1 when the text ends inside brackets.
-
-    The brackets and backslashes of every line are picked out in one pass (most lines have
-    none: they are counted only where there are some)."""
-    marks = _NOT_MARK.sub("", code).split("\n")
-    pos = 0
-    n = len(code)
+def _logical_lines(lines: list[str], first: int, pos: int) -> Iterator[tuple[int, int, int]]:
+    """(indent, start, end) of each non-blank logical line of the code split into ``lines``,
+    from line ``first`` (at position ``pos``; outside brackets) on (brackets and backslashes
+    join physical lines); indent -1 when the text ends inside brackets."""
     start = -1
     indent = 0
     depth = 0
-    for line, mark in zip(code.split("\n"), marks):
+    for i in range(first, len(lines)):
+        line = lines[i]
         end = pos + len(line)
         if start < 0:
             body = line.lstrip()
@@ -320,26 +402,21 @@ def _logical_lines(code: str) -> Iterator[tuple[int, int, int]]:
                 continue
             start = pos
             indent = len(line) - len(body)
-        if mark:
-            depth += (
-                mark.count("(")
-                + mark.count("[")
-                + mark.count("{")
-                - mark.count(")")
-                - mark.count("]")
-                - mark.count("}")
-            )
-            if depth <= 0 and not ("\\" in mark and line.rstrip().endswith("\\")):
-                yield indent, start, end
-                start = -1
-                depth = 0
-        elif depth <= 0:
+        depth += (
+            line.count("(")
+            + line.count("[")
+            + line.count("{")
+            - line.count(")")
+            - line.count("]")
+            - line.count("}")
+        )
+        if depth <= 0 and not ("\\" in line and line.rstrip().endswith("\\")):
             yield indent, start, end
             start = -1
             depth = 0
         pos = end + 1
     if start >= 0:
-        yield (indent if depth <= 0 else -1), start, n
+        yield (indent if depth <= 0 else -1), start, pos - 1
 
 
 def _imports_in(stripped: str, out: Outline, module_level: bool = False) -> bool:
