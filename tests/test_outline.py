@@ -142,6 +142,23 @@ def test_attributes_called_on_modules():
     assert found.attributes("e") == set()  # read, not called
 
 
+@pytest.mark.parametrize(
+    "code, spelled, attributes",
+    [
+        ("x . mod.f()", "mod", set()),  # `mod` is read from `x`: not a module of its own
+        ("x . mod.f()", "x", {"mod"}),
+        ("(1) . mod.f()", "mod", {"f"}),  # no name before the dot: `mod` starts a name
+        ("y = mod . sub . k(1)", "mod.sub", {"k"}),
+        ("y = mod . sub . k(1)", "mod", {"sub"}),
+        ("amod.f() + mod_.g() + o.mod.h()", "mod", set()),  # other names holding the word
+    ],
+)
+def test_attributes_of_a_dotted_name_however_it_is_spaced(code, spelled, attributes):
+    found = outline(code + "\n")
+    assert found is not None
+    assert found.attributes(spelled) == attributes
+
+
 def test_a_plain_identifier_string_is_a_key_with_or_without_prefix():
     text = 'x = env[r"RANK"] + env["WORLD_SIZE"] + f"{RANK}"\n'
     found = outline(text)

@@ -41,6 +41,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # name, and the `(` after it when it is called. Each match takes the whole chain: the engine
 # looks behind only at a name's first letter, and never backtracks along a chain not called.
 _CHAIN = re.compile(r"(([A-Za-z_](?<![\w.].)\w*)(?:\s*\.\s*[A-Za-z_]\w*)*)(\s*\()?")
+_HEADS: dict[str, re.Pattern[str]] = {}  # a name -> its search where no name runs into it
 _WALRUS = re.compile(r"([A-Za-z_]\w*)[ \t]*:=")
 _ASSIGNED = re.compile(r"(?<![=!<>])=(?!=)")
 _HEADER = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
@@ -79,6 +80,7 @@ class Outline:
         "globals",
         "module_imports",
         "_attributes",
+        "_called_on",
     )
 
     def __init__(self, code: str) -> None:
@@ -98,7 +100,8 @@ class Outline:
         # name -> the top-level functions assigning it as a `global`
         self.globals: dict[str, list[str]] = {}
         self.module_imports: set[str] = set()  # names bound by a module-level import
-        self._attributes: dict[str, set[str]] | None = None
+        self._attributes: dict[str, set[str]] = {}  # a name -> `attributes` of it
+        self._called_on: dict[str, set[str]] | None = None
 
     @property
     def by_ident(self) -> dict[str, list[int]]:
@@ -119,8 +122,48 @@ class Outline:
         return {first for _, first, call in _CHAIN.findall(self.code, start, end) if call}
 
     def attributes(self, spelled: str) -> set[str]:
-        """The names called as attributes of ``spelled`` (``mod.f()``, ``pkg.mod.f()``)."""
-        if self._attributes is None:
+        """The names called as attributes of ``spelled`` (``mod.f()``, ``pkg.mod.f()``), once
+        per name asked."""
+        known = self._attributes
+        found = known.get(spelled)
+        if found is None:
+            found = known[spelled] = self._attributes_of(spelled)
+        return found
+
+    def _attributes_of(self, spelled: str) -> set[str]:
+        """`attributes`, from the dotted names that start with the first part of ``spelled``
+        (a search for that word, the regex engine's own loop); from a scan of every dotted
+        name where one may run into it (`x . mod.f()`: spaces before the dot)."""
+        parts = spelled.split(".")
+        head = parts[0]
+        if _IDENT.fullmatch(head) is None:
+            return self._chains().get(spelled, set())
+        search = _HEADS.get(head)
+        if search is None:
+            word = re.escape(head)
+            search = _HEADS[head] = re.compile(rf"{word}(?<![\w.]{word})(?!\w)")
+        code = self.code
+        depth = len(parts)
+        out: set[str] = set()
+        for m in search.finditer(code):
+            start = before = m.start()
+            while before > 0 and code[before - 1].isspace():
+                before -= 1
+            if before < start and before > 0 and code[before - 1] == ".":
+                return self._chains().get(spelled, set())
+            chain = _CHAIN.match(code, start)
+            assert chain is not None
+            if chain.group(3) is None:
+                continue  # not called
+            names = "".join(chain.group(1).split()).split(".")
+            if len(names) > depth and names[:depth] == parts:
+                out.add(names[depth])
+        return out
+
+    def _chains(self) -> dict[str, set[str]]:
+        """Each dotted name called in the module (``pkg.mod`` of ``pkg.mod.f()``) -> the names
+        called as its attributes: one scan of every dotted name of the module."""
+        if self._called_on is None:
             found: dict[str, set[str]] = {}
             for chain, _, call in _CHAIN.findall(self.code):
                 if not call or "." not in chain:
@@ -128,8 +171,8 @@ class Outline:
                 parts = "".join(chain.split()).split(".")
                 for i in range(1, len(parts)):
                     found.setdefault(".".join(parts[:i]), set()).add(parts[i])
-            self._attributes = found
-        return self._attributes.get(spelled, set())
+            self._called_on = found
+        return self._called_on
 
     def words(self, start: int, end: int) -> set[str]:
         """The names written in ``[start, end)``, code and f-strings."""
