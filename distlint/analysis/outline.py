@@ -414,7 +414,7 @@ def _in_function(stripped: str, out: Outline, owner: str) -> None:
 def _bound_names(stripped: str) -> set[str]:
     """The names a module-level statement may bind (a superset): assignment targets, loop and
     `with` targets, walrus names."""
-    out = set(_WALRUS.findall(stripped))
+    out = set(_WALRUS.findall(stripped)) if ":=" in stripped else set()
     if stripped.startswith(("for ", "async for ")):
         head = stripped.split(" in ", 1)[0]
         out.update(_IDENT.findall(head))
