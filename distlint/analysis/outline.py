@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import NamedTuple
 
 # Strings (triple-quoted first) and comments. f-strings hold code: their spans are kept to
@@ -41,7 +42,6 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # name, and the `(` after it when it is called. Each match takes the whole chain: the engine
 # looks behind only at a name's first letter, and never backtracks along a chain not called.
 _CHAIN = re.compile(r"(([A-Za-z_](?<![\w.].)\w*)(?:\s*\.\s*[A-Za-z_]\w*)*)(\s*\()?")
-_HEADS: dict[str, re.Pattern[str]] = {}  # a name -> its search where no name runs into it
 _WALRUS = re.compile(r"([A-Za-z_]\w*)[ \t]*:=")
 _ASSIGNED = re.compile(r"(?<![=!<>])=(?!=)")
 _HEADER = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
@@ -138,10 +138,7 @@ class Outline:
         head = parts[0]
         if _IDENT.fullmatch(head) is None:
             return self._chains().get(spelled, set())
-        search = _HEADS.get(head)
-        if search is None:
-            word = re.escape(head)
-            search = _HEADS[head] = re.compile(rf"{word}(?<![\w.]{word})(?!\w)")
+        search = _word_search(head)
         code = self.code
         depth = len(parts)
         out: set[str] = set()
@@ -347,7 +344,19 @@ _BALANCED = re.compile(_NESTED)
 # the line break before a statement of a body that may import or declare a `global` (its
 # indentation taken whole: a lookahead is never tried again on part of it)
 _BODY_STATEMENT = re.compile(r"\n(?=([^\S\n]*))\1(?=from|import|global)")
-_DEDENTS: dict[int, re.Pattern[str]] = {}
+
+
+@lru_cache(maxsize=256)
+def _word_search(word: str) -> re.Pattern[str]:
+    """A search for the name ``word`` where no other name runs into it (not `x.word`)."""
+    spelled = re.escape(word)
+    return re.compile(rf"{spelled}(?<![\w.]{spelled})(?!\w)")
+
+
+@lru_cache(maxsize=64)
+def _dedent(indent: int) -> re.Pattern[str]:
+    """A line break before a line indented ``indent`` characters at most, not blank."""
+    return re.compile(rf"\n[^\S\n]{{0,{indent}}}\S")
 
 
 def _body_end(out: Outline, body: int, indent: int, owner: str) -> int | None:
@@ -357,10 +366,7 @@ def _body_end(out: Outline, body: int, indent: int, owner: str) -> int | None:
     starts a logical line, as `_logical_lines` would find). Its imports and `global`
     statements are read into ``out``. None: the body is read line by line."""
     code = out.code
-    dedent = _DEDENTS.get(indent)
-    if dedent is None:
-        dedent = _DEDENTS[indent] = re.compile(rf"\n[^\S\n]{{0,{indent}}}\S")
-    found = dedent.search(code, body - 1)  # (from the line break ending the header)
+    found = _dedent(indent).search(code, body - 1)  # (from the line break ending the header)
     after = found.start() + 1 if found is not None else len(code)
     if after <= body:
         return None
