@@ -73,6 +73,7 @@ class Outline:
         "keys",
         "defs",
         "headers",
+        "kinds",
         "imports",
         "stars",
         "module_lines",
@@ -93,6 +94,7 @@ class Outline:
         # of its header (decorators, bases, defaults)
         self.defs: dict[str, list[tuple[int, int]]] = {}
         self.headers: dict[str, list[tuple[int, int]]] = {}
+        self.kinds: dict[str, list[str]] = {}  # name -> `def` or `class`, for each of them
         self.imports: dict[str, list[Import]] = {}  # bound name -> what binds it
         self.stars: list[Import] = []
         self.module_lines: list[tuple[int, int]] = []  # module-level code, imports aside
@@ -305,6 +307,7 @@ def _read_blocks(out: Outline) -> bool:
                 first = decorated if decorated >= 0 else start
                 stack.append((indent, header.group(2), first))
                 out.headers.setdefault(header.group(2), []).append((first, end))
+                out.kinds.setdefault(header.group(2), []).append(header.group(1))
                 decorated = -1
                 after = _body_end(out, end + 1, indent, header.group(2))
                 if after is not None:  # read on from the line that ends the body, if any

@@ -1256,6 +1256,22 @@ class Project:
         spans = found.defs.get(name, [])
         return bool(spans) and all(found.code.startswith("def", s) for s, _ in spans)
 
+    def defines_only_classes(self, path: str, name: str) -> bool:
+        """Module ``path``'s text defines ``name`` at top level only with `class` statements,
+        and binds it by no import and no `global`: its summary is a class's. Read from its
+        outline, nothing parsed; the module then counts as reached, as its parse would."""
+        full = normalise(path)
+        if self._stale(full):
+            self._outlines.pop(full, None)
+        found = self._outline(full)
+        if found is None or name in found.imports or name in found.globals:
+            return False
+        kinds = found.kinds.get(name)
+        if not kinds or any(kind != "class" for kind in kinds):
+            return False
+        self._reached_module(full)
+        return True
+
     def _outline(self, full: str) -> Outline | None:
         if full in self._outlines:
             return self._outlines[full]

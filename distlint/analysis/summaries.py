@@ -240,20 +240,32 @@ class Summaries(Provider):
         summary = self._external_summary(call, needs)
         return summary.makes if summary is not None else set()
 
-    def _external_summary(self, call: cst.Call, needs: _Needs | None = None) -> Summary | None:
+    def _external_returns(self, call: cst.Call, needs: _Needs) -> set[Made]:
+        """`_external_makes` for what only a function's return makes (an Accelerator): a
+        class's summary never holds it, so a class of another module that ``call`` makes
+        is not summarised for it (see `_class_only`)."""
+        summary = self._external_summary(call, needs, functions=True)
+        return summary.makes if summary is not None else set()
+
+    def _external_summary(
+        self, call: cst.Call, needs: _Needs | None = None, functions: bool = False
+    ) -> Summary | None:
         """The summary of the project function or class ``call`` calls. ``needs``: only what
         a call of one of these callables decides is asked, so a module whose imports reach none
-        of their names is not parsed (its summary could not hold them)."""
+        of their names is not parsed (its summary could not hold them). ``functions``: only a
+        function's summary is asked (None for a class's)."""
         if self.project is None or self.path is None:
             return None
         func = call.func
         if isinstance(func, cst.Name):
-            return self._imported_summary(func, needs)
+            return self._imported_summary(func, needs, functions)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             # `utils.get_world_size()` with `import utils` / `from pkg import utils`
             path = self._imported_module(func.value)
             if path is not None:
                 if needs is not None and not self._may_reach(needs, path, func.attr.value):
+                    return None
+                if functions and self._class_only(path, func.attr.value):
                     return None
                 return self._summary_in(path, func.attr.value, through_attribute=True)
             # `env.size()` on `env = DistEnv()`, a class of another module
@@ -361,7 +373,9 @@ class Summaries(Provider):
         # the import closure per module asked, quadratic along a chain of helpers)
         return bool(may_write(path, name, needs))
 
-    def _imported_summary(self, name: cst.Name, needs: _Needs | None = None) -> Summary | None:
+    def _imported_summary(
+        self, name: cst.Name, needs: _Needs | None = None, functions: bool = False
+    ) -> Summary | None:
         if self.project is None or self.path is None:
             return None
         known = self._imported
@@ -374,7 +388,26 @@ class Summaries(Provider):
         path, member = target
         if needs is not None and not self._may_reach(needs, path, member):
             return None
+        if functions and self._class_only(path, member):
+            return None
         return self._summary_in(path, member)
+
+    def _class_only(self, path: str, name: str) -> bool:
+        """``name`` of project module ``path`` is, its re-exports followed, a class (read from
+        the outlines, nothing parsed). The modules on the way count as reached, as the parse
+        for its summary would have."""
+        reexport = getattr(self.project, "reexport_of", None)
+        classes = getattr(self.project, "defines_only_classes", None)
+        if reexport is None or classes is None:
+            return False
+        seen: set[tuple[str, str]] = set()
+        while (path, name) not in seen:
+            seen.add((path, name))
+            forwarded = reexport(path, name)
+            if forwarded is None:
+                return bool(classes(path, name))
+            path, name = forwarded
+        return False
 
     def _import_target(self, name: cst.Name) -> tuple[str, str] | None:
         """The project module and the name in it that ``name`` is imported as (its first
