@@ -75,6 +75,7 @@ class Summaries(Provider):
         self._imported: dict[cst.Name, tuple[str, str] | None] = {}
         self._modules: dict[cst.Name, str | None] = {}
         self._reaches: dict[tuple[Any, str, str], bool] = {}
+        self._classes: dict[tuple[str, str], bool] = {}  # `_class_only`
 
     def summary(self, fn: cst.CSTNode) -> Summary:
         """What a function of this module returns and does (a class: what its instances are)."""
@@ -396,6 +397,13 @@ class Summaries(Provider):
         """``name`` of project module ``path`` is, its re-exports followed, a class (read from
         the outlines, nothing parsed). The modules on the way count as reached, as the parse
         for its summary would have."""
+        key = (path, name)
+        found = self._classes.get(key)
+        if found is None:
+            found = self._classes[key] = self._find_class(path, name)
+        return found
+
+    def _find_class(self, path: str, name: str) -> bool:
         reexport = getattr(self.project, "reexport_of", None)
         classes = getattr(self.project, "defines_only_classes", None)
         if reexport is None or classes is None:
