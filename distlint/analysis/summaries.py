@@ -72,8 +72,10 @@ class Summaries(Provider):
         # for the same calls (the mode, the seeding, the optimizers, the batch: several times
         # per call). Like the other answers these Facts hold, what they consulted is part of
         # the Facts' own record (`Project.handed_out`), so a frame that uses them depends on it.
-        self._imported: dict[cst.Name, tuple[str, str] | None] = {}
-        self._modules: dict[cst.Name, str | None] = {}
+        # (keyed by the name's id: a node's own hash and equality are Python calls, and every
+        # node asked lives in this module's tree, as long as these Facts)
+        self._imported: dict[int, tuple[str, str] | None] = {}
+        self._modules: dict[int, str | None] = {}
         self._reaches: dict[tuple[Any, str, str], bool] = {}
         self._classes: dict[tuple[str, str], bool] = {}  # `_class_only`
 
@@ -258,9 +260,15 @@ class Summaries(Provider):
         if self.project is None or self.path is None:
             return None
         func = call.func
-        if isinstance(func, cst.Name):
+        kind = type(func)  # (a type test first: `isinstance` on LibCST's classes is slow to fail)
+        if kind is cst.Name and isinstance(func, cst.Name):
             return self._imported_summary(func, needs, functions)
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        if (
+            kind is cst.Attribute
+            and isinstance(func, cst.Attribute)
+            and type(func.value) is cst.Name
+        ):
+            assert isinstance(func.value, cst.Name)
             # `utils.get_world_size()` with `import utils` / `from pkg import utils`
             path = self._imported_module(func.value)
             if path is not None:
@@ -276,9 +284,10 @@ class Summaries(Provider):
     def _imported_module(self, name: cst.Name) -> str | None:
         """The path of the project module ``name`` is bound to by an import, if any."""
         known = self._modules
-        if name in known:
-            return known[name]
-        found = known[name] = self._find_imported_module(name)
+        key = id(name)
+        if key in known:
+            return known[key]
+        found = known[key] = self._find_imported_module(name)
         return found
 
     def _find_imported_module(self, name: cst.Name) -> str | None:
@@ -301,20 +310,23 @@ class Summaries(Provider):
     ) -> Summary | None:
         """The summary of method ``method`` of the project class whose instance ``owner``
         holds (``owner = DistEnv()``)."""
+        made_by = [v for v in self.index.values_of(owner) if type(v) is cst.Call and v is not call]
+        if not made_by:
+            return None  # (most owners: a parameter, `self`, a module)
         busy = self.facts.__dict__.setdefault("_owner_lookups", set())
-        if call in busy:
+        if id(call) in busy:
             return None  # `a = b.m(); b = a.n()`: no owner to find
-        busy.add(call)
+        busy.add(id(call))
         try:
-            for value in self.index.values_of(owner):
-                if isinstance(value, cst.Call) and value is not call:
-                    # what is asked of the method: the class's code stands for its methods'
-                    asked = needs._replace(method=method) if isinstance(needs, _AnyOf) else needs
-                    made = self._external_summary(value, asked)
-                    if made is not None and made.method is not None:
-                        return self._methods_summary(made.method, method)
+            for value in made_by:
+                assert isinstance(value, cst.Call)
+                # what is asked of the method: the class's code stands for its methods'
+                asked = needs._replace(method=method) if isinstance(needs, _AnyOf) else needs
+                made = self._external_summary(value, asked)
+                if made is not None and made.method is not None:
+                    return self._methods_summary(made.method, method)
         finally:
-            busy.discard(call)
+            busy.discard(id(call))
         return None
 
     def _methods_summary(self, methods: MethodsOf, name: str) -> Summary | None:
@@ -380,10 +392,11 @@ class Summaries(Provider):
         if self.project is None or self.path is None:
             return None
         known = self._imported
-        if name in known:
-            target = known[name]
+        key = id(name)
+        if key in known:
+            target = known[key]
         else:
-            target = known[name] = self._import_target(name)
+            target = known[key] = self._import_target(name)
         if target is None:
             return None
         path, member = target
