@@ -51,7 +51,7 @@ class _Spellings(NamedTuple):
     calls) it accepts, such as a function that yields (no spellings: the shape decides)."""
 
     pairs: frozenset[tuple[str, str]]
-    words: frozenset[str]
+    words: frozenset[str]  # every part of ``pairs``
     folded: frozenset[str] = frozenset()
     shape: Callable[[str], bool] | None = None
 
@@ -80,7 +80,8 @@ class _Spellings(NamedTuple):
         return found.union(alone) if alone else found
 
     def written_in(self, words: frozenset[str]) -> bool:
-        if any(first in words and last in words for first, last in self.pairs):
+        present = self.words.intersection(words)  # (most texts write none of them)
+        if present and any(first in present and last in present for first, last in self.pairs):
             return True
         folded = self.folded
         return bool(folded) and any(w.lower() in folded for w in words)
