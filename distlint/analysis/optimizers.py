@@ -93,13 +93,13 @@ class Optimizers(Provider):
         """A library optimizer class or factory, a project subclass of `Optimizer`, a class
         picked from candidates, a config node naming an optimizer class."""
         index = self.index
-        lr = Index.argument(call, "lr", 1)
-        params = Index.argument(call, "params", 0)
 
         def made(how: How) -> Optimizer | None:
             # `AdamW(params, **opt_args)` with `opt_args = dict(lr=args.lr, ...)`
             if self._wraps_an_optimizer(call):
                 return None  # `Lookahead(optimizer)`, `LARS(base, ...)`: the inner one's LR matters
+            lr = Index.argument(call, "lr", 1)
+            params = Index.argument(call, "params", 0)
             value = lr.value if lr else self._unpacked_lr(call)
             return Optimizer(call, how, value, params.value if params else None)
 
@@ -173,6 +173,8 @@ class Optimizers(Provider):
         """A call nothing resolves (a registry, a config object built at run time, an unknown
         library) given the model's parameters: an optimizer when it gets an `lr` too, or when
         its result is then used as an optimizer (stepped and zeroed, or scheduled)."""
+        if not call.args:
+            return None  # given no parameters
         keyword_lr = call_keyword(call, "lr")
         if keyword_lr is None and self._optimizer_place(call) not in self._used_as_optimizers:
             return None
