@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from functools import cached_property
 from typing import NamedTuple
 
 import libcst as cst
@@ -86,22 +87,55 @@ class Ordering:
 
     # ---------------------------------------------------------------- events
     def events(self, fn: cst.CSTNode) -> list[Event]:
+        """What happens when ``fn`` runs, in order, up to its first seeding: what the order is
+        asked (the first event, the first seeding after it) never lies past it, so the calls
+        after it are not asked what they seed or build (what a helper seeds is a summary of
+        another module). Where the file's functions call each other in a cycle, all of it:
+        what a cycle's recursion guard leaves out depends on where it was entered first."""
         memo = self._memo
         if fn in memo:
             return memo[fn]
         memo[fn] = []  # recursion guard
         out: list[Event] = []
+        whole = self._cyclic
         for call in self.calls_of.get(fn, ()):
-            q = self.index.qualname(call.func)
-            if self.facts.seeding.kind_of(call, q) in (Seeds.TORCH, Seeds.ALL):
-                if not self._per_iteration(call, fn) and not self.facts.on_one_process(call):
-                    out.append(Event(Happens.SEED, call, call))
-            elif self.facts.builds_model(call, q) or self.facts.is_random_split(call):
-                out.append(Event(Happens.MODEL, call, call))
-            else:
-                out.extend(self._events_through(call))
+            for event in self._call_events(call, fn):
+                out.append(event)
+                if event.kind is Happens.SEED and not whole:
+                    memo[fn] = out
+                    return out
         memo[fn] = out
         return out
+
+    def _call_events(self, call: cst.Call, fn: cst.CSTNode) -> list[Event]:
+        q = self.index.qualname(call.func)
+        if self.facts.seeding.kind_of(call, q) in (Seeds.TORCH, Seeds.ALL):
+            if not self._per_iteration(call, fn) and not self.facts.on_one_process(call):
+                return [Event(Happens.SEED, call, call)]
+            return []
+        if self.facts.builds_model(call, q) or self.facts.is_random_split(call):
+            return [Event(Happens.MODEL, call, call)]
+        return self._events_through(call)
+
+    @cached_property
+    def _cyclic(self) -> bool:
+        """Two or more functions of the file may call each other in a cycle (every target of
+        every call counted; a function calling itself is no such cycle: its own guard is the
+        same wherever it is entered)."""
+        functions = self.index.functions
+        edges: dict[cst.CSTNode, set[cst.CSTNode]] = {}
+        for fn, calls in self.calls_of.items():
+            out = edges[fn] = set()
+            for call in calls:
+                for target in self.targets(call):
+                    if isinstance(target, cst.ClassDef):  # (it runs its `__init__`)
+                        init = functions.get(f"{target.name.value}.__init__")
+                        if not init:
+                            continue
+                        target = init[-1]
+                    if target is not fn:
+                        out.add(target)
+        return _has_cycle(edges)
 
     def _events_through(self, call: cst.Call) -> list[Event]:
         """What happens through ``call`` of a function, class or method of the file: a model
@@ -192,3 +226,26 @@ class Ordering:
             found = tuple(b.node for b in bindings if b.op is Op.CLASS)
             known = self._classes[id(bindings)] = (bindings, found)
         return known[1]
+
+
+def _has_cycle(edges: dict[cst.CSTNode, set[cst.CSTNode]]) -> bool:
+    """The directed graph ``edges`` has a cycle (a depth-first search meets a node on its path)."""
+    done: set[cst.CSTNode] = set()
+    for start in edges:
+        if start in done:
+            continue
+        path = {start}
+        stack = [(start, iter(edges.get(start, ())))]
+        while stack:
+            node, rest = stack[-1]
+            nxt = next(rest, None)
+            if nxt is None:
+                stack.pop()
+                path.discard(node)
+                done.add(node)
+            elif nxt in path:
+                return True
+            elif nxt not in done:
+                path.add(nxt)
+                stack.append((nxt, iter(edges.get(nxt, ()))))
+    return False
