@@ -99,6 +99,21 @@ def test_dl102_asks_nothing_after_the_first_seeding(monkeypatch):
     assert not {"build()", "load()", "augment(load())"} & set(asked)
 
 
+def test_dl102_asks_nothing_of_an_entry_point_that_builds_no_model(monkeypatch):
+    """A function no call of the file runs (a loader's `collate_fn`) is an entry point of its
+    own: where neither it nor what it calls builds a model, its order cannot start with one,
+    and its helpers are not asked what they seed."""
+    train = (
+        "import torch\nfrom helpers import load, augment\n\n\n"
+        "def collate(batch):\n    return augment(load())\n\n\n"
+        "def main():\n    model = torch.nn.Linear(2, 2)\n    torch.manual_seed(0)\n"
+        "    loader = torch.utils.data.DataLoader([], collate_fn=collate)\n\n\nmain()\n"
+    )
+    found, asked = _lint("DL102", train, monkeypatch)
+    assert found == [("DL102", 11)]
+    assert not {"load()", "augment(load())"} & set(asked)
+
+
 def test_dl102_reads_the_whole_order_where_functions_call_each_other(monkeypatch):
     """`f` seeds then calls `g`, `g` builds a model then calls `f`, `h` calls `g`: which of
     them a recursion guard cuts short depends on where the cycle was entered first. Entered

@@ -39,6 +39,7 @@ class Ordering:
         self.facts = facts
         self.index = index
         self._memo: dict[cst.CSTNode, list[Event]] = {}
+        self._builds: dict[cst.CSTNode, bool] = {}  # `_may_build`
         self._targets: dict[cst.Call, list[cst.CSTNode]] = {}
         # by id of a list of bindings (held, so the id stays its own): what it holds
         self._instances: dict[int, tuple[list[Assignment], cst.ClassDef | None]] = {}
@@ -59,23 +60,58 @@ class Ordering:
         return None  # lambda bodies and class bodies do not run in order with the rest
 
     # ---------------------------------------------------------------- entry points
-    def roots(self) -> list[tuple[cst.CSTNode, list[Event]]]:
+    def roots(self, may_build_first: bool = False) -> list[tuple[cst.CSTNode, list[Event]]]:
         """The module, plus every function no call of the file reaches (mp.spawn workers, methods
-        called from outside); a method runs after its class's ``__init__``."""
+        called from outside); a method runs after its class's ``__init__``. ``may_build_first``:
+        only those whose run may build a model (`_may_build`): no other can start with one, and
+        what their calls seed is not asked (all of them where the file's functions call each
+        other in a cycle: which root is walked first decides what a cycle leaves out)."""
         called: set[cst.CSTNode] = set()
         for call in self.index.calls:
             called.update(self.targets(call))
-        out: list[tuple[cst.CSTNode, list[Event]]] = [(self.index.module, [])]
+        some = may_build_first and not self._cyclic
+        out: list[tuple[cst.CSTNode, list[Event]]] = []
+        if not some or self._may_build(self.index.module):
+            out.append((self.index.module, []))
         for defs in self.index.functions.values():
             for fn in defs:
                 if fn in called:
                     continue
-                prefix: list[Event] = []
                 init = self._init_of_class_of(fn)
-                if init is not None and init is not fn:
-                    prefix = self.events(init)
-                out.append((fn, prefix))
+                if init is fn:
+                    init = None
+                if some and not self._may_build(fn) and (init is None or not self._may_build(init)):
+                    continue
+                out.append((fn, self.events(init) if init is not None else []))
         return out
+
+    def _may_build(self, fn: cst.CSTNode) -> bool:
+        """Running ``fn`` may build a model or split a dataset at random: one of its calls does,
+        or makes an instance of a model class, or runs a function that may (every target of
+        every call counted: a bound of what `events` can find, asking nobody what they seed)."""
+        memo = self._builds
+        if fn in memo:
+            return memo[fn]
+        memo[fn] = False  # (a function calling itself adds nothing)
+        facts, functions = self.facts, self.index.functions
+        found = False
+        for call in self.calls_of.get(fn, ()):
+            if facts.builds_model(call, self.index.qualname(call.func)) or facts.is_random_split(
+                call
+            ):
+                found = True
+            for target in self.targets(call):
+                if isinstance(target, cst.ClassDef):
+                    found = found or facts.is_model_class(target)
+                    init = functions.get(f"{target.name.value}.__init__")
+                    if not init:
+                        continue
+                    target = init[-1]
+                found = found or self._may_build(target)
+            if found:
+                break
+        memo[fn] = found
+        return found
 
     def _init_of_class_of(self, fn: cst.FunctionDef) -> cst.FunctionDef | None:
         scope = self.index.scope(fn)  # the scope the `def` statement sits in

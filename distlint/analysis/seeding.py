@@ -188,17 +188,7 @@ class SeedingFacts:
     @staticmethod
     def _known_kind(q: str | None) -> Seeds:
         """What a call of ``q`` seeds, by the knowledge base."""
-        if q in K.FULL_SEEDERS:
-            return Seeds.ALL
-        if q in K.TORCH_SEEDERS:
-            return Seeds.TORCH
-        if q in K.PYTHON_SEEDERS:
-            return Seeds.PYTHON
-        if q in K.NUMPY_SEEDERS:
-            return Seeds.NUMPY
-        if q in K.XLA_SEEDERS:
-            return Seeds.XLA
-        return Seeds.NONE
+        return _KNOWN_KINDS.get(q, Seeds.NONE)
 
     @cached_property
     def seeds_torch(self) -> bool:
@@ -263,8 +253,26 @@ def _counts(kind: Seeds, flag: Seeds) -> bool:
     return bool(kind & flag)  # type: ignore[operator]  # (Flag members: mypy sees Literals)
 
 
+# What a call of each seeding function of the knowledge base seeds (the first set naming it
+# decides: a full seeder is not also a torch one)
+_KNOWN_KINDS: dict[str | None, Seeds] = {
+    q: kind
+    for names, kind in (
+        (K.XLA_SEEDERS, Seeds.XLA),
+        (K.NUMPY_SEEDERS, Seeds.NUMPY),
+        (K.PYTHON_SEEDERS, Seeds.PYTHON),
+        (K.TORCH_SEEDERS, Seeds.TORCH),
+        (K.FULL_SEEDERS, Seeds.ALL),
+    )
+    for q in names
+}
+_LIBRARY_PREFIXES = tuple(K.LIBRARY_DRAWS)
+
+
 def _library_draws(q: str) -> Seeds:
     """The global generators a call of a known library (resolved to ``q``) draws from."""
+    if not q.startswith(_LIBRARY_PREFIXES):
+        return Seeds.NONE  # (most calls: no library's name begins it)
     drawn = Seeds.NONE
     for prefix, kinds in K.LIBRARY_DRAWS.items():
         if q == prefix or q.startswith(prefix + ".") or q.startswith(prefix + "("):
