@@ -114,6 +114,31 @@ def test_dl102_asks_nothing_of_an_entry_point_that_builds_no_model(monkeypatch):
     assert not {"load()", "augment(load())"} & set(asked)
 
 
+def test_dl102_looks_for_the_file_s_functions_only_under_their_names(monkeypatch):
+    """What a call runs in the file (a function, a method, a class's `__init__`) is named as
+    it is called: a call by any other name (`parser.add_argument`, `torch.cat`) is not
+    resolved to find out; the helper of the file is, and its seeding is still found."""
+    from distlint.analysis.index import Index
+
+    resolved: list[str] = []
+    real = Index.local_function
+
+    def counted(self, func):
+        resolved.append(self.module.code_for_node(func))
+        return real(self, func)
+
+    monkeypatch.setattr(Index, "local_function", counted)
+    train = (
+        "import argparse\nimport torch\n\n\ndef seed_all(seed):\n    torch.manual_seed(seed)\n\n\n"
+        "def main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument('--lr')\n"
+        "    model = torch.nn.Linear(2, 2)\n    x = torch.cat([torch.ones(1)])\n    seed_all(0)\n"
+        "\n\nmain()\n"
+    )
+    found, _asked = _lint("DL102", train)
+    assert found == [("DL102", 14)]
+    assert resolved and set(resolved) <= {"seed_all", "main"}
+
+
 def test_dl102_reads_the_whole_order_where_functions_call_each_other(monkeypatch):
     """`f` seeds then calls `g`, `g` builds a model then calls `f`, `h` calls `g`: which of
     them a recursion guard cuts short depends on where the cycle was entered first. Entered

@@ -154,6 +154,14 @@ class Ordering:
         return self._events_through(call)
 
     @cached_property
+    def _local_names(self) -> frozenset[str]:
+        """The names of the file's functions, methods and classes: a call runs one of them only
+        under its name (`f(...)`, `self.f(...)`, `obj.f(...)`, `Cls(...)`)."""
+        names = {fn.name.value for defs in self.index.functions.values() for fn in defs}
+        names.update(cls.name.value for cls in self.index.nodes_of(cst.ClassDef))  # type: ignore[attr-defined]
+        return frozenset(names)
+
+    @cached_property
     def _cyclic(self) -> bool:
         """Two or more functions of the file may call each other in a cycle (every target of
         every call counted; a function calling itself is no such cycle: its own guard is the
@@ -220,6 +228,11 @@ class Ordering:
     def _find_targets(self, call: cst.Call) -> list[cst.CSTNode]:
         index = self.index
         func = call.func
+        name = func.value if isinstance(func, cst.Name) else None
+        if isinstance(func, cst.Attribute):
+            name = func.attr.value
+        if name not in self._local_names:
+            return []  # (a function or class of the file runs under its own name)
         fn = index.local_function(func)
         if fn is not None:
             return [fn]
