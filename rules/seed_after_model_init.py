@@ -96,6 +96,8 @@ class SeedAfterModelInit(Rule):
         analysis = Ordering(ctx.facts)
         reported: set[cst.Call] = set()
         for root, prefix in analysis.roots(may_build_first=True):
+            if not prefix and analysis.seeded_first(root):
+                continue  # seeded before anything could be built: nothing else need be asked
             events = prefix + analysis.events(root)
             if not events or events[0].kind is not Happens.MODEL:
                 continue  # seeded before anything was built (or never seeded: DL101's business)

@@ -99,6 +99,23 @@ def test_dl102_asks_nothing_after_the_first_seeding(monkeypatch):
     assert not {"build()", "load()", "augment(load())"} & set(asked)
 
 
+def test_dl102_asks_nothing_before_a_known_seeding_that_comes_before_any_model(monkeypatch):
+    """`set_seed` runs before anything that may build a model (an argument parser, logging,
+    helpers of other modules that build nothing the order sees): the run's order starts with
+    a seeding whatever those helpers seed, so none of them is asked."""
+    train = (
+        "import argparse\nimport torch\nfrom accelerate.utils import set_seed\n"
+        "from helpers import load, augment\n\n\n"
+        "def parse_args():\n    parser = argparse.ArgumentParser()\n    parser.add_argument('--lr')\n"
+        "    return parser.parse_args()\n\n\n"
+        "def main():\n    args = parse_args()\n    data = augment(load())\n    set_seed(0)\n"
+        "    model = torch.nn.Linear(2, 2)\n\n\nmain()\n"
+    )
+    found, asked = _lint("DL102", train, monkeypatch)
+    assert found == []
+    assert asked == []
+
+
 def test_dl102_asks_nothing_of_an_entry_point_that_builds_no_model(monkeypatch):
     """A function no call of the file runs (a loader's `collate_fn`) is an entry point of its
     own: where neither it nor what it calls builds a model, its order cannot start with one,
@@ -252,6 +269,28 @@ _DL102 = "import torch\n\nmodel = torch.nn.Linear(2, 2)\n"
             "    seed_everything(1)\n\n\nmain()\n",
             [7],
             id="dl102-seed-after-the-model-then-a-helper",
+        ),
+        pytest.param(
+            "DL102",
+            "import torch\n\n\ndef make():\n    return torch.nn.Linear(2, 2)\n\n\n"
+            "def main():\n    model = make()\n    torch.manual_seed(0)\n\n\nmain()\n",
+            [10],
+            id="dl102-model-built-by-a-function-of-the-file-before-the-seeding",
+        ),
+        pytest.param(
+            "DL102",
+            "import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n\n\n"
+            "def main():\n    net = Net()\n    torch.manual_seed(0)\n\n\nmain()\n",
+            [10],
+            id="dl102-model-class-of-the-file-before-the-seeding",
+        ),
+        pytest.param(
+            "DL102",
+            "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+            "if accelerator.is_main_process:\n    torch.manual_seed(0)\n"
+            "model = torch.nn.Linear(2, 2)\ntorch.manual_seed(1)\n",
+            [8],
+            id="dl102-seeding-on-one-process-before-the-model-does-not-count",
         ),
         pytest.param(
             "DL102",

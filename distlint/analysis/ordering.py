@@ -40,6 +40,7 @@ class Ordering:
         self.index = index
         self._memo: dict[cst.CSTNode, list[Event]] = {}
         self._builds: dict[cst.CSTNode, bool] = {}  # `_may_build`
+        self._seeded: dict[cst.CSTNode, bool] = {}  # `seeded_first`
         self._targets: dict[cst.Call, list[cst.CSTNode]] = {}
         # by id of a list of bindings (held, so the id stays its own): what it holds
         self._instances: dict[int, tuple[list[Assignment], cst.ClassDef | None]] = {}
@@ -142,6 +143,51 @@ class Ordering:
                     return out
         memo[fn] = out
         return out
+
+    def seeded_first(self, fn: cst.CSTNode) -> bool:
+        """The order of ``fn`` starts with a seeding, known without asking what any helper
+        seeds: a seeding call the knowledge base knows runs before every call that may build a
+        model (`_may_build`), following the calls of the file's functions that may. (What
+        runs before it builds nothing: it seeds or does nothing the order sees.) False: not
+        known so (always where the file's functions call each other in a cycle)."""
+        if self._cyclic:
+            return False
+        memo = self._seeded
+        if fn in memo:
+            return memo[fn]
+        memo[fn] = False  # (a function calling itself: not known)
+        found = False
+        for call in self.calls_of.get(fn, ()):
+            step = self._seeded_at(call, fn)
+            if step is not None:
+                found = step
+                break
+        memo[fn] = found
+        return found
+
+    def _seeded_at(self, call: cst.Call, fn: cst.CSTNode) -> bool | None:
+        """For `seeded_first`: ``call`` is a known seeding (True), may build a model first
+        (False: not known), or neither (None: it seeds through a helper or does nothing)."""
+        facts = self.facts
+        q = self.index.qualname(call.func)
+        if facts.seeding.known_kind(q) in (Seeds.TORCH, Seeds.ALL):
+            if self._per_iteration(call, fn) or facts.on_one_process(call):
+                return None  # (no event: a per-step reseed, a seeding on one process)
+            return True
+        if facts.builds_model(call, q) or facts.is_random_split(call):
+            return False
+        for target in self.targets(call):  # (as `_events_through`: the first with a body)
+            if isinstance(target, cst.ClassDef):
+                if facts.is_model_class(target):
+                    return False
+                init = self.index.functions.get(f"{target.name.value}.__init__")
+                if not init:
+                    continue
+                target = init[-1]
+            if not self._may_build(target):
+                return None
+            return self.seeded_first(target)
+        return None
 
     def _call_events(self, call: cst.Call, fn: cst.CSTNode) -> list[Event]:
         q = self.index.qualname(call.func)

@@ -41,7 +41,7 @@ class SeedingFacts:
         index = facts.index
         for call in index.calls:
             q = index.qualname(call.func)
-            kind = self._known_kind(q)
+            kind = self.known_kind(q)
             if kind is Seeds.NONE:
                 drawn = self._drawn(call, q)
                 self._calls.append((call, None, drawn))
@@ -182,11 +182,11 @@ class SeedingFacts:
         return arg is not None and self.facts.models._is_rank(arg.value)
 
     def kind_of(self, call: cst.Call, q: str | None) -> Seeds:
-        kind = self._known_kind(q)
+        kind = self.known_kind(q)
         return self._helper_kind(call) if kind is Seeds.NONE else kind
 
     @staticmethod
-    def _known_kind(q: str | None) -> Seeds:
+    def known_kind(q: str | None) -> Seeds:
         """What a call of ``q`` seeds, by the knowledge base."""
         return _KNOWN_KINDS.get(q, Seeds.NONE)
 
