@@ -58,77 +58,77 @@ def _lint(code: str, train: str, monkeypatch=None) -> tuple[list[tuple[str, int]
 # ------------------------------------------------------------------ what is asked
 
 
-def test_dl101_asks_no_helper_where_a_library_helper_seeds_everything(monkeypatch):
-    train = (
+_ASKED = [
+    pytest.param(
+        "DL101",
         "import numpy as np\nimport torch\nfrom accelerate.utils import set_seed\n"
         "from helpers import load, augment, build\n\n"
         "torch.manual_seed(0)\nset_seed(0)\nmodel = build()\ndata = augment(load())\n"
-        "order = np.random.permutation(10)\n"
-    )
-    found, asked = _lint("DL101", train, monkeypatch)
-    assert found == []
-    assert asked == []
-
-
-def test_dl101_asks_only_the_drawing_calls_where_the_script_seeds_what_it_draws(monkeypatch):
-    """Hand-written seeding of every generator the script draws from: what each drawing call
-    is decides what is drawn (a project helper that seeds does not count as drawing); the
-    other helpers are never asked."""
-    train = (
+        "order = np.random.permutation(10)\n",
+        [],
+        {"build()", "load()", "augment(load())", "np.random.permutation(10)"},
+        id="dl101-a-library-helper-seeds-everything",
+    ),
+    # hand-written seeding of every generator the script draws from: what each drawing call
+    # is decides what is drawn (a project helper that seeds does not count as drawing)
+    pytest.param(
+        "DL101",
         "import random\nimport numpy as np\nimport torch\nfrom helpers import load, augment, build\n\n"
         "torch.manual_seed(0)\nnp.random.seed(0)\nrandom.seed(0)\nmodel = build()\n"
-        "data = augment(load())\nrandom.shuffle(data)\nnoise = np.random.rand(2)\n"
-    )
-    found, asked = _lint("DL101", train, monkeypatch)
-    assert found == []
-    assert asked == ["random.shuffle(data)", "np.random.rand(2)"]
-
-
-def test_dl102_asks_nothing_after_the_first_seeding(monkeypatch):
-    """The order is asked for its first event and its first seeding: the calls after the
-    seeding are not asked what they seed; a function calling itself keeps this."""
-    train = (
+        "data = augment(load())\nrandom.shuffle(data)\nnoise = np.random.rand(2)\n",
+        [],
+        {"build()", "load()", "augment(load())"},
+        id="dl101-only-the-drawing-calls-where-the-script-seeds-what-it-draws",
+    ),
+    # the order is asked for its first event and its first seeding after it: nothing later
+    # (a function calling itself keeps this)
+    pytest.param(
+        "DL102",
         "import torch\nfrom helpers import load, augment, build\n\n\n"
         "def walk(n):\n    return walk(n - 1) if n else 0\n\n\n"
-        "def main():\n    torch.manual_seed(0)\n    model = torch.nn.Linear(2, 2)\n    extra = build()\n"
-        "    data = augment(load())\n"
-        "    walk(3)\n\n\nmain()\n"
-    )
-    found, asked = _lint("DL102", train, monkeypatch)
-    assert found == []
-    assert not {"build()", "load()", "augment(load())"} & set(asked)
-
-
-def test_dl102_asks_nothing_before_a_known_seeding_that_comes_before_any_model(monkeypatch):
-    """`set_seed` runs before anything that may build a model (an argument parser, logging,
-    helpers of other modules that build nothing the order sees): the run's order starts with
-    a seeding whatever those helpers seed, so none of them is asked."""
-    train = (
+        "def main():\n    model = torch.nn.Linear(2, 2)\n    torch.manual_seed(0)\n"
+        "    extra = build()\n    data = augment(load())\n    walk(3)\n\n\nmain()\n",
+        [11],
+        {"build()", "load()", "augment(load())", "walk(3)"},
+        id="dl102-nothing-after-the-first-seeding",
+    ),
+    # `set_seed` runs before anything that may build a model (an argument parser, helpers of
+    # other modules that build nothing the order sees): the order starts with a seeding,
+    # whatever those helpers seed
+    pytest.param(
+        "DL102",
         "import argparse\nimport torch\nfrom accelerate.utils import set_seed\n"
         "from helpers import load, augment\n\n\n"
         "def parse_args():\n    parser = argparse.ArgumentParser()\n    parser.add_argument('--lr')\n"
         "    return parser.parse_args()\n\n\n"
         "def main():\n    args = parse_args()\n    data = augment(load())\n    set_seed(0)\n"
-        "    model = torch.nn.Linear(2, 2)\n\n\nmain()\n"
-    )
-    found, asked = _lint("DL102", train, monkeypatch)
-    assert found == []
-    assert asked == []
-
-
-def test_dl102_asks_nothing_of_an_entry_point_that_builds_no_model(monkeypatch):
-    """A function no call of the file runs (a loader's `collate_fn`) is an entry point of its
-    own: where neither it nor what it calls builds a model, its order cannot start with one,
-    and its helpers are not asked what they seed."""
-    train = (
+        "    model = torch.nn.Linear(2, 2)\n\n\nmain()\n",
+        [],
+        {"parse_args()", "load()", "augment(load())", "parser.add_argument('--lr')"},
+        id="dl102-nothing-before-a-known-seeding-that-comes-before-any-model",
+    ),
+    # a function no call of the file runs (a loader's `collate_fn`) is an entry point of its
+    # own: where neither it nor what it calls builds a model, its order cannot start with one
+    pytest.param(
+        "DL102",
         "import torch\nfrom helpers import load, augment\n\n\n"
         "def collate(batch):\n    return augment(load())\n\n\n"
         "def main():\n    model = torch.nn.Linear(2, 2)\n    torch.manual_seed(0)\n"
-        "    loader = torch.utils.data.DataLoader([], collate_fn=collate)\n\n\nmain()\n"
-    )
-    found, asked = _lint("DL102", train, monkeypatch)
-    assert found == [("DL102", 11)]
-    assert not {"load()", "augment(load())"} & set(asked)
+        "    loader = torch.utils.data.DataLoader([], collate_fn=collate)\n\n\nmain()\n",
+        [11],
+        {"load()", "augment(load())"},
+        id="dl102-nothing-of-an-entry-point-that-builds-no-model",
+    ),
+]
+
+
+@pytest.mark.parametrize(("code", "train", "expected", "never"), _ASKED)
+def test_what_a_helper_seeds_is_asked_only_where_it_decides(
+    monkeypatch, code, train, expected, never
+):
+    found, asked = _lint(code, train, monkeypatch)
+    assert found == [(code, line) for line in expected]
+    assert not never & set(asked)
 
 
 def test_dl102_looks_for_the_file_s_functions_only_under_their_names(monkeypatch):
