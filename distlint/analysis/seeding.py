@@ -99,8 +99,9 @@ class SeedingFacts:
     def seeds(self, flag: Seeds, helpers: bool = True) -> bool:
         """Some call that runs on every process seeds generator ``flag``: ``by_kind[flag]``
         is not empty (``Seeds.ALL``: ``full`` is not). The calls the knowledge base knows are
-        asked first, then the project helpers (``helpers``) until one does: a question the
-        script's own seeding answers summarises no helper."""
+        asked first, then the project helpers until one does: a question the script's own
+        seeding answers summarises no helper. ``helpers=False``: the known calls only (all
+        calls once every helper was asked)."""
         if "_resolved" in self.__dict__:
             return bool(self.full if flag is Seeds.ALL else self.by_kind[flag])
         on_one_process = self.facts.on_one_process
@@ -253,8 +254,8 @@ def _counts(kind: Seeds, flag: Seeds) -> bool:
     return bool(kind & flag)  # type: ignore[operator]  # (Flag members: mypy sees Literals)
 
 
-# What a call of each seeding function of the knowledge base seeds (the first set naming it
-# decides: a full seeder is not also a torch one)
+# What a call of each seeding function of the knowledge base seeds (a name in two sets: the
+# later one here, as `known_kind` asked them: a full seeder is not also a torch one)
 _KNOWN_KINDS: dict[str | None, Seeds] = {
     q: kind
     for names, kind in (
