@@ -434,8 +434,11 @@ def _cached_dependencies(root: Path) -> set[str]:
     import json
 
     out: set[str] = set()
+    reader = cache.Cache(str(root))
     for entry in (root / ".distlint_cache" / "entries").rglob("*.json"):
-        out.update(d[0] for d in json.loads(entry.read_text()).get("deps", []))
+        deps = reader._dependencies(json.loads(entry.read_text()))
+        assert deps is not None
+        out.update(d[0] for d in deps)
     return out
 
 
