@@ -7,10 +7,10 @@ options that change findings (``--ignore-noqa``, ``--debug``). The rule codes en
 are a function of the configuration, the path and the rule set, all three in the key; computing
 them would import every rule (and LibCST), which is most of what a warm run would cost.
 
-Entries live in ``.distlint_cache/entries/<file>/<content>.json`` at the project root (the
+Entries live in ``.distlint_cache/entries/<2 hex>/<file>.json`` at the project root (the
 directory of the configuration file, else the current directory): one entry per file and
-settings (the latest; an edit replaces it), all of them under MAX_CACHE_BYTES (the oldest go
-first). An entry names its dependencies (path, digest) by short ids; their text is in shared
+settings, for the content it holds (the latest; an edit replaces it), all of them under
+MAX_CACHE_BYTES (the oldest go first). An entry names its dependencies (path, digest) by short ids; their text is in shared
 tables (``tables/<2 hex>/<name>.json``, named by the digest of their content, written once): the
 files of a tree depend on mostly the same modules and import look-ups, which each entry held in
 full before (~45 KB an entry on diffusers, 72 MB for its tree). The cache is best effort: an entry is written to a temporary file and renamed into
@@ -123,6 +123,7 @@ class Cache:
         self._pairs: dict[str, tuple[str, str]] = {}  # id -> pair, of every table above
         self._pending: dict[tuple[str, str], None] = {}  # pairs waiting for a table
         self._touched: set[str] = set()
+        self._made: set[str] = set()  # entry folders made (or found) by this process
 
     def get(
         self, key: str, path: str, digest_of: Callable[[str], str | None] | None = None
@@ -131,11 +132,14 @@ class Cache:
         ``digest_of``: the digest now of a dependency that is not a file (None: a file)."""
         if not self._usable():
             return None
-        raw = read_source(os.path.join(self.entries, key + ".json"), MAX_ENTRY_BYTES)
+        _, target, content = self._entry_path(key)
+        raw = read_source(target, MAX_ENTRY_BYTES)
         if isinstance(raw, FileError):  # missing, or not a regular file: a miss, never a hang
             return None
         try:
             data = json.loads(raw)
+            if data.get("content") != content:
+                return None  # the entry of the file as it was before an edit
             deps = self._dependencies(data)
             if deps is None:
                 return None  # an older layout, or a table gone: lint the file again
@@ -234,30 +238,29 @@ class Cache:
             self._pairs[dep] = pair
         return name
 
+    def _entry_path(self, key: str) -> tuple[str, str, str]:
+        """(its folder, the entry's path, the content part of ``key``): the entry of a file
+        under its settings is one file, which the entry of its next content replaces."""
+        file, _, content = key.rpartition("/")
+        directory = os.path.join(self.entries, file[:2])
+        return directory, os.path.join(directory, file + ".json"), content
+
     def put(self, key: str, result: FileResult) -> None:
-        folder, _, name = key.rpartition("/")
+        directory, target, content = self._entry_path(key)
         try:
             self._prepare()
-            encoded = _encode(result, *self._name_dependencies(result.dependencies))
+            deps, tables, own = self._name_dependencies(result.dependencies)
+            encoded = _encode(result, deps, tables, own)
+            encoded["content"] = content
             payload = json.dumps(encoded, separators=(",", ":")).encode("utf-8", "surrogateescape")
             if len(payload) > MAX_ENTRY_BYTES:
                 return
-            directory = os.path.join(self.entries, folder)
-            os.makedirs(directory, exist_ok=True)
-            if os.path.islink(directory):
-                return  # never written through a link
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(payload)
-                os.replace(tmp, os.path.join(directory, name + ".json"))
-            except BaseException:
-                _remove(tmp)
-                raise
-            # the latest entry of a file is the only one it can use again: the others go
-            for other in os.scandir(directory):
-                if other.name != name + ".json" and not other.name.startswith(".tmp-"):
-                    _remove(other.path)
+            if directory not in self._made:
+                os.makedirs(directory, exist_ok=True)
+                if os.path.islink(directory):
+                    return  # never written through a link
+                self._made.add(directory)
+            _write_atomic(target, payload)
         except OSError:
             pass  # read-only or full disk: run without caching rather than fail the lint
 
@@ -385,6 +388,9 @@ class Cache:
             folders = list(os.scandir(self.entries))
         except OSError:
             return
+        for older in [f for f in folders if len(f.name) != 2 and f.is_dir(follow_symlinks=False)]:
+            shutil.rmtree(older.path, ignore_errors=True)  # (an entry per content: format 6)
+            folders.remove(older)
         try:
             folders += list(os.scandir(os.path.join(self.directory, _TABLES)))
         except OSError:

@@ -238,6 +238,7 @@ def test_entries_are_json_never_pickle(project):
             "tables",
             "own",
             "reached",
+            "content",
         }
     for table in (project / cache.CACHE_DIR / "tables").rglob("*.json"):
         assert all(len(pair) == 2 for pair in json.loads(table.read_bytes()).values())
@@ -408,16 +409,22 @@ def test_a_damaged_table_is_a_miss_never_an_error(tmp_path, monkeypatch, damage)
 
 def test_entries_of_an_older_layout_are_misses_never_errors(project):
     run()
+    keys = []
     for entry in entries(project):
         data = json.loads(entry.read_bytes())
+        keys.append(f"{entry.stem}/{data['content']}")
         old = {k: v for k, v in data.items() if k not in ("format", "tables", "own")}
         old["deps"] = [["/proj/helper.py", "ab" * 32]]  # (format 6: the pairs themselves)
         entry.write_text(json.dumps(old))
     reader = cache.Cache(str(project))
-    for entry in entries(project):
-        key = f"{entry.parent.name}/{entry.stem}"
-        assert reader.get(key, str(entry)) is None
+    assert keys and all(reader.get(key, "x.py") is None for key in keys)
+    # format 6 kept an entry per content in a folder per file: such folders go
+    per_content = project / cache.CACHE_DIR / "entries" / ("e" * 32)
+    per_content.mkdir()
+    (per_content / ("0" * 64 + ".json")).write_text("{}")
     assert cache._FORMAT >= 7
-    # the next run lints them again and writes this layout
+    # the next run (a new process) lints them again and writes this layout
+    cache._CACHES.clear()
     assert run() == list(lint_paths(["src"], LintOptions(jobs=1)))
     assert all(json.loads(e.read_bytes())["format"] == cache._FORMAT for e in entries(project))
+    assert not per_content.exists()
