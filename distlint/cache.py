@@ -126,10 +126,17 @@ class Cache:
         self._made: set[str] = set()  # entry folders made (or found) by this process
 
     def get(
-        self, key: str, path: str, digest_of: Callable[[str], str | None] | None = None
+        self,
+        key: str,
+        path: str,
+        digest_of: Callable[[str], str | None] | None = None,
+        checked: dict[tuple[str, str], bool] | None = None,
     ) -> FileResult | None:
         """The cached result for ``key`` shown under ``path``, or None (missing or corrupt).
-        ``digest_of``: the digest now of a dependency that is not a file (None: a file)."""
+        ``digest_of``: the digest now of a dependency that is not a file (None: a file).
+        ``checked``: (path, digest) -> whether it holds now, shared by the look-ups of one
+        moment (a run's, before it lints anything): the files of a tree depend on the same
+        modules, each checked once then."""
         if not self._usable():
             return None
         _, target, content = self._entry_path(key)
@@ -147,9 +154,15 @@ class Cache:
         except Exception:  # corrupt, truncated or foreign entry: lint the file again
             return None
         # The modules and config files it reached are part of the key: any changed, a miss.
-        for dep, digest in result.dependencies:
-            now = digest_of(dep) if digest_of is not None else None
-            if (now if now is not None else self.digest_now(dep)) != digest:
+        for pair in result.dependencies:
+            valid = checked.get(pair) if checked is not None else None
+            if valid is None:
+                dep, digest = pair
+                now = digest_of(dep) if digest_of is not None else None
+                valid = (now if now is not None else self.digest_now(dep)) == digest
+                if checked is not None:
+                    checked[pair] = valid
+            if not valid:
                 return None
         return result
 

@@ -428,3 +428,32 @@ def test_entries_of_an_older_layout_are_misses_never_errors(project):
     assert run() == list(lint_paths(["src"], LintOptions(jobs=1)))
     assert all(json.loads(e.read_bytes())["format"] == cache._FORMAT for e in entries(project))
     assert not per_content.exists()
+
+
+def test_a_warm_run_checks_each_dependency_its_entries_share_once(tmp_path, monkeypatch):
+    """Files importing the same helper: the warm run reads every entry and checks the
+    helper's digest once (a tree's entries name the same modules hundreds of times)."""
+    (tmp_path / "distlint.toml").write_text("")
+    (tmp_path / "helpers.py").write_text("import torch\n\ndef make(model):\n    return model\n")
+    for i in range(4):
+        (tmp_path / f"train{i}.py").write_text(
+            "import torch\nfrom helpers import make\n\nmodel = make(torch.nn.Linear(2, 2))\n"
+        )
+    monkeypatch.chdir(tmp_path)
+    scripts = [f"train{i}.py" for i in range(4)]
+    cold = run(scripts)
+    helper = str(tmp_path / "helpers.py")
+    assert all(helper in dict(r.dependencies) for r in cold)
+    asked: list[str] = []
+    real = cache.Cache.digest_now
+    monkeypatch.setattr(
+        cache.Cache, "digest_now", lambda self, path: asked.append(path) or real(self, path)
+    )
+    counter = Counter(monkeypatch)
+    assert run(scripts) == cold
+    assert counter.paths == []  # (all from the cache)
+    assert asked.count(helper) == 1
+    # an edit of the helper: every entry naming it is a miss in the next run
+    (tmp_path / "helpers.py").write_text("import torch\n\ndef make(model):\n    return None\n")
+    run(scripts)
+    assert sorted(os.path.basename(p) for p in counter.paths) == scripts
