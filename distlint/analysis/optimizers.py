@@ -178,10 +178,8 @@ class Optimizers(Provider):
         keyword_lr = call_keyword(call, "lr")
         if keyword_lr is None and self._optimizer_place(call) not in self._used_as_optimizers:
             return None
-        sources = [a.value for a in call.args if not a.star and a.keyword is None][:2]
         given = call_keyword(call, "params")
-        sources = [given] if given is not None else sources
-        source = next((v for v in sources if self._parameters(v)), None)
+        source = self._given_parameters(call, given)
         if source is None or self._wraps_an_optimizer(call):
             return None  # `LARS(base, lr=...)`: parameters only through the wrapped one
         first = call.args[0].value if call.args and call.args[0].keyword is None else None
@@ -190,6 +188,18 @@ class Optimizers(Provider):
         if self._optimizer_place(call) in self._used_as_optimizers:
             return Optimizer(call, How.BY_USE, keyword_lr, source)
         return None
+
+    def _given_parameters(
+        self, call: cst.Call, given: cst.BaseExpression | None
+    ) -> cst.BaseExpression | None:
+        """The model parameters ``call`` is given: its `params=` keyword, else one of its first
+        two positional arguments; None when none is parameters."""
+        sources = (
+            [given]
+            if given is not None
+            else [a.value for a in call.args if not a.star and a.keyword is None][:2]
+        )
+        return next((v for v in sources if self._parameters(v)), None)
 
     def _optimizer_place(self, call: cst.Call) -> tuple[str, int] | None:
         """Where ``call``'s result is kept: a name of a scope, or a dotted place."""
