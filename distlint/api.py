@@ -523,11 +523,12 @@ def lint_paths(
     # file is checked against the disk once in a run
     lint_run([item for item in items if isinstance(item, str)])
     slots: list[FileResult | str] = []  # a ready result, or a path still to lint
+    checked: dict[tuple[str, str], bool] = {}  # (the dependencies of the entries read, once)
     for item in items:
         if isinstance(item, FileError):
             slots.append(FileResult(item.path, errors=(item,)))
         else:
-            hit = _cached_result(item, options) if options.cache else None
+            hit = _cached_result(item, options, checked) if options.cache else None
             slots.append(hit if hit is not None else item)
     if on_total is not None:
         on_total(len(slots))
@@ -690,7 +691,9 @@ def _run_dependency(dep: str, config: Config) -> str | None:
     return str(project_for(module, config).importers_digest(module))
 
 
-def _cached_result(path: str, options: LintOptions) -> FileResult | None:
+def _cached_result(
+    path: str, options: LintOptions, checked: dict[tuple[str, str], bool] | None = None
+) -> FileResult | None:
     try:
         config = config_for(path, options)
     except ConfigError:
@@ -700,7 +703,7 @@ def _cached_result(path: str, options: LintOptions) -> FileResult | None:
         return None
     data, state = read
     cache, key = _cache_entry(path, data, config, options)
-    result = cache.get(key, path, partial(_run_dependency, config=config))
+    result = cache.get(key, path, partial(_run_dependency, config=config), checked)
     if result is None or (options.fix and _fix_wanted(result, config, options)):
         return None  # a fix run starts from the cached edits in its worker (see _lint_file)
     if options.add_noqa and result.findings:

@@ -7,10 +7,13 @@ options that change findings (``--ignore-noqa``, ``--debug``). The rule codes en
 are a function of the configuration, the path and the rule set, all three in the key; computing
 them would import every rule (and LibCST), which is most of what a warm run would cost.
 
-Entries live in ``.distlint_cache/entries/<file>/<content>.json`` at the project root (the
+Entries live in ``.distlint_cache/entries/<2 hex>/<file>.json`` at the project root (the
 directory of the configuration file, else the current directory): one entry per file and
-settings (the latest; an edit replaces it), all of them under MAX_CACHE_BYTES (the oldest go
-first). The cache is best effort: an entry is written to a temporary file and renamed into
+settings, for the content it holds (the latest; an edit replaces it), all of them under
+MAX_CACHE_BYTES (the oldest go first). An entry names its dependencies (path, digest) by short ids; their text is in shared
+tables (``tables/<2 hex>/<name>.json``, named by the digest of their content, written once): the
+files of a tree depend on mostly the same modules and import look-ups, which each entry held in
+full before (~45 KB an entry on diffusers, 72 MB for its tree). The cache is best effort: an entry is written to a temporary file and renamed into
 place, so concurrent runs never see half an entry; an unreadable, corrupt or non-regular entry
 is a miss; a read-only disk or a cache folder that is a symbolic link just means nothing is
 cached. Entries are JSON, never pickle: a cache directory checked into a repository must not be
@@ -40,7 +43,10 @@ CACHE_DIR = ".distlint_cache"
 _LISTING = os.sep + "<names in the folder>"
 _GROUP = os.sep + "<exists "
 _DIGESTS_FILE = "digests.json"
-_FORMAT = 6  # bump when the entry layout changes (2: edits; 3: deps; 4: reached; 5: per file; 6: folder listings)
+# bump when the entry layout changes (2: edits; 3: deps; 4: reached; 5: per file; 6: folder
+# listings; 7: dependencies by id, in shared tables)
+_FORMAT = 7
+_TABLES = "tables"
 # One entry is kept per file and settings (the latest); all of them together stay under this.
 MAX_CACHE_BYTES = 128 << 20
 MAX_ENTRY_BYTES = 16 << 20
@@ -108,51 +114,166 @@ class Cache:
         self._digests_changed = False
         # paths imports looked at (grouped by folder) -> what exists there, once per process
         self._seen: dict[str, str] = {}
+        # the dependency tables (see `put`) read or written by this process: (path, digest) ->
+        # its id, id -> the table holding it, table name -> its pairs (content-addressed:
+        # never changes) or None (missing or corrupt)
+        self._ids: dict[tuple[str, str], str] = {}
+        self._table_of: dict[str, str] = {}
+        self._tables: dict[str, dict[str, tuple[str, str]] | None] = {}
+        self._pairs: dict[str, tuple[str, str]] = {}  # id -> pair, of every table above
+        self._pending: dict[tuple[str, str], None] = {}  # pairs waiting for a table
+        self._touched: set[str] = set()
+        self._made: set[str] = set()  # entry folders made (or found) by this process
 
     def get(
-        self, key: str, path: str, digest_of: Callable[[str], str | None] | None = None
+        self,
+        key: str,
+        path: str,
+        digest_of: Callable[[str], str | None] | None = None,
+        checked: dict[tuple[str, str], bool] | None = None,
     ) -> FileResult | None:
         """The cached result for ``key`` shown under ``path``, or None (missing or corrupt).
-        ``digest_of``: the digest now of a dependency that is not a file (None: a file)."""
+        ``digest_of``: the digest now of a dependency that is not a file (None: a file).
+        ``checked``: (path, digest) -> whether it holds now, shared by the look-ups of one
+        moment (a run's, before it lints anything): the files of a tree depend on the same
+        modules, each checked once then."""
         if not self._usable():
             return None
-        raw = read_source(os.path.join(self.entries, key + ".json"), MAX_ENTRY_BYTES)
+        _, target, content = self._entry_path(key)
+        raw = read_source(target, MAX_ENTRY_BYTES)
         if isinstance(raw, FileError):  # missing, or not a regular file: a miss, never a hang
             return None
         try:
-            result = _decode(json.loads(raw), path)
+            data = json.loads(raw)
+            if data.get("content") != content:
+                return None  # the entry of the file as it was before an edit
+            deps = self._dependencies(data)
+            if deps is None:
+                return None  # an older layout, or a table gone: lint the file again
+            result = _decode(data, path, deps)
         except Exception:  # corrupt, truncated or foreign entry: lint the file again
             return None
         # The modules and config files it reached are part of the key: any changed, a miss.
-        for dep, digest in result.dependencies:
-            now = digest_of(dep) if digest_of is not None else None
-            if (now if now is not None else self.digest_now(dep)) != digest:
+        for pair in result.dependencies:
+            valid = checked.get(pair) if checked is not None else None
+            if valid is None:
+                dep, digest = pair
+                now = digest_of(dep) if digest_of is not None else None
+                valid = (now if now is not None else self.digest_now(dep)) == digest
+                if checked is not None:
+                    checked[pair] = valid
+            if not valid:
                 return None
         return result
 
+    def _dependencies(self, data: dict[str, Any]) -> tuple[tuple[str, str], ...] | None:
+        """The (path, digest) pairs entry ``data`` names, from its tables, and those it holds
+        itself; None when it is not of this layout or a table is missing or corrupt."""
+        if data.get("format") != _FORMAT:
+            return None
+        for name in data["tables"]:
+            if self._table(name) is None:
+                return None
+        pairs = self._pairs  # (an id is the digest of its pair: the same in every table)
+        out = [pairs[dep] for dep in data["deps"]]  # (an id no table holds: KeyError, a miss)
+        for path, digest in data["own"]:
+            out.append(_shared(_text(path), _text(digest)))
+        return tuple(out)
+
+    def _table(self, name: Any) -> dict[str, tuple[str, str]] | None:
+        """Table ``name``'s pairs by id (once per process), None when missing, corrupt, or
+        not what its name says."""
+        if name in self._tables:
+            return self._tables[name]
+        table = None
+        if type(name) is str and len(name) == 64 and all(c in _HEX for c in name):
+            raw = read_source(self._table_path(name), MAX_ENTRY_BYTES)
+            if not isinstance(raw, FileError) and hashlib.sha256(raw).hexdigest() == name:
+                table = {}
+                for dep, (path, digest) in json.loads(raw).items():
+                    table[dep] = _shared(_text(path), _text(digest))
+                for dep, pair in table.items():
+                    self._pairs[dep] = pair
+                    self._ids.setdefault(pair, dep)  # (a later entry names it, not a new one)
+                    self._table_of.setdefault(dep, name)
+        self._tables[name] = table
+        return table
+
+    def _table_path(self, name: str) -> str:
+        return os.path.join(self.directory, _TABLES, name[:2], name + ".json")
+
+    def _name_dependencies(
+        self, deps: Iterable[tuple[str, str]]
+    ) -> tuple[list[str], list[str], list[list[str]]]:
+        """(the ids of ``deps`` in tables, the tables, the pairs the entry holds itself): the
+        pairs no table of this process holds yet wait (``_pending``) until there are enough
+        of them for a table of their own, written now (before the entry that names it); the
+        entry holds the few it brought meanwhile (a table for every entry would be a file
+        more for each, most of them naming a handful of pairs)."""
+        ids, own, tables = [], [], set()
+        known, table_of, pending = self._ids, self._table_of, self._pending
+        fresh = []
+        for pair in deps:
+            dep = known.get(pair)
+            if dep is None:
+                fresh.append(pair)
+                pending.setdefault(pair, None)
+            else:
+                tables.add(table_of[dep])
+                ids.append(dep)
+        if len(pending) >= _TABLE_PAIRS:
+            name = self._write_table(list(pending))
+            pending.clear()
+            ids += [known[pair] for pair in fresh]
+            tables.add(name)
+        else:
+            own = [list(pair) for pair in fresh]
+        for name in tables - self._touched:  # (used again: the last to be trimmed)
+            self._touched.add(name)
+            os.utime(self._table_path(name))
+        return ids, sorted(tables), own
+
+    def _write_table(self, pairs: list[tuple[str, str]]) -> str:
+        """A new table of ``pairs`` (named by the digest of its content); its name."""
+        content = {_pair_id(pair): list(pair) for pair in pairs}
+        payload = json.dumps(content, separators=(",", ":")).encode("utf-8", "surrogateescape")
+        name = hashlib.sha256(payload).hexdigest()
+        target = self._table_path(name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.islink(os.path.dirname(target)):
+            raise OSError("a link: never written through")
+        _write_atomic(target, payload)
+        self._touched.add(name)
+        self._tables[name] = dict(zip(content, pairs))
+        for dep, pair in zip(content, pairs):
+            self._ids[pair] = dep
+            self._table_of[dep] = name
+            self._pairs[dep] = pair
+        return name
+
+    def _entry_path(self, key: str) -> tuple[str, str, str]:
+        """(its folder, the entry's path, the content part of ``key``): the entry of a file
+        under its settings is one file, which the entry of its next content replaces."""
+        file, _, content = key.rpartition("/")
+        directory = os.path.join(self.entries, file[:2])
+        return directory, os.path.join(directory, file + ".json"), content
+
     def put(self, key: str, result: FileResult) -> None:
-        folder, _, name = key.rpartition("/")
+        directory, target, content = self._entry_path(key)
         try:
             self._prepare()
-            payload = json.dumps(_encode(result), separators=(",", ":")).encode("utf-8")
+            deps, tables, own = self._name_dependencies(result.dependencies)
+            encoded = _encode(result, deps, tables, own)
+            encoded["content"] = content
+            payload = json.dumps(encoded, separators=(",", ":")).encode("utf-8", "surrogateescape")
             if len(payload) > MAX_ENTRY_BYTES:
                 return
-            directory = os.path.join(self.entries, folder)
-            os.makedirs(directory, exist_ok=True)
-            if os.path.islink(directory):
-                return  # never written through a link
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(payload)
-                os.replace(tmp, os.path.join(directory, name + ".json"))
-            except BaseException:
-                _remove(tmp)
-                raise
-            # the latest entry of a file is the only one it can use again: the others go
-            for other in os.scandir(directory):
-                if other.name != name + ".json" and not other.name.startswith(".tmp-"):
-                    _remove(other.path)
+            if directory not in self._made:
+                os.makedirs(directory, exist_ok=True)
+                if os.path.islink(directory):
+                    return  # never written through a link
+                self._made.add(directory)
+            _write_atomic(target, payload)
         except OSError:
             pass  # read-only or full disk: run without caching rather than fail the lint
 
@@ -272,19 +393,31 @@ class Cache:
         self.trim()
 
     def trim(self, budget: int | None = None) -> None:
-        """Keep the entries under ``budget`` bytes (MAX_CACHE_BYTES), the least recently
-        written removed first; entries of older cache layouts go too."""
+        """Keep the entries and their tables under ``budget`` bytes (MAX_CACHE_BYTES), the
+        least recently written (or used, for a table) removed first; entries of older cache
+        layouts go too."""
         budget = MAX_CACHE_BYTES if budget is None else budget
         try:
             folders = list(os.scandir(self.entries))
         except OSError:
             return
-        _keep_under(folders, budget)  # (a file there: an entry of format 3 or older, a link)
+        for older in [f for f in folders if len(f.name) != 2 and f.is_dir(follow_symlinks=False)]:
+            shutil.rmtree(older.path, ignore_errors=True)  # (an entry per content: format 6)
+            folders.remove(older)
+        try:
+            folders += list(os.scandir(os.path.join(self.directory, _TABLES)))
+        except OSError:
+            pass
+        # (a file there: an entry of format 3 or older, a link)
+        if _keep_under(folders, budget):
+            # a table removed: this process names none it has not checked again
+            for known in (self._ids, self._table_of, self._tables, self._pairs, self._touched):
+                known.clear()
 
 
-def _keep_under(folders: list[os.DirEntry[str]], budget: int) -> None:
+def _keep_under(folders: list[os.DirEntry[str]], budget: int) -> bool:
     """Remove the files in ``folders`` least recently written first until they hold at most
-    ``budget`` bytes; anything there that is not a folder goes."""
+    ``budget`` bytes; anything there that is not a folder goes. True when a file went."""
     found: list[tuple[int, int, str]] = []  # (mtime, size, path)
     for folder in folders:
         if not folder.is_dir(follow_symlinks=False):
@@ -297,11 +430,14 @@ def _keep_under(folders: list[os.DirEntry[str]], budget: int) -> None:
         except OSError:
             continue
     total = sum(size for _, size, _ in found)
+    removed = False
     for _, size, path in sorted(found):
         if total <= budget:
             break
         _remove(path)
+        removed = True
         total -= size
+    return removed
 
 
 def _write_atomic(target: str, payload: bytes) -> None:
@@ -353,14 +489,32 @@ def clean(root: str) -> str | None:
 # Paths are not stored: the same file may be named `a.py` or `./a.py`; the caller's path is used.
 
 
-def _encode(result: FileResult) -> dict[str, Any]:
+def _encode(
+    result: FileResult, deps: list[str], tables: list[str], own: list[list[str]]
+) -> dict[str, Any]:
+    """The entry of ``result``: its dependencies named by their ids ``deps`` in ``tables``,
+    and those it holds itself (``own``)."""
     return {
+        "format": _FORMAT,
         "findings": [_finding_out(f) for f in result.findings],
         "suppressed": [_finding_out(f) for f in result.suppressed],
         "errors": [[e.message, e.line, e.column] for e in result.errors],
-        "deps": [list(d) for d in result.dependencies],
+        "deps": deps,
+        "tables": tables,
+        "own": own,
         "reached": list(result.reached),
     }
+
+
+_HEX = frozenset("0123456789abcdef")
+# the pairs no table holds that wait for one of their own (see `Cache._name_dependencies`)
+_TABLE_PAIRS = 64
+
+
+def _pair_id(pair: tuple[str, str]) -> str:
+    """A dependency's id in the tables: 96 bits of the digest of its path and digest."""
+    text = f"{pair[0]}\0{pair[1]}".encode("utf-8", "surrogateescape")
+    return hashlib.sha256(text).hexdigest()[:24]
 
 
 def _digest_now(path: str) -> str:
@@ -418,13 +572,13 @@ def _range_tuple(r: Range) -> tuple[int, int, int, int]:
     return (r.line, r.column, r.end_line, r.end_column)
 
 
-def _decode(data: dict[str, Any], path: str) -> FileResult:
+def _decode(data: dict[str, Any], path: str, deps: tuple[tuple[str, str], ...]) -> FileResult:
     return FileResult(
         path,
         findings=tuple(_finding_in(item, path) for item in data["findings"]),
         errors=tuple(_error_in(item, path) for item in data["errors"]),
         suppressed=tuple(_finding_in(item, path) for item in data["suppressed"]),
-        dependencies=tuple(_shared(str(p), str(d)) for p, d in data.get("deps", ())),
+        dependencies=deps,
         reached=tuple(_shared(str(p), "")[0] for p in data.get("reached", ())),
     )
 

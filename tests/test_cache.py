@@ -229,7 +229,19 @@ def test_entries_are_json_never_pickle(project):
     run()
     for entry in entries(project):
         data = json.loads(entry.read_bytes())
-        assert set(data) == {"findings", "suppressed", "errors", "deps", "reached"}
+        assert set(data) == {
+            "format",
+            "findings",
+            "suppressed",
+            "errors",
+            "deps",
+            "tables",
+            "own",
+            "reached",
+            "content",
+        }
+    for table in (project / cache.CACHE_DIR / "tables").rglob("*.json"):
+        assert all(len(pair) == 2 for pair in json.loads(table.read_bytes()).values())
 
 
 # issue #27: the cache stays bounded and never writes through a link
@@ -253,8 +265,10 @@ def test_the_total_is_trimmed_oldest_first(project):
     for age, entry in enumerate(found):
         os.utime(entry, ns=(age * 10**9, age * 10**9))
     sizes = [e.stat().st_size for e in found]
+    # (the tables the entries name their dependencies in count too: written later, kept)
+    tables = [t.stat().st_size for t in (project / cache.CACHE_DIR / "tables").rglob("*.json")]
     store = cache.Cache(str(project))
-    store.trim(budget=sum(sizes[-2:]))
+    store.trim(budget=sum(sizes[-2:]) + sum(tables))
     assert entries(project) == found[-2:]
 
 
@@ -311,3 +325,135 @@ def test_a_helper_judged_by_its_importers_answers_as_the_run_does(tmp_path, monk
     assert codes(["train.py", "evaluation.py"], cache=True) == together
     # the same run again is answered from the cache: 1 lint for the change of run, then none
     assert [Path(p).name for p in counter.paths] == ["evaluation.py"]
+
+
+# issue #32: dependencies named by id in shared tables
+
+
+def _results_sharing(root: Path, count: int) -> tuple[list[str], list[tuple[str, str]]]:
+    """``count`` results (keys) that all depend on the same helper module and on a long
+    group of paths imports looked at (as a diffusers script does), each on a file of its own."""
+    helper = root / "helper.py"
+    helper.write_text("def make():\n    return 1\n")
+    reader = cache.Cache(str(root))
+    names = "|".join(f"Pipeline{i}.py|Pipeline{i}/" for i in range(150))
+    group = f"{root}{os.sep}<exists {names}>"
+    shared = [(str(helper), reader.digest_now(str(helper))), (group, reader.digest_now(group))]
+    keys = []
+    writer = cache.Cache(str(root))
+    for i in range(count):
+        own = root / f"script{i}.py"
+        own.write_text(f"x = {i}\n")
+        deps = (*shared, (str(own), reader.digest_now(str(own))))
+        key = f"{i:032x}/{'0' * 64}"
+        writer.put(key, api.FileResult(str(own), dependencies=deps))
+        keys.append(key)
+    return keys, shared
+
+
+def test_entries_share_their_dependencies_in_tables_and_take_a_fraction_of_the_old_bytes(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(cache, "_TABLE_PAIRS", 2)
+    keys, shared = _results_sharing(tmp_path, 40)
+    folder = tmp_path / cache.CACHE_DIR
+    written = sum(f.stat().st_size for f in folder.rglob("*.json"))
+    # what each entry held before: every (path, digest) pair in full
+    each = len(json.dumps([list(d) for d in shared], separators=(",", ":")))
+    assert each > 3000
+    assert written * 5 < 40 * each
+    assert list((folder / "tables").rglob("*.json"))
+    reader = cache.Cache(str(tmp_path))
+    got = [reader.get(key, "x.py") for key in keys]
+    assert all(r is not None and r.dependencies[:2] == tuple(shared) for r in got)
+
+
+def test_a_changed_dependency_in_a_table_invalidates_every_entry_that_names_it(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(cache, "_TABLE_PAIRS", 2)
+    keys, _ = _results_sharing(tmp_path, 6)
+    assert all(cache.Cache(str(tmp_path)).get(key, "x.py") is not None for key in keys)
+    (tmp_path / "helper.py").write_text("def make():\n    return 2\n")
+    assert all(cache.Cache(str(tmp_path)).get(key, "x.py") is None for key in keys)
+
+
+def test_a_new_path_in_a_looked_at_folder_invalidates_entries_naming_its_group_from_a_table(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(cache, "_TABLE_PAIRS", 2)
+    keys, _ = _results_sharing(tmp_path, 3)
+    assert all(cache.Cache(str(tmp_path)).get(key, "x.py") is not None for key in keys)
+    (tmp_path / "Pipeline7.py").write_text("")  # an import now finds a module there
+    assert all(cache.Cache(str(tmp_path)).get(key, "x.py") is None for key in keys)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "other-content", "removed", "not-json"])
+def test_a_damaged_table_is_a_miss_never_an_error(tmp_path, monkeypatch, damage):
+    monkeypatch.setattr(cache, "_TABLE_PAIRS", 2)
+    keys, _ = _results_sharing(tmp_path, 4)
+    tables = list((tmp_path / cache.CACHE_DIR / "tables").rglob("*.json"))
+    assert tables
+    for table in tables:
+        if damage == "truncated":
+            table.write_bytes(table.read_bytes()[:40])
+        elif damage == "other-content":  # valid JSON, but not what its name says
+            table.write_text(json.dumps({"0" * 24: [str(tmp_path / "helper.py"), "0" * 64]}))
+        elif damage == "removed":
+            table.unlink()
+        else:
+            table.write_bytes(b"\xff\x00[")
+    reader = cache.Cache(str(tmp_path))
+    assert [reader.get(key, "x.py") for key in keys] == [None] * len(keys)
+
+
+def test_entries_of_an_older_layout_are_misses_never_errors(project):
+    run()
+    keys = []
+    for entry in entries(project):
+        data = json.loads(entry.read_bytes())
+        keys.append(f"{entry.stem}/{data['content']}")
+        old = {k: v for k, v in data.items() if k not in ("format", "tables", "own")}
+        old["deps"] = [["/proj/helper.py", "ab" * 32]]  # (format 6: the pairs themselves)
+        entry.write_text(json.dumps(old))
+    reader = cache.Cache(str(project))
+    assert keys and all(reader.get(key, "x.py") is None for key in keys)
+    # format 6 kept an entry per content in a folder per file: such folders go
+    per_content = project / cache.CACHE_DIR / "entries" / ("e" * 32)
+    per_content.mkdir()
+    (per_content / ("0" * 64 + ".json")).write_text("{}")
+    assert cache._FORMAT >= 7
+    # the next run (a new process) lints them again and writes this layout
+    cache._CACHES.clear()
+    assert run() == list(lint_paths(["src"], LintOptions(jobs=1)))
+    assert all(json.loads(e.read_bytes())["format"] == cache._FORMAT for e in entries(project))
+    assert not per_content.exists()
+
+
+def test_a_warm_run_checks_each_dependency_its_entries_share_once(tmp_path, monkeypatch):
+    """Files importing the same helper: the warm run reads every entry and checks the
+    helper's digest once (a tree's entries name the same modules hundreds of times)."""
+    (tmp_path / "distlint.toml").write_text("")
+    (tmp_path / "helpers.py").write_text("import torch\n\ndef make(model):\n    return model\n")
+    for i in range(4):
+        (tmp_path / f"train{i}.py").write_text(
+            "import torch\nfrom helpers import make\n\nmodel = make(torch.nn.Linear(2, 2))\n"
+        )
+    monkeypatch.chdir(tmp_path)
+    scripts = [f"train{i}.py" for i in range(4)]
+    cold = run(scripts)
+    helper = str(tmp_path / "helpers.py")
+    assert all(helper in dict(r.dependencies) for r in cold)
+    asked: list[str] = []
+    real = cache.Cache.digest_now
+    monkeypatch.setattr(
+        cache.Cache, "digest_now", lambda self, path: asked.append(path) or real(self, path)
+    )
+    counter = Counter(monkeypatch)
+    assert run(scripts) == cold
+    assert counter.paths == []  # (all from the cache)
+    assert asked.count(helper) == 1
+    # an edit of the helper: every entry naming it is a miss in the next run
+    (tmp_path / "helpers.py").write_text("import torch\n\ndef make(model):\n    return None\n")
+    run(scripts)
+    assert sorted(os.path.basename(p) for p in counter.paths) == scripts

@@ -95,20 +95,26 @@ def test_words_are_found_in_the_bytes_as_in_the_decoded_text(data):
     assert _spelled(words, data) == frozenset(w for w in words if w in text)
 
 
-def test_cache_entries_read_share_their_dependency_pairs():
-    from distlint.cache import _decode
+def test_cache_entries_read_share_their_dependency_pairs(tmp_path):
+    from distlint.cache import Cache
+    from distlint.model import FileResult
 
-    entry = {
-        "findings": [],
-        "suppressed": [],
-        "errors": [],
-        "deps": [["/proj/utils.py", "ab" * 32]],
-        "reached": ["/proj/utils.py"],
-    }
-    a, b = _decode(entry, "/proj/a.py"), _decode(dict(entry), "/proj/b.py")
-    assert a.dependencies == (("/proj/utils.py", "ab" * 32),)
+    utils = tmp_path / "utils.py"
+    utils.write_text("x = 1\n")
+    digest = Cache(str(tmp_path)).digest_now(str(utils))
+    pair = (str(utils), digest)
+    writer = Cache(str(tmp_path))
+    for name in ("a", "b"):
+        writer.put(
+            f"{name * 32}/{'0' * 64}", FileResult(name, dependencies=(pair,), reached=(pair[0],))
+        )
+    reader = Cache(str(tmp_path))
+    a = reader.get(f"{'a' * 32}/{'0' * 64}", "/proj/a.py")
+    b = reader.get(f"{'b' * 32}/{'0' * 64}", "/proj/b.py")
+    assert a is not None and b is not None
+    assert a.dependencies == (pair,)
     assert a.dependencies[0] is b.dependencies[0]  # held once across a warm run's results
-    assert a.reached == ("/proj/utils.py",) and a.reached[0] is b.reached[0]
+    assert a.reached == (pair[0],) and a.reached[0] is b.reached[0]
 
 
 def test_importers_that_never_spell_a_helper_function_are_not_parsed_for_its_loader():

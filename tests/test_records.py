@@ -81,6 +81,44 @@ def test_a_squash_keeps_nothing_on_the_records_it_flattens():
     assert _flatten(resolutions[:1], looked=True) == set(resolutions[0].held or ())
 
 
+def test_a_join_that_a_second_flat_set_reaches_keeps_what_it_holds_and_gives_the_same_union():
+    """The lints of a tree share their answers' records: the second lint that flattens a
+    record joining several parts keeps its flat set on it (`every`), and every later flat set
+    takes it whole instead of walking below it again, with the same union."""
+    looks = _Looks((("/p", "torch.py", "0"),), (_Looks((("/p", "torch/", "1"),), ()),))
+    shared = _Record(frozenset({"a.py"}), (_Record(("b.py",), ()), looks))
+    first = _Record(("one.py",), (shared,))
+    second = _Record(("two.py",), (shared, _Record(("c.py",), ())))
+    expected = {"a.py", "b.py", ("/p", "torch.py", "0"), ("/p", "torch/", "1")}
+    assert _flatten((first,), looked=True) == expected | {"one.py"}
+    assert shared.every is project_mod._ONCE  # (walked once: nothing kept yet)
+    assert _flatten((second,), looked=True) == expected | {"two.py", "c.py"}
+    assert shared.every is not None and set(shared.every) == expected
+    walked = []
+    real = _looked = project_mod._looked
+    try:
+        project_mod._looked = lambda r: walked.append(r) or real(r)
+        assert _flatten((first,), looked=True) == expected | {"one.py"}
+    finally:
+        project_mod._looked = _looked
+    assert walked == []  # (taken whole: nothing below it walked again)
+    # an accumulator's squash (no cache) keeps nothing
+    fresh = _Record(frozenset({"x.py"}), (_Record(("y.py",), ()), _Record(("z.py",), ())))
+    for _ in range(3):
+        assert _flatten((fresh,)) == {"x.py", "y.py", "z.py"}
+    assert fresh.every is None
+
+
+def test_a_deep_chain_of_joins_flattens_twice_without_deep_recursion():
+    """Keeping a join's flat set walks what is below it without keeping more (no recursion
+    per level): a chain of thousands of modules, each joining two parts, flattens again."""
+    record = _Record(("leaf.py",), ())
+    for i in range(5000):
+        record = _Record((f"m{i}.py",), (record, _Record((f"s{i}.py",), ())))
+    for _ in range(3):
+        assert len(_flatten((record,), looked=True)) == 1 + 2 * 5000
+
+
 def test_holds_looks_through_shared_parts_and_visits_each_record_once():
     leaf = _Record(frozenset({"deep.py"}), ())
     other = _Record(frozenset({"x.py"}), ())
@@ -396,8 +434,11 @@ def _cached_dependencies(root: Path) -> set[str]:
     import json
 
     out: set[str] = set()
+    reader = cache.Cache(str(root))
     for entry in (root / ".distlint_cache" / "entries").rglob("*.json"):
-        out.update(d[0] for d in json.loads(entry.read_text()).get("deps", []))
+        deps = reader._dependencies(json.loads(entry.read_text()))
+        assert deps is not None
+        out.update(d[0] for d in deps)
     return out
 
 

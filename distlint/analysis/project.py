@@ -120,7 +120,7 @@ class _Record:
     A lint of a diffusers script consults ~5,000 paths; copying them into every cache entry
     and answer along the way held most of a whole-tree run's memory."""
 
-    __slots__ = ("atoms", "parts", "held")
+    __slots__ = ("atoms", "parts", "held", "every")
 
     def __init__(self, atoms: Collection[Any], parts: tuple[_Record, ...]) -> None:
         # (a few paths as a tuple: most records are one import's checks, and a frozenset of
@@ -130,6 +130,9 @@ class _Record:
         # what it holds through its parts, once worked out where asked again and again (see
         # `_files`, `_looked`): the atoms below it, but not below a _Looks part of a _Record
         self.held: tuple[Any, ...] | None = None
+        # everything it holds, look-ups too, kept once a second flat set asked for it (see
+        # `_flatten`); _ONCE after the first
+        self.every: tuple[Any, ...] | None = None
 
 
 _SMALL = 8
@@ -194,12 +197,18 @@ class _Gather:
 
 
 def _flatten(
-    records: Iterable[_Record | None], into: set[Any] | None = None, looked: bool = False
+    records: Iterable[_Record | None],
+    into: set[Any] | None = None,
+    looked: bool = False,
+    keep: bool = True,
 ) -> set[Any]:
     """Every path the ``records`` hold, themselves and through their parts (each record
-    visited once), added to ``into`` (a new set by default). ``looked``: what a _Looks with
-    parts holds is kept on it (`_looked`), for the flat sets asked of every lint and every
-    stored answer (not for an accumulator's squash: a run keeping no cache keeps none)."""
+    visited once), added to ``into`` (a new set by default). ``looked``: the flat sets asked
+    of every lint and every stored answer (not an accumulator's squash: a run keeping no
+    cache keeps none of this): what a _Looks with parts holds is kept on it (`_looked`), and
+    so is what a record joining several parts holds once a second flat set reaches it (the
+    lints of a tree share their answers' records: each walked hundreds of them again; a record
+    kept is walked without keeping more: ``keep`` False, never a recursion deeper than one)."""
     out: set[Any] = set() if into is None else into
     seen: set[int] = set()
     stack = [r for r in records if r is not None]
@@ -209,13 +218,28 @@ def _flatten(
         key = id(record)
         if key not in seen:
             add(key)
-            if looked and type(record) is _Looks and record.parts:
-                update(_looked(record))
-            else:
-                update(record.atoms)
-                if record.parts:
-                    push(record.parts)
+            if looked and record.parts:
+                if type(record) is _Looks:
+                    update(_looked(record))
+                    continue
+                every = record.every
+                if every is not None and every is not _ONCE:
+                    update(every)
+                    continue
+                if every is _ONCE and keep and len(record.parts) > 1:
+                    held = _flatten(record.parts, set(record.atoms), True, keep=False)
+                    every = record.every = tuple(held)
+                    update(every)
+                    continue
+                if keep:
+                    record.every = _ONCE
+            update(record.atoms)
+            if record.parts:
+                push(record.parts)
     return out
+
+
+_ONCE: tuple[Any, ...] = tuple(["<walked once>"])  # (a record one flat set walked: `_flatten`)
 
 
 def _looked(record: _Record) -> tuple[Any, ...]:
@@ -1272,6 +1296,22 @@ class Project:
             return False
         spans = found.defs.get(name, [])
         return bool(spans) and all(found.code.startswith("def", s) for s, _ in spans)
+
+    def defines_only_classes(self, path: str, name: str) -> bool:
+        """Module ``path``'s text defines ``name`` at top level only with `class` statements,
+        and binds it by no import and no `global`: its summary is a class's. Read from its
+        outline, nothing parsed; the module then counts as reached, as its parse would."""
+        full = normalise(path)
+        if self._stale(full):
+            self._outlines.pop(full, None)
+        found = self._outline(full)
+        if found is None or name in found.imports or name in found.globals:
+            return False
+        kinds = found.kinds.get(name)
+        if not kinds or any(kind != "class" for kind in kinds):
+            return False
+        self._reached_module(full)
+        return True
 
     def _outline(self, full: str) -> Outline | None:
         if full in self._outlines:
