@@ -204,8 +204,7 @@ class Ordering:
         """The names of the file's functions, methods and classes: a call runs one of them only
         under its name (`f(...)`, `self.f(...)`, `obj.f(...)`, `Cls(...)`)."""
         names = {fn.name.value for defs in self.index.functions.values() for fn in defs}
-        names.update(cls.name.value for cls in self.index.nodes_of(cst.ClassDef))  # type: ignore[attr-defined]
-        return frozenset(names)
+        return frozenset(names.union(self.index.classes))
 
     @cached_property
     def _cyclic(self) -> bool:
