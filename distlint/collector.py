@@ -23,6 +23,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 _startup_paused = False
 
@@ -61,3 +62,37 @@ def paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+# What lints left to free (analyses whose `release` breaks their cycles), in a process that
+# frees them later (see `free_later`); None: freed at once.
+_deferred: list[Any] | None = None
+
+
+def free(*held: Any) -> None:
+    """``release()`` each of ``held`` (a lint's analysis, done with): now, or in a process that
+    called :func:`free_later`, at its next :func:`free_pending`."""
+    if _deferred is None:
+        for item in held:
+            item.release()
+    else:
+        _deferred.extend(held)
+
+
+def free_later() -> None:
+    """From now on, :func:`free` waits for :func:`free_pending` (the language server's worker:
+    its reply is sent before it frees what the lint behind it left)."""
+    global _deferred
+    if _deferred is None:
+        _deferred = []
+
+
+def free_pending() -> None:
+    """Free what :func:`free` left waiting."""
+    while _deferred:
+        _deferred.pop().release()
+
+
+def pending() -> list[Any]:
+    """What waits to be freed (a copy)."""
+    return list(_deferred or ())

@@ -32,6 +32,9 @@ import libcst as cst
 
 from distlint._libcst_compat import CodegenState
 
+# How a piece of an edited text is parsed: its module, or None (refused, or not parsed)
+Parser = Callable[[str], "cst.Module | None"]
+
 # how many statements beyond those the edit touched are re-parsed, on each side
 MARGIN = 1
 
@@ -142,18 +145,19 @@ class Document:
         return found[1] if found is not None and found[0] is node else None
 
     def update(
-        self, text: str, safe: Callable[[str], bool] | None = None
+        self, text: str, parser: Parser | None = None
     ) -> tuple[cst.Module, list[int]] | None:
         """The module of ``text`` (an edit of this document's text) and its offsets, from the
         old module with the edited statements re-parsed; None when the text must be parsed
-        whole (or does not parse: the caller's own parse reports it). ``safe``: is a piece of
-        text safe to give LibCST (:func:`distlint.guard.check_source`)?"""
+        whole (or does not parse: the caller's own parse reports it). ``parser``: how a piece
+        of text is parsed, None when it is refused or does not parse (the lint's is
+        :func:`distlint.parse.parse_piece`, the guard first; by default LibCST's parse)."""
         old, module, offsets = self.text, self.module, self.offsets
         if module is None or offsets is None or not module.body:
             return None
         body = module.body
         self.nested = False
-        found = self._update_inside(text, module, offsets, safe)
+        found = self._update_inside(text, module, offsets, parser)
         if found is not None:
             return found
         edited = _edited_statements(old, text, offsets, len(body))
@@ -163,7 +167,7 @@ class Document:
         begin, end = offsets[first], offsets[last + 1]
         delta = len(text) - len(old)
         piece = text[begin : end + delta]
-        sub = _parse_piece(piece, safe, module, first, last, begin)
+        sub = _parse_piece(piece, parser, module, first, last, begin)
         if sub is None:
             return None
         statements = list(sub.body)
@@ -198,7 +202,7 @@ class Document:
         text: str,
         module: cst.Module,
         offsets: list[int],
-        safe: Callable[[str], bool] | None,
+        parser: Parser | None,
     ) -> tuple[cst.Module, list[int]] | None:
         """:meth:`update` for an edit inside one indented block of one top-level statement:
         the statements of that block around it re-parsed; None when the edit is not inside one
@@ -227,7 +231,7 @@ class Document:
         indent = [
             step[1].indent if step[1].indent is not None else module.default_indent for step in path
         ]
-        statements = _parse_block_piece(piece, indent, module, safe)
+        statements = _parse_block_piece(piece, indent, module, parser)
         if statements is None:
             return None
         if "".join(_code(module, statements, indent)) != piece:
@@ -259,11 +263,28 @@ def _blocks(node: cst.CSTNode) -> Iterator[tuple[cst.IndentedBlock, list[cst.CST
     todo: list[tuple[cst.CSTNode, list[cst.CSTNode]]] = [(node, [node])]
     while todo:
         holder, way = todo.pop(0)
-        for child in holder.children:
+        for child in _held(holder):
             if isinstance(child, cst.IndentedBlock):
                 yield child, way
             elif isinstance(child, _HOLDERS):
                 todo.append((child, [*way, child]))
+
+
+def _held(node: cst.CSTNode) -> Iterator[Any]:
+    """What ``node``'s fields hold, lists spread (its child nodes among them): LibCST's
+    ``children`` would build a copy of the node to list them."""
+    names = _FIELD_NAMES.get(type(node))
+    if names is None:
+        names = _FIELD_NAMES[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+    for name in names:
+        value = getattr(node, name)
+        if type(value) is list or type(value) is tuple:
+            yield from value
+        else:
+            yield value
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 def _innermost_block(
@@ -296,14 +317,14 @@ def _parse_block_piece(
     piece: str,
     indent: list[str],
     module: cst.Module,
-    safe: Callable[[str], bool] | None,
+    parser: Parser | None,
 ) -> list[cst.BaseStatement] | None:
     """The statements of ``piece`` (whole lines of statements of a block nested
     ``len(indent)`` deep, ``indent`` the indentation each level adds), parsed as the body of
     that many ``if 1:`` lines; None when they do not parse as exactly that."""
     newline = module.default_newline
     lines = ["".join(indent[:depth]) + "if 1:" + newline for depth in range(len(indent))]
-    sub = _parsed("".join(lines) + piece, safe)
+    sub = _parsed("".join(lines) + piece, parser)
     if sub is None or sub.header or sub.footer or len(sub.body) != 1:
         return None
     sub = _with_defaults_of(module, sub)
@@ -366,16 +387,16 @@ def _edited_statements(
 
 def _parse_piece(
     piece: str,
-    safe: Callable[[str], bool] | None,
+    parser: Parser | None,
     module: cst.Module,
     first: int,
     last: int,
     begin: int,
 ) -> cst.Module | None:
     """``piece`` (statements ``first`` to ``last`` of ``module``'s edited text, from offset
-    ``begin``) parsed alone, written with ``module``'s defaults; None when it is not safe to
-    parse, does not parse, or does not parse as a run of whole statements like the module's."""
-    sub = _parsed(piece, safe)
+    ``begin``) parsed alone, written with ``module``'s defaults; None when it is refused, does
+    not parse, or does not parse as a run of whole statements like the module's."""
+    sub = _parsed(piece, parser)
     if sub is None or not sub.has_trailing_newline or sub.footer:
         return None
     if not _same_defaults(module, sub, first, last, begin):
@@ -383,10 +404,10 @@ def _parse_piece(
     return _with_defaults_of(module, sub)
 
 
-def _parsed(source: str, safe: Callable[[str], bool] | None) -> cst.Module | None:
-    """``source`` parsed; None when it is not safe to parse or does not parse."""
-    if safe is not None and not safe(source):
-        return None
+def _parsed(source: str, parser: Parser | None) -> cst.Module | None:
+    """``source`` parsed; None when it is refused or does not parse."""
+    if parser is not None:
+        return parser(source)
     try:
         return cst.parse_module(source)
     except Exception:

@@ -579,9 +579,23 @@ class _Engine:
 
     def idle(self) -> None:
         """Between requests: compute what the next edit of a linted buffer needs (where its
-        statements start), so that the user's next pause in typing does not pay for it."""
+        statements start), so that the user's next pause in typing does not pay for it; and
+        free what the last lint left (see `free_after_replies`)."""
+        from distlint import collector
+
+        collector.free_pending()
         for document in list(self.documents.values()):
             document.prepare()
+
+    @staticmethod
+    def free_after_replies() -> None:
+        """What each lint leaves to free (the analysis of the text's own parse) is freed
+        after its reply is sent (`idle`), not before (:func:`distlint.collector.free_later`:
+        for the whole process, the worker's own; the loop of `main` sends each reply before
+        the engine is idle)."""
+        from distlint import collector
+
+        collector.free_later()
 
     # Configuration files are re-checked on every lint (a few stat calls): an edit of
     # pyproject.toml applies at the next keystroke, whether or not the client watches files.
@@ -621,8 +635,10 @@ class _Engine:
     def lint(self, text: str, path: str, options: Any, buffers: dict | None = None):
         """Lint ``text`` as ``path``; ``buffers`` (path -> text of the other open documents)
         stand in for their files when the analysis reaches them."""
+        from distlint import collector
         from distlint.api import ConfigError
 
+        collector.free_pending()  # (requests back to back: no idle time between them)
         try:
             config, changed = self.config(path, options)
         except ConfigError as exc:
@@ -715,6 +731,7 @@ def main(engine_class: type = _Engine) -> None:
 
         collector.pause_startup()  # the engine's first lint resumes it (distlint.collector)
         engine = engine_class(warm_up=not _waiting(inp))
+        engine.free_after_replies()
     except BaseException as exc:  # told to the server, which reports it to the editor
         import traceback
 
@@ -738,6 +755,7 @@ def main(engine_class: type = _Engine) -> None:
         except Exception as exc:
             reply = (req_id, False, f"internal error: {type(exc).__name__}: {exc}")
         _send(out, reply)
+        collector.free_pending()  # what the request's lints left, its reply sent
         if method == "lint":
             try:
                 engine.idle()

@@ -96,6 +96,29 @@ def parse(
         return syntax_error(path, text, exc, mapped)
 
 
+def parse_piece(text: str, path: str) -> cst.Module | None:
+    """``text``, a piece of a file an editor changed (its statements around an edit), parsed
+    as :func:`parse` would parse it in the whole text: refused by the guard, or skipping
+    LibCST's node checks only where they cannot refuse it; None when refused or when it does
+    not parse (the whole text's parse then reports why: a piece is only a shortcut). Counted
+    in :data:`PIECE_CHECKS` (``"checked"`` / ``"unchecked"``)."""
+    checks: list[str] | None = [] if UNCHECKED_PARSE else None
+    if guard.check_source(text, path, None, None, None, checks) is not None:
+        return None
+    unchecked = checks is not None and not checks
+    PIECE_CHECKS["unchecked" if unchecked else "checked"] += 1
+    try:
+        with collector_paused():
+            with checks_off() if unchecked else nullcontext():
+                return cst.parse_module(text)
+    except Exception:  # a syntax error, or deeper than the stack allows: the whole parse's
+        return None
+
+
+# pieces of edited texts parsed with LibCST's node checks and without (see `parse_piece`)
+PIECE_CHECKS: Counter[str] = Counter()
+
+
 def syntax_error(
     path: str, text: str, exc: Exception, mapped: SourceMap | None = None
 ) -> FileError:

@@ -18,13 +18,14 @@ from distlint import guard
 from distlint.analysis import Index
 from distlint.analysis.facts import Facts, facts_for
 from distlint.analysis.project import Project
+from distlint.collector import free
 from distlint.collector import paused as collector_paused
 from distlint.config import Config
 from distlint.edits import LineIndex
 from distlint.incremental import Document
 from distlint.model import Applicability, FileError, FileResult, Finding, Fix, Range
 from distlint.noqa import UNUSED_CODE, Directives, Placement, directive_edit, unused_noqa
-from distlint.parse import decode_source, null_byte, parse
+from distlint.parse import decode_source, null_byte, parse, parse_piece
 from distlint.positions import DEEP_RECURSION_LIMIT, SourceMap, Span, TooDeep, deep_call, layout
 from distlint.registry import all_rules, codes_by_name
 from distlint.rule import Report, Rule, RuleContext
@@ -161,26 +162,27 @@ def _triggered(
 ) -> tuple[Rule, ...]:
     """The rules of ``active`` that may match: a cheap pre-filter, since a rule that needs e.g.
     "manual_seed" cannot match a file without it, or without a project module it imports (a
-    seeding helper, a loader factory) holding it. Each imported module's trigger words are
-    found once per run (a set per module), not searched for again by every file importing it."""
+    seeding helper, a loader factory) holding it. Imported modules are searched only for the
+    words of the rules still asleep (each module for each word once per run), and no more
+    once every rule is awake."""
     candidates = active
     active = tuple(r for r in active if not r.TRIGGERS or any(t in text for t in r.TRIGGERS))
     if project is not None and len(active) < len(candidates):
-        found: set[str] = set()
-        for words in project.imported_words(path, text, _trigger_words(candidates)):
-            if words <= found:
-                continue  # nothing new: the same rules
-            found |= words
-            active = tuple(r for r in candidates if r in active or not found.isdisjoint(r.TRIGGERS))
-            if len(active) == len(candidates):
-                break
+        asleep = [r for r in candidates if r not in active]
+        wanted = {t for r in asleep for t in r.TRIGGERS}
+        for words in project.imported_words(path, text, wanted):
+            if not words:
+                continue
+            woken = [r for r in asleep if not words.isdisjoint(r.TRIGGERS)]
+            if not woken:
+                continue
+            asleep = [r for r in asleep if r not in woken]
+            if not asleep:
+                return candidates
+            wanted.clear()
+            wanted.update(t for r in asleep for t in r.TRIGGERS)
+        active = tuple(r for r in candidates if r not in asleep)
     return active
-
-
-@lru_cache(maxsize=32)
-def _trigger_words(rules: tuple[Rule, ...]) -> frozenset[str]:
-    """Every trigger word of ``rules``: the vocabulary imported modules are searched for."""
-    return frozenset(t for r in rules for t in r.TRIGGERS)
 
 
 def _first_round(
@@ -285,10 +287,7 @@ def _reuse(
     if max_file_size and len(text) > max_file_size // 4:
         return None  # maybe over the size budget: the whole parse checks (and reports) it
 
-    def safe(piece: str) -> bool:
-        return guard.check_source(piece, path, None) is None
-
-    found = document.update(text, safe)
+    found = document.update(text, lambda piece: parse_piece(piece, path))
     if found is not None:
         PASSES["parse"] += 1
     return found
@@ -358,8 +357,7 @@ def _lint_module(
     try:
         return _lint_indexed(module, text, job, index, facts, offsets, tops, source)
     finally:
-        facts.release()
-        index.release()
+        free(facts, index)  # (the language server's worker: once the reply is sent)
 
 
 def _lint_indexed(

@@ -95,7 +95,9 @@ class SeedAfterModelInit(Rule):
             return  # no seeding to come too late (the order of the rest need not be known)
         analysis = Ordering(ctx.facts)
         reported: set[cst.Call] = set()
-        for root, prefix in analysis.roots():
+        for root, prefix in analysis.roots(may_build_first=True):
+            if not prefix and analysis.seeded_first(root):
+                continue  # seeded before anything could be built: nothing else need be asked
             events = prefix + analysis.events(root)
             if not events or events[0].kind is not Happens.MODEL:
                 continue  # seeded before anything was built (or never seeded: DL101's business)

@@ -159,14 +159,16 @@ class SeedOnlyTorch(Rule):
         seeding = facts.seeding
         if not _may_miss(facts):
             return  # nothing drawn that a seed could leave out: no helper need be followed
-        if seeding.full or any(index.qualname(c.func) == seed_fn for c in index.calls):
-            return  # a library helper (or a project helper calling one) seeds everything
+        # The cheapest answers first: the script's own calls, then the project helpers only
+        # as far as a question needs them (each answer below ends the check without a report)
+        if seeding.seeds(Seeds.ALL, helpers=False):
+            return  # a library helper seeds everything
+        if any(index.qualname(c.func) == seed_fn for c in index.calls):
+            return
+        missing = _unseeded_draws(facts)
+        if not missing or seeding.seeds(Seeds.ALL) or not seeding.seeds(Seeds.TORCH):
+            return  # (a project helper calling a library helper seeds everything)
         by_kind = {KINDS[k]: calls for k, calls in seeding.by_kind.items()}
-        if not by_kind["torch"]:
-            return
-        missing = _unseeded_draws(facts, by_kind)
-        if not missing:
-            return
         first = min(by_kind["torch"], key=index.order)
         what = (
             " and ".join(missing)
@@ -331,16 +333,16 @@ def _may_miss(facts: Facts) -> bool:
     return bool(facts.seeding.may_draw & wanted)
 
 
-def _unseeded_draws(facts: Facts, by_kind: dict) -> list[str]:
+def _unseeded_draws(facts: Facts) -> list[str]:
     """The generators the run draws from (directly or through known libraries) that nothing
     seeds: a mock model's `torch.manual_seed(0)` in a script that never touches `random` is
     fine, a numpy augmentation after it is not."""
     seeding = facts.seeding
     missing: list[str] = []
-    if not by_kind["python"] and Seeds.PYTHON in seeding.draws:
+    if Seeds.PYTHON in seeding.draws and not seeding.seeds(Seeds.PYTHON):
         missing.append("python `random`")
-    if not by_kind["numpy"] and Seeds.NUMPY in seeding.draws:
+    if Seeds.NUMPY in seeding.draws and not seeding.seeds(Seeds.NUMPY):
         missing.append("numpy")
-    if facts.uses_xla and not by_kind["xla"] and Seeds.XLA in seeding.draws:
+    if facts.uses_xla and Seeds.XLA in seeding.draws and not seeding.seeds(Seeds.XLA):
         missing.append("torch_xla")
     return missing

@@ -2,8 +2,8 @@
 
 Run as a worker's command (through :func:`hooked_worker`): the worker of
 :mod:`distlint.lsp_worker`, with an engine that also answers ``crash`` (what a native crash in
-LibCST does), ``sleep`` (a lint that takes too long) and ``passes`` (the lint passes made, from
-:data:`distlint.runner.PASSES`). :func:`hooked_worker` gives the server's handle on one.
+LibCST does), ``sleep`` (a lint that takes too long), ``passes`` (the lint passes made, from
+:data:`distlint.runner.PASSES`) and ``pending`` (the analyses waiting to be freed). :func:`hooked_worker` gives the server's handle on one.
 ``python -I tests/lsp_hooks.py serve-with-broken-worker``: a server whose worker cannot start;
 ``serve-with-hooked-worker``: one whose workers lint a document holding ``# test: lint takes
 N s`` that slowly.
@@ -52,6 +52,12 @@ def _engine_class():
             if found:
                 time.sleep(float(found.group(1)))
             return super().lint(text, *args, **kwargs)
+
+        def pending(self) -> int:
+            """How many analyses wait to be freed (see distlint.collector.free_later)."""
+            from distlint import collector
+
+            return len(collector.pending())
 
         def passes(self, clear: bool = False) -> dict[str, int]:
             from distlint import runner

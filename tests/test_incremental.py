@@ -181,6 +181,25 @@ def test_an_edit_in_a_loop_reparses_the_statements_around_it():
     assert module.body[1].body.body[-1] is old.body[1].body.body[-1]
 
 
+def test_finding_the_edited_block_builds_no_copy_of_the_statements_around_it(monkeypatch):
+    """The blocks holding an edit are read from the statements' fields: LibCST's `children`
+    would build (and check) a copy of each statement on the way, for every edit."""
+    listed: list[str] = []
+    children = cst.CSTNode.children
+
+    def counted(node: cst.CSTNode) -> object:
+        listed.append(type(node).__name__)
+        return children.fget(node)  # type: ignore[attr-defined]
+
+    document = Document(NESTED, cst.parse_module(NESTED))
+    document.prepare()
+    monkeypatch.setattr(cst.CSTNode, "children", property(counted))
+    new = NESTED.replace("accelerator.backward(loss)", "accelerator.backward(loss * 2)")
+    module, _ = document.update(new)
+    assert document.nested and _same_module(module, new)
+    assert listed == []
+
+
 def test_one_line_edit_reparses_only_its_neighbourhood():
     body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(50))
     document = Document(body, cst.parse_module(body))

@@ -515,6 +515,28 @@ def test_worker_crash_and_timeout_become_errors_and_the_worker_restarts():
         worker.close()
 
 
+def test_the_worker_frees_what_each_request_left_once_it_has_replied(tmp_path):
+    """Nothing a lint, a fix or a code action's check left (the analysis of the text's own
+    parse) waits past the request's reply: it is freed after the reply is sent."""
+    from lsp_hooks import hooked_worker
+
+    from distlint.api import LintOptions
+
+    text = "import torch\n\ntorch.manual_seed(0)\n"
+    worker = hooked_worker(str(tmp_path))
+    try:
+        script = str(tmp_path / "train.py")
+        (tmp_path / "train.py").write_text(text)
+        status, result, config, _ = worker.call("lint", text, script, LintOptions(), {})
+        assert status == "ok" and worker.call("pending") == 0
+        worker.call("fix", text, script, config, result)
+        assert worker.call("pending") == 0
+        worker.call("suppresses", text, script, config, "DL101", 3)
+        assert worker.call("pending") == 0
+    finally:
+        worker.close()
+
+
 def test_a_request_waiting_when_the_worker_is_ready_spares_it_the_warm_up_lint():
     """The first request of a worker still starting is sent at once (an editor's first
     message comes before the worker has loaded LibCST and the rules); finding it waiting, the

@@ -223,3 +223,30 @@ def test_a_helper_s_shape_is_read_once_per_helper_text(monkeypatch):
     assert len(searched) == 1
     assert not batch._may_slice(code.replace("batch[rank::2]", "batch"))
     assert len(searched) == 2
+
+
+def test_the_worker_frees_a_lint_s_analysis_after_the_reply_not_before(monkeypatch, tmp_path):
+    """In the worker's process, what a lint leaves to free (the index and facts of the text's
+    own parse) waits until the reply is sent (`idle`); elsewhere it is freed at once."""
+    from distlint import collector
+    from distlint.analysis.index import Index
+    from distlint.lsp_worker import _Engine
+
+    monkeypatch.setattr(collector, "_deferred", None)  # (restored after the test)
+    script = tmp_path / "train.py"
+    script.write_text(ENTRY)
+    edited = ENTRY.replace("0", "1")
+    library = _Engine(warm_up=False)
+    expected = library.lint(edited, str(script), api.LintOptions(), {})
+    assert collector.pending() == []  # a library's engine: freed before the lint returned
+
+    engine = _Engine(warm_up=False)
+    engine.free_after_replies()
+    assert engine.lint(edited, str(script), api.LintOptions(), {}) == expected
+    (index,) = [held for held in collector.pending() if isinstance(held, Index)]
+    assert index.__dict__  # not freed yet: the reply goes first
+    engine.idle()
+    assert collector.pending() == [] and not index.__dict__  # freed (its cycles broken)
+    engine.lint(ENTRY, str(script), api.LintOptions(), {})
+    engine.lint(ENTRY.replace("0", "2"), str(script), api.LintOptions(), {})  # no idle between
+    assert len(collector.pending()) == 2  # (the first lint's freed when the second began)

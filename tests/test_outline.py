@@ -114,3 +114,114 @@ def test_an_unterminated_string_is_read_in_linear_time():
     for opener in ('"""', "'''", '"', "'"):
         text = "def f():\n    x = " + opener + "ab cd, ef " * 2000 + "\n    return x\n"
         assert outline(text) is None
+
+
+@pytest.mark.parametrize(
+    "code, called",
+    [
+        ("mod.f(1)", {"mod"}),
+        ("pkg . sub . g ()", {"pkg"}),  # spaces inside a dotted name
+        ("x[0].m()", set()),  # `m` is read from `x[0]`, and `x` is not called
+        ("a.b.c + d(e)", {"d"}),  # a chain not called is passed over whole
+        ("a . b c(1)", {"c"}),
+        ("0x1f(2)", set()),  # a name glued to a digit is no name
+        ("name_(1) + _n2.k(3)", {"name_", "_n2"}),
+    ],
+)
+def test_called_names_are_the_first_of_each_called_chain(code, called):
+    found = outline(code + "\n")
+    assert found is not None
+    assert found.called(0, len(code)) == called
+
+
+def test_attributes_called_on_modules():
+    found = outline("import a.b\na.b.c(1)\na.d()\ne.f\n")
+    assert found is not None
+    assert found.attributes("a") == {"b", "d"}
+    assert found.attributes("a.b") == {"c"}
+    assert found.attributes("e") == set()  # read, not called
+
+
+@pytest.mark.parametrize(
+    "code, spelled, attributes",
+    [
+        ("x . mod.f()", "mod", set()),  # `mod` is read from `x`: not a module of its own
+        ("x . mod.f()", "x", {"mod"}),
+        ("(1) . mod.f()", "mod", {"f"}),  # no name before the dot: `mod` starts a name
+        ("y = mod . sub . k(1)", "mod.sub", {"k"}),
+        ("y = mod . sub . k(1)", "mod", {"sub"}),
+        ("amod.f() + mod_.g() + o.mod.h()", "mod", set()),  # other names holding the word
+    ],
+)
+def test_attributes_of_a_dotted_name_however_it_is_spaced(code, spelled, attributes):
+    found = outline(code + "\n")
+    assert found is not None
+    assert found.attributes(spelled) == attributes
+
+
+def test_a_plain_identifier_string_is_a_key_with_or_without_prefix():
+    text = 'x = env[r"RANK"] + env["WORLD_SIZE"] + f"{RANK}"\n'
+    found = outline(text)
+    assert found is not None
+    assert [w for _, w in found.keys] == ["RANK", "WORLD_SIZE"]
+    assert [(s, text[s]) for s, _ in found.keys][0] == (text.index('r"'), "r")
+    assert [t for _, _, t in found.fstrings] == ['f"{RANK}"']
+
+
+def test_a_function_body_whose_brackets_close_is_read_whole(monkeypatch):
+    """A top-level function or class whose body closes every bracket it opens (and joins no
+    lines with a backslash) is read whole: only its imports and `global` statements are
+    looked at, not each of its lines."""
+    from distlint.analysis import outline as outline_module
+
+    body = "".join(f"    v{i} = call(a[{i}], {{'k': ({i},)}})\n" for i in range(500))
+    text = (
+        "import os\n"
+        "class Big(Base):\n"
+        "    def method(self):\n"
+        "        from .helpers import (\n"
+        "            seed_all as sa,\n"
+        "        )\n"
+        "        global ENV\n"
+        "        items = fetch(\n"
+        "            import_x)\n" + body + "after = 1\n"
+        "def tail():\n"
+        "    import numpy as np\n"
+    )
+    read: list[tuple[int, int, int]] = []
+    real = outline_module._logical_lines
+
+    def counted(*args):
+        for line in real(*args):
+            read.append(line)
+            yield line
+
+    monkeypatch.setattr(outline_module, "_logical_lines", counted)
+    found = outline(text)
+    assert found is not None
+    assert len(read) == 4  # `import os`, `class Big`, `after = 1`, `def tail`
+    assert set(found.defs) == {"Big", "tail"}
+    ((start, end),) = found.defs["Big"]
+    assert text[start:end].startswith("class Big") and text[end:].startswith("after = 1")
+    assert [text[a:b] for a, b in found.module_lines] == ["after = 1"]
+    assert [(i.module, i.name) for i in found.imports["sa"]] == [("helpers", "seed_all")]
+    assert [(i.module, i.name) for i in found.imports["np"]] == [("numpy", None)]
+    assert "import_x" not in found.imports  # inside brackets: not a statement
+    assert found.globals == {"ENV": ["Big"]}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    x = f(1,\n2)\n",  # a line at column 0 inside brackets: not the end of the body
+        "    x = 1 + \\\n2\n",  # joined by a backslash
+        "    x = 1)\n    (y\n)\n",  # a stray closer, then an opener: read line by line
+    ],
+)
+def test_a_body_that_cannot_be_read_whole_is_read_line_by_line(body):
+    text = "def f():\n" + body + "def g():\n    pass\n"
+    found = outline(text)
+    assert found is not None
+    assert set(found.defs) == {"f", "g"}
+    ((start, end),) = found.defs["f"]
+    assert text[start:end] == "def f():\n" + body

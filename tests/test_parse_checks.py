@@ -15,6 +15,7 @@ from distlint import _libcst_compat as compat
 from distlint import guard, runner
 from distlint import parse as parse_mod
 from distlint.api import Config, lint_source
+from distlint.incremental import Document
 from distlint.model import FileError
 from distlint.parse import parse
 from tests.helpers import FIXTURES
@@ -144,3 +145,47 @@ def test_another_libcst_version_is_always_checked(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(compat, "CHECKS_READ_FOR", (compat.LIBCST_VERSION,))
     assert compat._install() is True
     assert cst.CSTNode.__post_init__ is compat._post_init
+
+
+# ------------------------------------------------------------------ the editor's piece parse
+EDITED_SCRIPT = "import torch\n\ntorch.manual_seed(0)\n\n\ndef main():\n    x = 1\n    y = 2\n    return x + y\n\n\nz = 3\n"
+
+
+def _edited_in_a_document(new: str) -> tuple[object, Document]:
+    """Lint ``EDITED_SCRIPT`` in an editor's document, then its edit ``new``."""
+    document = Document()
+    config = Config(select=("ALL",))
+    runner.lint_source(EDITED_SCRIPT, "t.py", config, document=document)
+    return runner.lint_source(new, "t.py", config, document=document), document
+
+
+def test_the_editors_piece_parse_skips_the_checks(name_checks: list[str]) -> None:
+    """A re-lint after an edit parses the edited statements (in their block, and at the top
+    level) without LibCST's checks, as the lint's whole parse does."""
+    for old, new in (("y = 2", "y = total_count * 2"), ("z = 3", "z = other_name + 3")):
+        before = dict(parse_mod.PIECE_CHECKS)
+        edited = EDITED_SCRIPT.replace(old, new)
+        result, document = _edited_in_a_document(edited)
+        assert document.reparsed and document.text == edited
+        assert result == runner.lint_source(edited, "t.py", Config(select=("ALL",)))
+        assert parse_mod.PIECE_CHECKS["unchecked"] == before.get("unchecked", 0) + 1
+        assert parse_mod.PIECE_CHECKS["checked"] == before.get("checked", 0)
+        assert new.split()[2] not in name_checks  # the new name: parsed, never checked
+        name_checks.clear()
+
+
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")  # (Python's own reading of `1if.5`)
+@pytest.mark.parametrize("text", REFUSED_BY_CHECKS.values(), ids=REFUSED_BY_CHECKS.keys())
+def test_what_the_checks_refuse_is_refused_in_the_editor_as_in_a_whole_lint(text: str) -> None:
+    """An edit that writes a text LibCST's checks refuse into a function's body (a piece of
+    the document) is refused with the message and line of the whole lint."""
+    body = "".join("    " + line + "\n" for line in text.splitlines())
+    edited = EDITED_SCRIPT.replace("    y = 2\n", body)
+    before = dict(parse_mod.PIECE_CHECKS)
+    result, document = _edited_in_a_document(edited)
+    whole = runner.lint_source(edited, "t.py", Config(select=("ALL",)))
+    assert whole.errors and result.errors == whole.errors  # the message and the line
+    assert document.text == EDITED_SCRIPT  # the last good parse kept
+    # (the block's statements, then the function's: each piece sent to the checking parse)
+    assert parse_mod.PIECE_CHECKS["checked"] > before.get("checked", 0)
+    assert parse_mod.PIECE_CHECKS["unchecked"] == before.get("unchecked", 0)

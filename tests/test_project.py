@@ -490,8 +490,9 @@ def _chain(tmp_path, n):
         )
     (tmp_path / "train.py").write_text(
         "import torch\nfrom accelerate import Accelerator\nfrom pkg.m0 import step_0\n\n"
-        "accelerator = Accelerator()\nmodel = torch.nn.Linear(2, 2)\ntorch.manual_seed(step_0(1))\n"
-    )  # (a model built before the seeding: DL102 follows the seed's value into the chain)
+        "accelerator = Accelerator()\nmodel = torch.nn.Linear(2, 2)\nseed = step_0(1)\n"
+        "torch.manual_seed(seed)\n"
+    )  # (a model built before the seeding: DL102 asks whether the helper called in between seeds)
 
 
 def test_a_run_stats_each_module_once(tmp_path):

@@ -90,7 +90,9 @@ def test_the_order_is_not_worked_out_where_nothing_seeds_torch(monkeypatch):
     computed. A module whose helper seeds it still is."""
     walked: list[object] = []
     real = ordering.Ordering.roots
-    monkeypatch.setattr(ordering.Ordering, "roots", lambda self: walked.append(self) or real(self))
+    monkeypatch.setattr(
+        ordering.Ordering, "roots", lambda self, **kw: walked.append(self) or real(self, **kw)
+    )
     sources = {
         **_SEEDS,
         "lib.py": (

@@ -50,25 +50,83 @@ def test_trigger_filter_wakes_the_rules_of_imported_words_searching_each_module_
 ):
     project = Project.from_sources(ROOT, {**HELPERS, **SCRIPTS})
     config = Config()
-    searched: list[bytes] = []  # the texts searched for trigger words
+    searched: list[tuple[bytes, str]] = []  # (a text searched, a word searched for in it)
     spelled = project_mod._spelled
-    monkeypatch.setattr(
-        project_mod, "_spelled", lambda words, data: searched.append(data) or spelled(words, data)
-    )
+
+    def spy(words: frozenset[str], data: bytes | None) -> frozenset[str]:
+        searched.extend((data or b"", w) for w in words)
+        return spelled(words, data)
+
+    monkeypatch.setattr(project_mod, "_spelled", spy)
     everything = runner.enabled_rules(config, "x.py", _all_codes())
     for script, text in SCRIPTS.items():
         together = text + "".join(HELPERS[h] for h in REACHED[script])
         expected = {r.CODE for r in everything if any(t in together for t in r.TRIGGERS)}
         active = runner._triggered(everything, text, _path(script), project)
         assert {r.CODE for r in active} == expected, script
+        if script == "train_a.py":  # the first: its one helper searched for the asleep words
+            awake = [r for r in everything if any(t in text for t in r.TRIGGERS)]
+            asleep = {t for r in everything if r not in awake for t in r.TRIGGERS}
+            assert {w for _, w in searched} == asleep
+            assert "seed" not in asleep  # (its own text wakes the seeding rule)
     assert {"DL102", "DL301", "DL402"} <= {
         r.CODE for r in runner._triggered(everything, SCRIPTS["train_b.py"], _path("x.py"), project)
     }
-    # every helper module searched for the trigger words once in the run, whoever imports it
+    # every helper module searched for each trigger word at most once in the run, whoever
+    # imports it, and only for the words of rules still asleep
     assert len(searched) == len(set(searched))
-    assert sorted(searched) == sorted(
+    assert {data for data, _ in searched} == {
         HELPERS[h].encode() for h in ("helpers/seeding.py", "helpers/loader.py", "helpers/deep.py")
-    )
+    }
+
+
+def _admitted_by_the_definition(
+    project: Project, everything: tuple, text: str, path: str
+) -> frozenset[str]:
+    """What the trigger filter means, asked the long way: the rules whose words the file or
+    any module of its imports' two levels writes (every module searched for every word)."""
+    written = {t for r in everything for t in r.TRIGGERS if t in text}
+    for words in project.imported_words(path, text, {t for r in everything for t in r.TRIGGERS}):
+        written |= words
+    return frozenset(r.CODE for r in everything if not r.TRIGGERS or written & set(r.TRIGGERS))
+
+
+def test_trigger_filter_admits_what_its_definition_admits_on_every_fixture_project(
+    monkeypatch, fresh_projects
+):
+    """Searching imports only for the words of rules still asleep, and stopping once all
+    are awake, admits the same rules as searching every module for every word."""
+    from pathlib import Path
+
+    from distlint import api
+
+    folders = sorted(p for p in (Path(__file__).parent.parent / "fixtures" / "projects").iterdir())
+    triggered = runner._triggered
+    compared: list[tuple[str, frozenset[str], frozenset[str]]] = []
+
+    def both(active, text, path, project):  # type: ignore[no-untyped-def]
+        got = triggered(active, text, path, project)
+        if project is not None:
+            own = {r.CODE for r in active if not r.TRIGGERS or any(t in text for t in r.TRIGGERS)}
+            expected = _admitted_by_the_definition(project, active, text, path)
+            compared.append((path, frozenset(r.CODE for r in got), expected))
+            compared.append(("(own text)", frozenset(own), frozenset(own)))
+        return got
+
+    monkeypatch.setattr(runner, "_triggered", both)
+    old = os.getcwd()
+    try:
+        for folder in folders:
+            project_mod.forget_projects()
+            os.chdir(folder)
+            list(api.lint_paths(["."], api.LintOptions(select=("ALL",), cache=False, jobs=1)))
+    finally:
+        os.chdir(old)
+    assert len(compared) > 300
+    for path, got, expected in compared:
+        assert got == expected, path
+    woken = [p for (p, got, _), (_, own, _) in zip(compared[::2], compared[1::2]) if got != own]
+    assert len(woken) > 20  # (rules woken through imports: the search was exercised)
 
 
 def _all_codes() -> frozenset[str]:
@@ -157,3 +215,86 @@ def test_import_line_scan_reads_the_first_line_crlf_and_parenthesised_names():
         ("c", [], 0),
         ("d", [], 0),
     ]
+
+
+def test_a_from_line_finds_its_package_once_with_the_targets_and_looks_of_one_per_name(
+    monkeypatch, fresh_projects
+):
+    """The line scan of `from pkg import a, b, c` finds the package once for all the names:
+    the modules it resolves to and what the resolution looked at (the cache's dependencies)
+    are those of resolving each name alone, on every module of every fixture project."""
+    from functools import partial
+    from pathlib import Path
+
+    from distlint.analysis.project import _IMPORT_LINE, _flatten
+
+    def one_per_name(project: Project, full: str, text: str) -> tuple[str, ...]:
+        here = os.path.dirname(full)
+        found: dict[str, None] = {}
+        for module, names, level in _IMPORT_LINE.scan(text):
+            level = level if names else 0
+            hit = project._import_in(here, module, level) if module or level else None
+            found.update({p: None for p in [hit] if p is not None})
+            for name in names:
+                sub = project._from_import_in(here, module, name, level)
+                found.update({p: None for p in [sub] if p is not None})
+        return tuple(found)
+
+    calls = {"alone": 0, "counting": False}
+    resolve_alone = Project._from_import_in
+
+    def counted(self: Project, *args: object) -> object:
+        calls["alone"] += calls["counting"]
+        return resolve_alone(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Project, "_from_import_in", counted)
+    names = compared = 0
+    for folder in sorted((Path(__file__).parent.parent / "fixtures" / "projects").iterdir()):
+        for file in sorted(folder.rglob("*.py")):
+            text = file.read_text(encoding="utf-8", errors="replace")
+            full = str(file)
+            project = Project(str(folder))
+            calls["counting"] = True
+            got, got_looks = project.remember(partial(project._scan_text, full, text))
+            got = got[1]
+            calls["counting"] = False
+            alone = Project(str(folder))
+            expected, looks = alone.remember(partial(one_per_name, alone, full, text))
+            assert got == expected, full
+            assert _flatten((got_looks,)) == _flatten((looks,)), full
+            names += sum(len(n) for _, n, _ in _IMPORT_LINE.scan(text))
+            compared += bool(expected)
+    assert compared > 50 and names > 200
+    assert calls["alone"] == 0  # no name resolved alone: its package found once a line
+
+
+def test_the_calls_a_block_runs_are_those_its_walk_finds_on_every_fixture():
+    """calls_inside and calls_run_by (read from the index's numbering, no walk) are the calls
+    that walking the node finds, in the same order: all of them, and those outside functions,
+    classes and lambdas defined within it (`loops.body_nodes`, which the loop questions used)."""
+    from pathlib import Path
+
+    import libcst as cst
+
+    from distlint.analysis.index import Index, walk
+    from distlint.analysis.loops import body_nodes
+
+    fixtures = Path(__file__).parent.parent / "fixtures"
+    blocks = nested = 0
+    for file in sorted(fixtures.rglob("*.py")):
+        text = file.read_text(encoding="utf-8", errors="replace")
+        try:
+            module = cst.parse_module(text)
+        except Exception:
+            continue  # (fixtures of unparsable files)
+        index = Index(module, text)
+        for node in walk(module):
+            if not isinstance(node, (cst.IndentedBlock, cst.For, cst.While, cst.Module)):
+                continue
+            every = [n for n in walk(node) if isinstance(n, cst.Call)]
+            assert index.calls_inside(node) == every, file
+            run = [n for n in body_nodes(node) if isinstance(n, cst.Call)]
+            assert index.calls_run_by(node) == run, file
+            blocks += 1
+            nested += len(run) < len(every)
+    assert blocks > 1000 and nested > 50

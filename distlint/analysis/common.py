@@ -51,7 +51,7 @@ class _Spellings(NamedTuple):
     calls) it accepts, such as a function that yields (no spellings: the shape decides)."""
 
     pairs: frozenset[tuple[str, str]]
-    words: frozenset[str]
+    words: frozenset[str]  # every part of ``pairs``
     folded: frozenset[str] = frozenset()
     shape: Callable[[str], bool] | None = None
 
@@ -80,7 +80,8 @@ class _Spellings(NamedTuple):
         return found.union(alone) if alone else found
 
     def written_in(self, words: frozenset[str]) -> bool:
-        if any(first in words and last in words for first, last in self.pairs):
+        present = self.words.intersection(words)  # (most texts write none of them)
+        if present and any(first in present and last in present for first, last in self.pairs):
             return True
         folded = self.folded
         return bool(folded) and any(w.lower() in folded for w in words)
@@ -114,15 +115,19 @@ _SEEDERS = _Spellings.of(
 # What a module must write to make a DataLoader (see `Loaders`, `BatchFlow`).
 _LOADER_SPELLINGS = _Spellings.of(K.DATALOADERS)
 # What a module must write to build an optimizer (see `Optimizers._optimizer`): a library
-# optimizer's package, class or factory, a config instantiation, the optimizer base class, or an
-# `lr=` keyword (an optimizer recognised by its parameters and LR).
-_OPTIMIZING = _Spellings.any_of(
+# optimizer's package, class or factory, the optimizer base class, or an `lr=` keyword (an
+# optimizer recognised by its parameters and LR); a config instantiation, by its package and
+# its name (`hydra` and `call`: a `call` alone is any method's name).
+_OPTIMIZING_WORDS = _Spellings.any_of(
     {p.rstrip(".").rsplit(".", 1)[-1] for p in K.OPTIMIZER_PACKAGES}
     | {q.rsplit(".", 1)[-1] for q in K.OPTIMIZER_CLASSES | K.OPTIMIZER_BASES}
     | {q.rsplit(".", 1)[-1] for q in (*K.OPTIMIZER_FACTORIES, *K.OPTIMIZER_FACTORIES_READING)}
-    | {q.rsplit(".", 1)[-1] for q in K.CONFIG_INSTANTIATE}
     | {q.rsplit(".", 1)[-1] for q in K.IMPORT_BY_NAME}  # a project's own `instantiate()`
     | {"lr"}
+)
+_CONFIG_CALLS = _Spellings.of(K.CONFIG_INSTANTIATE)
+_OPTIMIZING = _Spellings(
+    _OPTIMIZING_WORDS.pairs | _CONFIG_CALLS.pairs, _OPTIMIZING_WORDS.words | _CONFIG_CALLS.words
 )
 
 

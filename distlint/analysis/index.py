@@ -21,6 +21,7 @@ import dataclasses
 import enum
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 if TYPE_CHECKING:
@@ -359,6 +360,7 @@ class Scope:
 
 
 _FUNCTION_NODES = (cst.FunctionDef, cst.Lambda)
+_DEFINITIONS = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})  # (calls_run_by)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 _STATEMENT_TYPES: dict[type, bool] = {}
@@ -410,7 +412,9 @@ class Index:
         self._children_cache: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
         self._flow: Flow | None = None
         self._nodes_cache: dict[tuple[type, ...], list[cst.CSTNode]] = {}
-        self._node_types: set[type] | None = None  # the types of `_nodes` (nodes_of)
+        # type -> the positions in `_nodes` of the nodes of exactly that type (nodes_of;
+        # sorted once asked)
+        self._by_type: dict[type, list[int]] | None = None
         self._call_orders: list[int] | None = None  # the order of each call (calls_inside)
         self._owners: dict[str, int] | None = None
         self._binder_ids: dict[str, set[int]] | None = None
@@ -762,6 +766,24 @@ class Index:
             self._call_orders = [info[id(c)][2] for c in self.calls]
         orders = self._call_orders
         return self.calls[bisect_left(orders, entry[2]) : bisect_right(orders, info[id(last)][2])]
+
+    def calls_run_by(self, node: cst.CSTNode) -> list[cst.Call]:
+        """The calls of :meth:`calls_inside` that ``node`` runs itself: those inside a
+        function, class or lambda defined within it left out (what
+        :func:`distlint.analysis.loops.body_nodes` walks), in source order."""
+        get = self._info.get
+        out: list[cst.Call] = []
+        for call in self.calls_inside(node):
+            entry = get(id(call))
+            while entry is not None:
+                parent = entry[0]
+                if parent is node or parent is None:
+                    out.append(call)
+                    break
+                if type(parent) in _DEFINITIONS:
+                    break
+                entry = get(id(parent))
+        return out
 
     # ---------------------------------------------------------------- name resolution
     def lookup(self, name: str, scope: Scope, before: int | None = None) -> list[Assignment]:
@@ -1167,11 +1189,21 @@ class Index:
         never re-walk the module)."""
         found = self._nodes_cache.get(types)
         if found is None:
-            # a test of each node's exact type: isinstance on LibCST's classes (ABCs) is slow
-            if self._node_types is None:
-                self._node_types = set(map(type, self._nodes))
-            wanted = {tp for tp in self._node_types if issubclass(tp, types)}
-            found = self._nodes_cache[types] = [n for n in self._nodes if type(n) in wanted]
+            by_type = self._by_type
+            if by_type is None:  # one pass for every later question
+                by_type = self._by_type = {}
+                for position, node in enumerate(self._nodes):
+                    kept = by_type.get(type(node))
+                    if kept is None:
+                        by_type[type(node)] = [position]
+                    else:
+                        kept.append(position)
+            # exact types (isinstance on LibCST's classes, ABCs, is slow)
+            groups = [kept for tp, kept in by_type.items() if issubclass(tp, types)]
+            # (several types: their positions merged back into walk order)
+            positions = groups[0] if len(groups) == 1 else sorted(chain(*groups))
+            found = list(map(self._nodes.__getitem__, positions))
+            self._nodes_cache[types] = found
         return found
 
     def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:

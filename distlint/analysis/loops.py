@@ -97,7 +97,9 @@ class Loops:
         a function of this module it calls."""
         functions = self._functions_calling(methods)
         index = self.index
-        for n in body_nodes(node):
+        # (the index knows the calls of the module's nodes; a node it does not know is walked)
+        calls = index.calls_run_by(node) if index.order(node) else body_nodes(node)
+        for n in calls:
             if isinstance(n, cst.Call):
                 if isinstance(n.func, cst.Attribute) and n.func.attr.value in methods:
                     return True
@@ -379,7 +381,8 @@ def iterators_drawn_in(facts: Facts, loop: cst.For | cst.While) -> list[cst.Call
     """The `iter(...)` calls whose iterators `next(...)` draws from in the loop's body."""
     index = facts.index
     out: list[cst.Call] = []
-    for node in walk(loop.body):
+    body = loop.body  # (its calls: the index knows them; a loop it does not know is walked)
+    for node in index.calls_inside(body) if index.order(body) else walk(body):
         if not (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Name)

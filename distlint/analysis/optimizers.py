@@ -93,13 +93,13 @@ class Optimizers(Provider):
         """A library optimizer class or factory, a project subclass of `Optimizer`, a class
         picked from candidates, a config node naming an optimizer class."""
         index = self.index
-        lr = Index.argument(call, "lr", 1)
-        params = Index.argument(call, "params", 0)
 
         def made(how: How) -> Optimizer | None:
             # `AdamW(params, **opt_args)` with `opt_args = dict(lr=args.lr, ...)`
             if self._wraps_an_optimizer(call):
                 return None  # `Lookahead(optimizer)`, `LARS(base, ...)`: the inner one's LR matters
+            lr = Index.argument(call, "lr", 1)
+            params = Index.argument(call, "params", 0)
             value = lr.value if lr else self._unpacked_lr(call)
             return Optimizer(call, how, value, params.value if params else None)
 
@@ -173,13 +173,13 @@ class Optimizers(Provider):
         """A call nothing resolves (a registry, a config object built at run time, an unknown
         library) given the model's parameters: an optimizer when it gets an `lr` too, or when
         its result is then used as an optimizer (stepped and zeroed, or scheduled)."""
+        if not call.args:
+            return None  # given no parameters
         keyword_lr = call_keyword(call, "lr")
         if keyword_lr is None and self._optimizer_place(call) not in self._used_as_optimizers:
             return None
-        sources = [a.value for a in call.args if not a.star and a.keyword is None][:2]
         given = call_keyword(call, "params")
-        sources = [given] if given is not None else sources
-        source = next((v for v in sources if self._parameters(v)), None)
+        source = self._given_parameters(call, given)
         if source is None or self._wraps_an_optimizer(call):
             return None  # `LARS(base, lr=...)`: parameters only through the wrapped one
         first = call.args[0].value if call.args and call.args[0].keyword is None else None
@@ -188,6 +188,18 @@ class Optimizers(Provider):
         if self._optimizer_place(call) in self._used_as_optimizers:
             return Optimizer(call, How.BY_USE, keyword_lr, source)
         return None
+
+    def _given_parameters(
+        self, call: cst.Call, given: cst.BaseExpression | None
+    ) -> cst.BaseExpression | None:
+        """The model parameters ``call`` is given: its `params=` keyword, else one of its first
+        two positional arguments; None when none is parameters."""
+        sources = (
+            [given]
+            if given is not None
+            else [a.value for a in call.args if not a.star and a.keyword is None][:2]
+        )
+        return next((v for v in sources if self._parameters(v)), None)
 
     def _optimizer_place(self, call: cst.Call) -> tuple[str, int] | None:
         """Where ``call``'s result is kept: a name of a scope, or a dotted place."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from functools import cached_property
 from typing import NamedTuple
 
 import libcst as cst
@@ -38,6 +39,8 @@ class Ordering:
         self.facts = facts
         self.index = index
         self._memo: dict[cst.CSTNode, list[Event]] = {}
+        self._builds: dict[cst.CSTNode, bool] = {}  # `_may_build`
+        self._seeded: dict[cst.CSTNode, bool] = {}  # `seeded_first`
         self._targets: dict[cst.Call, list[cst.CSTNode]] = {}
         # by id of a list of bindings (held, so the id stays its own): what it holds
         self._instances: dict[int, tuple[list[Assignment], cst.ClassDef | None]] = {}
@@ -58,23 +61,58 @@ class Ordering:
         return None  # lambda bodies and class bodies do not run in order with the rest
 
     # ---------------------------------------------------------------- entry points
-    def roots(self) -> list[tuple[cst.CSTNode, list[Event]]]:
+    def roots(self, may_build_first: bool = False) -> list[tuple[cst.CSTNode, list[Event]]]:
         """The module, plus every function no call of the file reaches (mp.spawn workers, methods
-        called from outside); a method runs after its class's ``__init__``."""
+        called from outside); a method runs after its class's ``__init__``. ``may_build_first``:
+        only those whose run may build a model (`_may_build`): no other can start with one, and
+        what their calls seed is not asked (all of them where the file's functions call each
+        other in a cycle: which root is walked first decides what a cycle leaves out)."""
         called: set[cst.CSTNode] = set()
         for call in self.index.calls:
             called.update(self.targets(call))
-        out: list[tuple[cst.CSTNode, list[Event]]] = [(self.index.module, [])]
+        some = may_build_first and not self._cyclic
+        out: list[tuple[cst.CSTNode, list[Event]]] = []
+        if not some or self._may_build(self.index.module):
+            out.append((self.index.module, []))
         for defs in self.index.functions.values():
             for fn in defs:
                 if fn in called:
                     continue
-                prefix: list[Event] = []
                 init = self._init_of_class_of(fn)
-                if init is not None and init is not fn:
-                    prefix = self.events(init)
-                out.append((fn, prefix))
+                if init is fn:
+                    init = None
+                if some and not self._may_build(fn) and (init is None or not self._may_build(init)):
+                    continue
+                out.append((fn, self.events(init) if init is not None else []))
         return out
+
+    def _may_build(self, fn: cst.CSTNode) -> bool:
+        """Running ``fn`` may build a model or split a dataset at random: one of its calls does,
+        or makes an instance of a model class, or runs a function that may (every target of
+        every call counted: a bound of what `events` can find, asking nobody what they seed)."""
+        memo = self._builds
+        if fn in memo:
+            return memo[fn]
+        memo[fn] = False  # (a function calling itself adds nothing)
+        facts, functions = self.facts, self.index.functions
+        found = False
+        for call in self.calls_of.get(fn, ()):
+            if facts.builds_model(call, self.index.qualname(call.func)) or facts.is_random_split(
+                call
+            ):
+                found = True
+            for target in self.targets(call):
+                if isinstance(target, cst.ClassDef):
+                    found = found or facts.is_model_class(target)
+                    init = functions.get(f"{target.name.value}.__init__")
+                    if not init:
+                        continue
+                    target = init[-1]
+                found = found or self._may_build(target)
+            if found:
+                break
+        memo[fn] = found
+        return found
 
     def _init_of_class_of(self, fn: cst.FunctionDef) -> cst.FunctionDef | None:
         scope = self.index.scope(fn)  # the scope the `def` statement sits in
@@ -86,22 +124,108 @@ class Ordering:
 
     # ---------------------------------------------------------------- events
     def events(self, fn: cst.CSTNode) -> list[Event]:
+        """What happens when ``fn`` runs, in order, up to its first seeding: what the order is
+        asked (the first event, the first seeding after it) never lies past it, so the calls
+        after it are not asked what they seed or build (what a helper seeds is a summary of
+        another module). Where the file's functions call each other in a cycle, all of it:
+        what a cycle's recursion guard leaves out depends on where it was entered first."""
         memo = self._memo
         if fn in memo:
             return memo[fn]
         memo[fn] = []  # recursion guard
         out: list[Event] = []
+        whole = self._cyclic
         for call in self.calls_of.get(fn, ()):
-            q = self.index.qualname(call.func)
-            if self.facts.seeding.kind_of(call, q) in (Seeds.TORCH, Seeds.ALL):
-                if not self._per_iteration(call, fn) and not self.facts.on_one_process(call):
-                    out.append(Event(Happens.SEED, call, call))
-            elif self.facts.builds_model(call, q) or self.facts.is_random_split(call):
-                out.append(Event(Happens.MODEL, call, call))
-            else:
-                out.extend(self._events_through(call))
+            for event in self._call_events(call, fn):
+                out.append(event)
+                if event.kind is Happens.SEED and not whole:
+                    memo[fn] = out
+                    return out
         memo[fn] = out
         return out
+
+    def seeded_first(self, fn: cst.CSTNode) -> bool:
+        """The order of ``fn`` starts with a seeding, known without asking what any helper
+        seeds: a seeding call the knowledge base knows runs before every call that may build a
+        model (`_may_build`), following the calls of the file's functions that may. (What
+        runs before it builds nothing: it seeds or does nothing the order sees.) False: not
+        known so (always where the file's functions call each other in a cycle)."""
+        if self._cyclic:
+            return False
+        memo = self._seeded
+        if fn in memo:
+            return memo[fn]
+        memo[fn] = False  # (a function calling itself: not known)
+        found = False
+        for call in self.calls_of.get(fn, ()):
+            step = self._seeded_at(call, fn)
+            if step is not None:
+                found = step
+                break
+        memo[fn] = found
+        return found
+
+    def _seeded_at(self, call: cst.Call, fn: cst.CSTNode) -> bool | None:
+        """For `seeded_first`: ``call`` is a known seeding (True), may build a model first
+        (False: not known), or neither (None: it seeds through a helper or does nothing)."""
+        facts = self.facts
+        q = self.index.qualname(call.func)
+        if facts.seeding.known_kind(q) in (Seeds.TORCH, Seeds.ALL):
+            if self._per_iteration(call, fn) or facts.on_one_process(call):
+                return None  # (no event: a per-step reseed, a seeding on one process)
+            return True
+        if facts.builds_model(call, q) or facts.is_random_split(call):
+            return False
+        for target in self.targets(call):  # (as `_events_through`: the first with a body)
+            if isinstance(target, cst.ClassDef):
+                if facts.is_model_class(target):
+                    return False
+                init = self.index.functions.get(f"{target.name.value}.__init__")
+                if not init:
+                    continue
+                target = init[-1]
+            if not self._may_build(target):
+                return None
+            return self.seeded_first(target)
+        return None
+
+    def _call_events(self, call: cst.Call, fn: cst.CSTNode) -> list[Event]:
+        q = self.index.qualname(call.func)
+        if self.facts.seeding.kind_of(call, q) in (Seeds.TORCH, Seeds.ALL):
+            if not self._per_iteration(call, fn) and not self.facts.on_one_process(call):
+                return [Event(Happens.SEED, call, call)]
+            return []
+        if self.facts.builds_model(call, q) or self.facts.is_random_split(call):
+            return [Event(Happens.MODEL, call, call)]
+        return self._events_through(call)
+
+    @cached_property
+    def _local_names(self) -> frozenset[str]:
+        """The names of the file's functions, methods and classes: a call runs one of them only
+        under its name (`f(...)`, `self.f(...)`, `obj.f(...)`, `Cls(...)`)."""
+        names = {fn.name.value for defs in self.index.functions.values() for fn in defs}
+        names.update(cls.name.value for cls in self.index.nodes_of(cst.ClassDef))  # type: ignore[attr-defined]
+        return frozenset(names)
+
+    @cached_property
+    def _cyclic(self) -> bool:
+        """Two or more functions of the file may call each other in a cycle (every target of
+        every call counted; a function calling itself is no such cycle: its own guard is the
+        same wherever it is entered)."""
+        functions = self.index.functions
+        edges: dict[cst.CSTNode, set[cst.CSTNode]] = {}
+        for fn, calls in self.calls_of.items():
+            out = edges[fn] = set()
+            for call in calls:
+                for target in self.targets(call):
+                    if isinstance(target, cst.ClassDef):  # (it runs its `__init__`)
+                        init = functions.get(f"{target.name.value}.__init__")
+                        if not init:
+                            continue
+                        target = init[-1]
+                    if target is not fn:
+                        out.add(target)
+        return _has_cycle(edges)
 
     def _events_through(self, call: cst.Call) -> list[Event]:
         """What happens through ``call`` of a function, class or method of the file: a model
@@ -150,6 +274,11 @@ class Ordering:
     def _find_targets(self, call: cst.Call) -> list[cst.CSTNode]:
         index = self.index
         func = call.func
+        name = func.value if isinstance(func, cst.Name) else None
+        if isinstance(func, cst.Attribute):
+            name = func.attr.value
+        if name not in self._local_names:
+            return []  # (a function or class of the file runs under its own name)
         fn = index.local_function(func)
         if fn is not None:
             return [fn]
@@ -192,3 +321,26 @@ class Ordering:
             found = tuple(b.node for b in bindings if b.op is Op.CLASS)
             known = self._classes[id(bindings)] = (bindings, found)
         return known[1]
+
+
+def _has_cycle(edges: dict[cst.CSTNode, set[cst.CSTNode]]) -> bool:
+    """The directed graph ``edges`` has a cycle (a depth-first search meets a node on its path)."""
+    done: set[cst.CSTNode] = set()
+    for start in edges:
+        if start in done:
+            continue
+        path = {start}
+        stack = [(start, iter(edges.get(start, ())))]
+        while stack:
+            node, rest = stack[-1]
+            nxt = next(rest, None)
+            if nxt is None:
+                stack.pop()
+                path.discard(node)
+                done.add(node)
+            elif nxt in path:
+                return True
+            elif nxt not in done:
+                path.add(nxt)
+                stack.append((nxt, iter(edges.get(nxt, ()))))
+    return False

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import NamedTuple
 
 # Strings (triple-quoted first) and comments. f-strings hold code: their spans are kept to
@@ -24,20 +25,23 @@ from typing import NamedTuple
 # string body is written "plain run, then (escape or lone quote, plain run) repeated": one way
 # to match any text, so a string that never ends fails in linear time (a body written as
 # `(?:[^"\\]+|...)*` tries every split of the text: minutes for an unterminated docstring).
+# A match starts at its quote or `#`: the letters of a string's prefix (`rb"..."`) are read
+# before it by `_blanked`, so the regex engine skips every other character in its own loop.
 _BLANKED = re.compile(
-    r"(?P<prefix>[rRbBuUfF]{0,2})(?:"
     r'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
     r"|'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
     r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
     r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
-    r")|\#[^\n]*",
+    r"|\#[^\n]*",
     re.S,
 )
-_QUOTE_OR_HASH = re.compile(r"[\"'#]")
+_PREFIX_LETTERS = frozenset("rRbBuUfF")
+_LINE_TEXT = re.compile(r"[^\n]+")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ATTRIBUTE = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)+(?=\s*\()")
-# the first name of a called expression: `f(`, `mod.f(`, `x.method(`
-_CALLED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?:\s*\.\s*[A-Za-z_]\w*)*\s*\(")
+# A dotted name not read from another (`mod.f`, not the `f` of `x.f` or `x[0].f`), its first
+# name, and the `(` after it when it is called. Each match takes the whole chain: the engine
+# looks behind only at a name's first letter, and never backtracks along a chain not called.
+_CHAIN = re.compile(r"(([A-Za-z_](?<![\w.].)\w*)(?:\s*\.\s*[A-Za-z_]\w*)*)(\s*\()?")
 _WALRUS = re.compile(r"([A-Za-z_]\w*)[ \t]*:=")
 _ASSIGNED = re.compile(r"(?<![=!<>])=(?!=)")
 _HEADER = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
@@ -48,8 +52,6 @@ _DEF_KEYWORD = re.compile(r"^[ \t]*(?:async[ \t]+)?def\b", re.M)
 # parameters the `:` of an annotation, the `=` of a default and the `,` between parameters
 _SIGNATURE_MARK = re.compile(r"[()\[\]{},:=]")
 _IN_FUNCTION_FIRST = frozenset("fig")  # first letters of `from`, `import`, `global`
-# what `_logical_lines` does not count in a line (brackets, backslashes and newlines stay)
-_NOT_MARK = re.compile(r"[^()\[\]{}\\\n]+")
 
 
 class Import(NamedTuple):
@@ -71,13 +73,15 @@ class Outline:
         "keys",
         "defs",
         "headers",
+        "kinds",
         "imports",
         "stars",
         "module_lines",
-        "by_ident",
+        "_by_ident",
         "globals",
         "module_imports",
         "_attributes",
+        "_called_on",
     )
 
     def __init__(self, code: str) -> None:
@@ -90,30 +94,84 @@ class Outline:
         # of its header (decorators, bases, defaults)
         self.defs: dict[str, list[tuple[int, int]]] = {}
         self.headers: dict[str, list[tuple[int, int]]] = {}
+        self.kinds: dict[str, list[str]] = {}  # name -> `def` or `class`, for each of them
         self.imports: dict[str, list[Import]] = {}  # bound name -> what binds it
         self.stars: list[Import] = []
         self.module_lines: list[tuple[int, int]] = []  # module-level code, imports aside
-        self.by_ident: dict[str, list[int]] = {}  # name -> indices of module_lines binding it
+        self._by_ident: dict[str, list[int]] | None = None
         # name -> the top-level functions assigning it as a `global`
         self.globals: dict[str, list[str]] = {}
         self.module_imports: set[str] = set()  # names bound by a module-level import
-        self._attributes: dict[str, set[str]] | None = None
+        self._attributes: dict[str, set[str]] = {}  # a name -> `attributes` of it
+        self._called_on: dict[str, set[str]] | None = None
+
+    @property
+    def by_ident(self) -> dict[str, list[int]]:
+        """Name -> the indices of the ``module_lines`` that may bind it (read when first
+        asked: most outlines are asked about a few names, through their definitions)."""
+        found = self._by_ident
+        if found is None:
+            found = self._by_ident = {}
+            code = self.code
+            for i, (start, end) in enumerate(self.module_lines):
+                for ident in _bound_names(code[start:end].strip()):
+                    found.setdefault(ident, []).append(i)
+        return found
 
     def called(self, start: int, end: int) -> set[str]:
         """The first names of the expressions called in ``[start, end)`` (``mod`` of
         ``mod.f()``): what a call there can reach another module through."""
-        return set(_CALLED.findall(self.code, start, end))
+        return {first for _, first, call in _CHAIN.findall(self.code, start, end) if call}
 
     def attributes(self, spelled: str) -> set[str]:
-        """The names called as attributes of ``spelled`` (``mod.f()``, ``pkg.mod.f()``)."""
-        if self._attributes is None:
+        """The names called as attributes of ``spelled`` (``mod.f()``, ``pkg.mod.f()``), once
+        per name asked."""
+        known = self._attributes
+        found = known.get(spelled)
+        if found is None:
+            found = known[spelled] = self._attributes_of(spelled)
+        return found
+
+    def _attributes_of(self, spelled: str) -> set[str]:
+        """`attributes`, from the dotted names that start with the first part of ``spelled``
+        (a search for that word, the regex engine's own loop); from a scan of every dotted
+        name where one may run into it (`x . mod.f()`: spaces before the dot)."""
+        parts = spelled.split(".")
+        head = parts[0]
+        if _IDENT.fullmatch(head) is None:
+            return self._chains().get(spelled, set())
+        search = _word_search(head)
+        code = self.code
+        depth = len(parts)
+        out: set[str] = set()
+        for m in search.finditer(code):
+            start = before = m.start()
+            while before > 0 and code[before - 1].isspace():
+                before -= 1
+            if before < start and before > 0 and code[before - 1] == ".":
+                return self._chains().get(spelled, set())
+            chain = _CHAIN.match(code, start)
+            assert chain is not None
+            if chain.group(3) is None:
+                continue  # not called
+            names = "".join(chain.group(1).split()).split(".")
+            if len(names) > depth and names[:depth] == parts:
+                out.add(names[depth])
+        return out
+
+    def _chains(self) -> dict[str, set[str]]:
+        """Each dotted name called in the module (``pkg.mod`` of ``pkg.mod.f()``) -> the names
+        called as its attributes: one scan of every dotted name of the module."""
+        if self._called_on is None:
             found: dict[str, set[str]] = {}
-            for m in _ATTRIBUTE.finditer(self.code):
-                parts = "".join(m.group().split()).split(".")
+            for chain, _, call in _CHAIN.findall(self.code):
+                if not call or "." not in chain:
+                    continue
+                parts = "".join(chain.split()).split(".")
                 for i in range(1, len(parts)):
                     found.setdefault(".".join(parts[:i]), set()).add(parts[i])
-            self._attributes = found
-        return self._attributes.get(spelled, set())
+            self._called_on = found
+        return self._called_on
 
     def words(self, start: int, end: int) -> set[str]:
         """The names written in ``[start, end)``, code and f-strings."""
@@ -179,9 +237,6 @@ def outline(text: str) -> Outline | None:
     out.keys = keys
     if not _read_blocks(out):
         return None
-    for i, (start, end) in enumerate(out.module_lines):
-        for ident in _bound_names(code[start:end].strip()):
-            out.by_ident.setdefault(ident, []).append(i)
     return out
 
 
@@ -189,79 +244,171 @@ def _blanked(
     text: str,
 ) -> tuple[str, list[tuple[int, int, str]], list[tuple[int, str]]]:
     """``text`` with its strings and comments blanked (newlines kept), its f-strings, and the
-    plain strings that are one identifier (see ``Outline.keys``).
-
-    What ``_BLANKED.sub`` would do, faster: that pattern may start with a string prefix, so
-    the regex engine tries it at every character; a match starts at a quote or ``#``, or at
-    most two prefix letters before a quote, so only those places are tried."""
+    plain strings that are one identifier (see ``Outline.keys``). A string's prefix is the
+    one or two letters of `rRbBuUfF` just before its quote (not inside what was blanked)."""
     out: list[str] = []
     fstrings: list[tuple[int, int, str]] = []
     keys: list[tuple[int, str]] = []
-    search, match = _QUOTE_OR_HASH.search, _BLANKED.match
-    pos = last = 0
-    while True:
-        hit = search(text, pos)
-        if hit is None:
-            break
-        q = hit.start()
-        m = None
-        for start in (q - 2, q - 1, q):  # leftmost first, as a scan would find it
-            if start >= pos:
-                m = match(text, start)
-                if m is not None:
-                    break
-        if m is None:
-            pos = q + 1
-            continue
+    letters = _PREFIX_LETTERS
+    last = 0
+    for m in _BLANKED.finditer(text):
+        start, end = m.span()
         s = m.group()
-        prefix = m.group("prefix")
-        if prefix and "f" in prefix.lower():
-            fstrings.append((m.start(), m.end(), s))
-        elif s[0] != "#" and len(s) < 48 and s[len(prefix or "") + 1 : -1].isidentifier():
-            keys.append((m.start(), s[len(prefix or "") + 1 : -1]))
-        out.append(text[last : m.start()])
+        if s[0] != "#":
+            quote = start
+            if start > last and text[start - 1] in letters:
+                start -= 1
+                if start > last and text[start - 1] in letters:
+                    start -= 1
+            if start < quote and ("f" in text[start:quote] or "F" in text[start:quote]):
+                fstrings.append((start, end, text[start:end]))
+            elif end - start < 48 and s[1:-1].isidentifier():
+                keys.append((start, s[1:-1]))
+        out.append(text[last:start])
         if "\n" in s:
-            out.append("\n".join(" " * len(part) for part in s.split("\n")))
+            out.append(_LINE_TEXT.sub(_spaces, text[start:end]))
         else:
-            out.append(" " * len(s))
-        last = pos = m.end()
+            out.append(" " * (end - start))
+        last = end
     out.append(text[last:])
     return "".join(out), fstrings, keys
 
 
+def _spaces(line: re.Match[str]) -> str:
+    return " " * (line.end() - line.start())
+
+
 def _read_blocks(out: Outline) -> bool:
     """Fill ``out`` from its code, logical line by logical line; False when the brackets never
-    close."""
+    close. The body of a top-level function or class is read as a whole where it can be
+    (see `_body_end`), else line by line."""
     code = out.code
+    lines = code.split("\n")
     stack: list[tuple[int, str, int]] = []  # open top-level def/class: (indent, name, start)
     decorated = -1  # where the decorators of the next def/class begin
-    for indent, start, end in _logical_lines(code):
-        if indent < 0:
-            return False
-        while stack and indent <= stack[-1][0]:
-            _, name, first = stack.pop()
-            out.defs.setdefault(name, []).append((first, start))
-        if stack:
-            # inside a function or class only imports and `global` matter (most lines)
-            if code[start + indent] in _IN_FUNCTION_FIRST:
-                _in_function(code[start + indent : end].strip(), out, stack[0][1])
-            continue
-        stripped = code[start + indent : end].strip()
-        header = _HEADER.match(stripped)
-        if header is not None:
-            first = decorated if decorated >= 0 else start
-            stack.append((indent, header.group(2), first))
-            out.headers.setdefault(header.group(2), []).append((first, end))
-            decorated = -1
-        elif stripped.startswith("@"):
-            decorated = start if decorated < 0 else decorated
-        else:
-            decorated = -1
-            if not _imports_in(stripped, out, module_level=True):
-                out.module_lines.append((start, end))
+    cursor = [0, 0]  # the line, and its position, to read logical lines from
+    logical: Iterator[tuple[int, int, int]] | None = _logical_lines(lines, 0, 0)
+    while logical is not None:
+        reading, logical = logical, None
+        for indent, start, end in reading:
+            if indent < 0:
+                return False
+            while stack and indent <= stack[-1][0]:
+                _, name, first = stack.pop()
+                out.defs.setdefault(name, []).append((first, start))
+            if stack:
+                # inside a function or class only imports and `global` matter (most lines)
+                if code[start + indent] in _IN_FUNCTION_FIRST:
+                    _in_function(code[start + indent : end].strip(), out, stack[0][1])
+                continue
+            stripped = code[start + indent : end].strip()
+            header = _HEADER.match(stripped)
+            if header is not None:
+                first = decorated if decorated >= 0 else start
+                stack.append((indent, header.group(2), first))
+                out.headers.setdefault(header.group(2), []).append((first, end))
+                out.kinds.setdefault(header.group(2), []).append(header.group(1))
+                decorated = -1
+                after = _body_end(out, end + 1, indent, header.group(2))
+                if after is not None:  # read on from the line that ends the body, if any
+                    logical = _resume(lines, code, cursor, after)
+                    break
+            elif stripped.startswith("@"):
+                decorated = start if decorated < 0 else decorated
+            else:
+                decorated = -1
+                if not _imports_in(stripped, out, module_level=True):
+                    out.module_lines.append((start, end))
     for _, name, first in stack:
         out.defs.setdefault(name, []).append((first, len(code)))
     return True
+
+
+def _resume(
+    lines: list[str], code: str, cursor: list[int], after: int
+) -> Iterator[tuple[int, int, int]] | None:
+    """The logical lines from position ``after`` (a line's start; ``cursor``: an earlier line
+    and its position, moved there); None at the end of the code."""
+    if after >= len(code):
+        return None
+    cursor[0] += code.count("\n", cursor[1], after)
+    cursor[1] = after
+    return _logical_lines(lines, *cursor)
+
+
+# Text whose brackets all close, none closing before it opens, nested 12 deep at most: each
+# level is "plain run, then (opener, the level below, closer, plain run) repeated", one way to
+# match any text, so a text that is not such fails in linear time.
+_PLAIN = r"[^()\[\]{}]*"
+_NESTED = _PLAIN
+for _ in range(12):
+    _NESTED = _PLAIN + r"(?:[(\[{]" + _NESTED + r"[)\]}]" + _PLAIN + r")*"
+_BALANCED = re.compile(_NESTED)
+# the line break before a statement of a body that may import or declare a `global` (its
+# indentation taken whole: a lookahead is never tried again on part of it)
+_BODY_STATEMENT = re.compile(r"\n(?=([^\S\n]*))\1(?=from|import|global)")
+
+
+@lru_cache(maxsize=256)
+def _word_search(word: str) -> re.Pattern[str]:
+    """A search for the name ``word`` where no other name runs into it (not `x.word`)."""
+    spelled = re.escape(word)
+    return re.compile(rf"{spelled}(?<![\w.]{spelled})(?!\w)")
+
+
+@lru_cache(maxsize=64)
+def _dedent(indent: int) -> re.Pattern[str]:
+    """A line break before a line indented ``indent`` characters at most, not blank."""
+    return re.compile(rf"\n[^\S\n]{{0,{indent}}}\S")
+
+
+def _body_end(out: Outline, body: int, indent: int, owner: str) -> int | None:
+    """Where the body from ``body`` of the top-level definition ``owner`` (written at
+    ``indent``) ends: the first line written no deeper that is not blank, when every
+    bracket opened in between closes and no backslash joins lines there (then that line
+    starts a logical line, as `_logical_lines` would find). Its imports and `global`
+    statements are read into ``out``. None: the body is read line by line."""
+    code = out.code
+    found = _dedent(indent).search(code, body - 1)  # (from the line break ending the header)
+    after = found.start() + 1 if found is not None else len(code)
+    if after <= body:
+        return None
+    if code.find("\\", body, after) >= 0 or _BALANCED.fullmatch(code, body, after) is None:
+        return None
+    read, depth = body, 0
+    for statement in _BODY_STATEMENT.finditer(code, body - 1, after):
+        depth += _depth_change(code, read, statement.start())
+        read = statement.start()
+        if depth == 0:  # not a line within brackets: a statement
+            first = statement.end()
+            _in_function(code[first : _statement_end(code, first, after)].strip(), out, owner)
+    return after
+
+
+def _depth_change(code: str, start: int, end: int) -> int:
+    """Brackets opened minus brackets closed in ``code[start:end]``."""
+    return (
+        code.count("(", start, end)
+        + code.count("[", start, end)
+        + code.count("{", start, end)
+        - code.count(")", start, end)
+        - code.count("]", start, end)
+        - code.count("}", start, end)
+    )
+
+
+def _statement_end(code: str, first: int, limit: int) -> int:
+    """The end of the logical line starting at ``first``: the end of its first physical line
+    where its brackets are all closed (they are, by ``limit``)."""
+    depth, read = 0, first
+    while True:
+        end = code.find("\n", read, limit)
+        if end < 0:
+            return limit
+        depth += _depth_change(code, read, end)
+        if depth <= 0:
+            return end
+        read = end + 1
 
 
 def _in_function(stripped: str, out: Outline, owner: str) -> None:
@@ -276,7 +423,7 @@ def _in_function(stripped: str, out: Outline, owner: str) -> None:
 def _bound_names(stripped: str) -> set[str]:
     """The names a module-level statement may bind (a superset): assignment targets, loop and
     `with` targets, walrus names."""
-    out = set(_WALRUS.findall(stripped))
+    out = set(_WALRUS.findall(stripped)) if ":=" in stripped else set()
     if stripped.startswith(("for ", "async for ")):
         head = stripped.split(" in ", 1)[0]
         out.update(_IDENT.findall(head))
@@ -290,19 +437,15 @@ def _bound_names(stripped: str) -> set[str]:
     return out
 
 
-def _logical_lines(code: str) -> Iterator[tuple[int, int, int]]:
-    """(indent, start, end) of each non-blank logical line (brackets and backslashes join
-    physical lines); indent -1 when the text ends inside brackets.
-
-    The brackets and backslashes of every line are picked out in one pass (most lines have
-    none: they are counted only where there are some)."""
-    marks = _NOT_MARK.sub("", code).split("\n")
-    pos = 0
-    n = len(code)
+def _logical_lines(lines: list[str], first: int, pos: int) -> Iterator[tuple[int, int, int]]:
+    """(indent, start, end) of each non-blank logical line of the code split into ``lines``,
+    from line ``first`` (at position ``pos``; outside brackets) on (brackets and backslashes
+    join physical lines); indent -1 when the text ends inside brackets."""
     start = -1
     indent = 0
     depth = 0
-    for line, mark in zip(code.split("\n"), marks):
+    for i in range(first, len(lines)):
+        line = lines[i]
         end = pos + len(line)
         if start < 0:
             body = line.lstrip()
@@ -311,26 +454,21 @@ def _logical_lines(code: str) -> Iterator[tuple[int, int, int]]:
                 continue
             start = pos
             indent = len(line) - len(body)
-        if mark:
-            depth += (
-                mark.count("(")
-                + mark.count("[")
-                + mark.count("{")
-                - mark.count(")")
-                - mark.count("]")
-                - mark.count("}")
-            )
-            if depth <= 0 and not ("\\" in mark and line.rstrip().endswith("\\")):
-                yield indent, start, end
-                start = -1
-                depth = 0
-        elif depth <= 0:
+        depth += (
+            line.count("(")
+            + line.count("[")
+            + line.count("{")
+            - line.count(")")
+            - line.count("]")
+            - line.count("}")
+        )
+        if depth <= 0 and not ("\\" in line and line.rstrip().endswith("\\")):
             yield indent, start, end
             start = -1
             depth = 0
         pos = end + 1
     if start >= 0:
-        yield (indent if depth <= 0 else -1), start, n
+        yield (indent if depth <= 0 else -1), start, pos - 1
 
 
 def _imports_in(stripped: str, out: Outline, module_level: bool = False) -> bool:

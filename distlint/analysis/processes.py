@@ -75,7 +75,7 @@ class Processes(Provider):
         if not self._imports_may_train:
             return False
         return any(
-            Made.ACCELERATOR in self.facts.summaries._external_makes(c, _DISTRIBUTED)
+            Made.ACCELERATOR in self.facts.summaries._external_returns(c, _DISTRIBUTED)
             for c in self.index.calls
         )
 
@@ -671,7 +671,7 @@ class Processes(Provider):
                 return True
         return isinstance(
             node, cst.Call
-        ) and Made.ACCELERATOR in self.facts.summaries._external_makes(node, _DISTRIBUTED)
+        ) and Made.ACCELERATOR in self.facts.summaries._external_returns(node, _DISTRIBUTED)
 
     def divided_by_process_count(self, expr: cst.CSTNode, depth: int = 4) -> bool:
         """``expr`` is (a copy of) ``x // world_size`` / ``x / (n * num_processes)``, or a name

@@ -420,10 +420,10 @@ class Project:
         # importer as given (when absolute); ("in" / "from-in", its folder, ...) -> path
         self._resolved: dict[tuple[str, ...] | tuple[str, str, int], str | None] = {}
         # path -> the project modules its import lines resolve to (its text is in `_data`:
-        # not kept twice); (vocabulary, path) -> the words of the vocabulary its text
-        # contains (see `words_reached`)
+        # not kept twice); path -> {word: its text writes it}, for the words asked so far
+        # (see `words_reached`, `imported_words`)
         self._scans: dict[str, tuple[str, ...]] = {}
-        self._words: dict[tuple[frozenset[str], str], frozenset[str]] = {}
+        self._words: dict[str, dict[str, bool]] = {}
         self._init_tracking()
         # start path -> the search of the project modules its imports reach (line scan)
         self._closures: dict[str, _Search] = {}
@@ -555,7 +555,7 @@ class Project:
         """`refresh` of a file that existed and still does: what its text decided goes."""
         self._scans.pop(full, None)
         self._scan_deps.pop(full, None)
-        self._words = {k: v for k, v in self._words.items() if k[1] != full}
+        self._words.pop(full, None)
         self._closures = {k: v for k, v in self._closures.items() if full not in v.seen}
         self._uses = {k: v for k, v in self._uses.items() if k[0] != full}
         self._uses_deps = {k: v for k, v in self._uses_deps.items() if k[0] != full}
@@ -942,14 +942,17 @@ class Project:
 
     # ------------------------------------------------------------------ trigger words
     def imported_words(
-        self, path: str, text: str, vocabulary: frozenset[str], depth: int = 2
+        self, path: str, text: str, wanted: set[str], depth: int = 2
     ) -> Iterator[frozenset[str]]:
-        """The words of ``vocabulary`` written in each project module ``text`` (the file
-        ``path``) imports, and in theirs up to ``depth`` levels, one module at a time (imports
-        found by a line scan before anything is parsed; each module's words found once): a rule
-        whose trigger word is only in a helper module (a seeding helper, a loader factory)
-        still runs on the file that calls it. Every module yielded is a dependency of the lint;
-        the caller stops the iteration once it knows enough."""
+        """The words of ``wanted`` written in each project module ``text`` (the file ``path``)
+        imports, and in theirs up to ``depth`` levels, one module at a time (imports found by
+        a line scan before anything is parsed): a rule whose trigger word is only in a helper
+        module (a seeding helper, a loader factory) still runs on the file that calls it.
+
+        ``wanted`` is the caller's: it may take out words between modules (a rule already
+        awake needs its words no more), and a module's text is searched only for the words
+        still wanted, each word once per module in a run. Every module yielded is a
+        dependency of the lint; the caller stops the iteration once it knows enough."""
         start = normalise(path)
         seen = {start}
         frontier = [self._scan_text(start, text)[1]]
@@ -964,13 +967,23 @@ class Project:
                     self._touch(target)  # a dependency of the lint (cache key, editor)
                     data = self.read_bytes(target)
                     if data:
-                        words = self._words.get((vocabulary, target))
-                        if words is None:
-                            words = self._words[(vocabulary, target)] = _spelled(vocabulary, data)
-                        yield words
+                        yield self._written(target, wanted, data)
                         if not last:
                             following.append(self._targets(target))
             frontier = following
+
+    def _written(self, full: str, words: Collection[str], data: bytes | None) -> frozenset[str]:
+        """The ``words`` module ``full`` writes (its bytes ``data``): each word searched for
+        once per module (forgotten when its text changes)."""
+        known = self._words.get(full)
+        if known is None:
+            known = self._words[full] = {}
+        asked = [w for w in words if w not in known]
+        if asked:
+            found = _spelled(frozenset(asked), data)
+            for w in asked:
+                known[w] = w in found
+        return frozenset(w for w in words if known[w])
 
     def words_reached(
         self,
@@ -1021,9 +1034,7 @@ class Project:
                         search.seen.add(target)
                         order.append(target)
                 search.scanned = i + 1
-            own = self._words.get((vocabulary, full))
-            if own is None:
-                own = self._words[(vocabulary, full)] = _spelled(vocabulary, self.read_bytes(full))
+            own = self._written(full, vocabulary, self.read_bytes(full))
             if own:
                 words |= own
                 if enough is not None and enough(frozenset(words)):
@@ -1049,16 +1060,16 @@ class Project:
     def _scan_text(self, full: str, text: str) -> tuple[str, tuple[str, ...]]:
         """``text`` and the project modules its import lines resolve to (from file ``full``)."""
         targets: dict[str, None] = {}
+        here = os.path.dirname(full)  # (normalised: its folder is asked directly)
         for module, names, level in _IMPORT_LINE.scan(text):
-            for target in self._import_targets(full, module, names, level):
+            for target in self._import_targets(here, module, names, level):
                 targets[target] = None
         return text, tuple(targets)
 
     def _import_targets(
-        self, importer: str, module: str, names: list[str], level: int
+        self, here: str, module: str, names: list[str], level: int
     ) -> Iterator[str]:
-        """(``importer`` normalised: its folder is asked directly.)"""
-        here = os.path.dirname(importer)
+        """The project modules one import line of a module in folder ``here`` resolves to."""
         if not names:  # `import a.b`
             hit = self._import_in(here, module, 0)
             if hit is not None:
@@ -1068,9 +1079,12 @@ class Project:
         hit = self._import_in(here, module, level) if module or level else None
         if hit is not None:
             yield hit
+        folder = self._package_folder(here, module, level)  # found once for all the names
+        if folder is None:
+            return
         for name in names:  # `from pkg import mod`: a submodule file
-            sub = self._from_import_in(here, module, name, level)
-            if sub is not None:
+            sub = self._find(folder, name)
+            if sub is not None and sub.endswith(".py"):
                 yield sub
 
     def reexport_of(self, path: str, name: str) -> tuple[str, str] | None:
@@ -1292,6 +1306,22 @@ class Project:
         spans = found.defs.get(name, [])
         return bool(spans) and all(found.code.startswith("def", s) for s, _ in spans)
 
+    def defines_only_classes(self, path: str, name: str) -> bool:
+        """Module ``path``'s text defines ``name`` at top level only with `class` statements,
+        and binds it by no import and no `global`: its summary is a class's. Read from its
+        outline, nothing parsed; the module then counts as reached, as its parse would."""
+        full = normalise(path)
+        if self._stale(full):
+            self._outlines.pop(full, None)
+        found = self._outline(full)
+        if found is None or name in found.imports or name in found.globals:
+            return False
+        kinds = found.kinds.get(name)
+        if not kinds or any(kind != "class" for kind in kinds):
+            return False
+        self._reached_module(full)
+        return True
+
     def _outline(self, full: str) -> Outline | None:
         if full in self._outlines:
             return self._outlines[full]
@@ -1367,16 +1397,24 @@ class Project:
         return found
 
     def _from_import(self, here: str, module: str, name: str, level: int) -> str | None:
+        folder = self._package_folder(here, module, level)
+        if folder is None:
+            return None
+        hit = self._find(folder, name)
+        return hit if hit is not None and hit.endswith(".py") else None
+
+    def _package_folder(self, here: str, module: str, level: int) -> str | None:
+        """The folder of the package that ``from <level dots><module> import ...`` in folder
+        ``here`` imports from (its submodule files are there); None when it is not found or
+        is a module, not a package."""
         for base in self._bases(here, level):
             package = self._find(base, module) if module else base
             if package is None:
                 continue
             if package.endswith(".py") and not package.endswith("__init__.py"):
                 return None  # `from mod import name`: a name inside a module, not a file
-            folder = os.path.dirname(package) if package.endswith(".py") else package
-            hit = self._find(folder, name)
             # the package was found here: Python stops at the first match
-            return hit if hit is not None and hit.endswith(".py") else None
+            return os.path.dirname(package) if package.endswith(".py") else package
         return None
 
     def _bases(self, here: str, level: int) -> list[str]:

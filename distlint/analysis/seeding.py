@@ -36,14 +36,18 @@ class SeedingFacts:
         self.may_draw = Seeds.NONE
         # what each call of a project helper seeds: asked by every seeding question
         self._helper_kinds: dict[cst.Call, Seeds] = {}
+        # the calls that draw from a global generator, unless a helper they call seeds (few)
+        self._drawing: list[tuple[cst.Call, Seeds]] = []
         index = facts.index
         for call in index.calls:
             q = index.qualname(call.func)
-            kind = self._known_kind(q)
+            kind = self.known_kind(q)
             if kind is Seeds.NONE:
                 drawn = self._drawn(call, q)
                 self._calls.append((call, None, drawn))
-                self.may_draw |= drawn
+                if drawn is not Seeds.NONE:
+                    self._drawing.append((call, drawn))
+                    self.may_draw |= drawn
             else:
                 self._calls.append((call, kind, Seeds.NONE))
 
@@ -79,10 +83,38 @@ class SeedingFacts:
         """The calls of helpers that seed everything."""
         return self._resolved[1]
 
-    @property
+    @cached_property
     def draws(self) -> Seeds:
-        """The global generators the module's calls draw from."""
-        return self._resolved[2]
+        """The global generators the module's calls draw from: those of the drawing calls
+        that seed nothing (a project helper that seeds is a seeding call, whatever it draws),
+        so only the drawing calls' helpers are asked."""
+        if "_resolved" in self.__dict__:
+            return self._resolved[2]
+        draws = Seeds.NONE
+        for call, drawn in self._drawing:
+            if self._helper_kind(call) is Seeds.NONE:
+                draws |= drawn
+        return draws
+
+    def seeds(self, flag: Seeds, helpers: bool = True) -> bool:
+        """Some call that runs on every process seeds generator ``flag``: ``by_kind[flag]``
+        is not empty (``Seeds.ALL``: ``full`` is not). The calls the knowledge base knows are
+        asked first, then the project helpers until one does: a question the script's own
+        seeding answers summarises no helper. ``helpers=False``: the known calls only (all
+        calls once every helper was asked)."""
+        if "_resolved" in self.__dict__:
+            return bool(self.full if flag is Seeds.ALL else self.by_kind[flag])
+        on_one_process = self.facts.on_one_process
+        for call, known, _drawn in self._calls:
+            if known is not None and _counts(known, flag) and not on_one_process(call):
+                return True
+        if not helpers:
+            return False
+        for call, known, _drawn in self._calls:
+            if known is None and _counts(self._helper_kind(call), flag):
+                if not on_one_process(call):
+                    return True
+        return False
 
     def _drawn(self, call: cst.Call, q: str | None) -> Seeds:
         if q is not None:
@@ -151,23 +183,13 @@ class SeedingFacts:
         return arg is not None and self.facts.models._is_rank(arg.value)
 
     def kind_of(self, call: cst.Call, q: str | None) -> Seeds:
-        kind = self._known_kind(q)
+        kind = self.known_kind(q)
         return self._helper_kind(call) if kind is Seeds.NONE else kind
 
     @staticmethod
-    def _known_kind(q: str | None) -> Seeds:
+    def known_kind(q: str | None) -> Seeds:
         """What a call of ``q`` seeds, by the knowledge base."""
-        if q in K.FULL_SEEDERS:
-            return Seeds.ALL
-        if q in K.TORCH_SEEDERS:
-            return Seeds.TORCH
-        if q in K.PYTHON_SEEDERS:
-            return Seeds.PYTHON
-        if q in K.NUMPY_SEEDERS:
-            return Seeds.NUMPY
-        if q in K.XLA_SEEDERS:
-            return Seeds.XLA
-        return Seeds.NONE
+        return _KNOWN_KINDS.get(q, Seeds.NONE)
 
     @cached_property
     def seeds_torch(self) -> bool:
@@ -176,18 +198,19 @@ class SeedingFacts:
         seeds). Without one, no order of seeding and model building can matter: `Ordering`'s
         seeding events are such calls. (Calls in class bodies, decorators of methods and
         lambdas are not asked: the order leaves them out, and asking would summarise helpers
-        it never needs.)"""
+        it never needs; nor are they while a known seeder answers.)"""
+        torch = (Seeds.TORCH, Seeds.ALL)
+        if any(known in torch for _call, known, _drawn in self._calls):
+            return True
         index = self.facts.index
         for call, known, _drawn in self._calls:
             if known is None:
                 scope = index.scope(call)
                 while scope.kind is ScopeKind.COMPREHENSION:
                     scope = scope.parent  # type: ignore[assignment]
-                if scope.kind is not ScopeKind.FUNCTION and scope.kind is not ScopeKind.MODULE:
-                    continue
-            kind = known if known is not None else self._helper_kind(call)
-            if kind in (Seeds.TORCH, Seeds.ALL):
-                return True
+                if scope.kind is ScopeKind.FUNCTION or scope.kind is ScopeKind.MODULE:
+                    if self._helper_kind(call) in torch:
+                        return True
         return False
 
     def _helper_kind(self, call: cst.Call) -> Seeds:
@@ -224,8 +247,33 @@ class SeedingFacts:
 # ------------------------------------------------------------------ helpers
 
 
+def _counts(kind: Seeds, flag: Seeds) -> bool:
+    """A call seeding ``kind`` is one of ``by_kind[flag]`` (``Seeds.ALL``: of ``full``)."""
+    if flag is Seeds.ALL or kind is Seeds.ALL:
+        return kind is flag
+    return bool(kind & flag)  # type: ignore[operator]  # (Flag members: mypy sees Literals)
+
+
+# What a call of each seeding function of the knowledge base seeds (a name in two sets: the
+# later one here, as `known_kind` asked them: a full seeder is not also a torch one)
+_KNOWN_KINDS: dict[str | None, Seeds] = {
+    q: kind
+    for names, kind in (
+        (K.XLA_SEEDERS, Seeds.XLA),
+        (K.NUMPY_SEEDERS, Seeds.NUMPY),
+        (K.PYTHON_SEEDERS, Seeds.PYTHON),
+        (K.TORCH_SEEDERS, Seeds.TORCH),
+        (K.FULL_SEEDERS, Seeds.ALL),
+    )
+    for q in names
+}
+_LIBRARY_PREFIXES = tuple(K.LIBRARY_DRAWS)
+
+
 def _library_draws(q: str) -> Seeds:
     """The global generators a call of a known library (resolved to ``q``) draws from."""
+    if not q.startswith(_LIBRARY_PREFIXES):
+        return Seeds.NONE  # (most calls: no library's name begins it)
     drawn = Seeds.NONE
     for prefix, kinds in K.LIBRARY_DRAWS.items():
         if q == prefix or q.startswith(prefix + ".") or q.startswith(prefix + "("):

@@ -72,9 +72,12 @@ class Summaries(Provider):
         # for the same calls (the mode, the seeding, the optimizers, the batch: several times
         # per call). Like the other answers these Facts hold, what they consulted is part of
         # the Facts' own record (`Project.handed_out`), so a frame that uses them depends on it.
-        self._imported: dict[cst.Name, tuple[str, str] | None] = {}
-        self._modules: dict[cst.Name, str | None] = {}
+        # (keyed by the name's id: a node's own hash and equality are Python calls, and every
+        # node asked lives in this module's tree, as long as these Facts)
+        self._imported: dict[int, tuple[str, str] | None] = {}
+        self._modules: dict[int, str | None] = {}
         self._reaches: dict[tuple[Any, str, str], bool] = {}
+        self._classes: dict[tuple[str, str], bool] = {}  # `_class_only`
 
     def summary(self, fn: cst.CSTNode) -> Summary:
         """What a function of this module returns and does (a class: what its instances are)."""
@@ -240,20 +243,38 @@ class Summaries(Provider):
         summary = self._external_summary(call, needs)
         return summary.makes if summary is not None else set()
 
-    def _external_summary(self, call: cst.Call, needs: _Needs | None = None) -> Summary | None:
+    def _external_returns(self, call: cst.Call, needs: _Needs) -> set[Made]:
+        """`_external_makes` for what only a function's return makes (an Accelerator): a
+        class's summary never holds it, so a class of another module that ``call`` makes
+        is not summarised for it (see `_class_only`)."""
+        summary = self._external_summary(call, needs, functions=True)
+        return summary.makes if summary is not None else set()
+
+    def _external_summary(
+        self, call: cst.Call, needs: _Needs | None = None, functions: bool = False
+    ) -> Summary | None:
         """The summary of the project function or class ``call`` calls. ``needs``: only what
         a call of one of these callables decides is asked, so a module whose imports reach none
-        of their names is not parsed (its summary could not hold them)."""
+        of their names is not parsed (its summary could not hold them). ``functions``: only a
+        function's summary is asked (None for a class's)."""
         if self.project is None or self.path is None:
             return None
         func = call.func
-        if isinstance(func, cst.Name):
-            return self._imported_summary(func, needs)
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        kind = type(func)  # (a type test first: `isinstance` on LibCST's classes is slow to fail)
+        if kind is cst.Name and isinstance(func, cst.Name):
+            return self._imported_summary(func, needs, functions)
+        if (
+            kind is cst.Attribute
+            and isinstance(func, cst.Attribute)
+            and type(func.value) is cst.Name
+        ):
+            assert isinstance(func.value, cst.Name)
             # `utils.get_world_size()` with `import utils` / `from pkg import utils`
             path = self._imported_module(func.value)
             if path is not None:
                 if needs is not None and not self._may_reach(needs, path, func.attr.value):
+                    return None
+                if functions and self._class_only(path, func.attr.value):
                     return None
                 return self._summary_in(path, func.attr.value, through_attribute=True)
             # `env.size()` on `env = DistEnv()`, a class of another module
@@ -263,9 +284,10 @@ class Summaries(Provider):
     def _imported_module(self, name: cst.Name) -> str | None:
         """The path of the project module ``name`` is bound to by an import, if any."""
         known = self._modules
-        if name in known:
-            return known[name]
-        found = known[name] = self._find_imported_module(name)
+        key = id(name)
+        if key in known:
+            return known[key]
+        found = known[key] = self._find_imported_module(name)
         return found
 
     def _find_imported_module(self, name: cst.Name) -> str | None:
@@ -288,20 +310,23 @@ class Summaries(Provider):
     ) -> Summary | None:
         """The summary of method ``method`` of the project class whose instance ``owner``
         holds (``owner = DistEnv()``)."""
+        made_by = [v for v in self.index.values_of(owner) if type(v) is cst.Call and v is not call]
+        if not made_by:
+            return None  # (most owners: a parameter, `self`, a module)
         busy = self.facts.__dict__.setdefault("_owner_lookups", set())
-        if call in busy:
+        if id(call) in busy:
             return None  # `a = b.m(); b = a.n()`: no owner to find
-        busy.add(call)
+        busy.add(id(call))
         try:
-            for value in self.index.values_of(owner):
-                if isinstance(value, cst.Call) and value is not call:
-                    # what is asked of the method: the class's code stands for its methods'
-                    asked = needs._replace(method=method) if isinstance(needs, _AnyOf) else needs
-                    made = self._external_summary(value, asked)
-                    if made is not None and made.method is not None:
-                        return self._methods_summary(made.method, method)
+            for value in made_by:
+                assert isinstance(value, cst.Call)
+                # what is asked of the method: the class's code stands for its methods'
+                asked = needs._replace(method=method) if isinstance(needs, _AnyOf) else needs
+                made = self._external_summary(value, asked)
+                if made is not None and made.method is not None:
+                    return self._methods_summary(made.method, method)
         finally:
-            busy.discard(call)
+            busy.discard(id(call))
         return None
 
     def _methods_summary(self, methods: MethodsOf, name: str) -> Summary | None:
@@ -361,20 +386,49 @@ class Summaries(Provider):
         # the import closure per module asked, quadratic along a chain of helpers)
         return bool(may_write(path, name, needs))
 
-    def _imported_summary(self, name: cst.Name, needs: _Needs | None = None) -> Summary | None:
+    def _imported_summary(
+        self, name: cst.Name, needs: _Needs | None = None, functions: bool = False
+    ) -> Summary | None:
         if self.project is None or self.path is None:
             return None
         known = self._imported
-        if name in known:
-            target = known[name]
+        key = id(name)
+        if key in known:
+            target = known[key]
         else:
-            target = known[name] = self._import_target(name)
+            target = known[key] = self._import_target(name)
         if target is None:
             return None
         path, member = target
         if needs is not None and not self._may_reach(needs, path, member):
             return None
+        if functions and self._class_only(path, member):
+            return None
         return self._summary_in(path, member)
+
+    def _class_only(self, path: str, name: str) -> bool:
+        """``name`` of project module ``path`` is, its re-exports followed, a class (read from
+        the outlines, nothing parsed). The modules on the way count as reached, as the parse
+        for its summary would have."""
+        key = (path, name)
+        found = self._classes.get(key)
+        if found is None:
+            found = self._classes[key] = self._find_class(path, name)
+        return found
+
+    def _find_class(self, path: str, name: str) -> bool:
+        reexport = getattr(self.project, "reexport_of", None)
+        classes = getattr(self.project, "defines_only_classes", None)
+        if reexport is None or classes is None:
+            return False
+        seen: set[tuple[str, str]] = set()
+        while (path, name) not in seen:
+            seen.add((path, name))
+            forwarded = reexport(path, name)
+            if forwarded is None:
+                return bool(classes(path, name))
+            path, name = forwarded
+        return False
 
     def _import_target(self, name: cst.Name) -> tuple[str, str] | None:
         """The project module and the name in it that ``name`` is imported as (its first
