@@ -81,10 +81,13 @@ def test_a_squash_keeps_nothing_on_the_records_it_flattens():
     assert _flatten(resolutions[:1], looked=True) == set(resolutions[0].held or ())
 
 
-def test_a_join_that_a_second_flat_set_reaches_keeps_what_it_holds_and_gives_the_same_union():
+def test_a_join_that_a_second_flat_set_reaches_keeps_what_it_holds_and_gives_the_same_union(
+    monkeypatch,
+):
     """The lints of a tree share their answers' records: the second lint that flattens a
     record joining several parts keeps its flat set on it (`every`), and every later flat set
     takes it whole instead of walking below it again, with the same union."""
+    monkeypatch.setattr(project_mod, "_KEPT", [0])
     looks = _Looks((("/p", "torch.py", "0"),), (_Looks((("/p", "torch/", "1"),), ()),))
     shared = _Record(frozenset({"a.py"}), (_Record(("b.py",), ()), looks))
     first = _Record(("one.py",), (shared,))
@@ -107,6 +110,23 @@ def test_a_join_that_a_second_flat_set_reaches_keeps_what_it_holds_and_gives_the
     for _ in range(3):
         assert _flatten((fresh,)) == {"x.py", "y.py", "z.py"}
     assert fresh.every is None
+
+
+def test_what_joins_keep_is_bounded_for_the_process(monkeypatch):
+    monkeypatch.setattr(project_mod, "_KEPT", [0])
+    monkeypatch.setattr(project_mod, "_KEEP", 5)
+    joins = [
+        _Record((f"j{i}.py",), (_Record((f"a{i}.py",), ()), _Record((f"b{i}.py",), ())))
+        for i in range(4)
+    ]
+    for _ in range(2):
+        for join in joins:
+            assert _flatten((_Record(("root.py",), (join,)),), looked=True) == {
+                "root.py",
+                *(f"{c}{joins.index(join)}.py" for c in "jab"),
+            }
+    kept = [j for j in joins if j.every is not project_mod._ONCE]
+    assert len(kept) == 2 and project_mod._KEPT[0] == 6  # (kept while under the bound)
 
 
 def test_a_deep_chain_of_joins_flattens_twice_without_deep_recursion():

@@ -222,24 +222,36 @@ def _flatten(
                 if type(record) is _Looks:
                     update(_looked(record))
                     continue
-                every = record.every
-                if every is not None and every is not _ONCE:
+                every = _kept(record, keep)
+                if every is not None:
                     update(every)
                     continue
-                if every is _ONCE and keep and len(record.parts) > 1:
-                    held = _flatten(record.parts, set(record.atoms), True, keep=False)
-                    every = record.every = tuple(held)
-                    update(every)
-                    continue
-                if keep:
-                    record.every = _ONCE
             update(record.atoms)
             if record.parts:
                 push(record.parts)
     return out
 
 
+def _kept(record: _Record, keep: bool) -> tuple[Any, ...] | None:
+    """What ``record`` (with parts) keeps of what it holds, kept now when a second flat set
+    reaches a join (``keep``, under the process's bound: see `_flatten`); None: walk it."""
+    every = record.every
+    if every is _ONCE:
+        if keep and len(record.parts) > 1 and _KEPT[0] < _KEEP:
+            every = record.every = tuple(_flatten(record.parts, set(record.atoms), True, False))
+            _KEPT[0] += len(every)
+            return every
+        return None
+    if every is None and keep:
+        record.every = _ONCE
+    return every
+
+
 _ONCE: tuple[Any, ...] = tuple(["<walked once>"])  # (a record one flat set walked: `_flatten`)
+# What the records of a process keep (`every`) holds at most this many paths in all (8 bytes
+# each): the joins shared most are reached, and kept, first.
+_KEEP = 1 << 20
+_KEPT = [0]
 
 
 def _looked(record: _Record) -> tuple[Any, ...]:
