@@ -1086,8 +1086,8 @@ class Project:
         if folder is None:
             return
         for name in names:  # `from pkg import mod`: a submodule file
-            sub = self._find(folder, name)
-            if sub is not None and sub.endswith(".py"):
+            sub = self._submodule(folder, name)
+            if sub is not None:
                 yield sub
 
     def reexport_of(self, path: str, name: str) -> tuple[str, str] | None:
@@ -1401,8 +1401,11 @@ class Project:
 
     def _from_import(self, here: str, module: str, name: str, level: int) -> str | None:
         folder = self._package_folder(here, module, level)
-        if folder is None:
-            return None
+        return self._submodule(folder, name) if folder is not None else None
+
+    def _submodule(self, folder: str, name: str) -> str | None:
+        """The module file (or subpackage `__init__.py`) ``name`` of the package in
+        ``folder``; None when ``name`` is none there."""
         hit = self._find(folder, name)
         return hit if hit is not None and hit.endswith(".py") else None
 
