@@ -115,12 +115,12 @@ class Cache:
         # paths imports looked at (grouped by folder) -> what exists there, once per process
         self._seen: dict[str, str] = {}
         # the dependency tables (see `put`) read or written by this process: (path, digest) ->
-        # its id, id -> the table holding it, table name -> its pairs (content-addressed:
-        # never changes) or None (missing or corrupt)
+        # its id, id -> the table holding it, table name -> whether it is readable and what
+        # its name says (content-addressed: never changes), id -> pair, of every such table
         self._ids: dict[tuple[str, str], str] = {}
         self._table_of: dict[str, str] = {}
-        self._tables: dict[str, dict[str, tuple[str, str]] | None] = {}
-        self._pairs: dict[str, tuple[str, str]] = {}  # id -> pair, of every table above
+        self._tables: dict[str, bool] = {}
+        self._pairs: dict[str, tuple[str, str]] = {}
         self._pending: dict[tuple[str, str], None] = {}  # pairs waiting for a table
         self._touched: set[str] = set()
         self._made: set[str] = set()  # entry folders made (or found) by this process
@@ -172,7 +172,7 @@ class Cache:
         if data.get("format") != _FORMAT:
             return None
         for name in data["tables"]:
-            if self._table(name) is None:
+            if not self._table(name):
                 return None
         pairs = self._pairs  # (an id is the digest of its pair: the same in every table)
         out = [pairs[dep] for dep in data["deps"]]  # (an id no table holds: KeyError, a miss)
@@ -180,24 +180,26 @@ class Cache:
             out.append(_shared(_text(path), _text(digest)))
         return tuple(out)
 
-    def _table(self, name: Any) -> dict[str, tuple[str, str]] | None:
-        """Table ``name``'s pairs by id (once per process), None when missing, corrupt, or
-        not what its name says."""
+    def _table(self, name: Any) -> bool:
+        """Table ``name``'s pairs read into ``_pairs`` (once per process); False when it is
+        missing, corrupt, or not what its name says."""
         if name in self._tables:
             return self._tables[name]
-        table = None
+        found = False
         if type(name) is str and len(name) == 64 and all(c in _HEX for c in name):
             raw = read_source(self._table_path(name), MAX_ENTRY_BYTES)
             if not isinstance(raw, FileError) and hashlib.sha256(raw).hexdigest() == name:
-                table = {}
-                for dep, (path, digest) in json.loads(raw).items():
-                    table[dep] = _shared(_text(path), _text(digest))
+                table = {
+                    dep: _shared(_text(path), _text(digest))
+                    for dep, (path, digest) in json.loads(raw).items()
+                }
                 for dep, pair in table.items():
                     self._pairs[dep] = pair
                     self._ids.setdefault(pair, dep)  # (a later entry names it, not a new one)
                     self._table_of.setdefault(dep, name)
-        self._tables[name] = table
-        return table
+                found = True
+        self._tables[name] = found
+        return found
 
     def _table_path(self, name: str) -> str:
         return os.path.join(self.directory, _TABLES, name[:2], name + ".json")
@@ -244,7 +246,7 @@ class Cache:
             raise OSError("a link: never written through")
         _write_atomic(target, payload)
         self._touched.add(name)
-        self._tables[name] = dict(zip(content, pairs))
+        self._tables[name] = True
         for dep, pair in zip(content, pairs):
             self._ids[pair] = dep
             self._table_of[dep] = name
