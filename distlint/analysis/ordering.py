@@ -94,7 +94,7 @@ class Ordering:
         if fn in memo:
             return memo[fn]
         memo[fn] = False  # (a function calling itself adds nothing)
-        facts, functions = self.facts, self.index.functions
+        facts = self.facts
         found = False
         for call in self.calls_of.get(fn, ()):
             if facts.builds_model(call, self.index.qualname(call.func)) or facts.is_random_split(
@@ -104,10 +104,10 @@ class Ordering:
             for target in self.targets(call):
                 if isinstance(target, cst.ClassDef):
                     found = found or facts.is_model_class(target)
-                    init = functions.get(f"{target.name.value}.__init__")
-                    if not init:
+                    init = self._init(target.name.value)
+                    if init is None:
                         continue
-                    target = init[-1]
+                    target = init
                 found = found or self._may_build(target)
             if found:
                 break
@@ -119,7 +119,11 @@ class Ordering:
         cls = scope if scope.kind is ScopeKind.CLASS else None
         if cls is None:
             return None
-        inits = self.index.functions.get(f"{cls.name}.__init__")
+        return self._init(cls.name)
+
+    def _init(self, cls: str) -> cst.FunctionDef | None:
+        """The `__init__` of the file's class ``cls`` (its last definition), if it has one."""
+        inits = self.index.functions.get(f"{cls}.__init__")
         return inits[-1] if inits else None
 
     # ---------------------------------------------------------------- events
@@ -180,10 +184,10 @@ class Ordering:
             if isinstance(target, cst.ClassDef):
                 if facts.is_model_class(target):
                     return False
-                init = self.index.functions.get(f"{target.name.value}.__init__")
-                if not init:
+                init = self._init(target.name.value)
+                if init is None:
                     continue
-                target = init[-1]
+                target = init
             if not self._may_build(target):
                 return None
             return self.seeded_first(target)
@@ -211,17 +215,16 @@ class Ordering:
         """Two or more functions of the file may call each other in a cycle (every target of
         every call counted; a function calling itself is no such cycle: its own guard is the
         same wherever it is entered)."""
-        functions = self.index.functions
         edges: dict[cst.CSTNode, set[cst.CSTNode]] = {}
         for fn, calls in self.calls_of.items():
             out = edges[fn] = set()
             for call in calls:
                 for target in self.targets(call):
                     if isinstance(target, cst.ClassDef):  # (it runs its `__init__`)
-                        init = functions.get(f"{target.name.value}.__init__")
-                        if not init:
+                        init = self._init(target.name.value)
+                        if init is None:
                             continue
-                        target = init[-1]
+                        target = init
                     if target is not fn:
                         out.add(target)
         return _has_cycle(edges)
@@ -235,12 +238,12 @@ class Ordering:
             model_class = False
             if isinstance(target, cst.ClassDef):
                 model_class = self.facts.is_model_class(target)
-                init = self.index.functions.get(f"{target.name.value}.__init__")
-                if not init:
+                init = self._init(target.name.value)
+                if init is None:
                     if model_class:
                         out.append(Event(Happens.MODEL, call, call))
                     continue
-                target = init[-1]
+                target = init
             inner = self.events(target)
             seeds = bool(inner) and inner[0].kind is Happens.SEED
             if model_class and not seeds:
