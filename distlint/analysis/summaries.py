@@ -260,15 +260,10 @@ class Summaries(Provider):
         if self.project is None or self.path is None:
             return None
         func = call.func
-        kind = type(func)  # (a type test first: `isinstance` on LibCST's classes is slow to fail)
-        if kind is cst.Name and isinstance(func, cst.Name):
+        # (exact type tests: `isinstance` on LibCST's classes is slow to fail)
+        if type(func) is cst.Name:
             return self._imported_summary(func, needs, functions)
-        if (
-            kind is cst.Attribute
-            and isinstance(func, cst.Attribute)
-            and type(func.value) is cst.Name
-        ):
-            assert isinstance(func.value, cst.Name)
+        if type(func) is cst.Attribute and type(func.value) is cst.Name:
             # `utils.get_world_size()` with `import utils` / `from pkg import utils`
             path = self._imported_module(func.value)
             if path is not None:
