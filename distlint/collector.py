@@ -16,11 +16,18 @@ everything alive. Two places pay that walk for nothing:
 Only the command-line entry point pauses start-up: a program that imports distlint as a
 library keeps its collector as it was (``startup_over`` does nothing unless
 ``pause_startup`` paused it).
+
+The same holds for the C allocator (glibc's), which a lint process tunes when its start-up is
+over (:func:`_return_freed_memory`): by default glibc raises its thresholds each time a large
+block is freed (a module's bytes, a big file's token list), after which large blocks come from
+the heap and freed memory stays with the process. Over a whole tree that kept about 20 MiB
+more resident at the peak than the analysis held.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -44,6 +51,31 @@ def startup_over() -> None:
         _startup_paused = False
         gc.freeze()
         gc.enable()
+        _return_freed_memory()
+
+
+# glibc's mallopt parameters (malloc.h) and the values a lint process keeps: blocks of 128 KiB
+# and more are mapped on their own (returned when freed), and a free heap top of more than
+# 128 KiB is given back (glibc's defaults, kept fixed instead of growing with each large free).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_THRESHOLD_BYTES = 128 << 10
+
+
+def _return_freed_memory() -> None:
+    """Fix glibc's trim and mapping thresholds (see the module's docstring); nothing where
+    the C library has no ``mallopt`` (macOS, Windows), or where the user set either threshold
+    in the environment (``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_THRESHOLD_``)."""
+    if "MALLOC_TRIM_THRESHOLD_" in os.environ or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (ImportError, OSError, AttributeError, TypeError):
+        return
+    mallopt(_M_TRIM_THRESHOLD, _THRESHOLD_BYTES)
+    mallopt(_M_MMAP_THRESHOLD, _THRESHOLD_BYTES)
 
 
 def exiting() -> None:

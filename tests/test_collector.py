@@ -5,9 +5,13 @@ program that uses distlint as a library keeps its collector as it was."""
 from __future__ import annotations
 
 import gc
+import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from distlint import collector
 
@@ -69,3 +73,81 @@ def test_paused_restores_the_state_it_found():
             assert not gc.isenabled()
         assert not gc.isenabled()  # the inner block found it stopped: left stopped
     assert gc.isenabled()
+
+
+# The C allocator (glibc): a lint process fixes its trim and mapping thresholds once start-up
+# is over, so memory a lint freed goes back to the system (see distlint.collector).
+ALLOCATOR = """
+import sys
+from distlint import collector
+if sys.argv[1] == "lint-process":
+    collector.pause_startup()
+    collector.startup_over()
+def resident():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+big = b"x" * (24 << 20)  # mapped on its own, and unmapped when freed ...
+del big  # ... after which glibc's default raises its thresholds to its size (up to 32 MiB)
+before = resident()
+held = b"y" * (16 << 20)  # by default from the heap now, and kept when freed
+del held
+print("KEPT", (resident() - before) >> 20)
+"""
+
+
+def _kept_after_free(mode: str) -> int:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    proc = subprocess.run(
+        [sys.executable, "-c", ALLOCATOR, mode], capture_output=True, text=True, env=env, timeout=60
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("KEPT ")]
+    assert lines, proc.stdout + proc.stderr
+    return int(lines[-1].split()[1])
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+    reason="mallopt's thresholds are glibc's",
+)
+def test_a_lint_process_gives_freed_memory_back():
+    assert _kept_after_free("library") >= 12  # glibc's default: the 16 MiB stay resident
+    assert _kept_after_free("lint-process") <= 2
+
+
+class _FakeLibc:
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int]] = []
+
+    def mallopt(self, param: int, value: int) -> int:
+        self.calls.append((param, value))
+        return 1
+
+
+def test_the_thresholds_are_set_once_start_up_is_over(monkeypatch):
+    import ctypes
+
+    libc = _FakeLibc()
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: libc)
+    for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"):
+        monkeypatch.delenv(name, raising=False)
+    collector._return_freed_memory()
+    assert libc.calls == [(-1, 128 << 10), (-3, 128 << 10)]
+
+
+def test_thresholds_the_user_set_are_left_alone(monkeypatch):
+    import ctypes
+
+    libc = _FakeLibc()
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: libc)
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "1048576")
+    collector._return_freed_memory()
+    assert libc.calls == []
+
+
+def test_a_c_library_without_mallopt_is_left_alone(monkeypatch):
+    import ctypes
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: object())  # (macOS: no mallopt)
+    for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"):
+        monkeypatch.delenv(name, raising=False)
+    collector._return_freed_memory()  # nothing raised
