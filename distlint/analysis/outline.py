@@ -375,6 +375,8 @@ def _body_end(out: Outline, body: int, indent: int, owner: str) -> int | None:
         return None
     if code.find("\\", body, after) >= 0 or _BALANCED.fullmatch(code, body, after) is None:
         return None
+    if code.find("import", body, after) < 0 and code.find("global", body, after) < 0:
+        return after  # (what `_in_function` records, such a body cannot write: most bodies)
     read, depth = body, 0
     for statement in _BODY_STATEMENT.finditer(code, body - 1, after):
         depth += _depth_change(code, read, statement.start())
