@@ -210,6 +210,31 @@ def test_a_function_body_whose_brackets_close_is_read_whole(monkeypatch):
     assert found.globals == {"ENV": ["Big"]}
 
 
+def test_a_body_that_writes_no_import_nor_global_is_not_read_statement_by_statement(monkeypatch):
+    """Only an import or a `global` statement of a body is recorded: a body whose text spells
+    neither word is passed over whole (its `from_config = ...` lines are not looked at), and
+    one that spells them is still read."""
+    from distlint.analysis import outline as outline_module
+
+    looked: list[str] = []
+    real = outline_module._in_function
+
+    def counted(stripped, out, owner):
+        looked.append(stripped)
+        real(stripped, out, owner)
+
+    monkeypatch.setattr(outline_module, "_in_function", counted)
+    plain = "".join(f"    from_config{i} = build({i})\n" for i in range(50))
+    found = outline("def f():\n" + plain + "def g():\n    from_x = 1\n    import os\n")
+    assert found is not None
+    assert looked == ["from_x = 1", "import os"]  # g's, none of f's
+    assert [(i.module, i.name) for i in found.imports["os"]] == [("os", None)]
+    looked.clear()
+    found = outline("def h():\n    global CFG\n    CFG = 1\n")
+    assert found is not None and found.globals == {"CFG": ["h"]}
+    assert looked == ["global CFG"]
+
+
 @pytest.mark.parametrize(
     "body",
     [

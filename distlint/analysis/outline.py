@@ -283,11 +283,9 @@ def _read_blocks(out: Outline) -> bool:
     close. The body of a top-level function or class is read as a whole where it can be
     (see `_body_end`), else line by line."""
     code = out.code
-    lines = code.split("\n")
     stack: list[tuple[int, str, int]] = []  # open top-level def/class: (indent, name, start)
     decorated = -1  # where the decorators of the next def/class begin
-    cursor = [0, 0]  # the line, and its position, to read logical lines from
-    logical: Iterator[tuple[int, int, int]] | None = _logical_lines(lines, 0, 0)
+    logical: Iterator[tuple[int, int, int]] | None = _logical_lines(code, 0)
     while logical is not None:
         reading, logical = logical, None
         for indent, start, end in reading:
@@ -311,7 +309,7 @@ def _read_blocks(out: Outline) -> bool:
                 decorated = -1
                 after = _body_end(out, end + 1, indent, header.group(2))
                 if after is not None:  # read on from the line that ends the body, if any
-                    logical = _resume(lines, code, cursor, after)
+                    logical = _logical_lines(code, after)  # (none past the end)
                     break
             elif stripped.startswith("@"):
                 decorated = start if decorated < 0 else decorated
@@ -322,18 +320,6 @@ def _read_blocks(out: Outline) -> bool:
     for _, name, first in stack:
         out.defs.setdefault(name, []).append((first, len(code)))
     return True
-
-
-def _resume(
-    lines: list[str], code: str, cursor: list[int], after: int
-) -> Iterator[tuple[int, int, int]] | None:
-    """The logical lines from position ``after`` (a line's start; ``cursor``: an earlier line
-    and its position, moved there); None at the end of the code."""
-    if after >= len(code):
-        return None
-    cursor[0] += code.count("\n", cursor[1], after)
-    cursor[1] = after
-    return _logical_lines(lines, *cursor)
 
 
 # Text whose brackets all close, none closing before it opens, nested 12 deep at most: each
@@ -375,6 +361,8 @@ def _body_end(out: Outline, body: int, indent: int, owner: str) -> int | None:
         return None
     if code.find("\\", body, after) >= 0 or _BALANCED.fullmatch(code, body, after) is None:
         return None
+    if code.find("import", body, after) < 0 and code.find("global", body, after) < 0:
+        return after  # (what `_in_function` records, such a body cannot write: most bodies)
     read, depth = body, 0
     for statement in _BODY_STATEMENT.finditer(code, body - 1, after):
         depth += _depth_change(code, read, statement.start())
@@ -437,16 +425,21 @@ def _bound_names(stripped: str) -> set[str]:
     return out
 
 
-def _logical_lines(lines: list[str], first: int, pos: int) -> Iterator[tuple[int, int, int]]:
-    """(indent, start, end) of each non-blank logical line of the code split into ``lines``,
-    from line ``first`` (at position ``pos``; outside brackets) on (brackets and backslashes
-    join physical lines); indent -1 when the text ends inside brackets."""
+def _logical_lines(code: str, pos: int) -> Iterator[tuple[int, int, int]]:
+    """(indent, start, end) of each non-blank logical line of ``code`` from position ``pos``
+    (a line's start, outside brackets) on (brackets and backslashes join physical lines);
+    indent -1 when the text ends inside brackets. (Lines are cut as they are read: most of a
+    module's lines are in the bodies `_body_end` passes over whole.)"""
     start = -1
     indent = 0
     depth = 0
-    for i in range(first, len(lines)):
-        line = lines[i]
-        end = pos + len(line)
+    find = code.find
+    more = True
+    while more:
+        found = find("\n", pos)
+        more = found >= 0
+        end = found if more else len(code)
+        line = code[pos:end]
         if start < 0:
             body = line.lstrip()
             if not body:
