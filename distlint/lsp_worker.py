@@ -654,11 +654,14 @@ class _Engine:
         if document is None or self.document_configs.get(path) != config:
             from distlint.incremental import Document
 
+            if document is not None:
+                document.let_go()
             document = self.documents[path] = Document()  # a new config: parse it whole
             self.document_configs[path] = config
             while len(self.documents) > KEPT_DOCUMENTS:  # the least recently added goes
                 oldest = next(iter(self.documents))
-                del self.documents[oldest], self.document_configs[oldest]
+                self.documents.pop(oldest).let_go()
+                del self.document_configs[oldest]
         overlays = self._overlays(path, text, config, buffers)
         result = self.api.lint_document(text, path, config, overlays, document)
         reply = ("ok", result, config, changed)

@@ -229,6 +229,7 @@ def test_the_worker_frees_a_lint_s_analysis_after_the_reply_not_before(monkeypat
     """In the worker's process, what a lint leaves to free (the index and facts of the text's
     own parse) waits until the reply is sent (`idle`); elsewhere it is freed at once."""
     from distlint import collector
+    from distlint.analysis.facts import Facts
     from distlint.analysis.index import Index
     from distlint.lsp_worker import _Engine
 
@@ -249,4 +250,10 @@ def test_the_worker_frees_a_lint_s_analysis_after_the_reply_not_before(monkeypat
     assert collector.pending() == [] and not index.__dict__  # freed (its cycles broken)
     engine.lint(ENTRY, str(script), api.LintOptions(), {})
     engine.lint(ENTRY.replace("0", "2"), str(script), api.LintOptions(), {})  # no idle between
-    assert len(collector.pending()) == 2  # (the first lint's freed when the second began)
+    # the first lint's analysis was freed when the second began; the second's facts wait, and
+    # its index (made from the first's: an edit of the buffer) is the document's, for the next
+    (facts,) = collector.pending()
+    (document,) = engine.documents.values()
+    assert isinstance(facts, Facts) and facts.index is document.index
+    engine.idle()
+    assert document.index.__dict__ and not facts.__dict__
