@@ -77,7 +77,11 @@ def state(index: Index) -> dict:
 
 def _same_as_fresh(index: Index, module: cst.Module, text: str) -> None:
     got = state(index)
-    want = state(Index(module, text))
+    fresh = Index(module, text)
+    want = state(fresh)
+    if index._by_type is not None:  # (the nodes of each type, made from the last index's)
+        fresh.nodes_of(cst.Name)
+        assert index._by_type == fresh._by_type
     got["info"].sort()
     want["info"].sort()  # (a dict of ids: its order is not the walk's)
     for key in want:
@@ -141,6 +145,9 @@ def _edits(path, count: int, seed: str, edits=EDITS) -> tuple[int, int]:
         index = reindex.index_for(document, document.module, text)
         made += reindex.COUNTS["edited"] - before
         _same_as_fresh(index, document.module, text)
+        assert index.nodes_of(cst.Call, cst.Name) == Index(document.module, text).nodes_of(
+            cst.Call, cst.Name
+        )
     document.let_go()
     return made, could
 

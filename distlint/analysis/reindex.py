@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 import libcst as cst
 
 from distlint.analysis.index import _BINDERS, Assignment, Index, Scope, child_list, walk
+from distlint.collector import free
 from distlint.incremental import Document, Edit
 
 # Indexes made, by how (tests, benchmarks): "built" walked the whole module; "edited" took the
@@ -138,6 +139,8 @@ def _apply(index: Index, edit: Edit, plan: _Plan) -> None:
     index._build(stack, plan.start, added)
     COUNTS["walked"] += len(added)
     index._nodes = [*nodes[: plan.start], *added, *nodes[plan.end :]]
+    if index._by_type is not None:
+        index._by_type = _retyped(index._by_type, plan.start, plan.end, delta, added)
     grown = [_size(table) for table in _tables(index)]
     for table, before, after in zip(_tables(index), sizes[3:], grown):
         if after > before:
@@ -147,6 +150,30 @@ def _apply(index: Index, edit: Edit, plan: _Plan) -> None:
     if delta:
         for scope in index.scopes:
             scope.orders = {key: [a.order for a in found] for key, found in scope.bindings.items()}
+
+
+def _retyped(
+    by_type: dict[type, list[int]], start: int, end: int, delta: int, added: list[cst.CSTNode]
+) -> dict[type, list[int]]:
+    """`Index._by_type` (type -> positions in the walk) once the nodes at positions ``start``
+    to ``end`` were replaced by the ``added`` ones (and those after them moved by ``delta``)."""
+    new: dict[type, list[int]] = {}
+    for position, node in enumerate(added, start):
+        new.setdefault(type(node), []).append(position)
+    out: dict[type, list[int]] = {}
+    for tp, positions in by_type.items():
+        low = bisect_left(positions, start)
+        high = bisect_left(positions, end, low)
+        middle = new.pop(tp, [])
+        if low == high and not middle and not delta:
+            out[tp] = positions
+            continue
+        tail = [p + delta for p in positions[high:]] if delta else positions[high:]
+        kept = [*positions[:low], *middle, *tail]
+        if kept:
+            out[tp] = kept
+    out.update(new)  # (types the module had none of)
+    return out
 
 
 def _take_rebuilt(index: Index, rebuilt: dict[int, cst.CSTNode]) -> None:
@@ -378,17 +405,39 @@ class _TieBreak:
 
 
 def _forget_answers(index: Index) -> None:
-    """Drop every answer the index memoised from its old text."""
-    index._qual_cache = {}
-    index._qual_of_bindings = {}
-    index._bindings_cache = {}
-    index._values_cache = {}
-    index._children_cache = {}
+    """Drop every answer the index memoised from its old text (freed once the language
+    server's reply is sent: :func:`distlint.collector.free`)."""
+    old = index.__dict__
+    dropped = _Dropped([old.pop("_facts", None), index._flow])
+    for name in _ANSWERS:
+        dropped.held.append(old[name])
+        old[name] = {}
     index._flow = None
     index._nodes_cache = {}
-    index._by_type = None
     index._call_orders = None
     index._owners = None
     index._binder_ids = None
     index._calls_by_name = None
-    index.__dict__.pop("_facts", None)
+    free(dropped)
+
+
+# the memos of an index keyed by the ids of its nodes (see Index.__init__)
+_ANSWERS = (
+    "_qual_cache",
+    "_qual_of_bindings",
+    "_bindings_cache",
+    "_values_cache",
+    "_children_cache",
+)
+
+
+class _Dropped:
+    """What an index memoised from its old text, to be freed (`release`)."""
+
+    __slots__ = ("held",)
+
+    def __init__(self, held: list[Any]) -> None:
+        self.held = held
+
+    def release(self) -> None:
+        self.held.clear()
