@@ -1139,6 +1139,7 @@ class Project:
             finally:
                 self._may_write_deps[key] = self._recorded(frame)
             self._may_write[key] = found
+            self._searched("write", key)
         else:
             self._replay(self._may_write_deps.get(key))
         return found
@@ -1183,6 +1184,7 @@ class Project:
                 while step is not None:  # every name on the way reaches it too
                     known[(pairs, step)] = True
                     self._reach_deps[(pairs, step)] = deps
+                    self._searched("reach", (pairs, step))
                     step = via[step]
                 return True
             words |= found
@@ -1193,7 +1195,13 @@ class Project:
         for item in via:
             known[(pairs, item)] = reached
             self._reach_deps[(pairs, item)] = deps
+            self._searched("reach", (pairs, item))
         return False
+
+    def _searched(self, kind: str, key: Any) -> None:
+        """A name search's answer was (re)learnt in this run: fresh until the next."""
+        self._searches_checked.add((kind, key))
+        self._searched_files.pop((kind, key), None)
 
     def _search_fresh(self, kind: str, key: Any) -> bool:
         """Does the answer of a name search (`_may_write` for ``kind`` "write", `_reach` for
