@@ -82,6 +82,7 @@ def _same_as_fresh(index: Index, module: cst.Module, text: str) -> None:
     if index._by_type is not None:  # (the nodes of each type, made from the last index's)
         fresh.nodes_of(cst.Name)
         assert index._by_type == fresh._by_type
+    assert index.nodes_of(cst.Call, cst.Name) == fresh.nodes_of(cst.Call, cst.Name)
     got["info"].sort()
     want["info"].sort()  # (a dict of ids: its order is not the walk's)
     for key in want:
@@ -145,16 +146,13 @@ def _edits(path, count: int, seed: str, edits=EDITS) -> tuple[int, int]:
         index = reindex.index_for(document, document.module, text)
         made += reindex.COUNTS["edited"] - before
         _same_as_fresh(index, document.module, text)
-        assert index.nodes_of(cst.Call, cst.Name) == Index(document.module, text).nodes_of(
-            cst.Call, cst.Name
-        )
     document.let_go()
     return made, could
 
 
-@pytest.mark.parametrize("path", MODULES[::3], ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", MODULES[::4], ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_random_edits_give_the_index_a_whole_walk_gives(path):
-    made, could = _edits(path, 12, path.stem)
+    made, could = _edits(path, 10, path.stem)
     assert made >= could
 
 
@@ -163,10 +161,10 @@ def test_most_edits_are_made_from_the_last_index():
     the last index (the others follow a whole parse)."""
     plain = [edit for edit in EDITS if "global" not in edit("")]
     made = tried = 0
-    for path in SCRIPTS:
+    for path in SCRIPTS[::2]:
         made += _edits(path, 6, "most", plain)[0]
         tried += 6
-    assert made >= 0.5 * tried
+    assert tried > 100 and made >= 0.5 * tried
 
 
 def test_an_edit_inside_a_function_walks_only_its_new_statements():

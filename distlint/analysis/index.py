@@ -791,6 +791,15 @@ class Index:
                 entry = get(id(parent))
         return out
 
+    def assignments(self) -> Iterator[Assignment]:
+        """Every binding of the module: each scope's (in the order of `scopes`), then those of
+        dotted targets."""
+        for scope in self.scopes:
+            for found in scope.bindings.values():
+                yield from found
+        for found in self.attr_assignments.values():
+            yield from found
+
     # ---------------------------------------------------------------- name resolution
     def lookup(self, name: str, scope: Scope, before: int | None = None) -> list[Assignment]:
         """Assignments of ``name`` visible from ``scope`` (LEGB; class bodies are not enclosing).

@@ -18,7 +18,7 @@ involved (it changes how names bind elsewhere in its function), the index is bui
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from itertools import chain
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -71,8 +71,9 @@ class _Plan(NamedTuple):
 
 def edited(old: Index, module: cst.Module, text: str, edit: Edit | None) -> Index | None:
     """The index of ``module`` (of ``text``): ``old``'s state taken over (``old`` is left
-    empty) and changed by ``edit`` (None: the same module again); None, ``old`` untouched,
-    where it cannot be (see the module's doc)."""
+    empty) and changed by ``edit`` (None: the same module again). None where it cannot be
+    (see the module's doc; ``old`` is left untouched, but where the order of bindings that
+    tie cannot be told (`_Tied`): it is released then)."""
     if any(scope.globals or scope.nonlocals for scope in old.scopes):
         return None
     plan = None
@@ -96,6 +97,8 @@ def edited(old: Index, module: cst.Module, text: str, edit: Edit | None) -> Inde
 
 
 def _plan(old: Index, edit: Edit) -> _Plan | None:
+    """Where ``edit``'s statements are in ``old``'s walk; None where the edit does not match
+    the index (nodes it does not know) or its new statements hold `global` or `nonlocal`."""
     info = old._info
     removed = edit.removed
     rebuilt = {id(was): now for was, now in edit.rebuilt}
@@ -272,17 +275,9 @@ def _shift(index: Index, after: list[cst.CSTNode], end: int, delta: int) -> None
         key = id(node)
         parent, scope, order = info[key]
         info[key] = (parent, scope, order + delta)
-    for a in _assignments(index):
+    for a in index.assignments():
         if a.order > end:
             a.order += delta
-
-
-def _assignments(index: Index) -> Iterator[Assignment]:
-    for scope in index.scopes:
-        for found in scope.bindings.values():
-            yield from found
-    for found in index.attr_assignments.values():
-        yield from found
 
 
 def _tables(index: Index) -> list[dict[Any, list[Any]]]:
