@@ -168,12 +168,23 @@ CANONICAL_PREFIXES: dict[str, str] = {
 
 
 _PREFIXES_LONGEST_FIRST: list[str] = []
+# the prefixes, longest first, by their first name (`torch` of `torch.random.seed`): a
+# qualified name can start with a prefix only where it starts with that name
+_PREFIXES_BY_ROOT: dict[str, list[str]] = {}
+
+
+def _root(name: str) -> str:
+    """The first name of a qualified name (`torch` of `torch.cuda.x()`, `f` of `f().x`)."""
+    return name.partition(".")[0].partition("(")[0].partition("[")[0]
 
 
 def canonical(qualname: str) -> str:
     if len(_PREFIXES_LONGEST_FIRST) != len(CANONICAL_PREFIXES):
         _PREFIXES_LONGEST_FIRST[:] = sorted(CANONICAL_PREFIXES, key=len, reverse=True)
-    for prefix in _PREFIXES_LONGEST_FIRST:
+        _PREFIXES_BY_ROOT.clear()
+        for prefix in _PREFIXES_LONGEST_FIRST:
+            _PREFIXES_BY_ROOT.setdefault(_root(prefix), []).append(prefix)
+    for prefix in _PREFIXES_BY_ROOT.get(_root(qualname), ()):
         if not qualname.startswith(prefix):
             continue
         if (
