@@ -468,9 +468,9 @@ class Project:
         self._uses_deps: dict[tuple[str, str], _Record | None] = {}
         self._may_write_deps: dict[Any, _Record | None] = {}
         self._reach_deps: dict[Any, _Record | None] = {}
-        # the keys of `_may_write` and `_reach` ("write" / "reach", key) whose modules this
-        # run checked against the disk (see `_search_fresh`)
-        self._searches_checked: set[tuple[str, Any]] = set()
+        # the keys of `_may_write` and `_reach` ("write" / "reach", key) learnt in an earlier
+        # run whose modules this run has not checked against the disk yet (`_search_fresh`)
+        self._searches_unchecked: set[tuple[str, Any]] = set()
         self._searched_files: dict[tuple[str, Any], frozenset[str]] = {}  # `_search_files`
         self._listings: dict[str, str] = {}  # folder -> `listing_digest`, once per run
         self._checked: dict[str, bool] = {}  # the store's dependency sets checked in this run
@@ -1200,7 +1200,7 @@ class Project:
 
     def _searched(self, kind: str, key: Any) -> None:
         """A name search's answer was (re)learnt in this run: fresh until the next."""
-        self._searches_checked.add((kind, key))
+        self._searches_unchecked.discard((kind, key))
         self._searched_files.pop((kind, key), None)
 
     def _search_fresh(self, kind: str, key: Any) -> bool:
@@ -1208,9 +1208,9 @@ class Project:
         "reach") still hold, at its first use in a run: is every module it read unchanged on
         disk? One that changed is read again (`_stale`), which forgets the answers that read
         it (`_forget_searches`)."""
-        if (kind, key) in self._searches_checked:
+        if (kind, key) not in self._searches_unchecked:
             return True
-        self._searches_checked.add((kind, key))
+        self._searches_unchecked.discard((kind, key))
         memo: dict[Any, Any] = self._may_write if kind == "write" else self._reach
         files = self._search_files(kind, key)
         if files is None:
@@ -1983,7 +1983,8 @@ class Project:
         self.run_number += 1  # facts that depend on the run's files are asked again
         # what name searches learnt skips the modules behind it: the modules each answer read
         # are checked against the disk when the run first uses it (`_search_fresh`)
-        self._searches_checked.clear()
+        self._searches_unchecked = {("write", key) for key in self._may_write}
+        self._searches_unchecked.update(("reach", key) for key in self._reach)
         self._listings.clear()
         self._checked.clear()
 
