@@ -26,14 +26,28 @@ import dataclasses
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
-from typing import Any
+from typing import Any, NamedTuple
 
 import libcst as cst
 
 from distlint._libcst_compat import CodegenState
+from distlint.collector import free
 
 # How a piece of an edited text is parsed: its module, or None (refused, or not parsed)
 Parser = Callable[[str], "cst.Module | None"]
+
+
+class Edit(NamedTuple):
+    """What :meth:`Document.update` replaced to make the new module from the old one: the
+    statements ``removed`` (consecutive ones of one block, or of the module) became ``added``,
+    and each node holding them, up to the module, was rebuilt around them (``rebuilt``: pairs
+    of (old node, new node), the module's first). Every other node of the new module is the
+    old module's own (:mod:`distlint.analysis.reindex` reuses what the index knew of them)."""
+
+    rebuilt: Sequence[tuple[cst.CSTNode, cst.CSTNode]]
+    removed: Sequence[cst.CSTNode]
+    added: Sequence[cst.CSTNode]
+
 
 # how many statements beyond those the edit touched are re-parsed, on each side
 MARGIN = 1
@@ -112,6 +126,10 @@ class Document:
         self._spans: dict[int, tuple[cst.CSTNode, Spans]] = {}
         self.reparsed = 0  # statements re-parsed by the last update (tests, benchmarks)
         self.nested = False  # the last update re-parsed statements inside a block
+        self.edit: Edit | None = None  # what the last update replaced (see Edit)
+        # the analysis index of `module`, kept for the next edit (by the engine: see
+        # distlint.analysis.reindex), and released with the document's module
+        self.index: Any = None
 
     def reset(self, text: str, module: cst.Module | None) -> None:
         """A text parsed whole: the document starts again from it (None: from no module; an
@@ -120,6 +138,15 @@ class Document:
         self._spans = {}
         self.reparsed = 0
         self.nested = False
+        self.edit = None
+        self.let_go()
+
+    def let_go(self) -> None:
+        """Release the index kept (its cycles broken: see `Index.release`), now or, in the
+        language server's worker, once the reply is sent (:func:`distlint.collector.free`)."""
+        index, self.index = self.index, None
+        if index is not None:
+            free(index)
 
     @property
     def offsets(self) -> list[int] | None:
@@ -157,6 +184,7 @@ class Document:
             return None
         body = module.body
         self.nested = False
+        self.edit = None
         found = self._update_inside(text, module, offsets, parser)
         if found is not None:
             return found
@@ -195,6 +223,7 @@ class Document:
         new_offsets += [o + delta for o in offsets[last + 2 :]]
         self.text, self.module, self._offsets = text, new_module, new_offsets
         self.reparsed = len(statements)
+        self.edit = Edit([(module, new_module)], list(body[first : last + 1]), statements)
         return new_module, new_offsets
 
     def _update_inside(
@@ -236,12 +265,14 @@ class Document:
             return None
         if "".join(_code(module, statements, indent)) != piece:
             return None  # parsed differently in place: re-parse the whole statements
-        new_top = _replaced(path, [*kids[:a], *statements, *kids[b + 1 :]])
+        rebuilt = _replaced(path, [*kids[:a], *statements, *kids[b + 1 :]])
+        new_top = rebuilt[0][1]
         new_module = module.with_changes(body=[*module.body[:k], new_top, *module.body[k + 1 :]])
         new_offsets = offsets[: k + 1] + [o + delta for o in offsets[k + 1 :]]
         self.text, self.module, self._offsets = text, new_module, new_offsets
         self.reparsed = len(statements)
         self.nested = True
+        self.edit = Edit([(module, new_module), *rebuilt], list(kids[a : b + 1]), statements)
         return new_module, new_offsets
 
 
@@ -345,17 +376,21 @@ def _parse_block_piece(
 
 def _replaced(
     path: list[tuple[list[cst.CSTNode], cst.IndentedBlock, int, int]], body: list
-) -> cst.CSTNode:
+) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     """The top-level statement of ``path`` with its innermost block's statements ``body``:
-    each node from that block up to the statement rebuilt with its new child."""
+    each node from that block up to the statement rebuilt with its new child; (old node, new
+    node) for each, the top-level statement first."""
     chain: list[cst.CSTNode] = []  # from the top-level statement down to the innermost block
     for way, block, _, _ in path:
         chain += [*way, block]
     old: cst.CSTNode = chain[-1]
     new: cst.CSTNode = path[-1][1].with_changes(body=body)
+    rebuilt = [(old, new)]
     for parent in reversed(chain[:-1]):
         new, old = _with_child(parent, old, new), parent
-    return new
+        rebuilt.append((old, new))
+    rebuilt.reverse()
+    return rebuilt
 
 
 def _with_child(parent: cst.CSTNode, old: cst.CSTNode, new: cst.CSTNode) -> cst.CSTNode:

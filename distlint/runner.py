@@ -18,6 +18,7 @@ from distlint import guard
 from distlint.analysis import Index
 from distlint.analysis.facts import Facts, facts_for
 from distlint.analysis.project import Project
+from distlint.analysis.reindex import index_for
 from distlint.collector import free
 from distlint.collector import paused as collector_paused
 from distlint.config import Config
@@ -201,6 +202,8 @@ def _first_round(
     known = project.parsed(path, source) if project is not None and not reused else None
     if reused is not None:
         module, offsets = reused
+        assert document is not None
+        index = index_for(document, module, text)  # the document's, made from its last one
     elif known is not None:
         module, index = known
         where = index.source_map
@@ -342,14 +345,15 @@ def _lint_module(
     PASSES["rules"] += 1
     path, project = job.path, job.project
     if index is not None:
-        # the project's parse of this file (kept for its importers): linted with Facts of its
-        # own, as its own parse would be, so that its dependencies are its own reads, and
-        # what the rules ask is not kept in the project's Facts of it after the lint
+        # the project's parse of this file (kept for its importers), or an editor buffer's
+        # (kept by its document for the next edit): linted with Facts of its own, as its own
+        # parse would be, so that its dependencies are its own reads, and what the rules ask
+        # is not kept in the project's Facts of it after the lint
         facts = Facts(index, path, project)
         try:
             return _lint_indexed(module, text, job, index, facts, offsets, tops, source)
         finally:
-            facts.release()
+            free(facts)  # (the language server's worker: once the reply is sent)
     # the linted text's own parse: its facts are not memoised in the project (importers that
     # reach this file use the project's parse of it), and nothing is kept once it is linted
     index = Index(module, text, source)

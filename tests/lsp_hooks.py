@@ -40,6 +40,43 @@ def _engine_class():
     from distlint.lsp_worker import _Engine
 
     class HookedEngine(_Engine):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self._watch_collections()
+
+        def _watch_collections(self) -> None:
+            """Note each collection of the cyclic garbage collector, and whether a request
+            was being answered then (from its start until its reply was sent)."""
+            import gc
+
+            from distlint import lsp_worker
+
+            self.answering = False
+            self.collected: list[tuple[int, bool]] = []
+            send = lsp_worker._send
+
+            def sent(out, message):
+                send(out, message)
+                self.answering = False
+
+            def noted(phase, info):
+                if phase == "start":
+                    self.collected.append((info["generation"], self.answering))
+
+            lsp_worker._send = sent
+            gc.callbacks.append(noted)
+
+        def churn(self, count: int) -> int:
+            """Allocate ``count`` objects that outlive the request (as a lint's analysis does
+            until it is freed)."""
+            self.answering = True
+            self.kept = [{} for _ in range(count)]
+            return len(self.kept)
+
+        def collections(self) -> list[tuple[int, bool]]:
+            """(generation, while a request was answered) of each collection so far."""
+            return list(self.collected)
+
         def crash(self) -> None:
             os.kill(os.getpid(), signal.SIGSEGV)
 

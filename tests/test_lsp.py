@@ -537,6 +537,32 @@ def test_the_worker_frees_what_each_request_left_once_it_has_replied(tmp_path):
         worker.close()
 
 
+def test_the_worker_collects_garbage_only_after_a_request_s_reply_is_sent(tmp_path):
+    """A request that allocates past the collector's threshold (a lint's analysis, the
+    dependencies worked out after it) is answered first: the collection it triggers walks
+    what it allocated after the reply is sent, not on the way to the editor."""
+    import gc
+
+    from lsp_hooks import hooked_worker
+
+    from distlint.api import LintOptions
+
+    worker = hooked_worker(str(tmp_path))
+    try:
+        text = "import torch\n\ntorch.manual_seed(0)\n"
+        script = str(tmp_path / "train.py")
+        # (the first lint ends the worker's start-up, whose collector is paused)
+        assert worker.call("lint", text, script, LintOptions(), {}, timeout=30)[0] == "ok"
+        count = 20 * gc.get_threshold()[0]
+        for _ in range(3):
+            assert worker.call("churn", count, timeout=30) == count
+        collected = worker.call("collections", timeout=30)
+        assert collected, "the requests triggered no collection at all"
+        assert not [generation for generation, answering in collected if answering]
+    finally:
+        worker.close()
+
+
 def test_a_request_waiting_when_the_worker_is_ready_spares_it_the_warm_up_lint():
     """The first request of a worker still starting is sent at once (an editor's first
     message comes before the worker has loaded LibCST and the rules); finding it waiting, the

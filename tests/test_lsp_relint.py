@@ -229,6 +229,7 @@ def test_the_worker_frees_a_lint_s_analysis_after_the_reply_not_before(monkeypat
     """In the worker's process, what a lint leaves to free (the index and facts of the text's
     own parse) waits until the reply is sent (`idle`); elsewhere it is freed at once."""
     from distlint import collector
+    from distlint.analysis.facts import Facts
     from distlint.analysis.index import Index
     from distlint.lsp_worker import _Engine
 
@@ -249,4 +250,58 @@ def test_the_worker_frees_a_lint_s_analysis_after_the_reply_not_before(monkeypat
     assert collector.pending() == [] and not index.__dict__  # freed (its cycles broken)
     engine.lint(ENTRY, str(script), api.LintOptions(), {})
     engine.lint(ENTRY.replace("0", "2"), str(script), api.LintOptions(), {})  # no idle between
-    assert len(collector.pending()) == 2  # (the first lint's freed when the second began)
+    # the first lint's analysis was freed when the second began; the second's facts wait (and
+    # what the index had memoised from the first text); its index (made from the first's: an
+    # edit of the buffer) is the document's, for the next edit
+    waiting = collector.pending()
+    (facts,) = [held for held in waiting if isinstance(held, Facts)]
+    assert not [held for held in waiting if isinstance(held, Index)]
+    (document,) = engine.documents.values()
+    assert facts.index is document.index
+    engine.idle()
+    assert document.index.__dict__ and not facts.__dict__ and not collector.pending()
+
+
+def test_an_edit_of_the_script_keeps_the_name_searches_of_the_modules_it_follows(
+    tmp_path, monkeypatch
+):
+    """What the name searches learnt of the helper modules (`Project.name_may_write`) is kept
+    across edits of the script and lints; a helper changed on disk is searched again."""
+    import os
+
+    project_module.forget_projects()
+    shutil.copytree(FIXTURES / "projects" / "ddp_helper_optimizer_caller_scales_lr", tmp_path / "p")
+    root = tmp_path / "p"
+    monkeypatch.chdir(root)
+    searches = []
+    real = project_module.Project._name_closure
+
+    def counted(self, start, name, spellings):
+        searches.append((start, name))
+        return real(self, start, name, spellings)
+
+    monkeypatch.setattr(project_module.Project, "_name_closure", counted)
+    path, config, buffer = _opened(root)
+    text = (root / "train.py").read_text()
+    first = buffer.lint(text)
+    assert searches
+    for i in range(3):
+        searches.clear()
+        edited = text + f"\nstep_edit = {i}\n"
+        again = buffer.lint(edited)
+        assert not searches  # nothing the searches read changed
+    # the answers are those of a fresh process
+    project_module.forget_projects()
+    fresh = api.lint_source(edited, path, config, project=api.project_for(path, config))
+    assert again.findings == fresh.findings and codes(again) == codes(first)
+    # the helpers change on disk: the next lint checks them and searches again
+    path, config, buffer = _opened(root)  # (a buffer of the fresh process)
+    buffer.lint(edited)
+    searches.clear()
+    for helper in root.rglob("*.py"):
+        if helper.name != "train.py":
+            helper.write_text(helper.read_text() + "\n# changed\n")
+            stat = helper.stat()
+            os.utime(helper, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    buffer.lint(edited)  # (the same text: only the disk changed)
+    assert searches

@@ -222,7 +222,7 @@ def _add_plain_copies(index: Index, places: list[Place]) -> None:
     changed = True
     while changed:
         changed = False
-        for assignment in _all_assignments(index):
+        for assignment in index.assignments():
             if assignment.op != "=" or assignment.target is None:
                 continue
             copied = copied_value(index, assignment.value)
@@ -237,14 +237,6 @@ def _add_plain_copies(index: Index, places: list[Place]) -> None:
             if new is not None and not matches(new, places):
                 places.append(new)
                 changed = True
-
-
-def _all_assignments(index: Index) -> Iterator[Assignment]:
-    for scope in index.scopes:
-        for assigns in scope.bindings.values():
-            yield from assigns
-    for assigns in index.attr_assignments.values():
-        yield from assigns
 
 
 # ------------------------------------------------------------------------------------------

@@ -168,12 +168,23 @@ CANONICAL_PREFIXES: dict[str, str] = {
 
 
 _PREFIXES_LONGEST_FIRST: list[str] = []
+# the prefixes, longest first, by their first name (`torch` of `torch.random.seed`): a
+# qualified name can start with a prefix only where it starts with that name
+_PREFIXES_BY_ROOT: dict[str, list[str]] = {}
+
+
+def _root(name: str) -> str:
+    """The first name of a qualified name (`torch` of `torch.cuda.x()`, `f` of `f().x`)."""
+    return name.partition(".")[0].partition("(")[0].partition("[")[0]
 
 
 def canonical(qualname: str) -> str:
     if len(_PREFIXES_LONGEST_FIRST) != len(CANONICAL_PREFIXES):
         _PREFIXES_LONGEST_FIRST[:] = sorted(CANONICAL_PREFIXES, key=len, reverse=True)
-    for prefix in _PREFIXES_LONGEST_FIRST:
+        _PREFIXES_BY_ROOT.clear()
+        for prefix in _PREFIXES_LONGEST_FIRST:
+            _PREFIXES_BY_ROOT.setdefault(_root(prefix), []).append(prefix)
+    for prefix in _PREFIXES_BY_ROOT.get(_root(qualname), ()):
         if not qualname.startswith(prefix):
             continue
         if (
@@ -424,19 +435,25 @@ class Index:
         self._build()
 
     # ---------------------------------------------------------------- construction
-    def _build(self) -> None:
-        """One walk: every node's parent, scope and order, and what each statement binds."""
+    def _build(
+        self,
+        stack: list[tuple[Any, cst.CSTNode | None, Scope]] | None = None,
+        order: int = 0,
+        nodes: list[cst.CSTNode] | None = None,
+    ) -> None:
+        """One walk: every node's parent, scope and order, and what each statement binds.
+        By default the whole module's; else that of the subtrees on ``stack`` (node, parent,
+        scope; the first to walk last), numbered from ``order`` + 1, their nodes appended to
+        ``nodes`` (an edit's new statements: see distlint.analysis.reindex)."""
         info = self._info
-        append_node = self._nodes.append
+        append_node = (self._nodes if nodes is None else nodes).append
         append_call = self.calls.append
         binders = _BINDERS
         node_types = _NODE_TYPES
-        order = 0
         # stack of (node, parent, scope); the node is Any: the walk dispatches on `type(node)`
         # (fast, but not a narrowing mypy follows)
-        stack: list[tuple[Any, cst.CSTNode | None, Scope]] = [
-            (self.module, None, self.module_scope)
-        ]
+        if stack is None:
+            stack = [(self.module, None, self.module_scope)]
         pop, push = stack.pop, stack.append
         while stack:
             node, parent, scope = pop()
@@ -784,6 +801,15 @@ class Index:
                     break
                 entry = get(id(parent))
         return out
+
+    def assignments(self) -> Iterator[Assignment]:
+        """Every binding of the module: each scope's (in the order of `scopes`), then those of
+        dotted targets."""
+        for scope in self.scopes:
+            for found in scope.bindings.values():
+                yield from found
+        for found in self.attr_assignments.values():
+            yield from found
 
     # ---------------------------------------------------------------- name resolution
     def lookup(self, name: str, scope: Scope, before: int | None = None) -> list[Assignment]:
@@ -1163,7 +1189,10 @@ class Index:
         """Break the reference cycles of the analysis (a scope and its bindings, which point
         back at it; the facts and the dataflow, which hold this index), so that reference
         counting frees the parsed tree as soon as the caller drops it, instead of a full
-        collection walking all of it. The index is unusable afterwards."""
+        collection walking all of it. The index is unusable afterwards (as is one whose state
+        an edit's index took over: see distlint.analysis.reindex)."""
+        if not self.__dict__:
+            return
         for scope in self.scopes:
             scope.release()
         facts = self.__dict__.get("_facts")

@@ -468,6 +468,10 @@ class Project:
         self._uses_deps: dict[tuple[str, str], _Record | None] = {}
         self._may_write_deps: dict[Any, _Record | None] = {}
         self._reach_deps: dict[Any, _Record | None] = {}
+        # the keys of `_may_write` and `_reach` ("write" / "reach", key) learnt in an earlier
+        # run whose modules this run has not checked against the disk yet (`_search_fresh`)
+        self._searches_unchecked: set[tuple[str, Any]] = set()
+        self._searched_files: dict[tuple[str, Any], frozenset[str]] = {}  # `_search_files`
         self._listings: dict[str, str] = {}  # folder -> `listing_digest`, once per run
         self._checked: dict[str, bool] = {}  # the store's dependency sets checked in this run
         # the answer store on disk (see distlint.cache.AnswerStore; None: memory only)
@@ -538,15 +542,13 @@ class Project:
         self._digests.pop(full, None)
         if existed and self.is_file(full):
             self._forget_text(full)
+            self._forget_searches(full)
         else:  # a file that appeared or went: an import may now resolve elsewhere
             self._forget_resolutions()
+            self._forget_searches(None)
         self._importers = None
         self.run_number += 1  # what the run's files pass a helper's functions is asked again
         self._outlines.pop(full, None)
-        self._may_write.clear()
-        self._reach.clear()
-        self._may_write_deps.clear()
-        self._reach_deps.clear()
         self._checked.clear()
         self._error_keys = {k for k in self._error_keys if k[0] != full}
         self.errors = [e for e in self.errors if e.path != full]
@@ -1125,6 +1127,8 @@ class Project:
         full = normalise(path)
         key = (spellings, full, name)
         found = self._may_write.get(key)
+        if found is not None and not self._search_fresh("write", key):
+            found = None  # (a module it read changed on disk)
         if found is None:
             frame = self._record()
             try:
@@ -1135,6 +1139,7 @@ class Project:
             finally:
                 self._may_write_deps[key] = self._recorded(frame)
             self._may_write[key] = found
+            self._searched("write", key)
         else:
             self._replay(self._may_write_deps.get(key))
         return found
@@ -1160,6 +1165,8 @@ class Project:
                 return None
             self._touch(item[0])
             found: Any = known.get((pairs, item))  # True, a set of words, or None
+            if found is not None and not self._search_fresh("reach", (pairs, item)):
+                return None  # a module it read changed on disk: what was found may be stale
             if found is not None:
                 self._replay(self._reach_deps.get((pairs, item)))  # what learnt it consulted
             else:
@@ -1177,6 +1184,7 @@ class Project:
                 while step is not None:  # every name on the way reaches it too
                     known[(pairs, step)] = True
                     self._reach_deps[(pairs, step)] = deps
+                    self._searched("reach", (pairs, step))
                     step = via[step]
                 return True
             words |= found
@@ -1187,7 +1195,62 @@ class Project:
         for item in via:
             known[(pairs, item)] = reached
             self._reach_deps[(pairs, item)] = deps
+            self._searched("reach", (pairs, item))
         return False
+
+    def _searched(self, kind: str, key: Any) -> None:
+        """A name search's answer was (re)learnt in this run: fresh until the next."""
+        self._searches_unchecked.discard((kind, key))
+        self._searched_files.pop((kind, key), None)
+
+    def _search_fresh(self, kind: str, key: Any) -> bool:
+        """Does the answer of a name search (`_may_write` for ``kind`` "write", `_reach` for
+        "reach") still hold, at its first use in a run: is every module it read unchanged on
+        disk? One that changed is read again (`_stale`), which forgets the answers that read
+        it (`_forget_searches`)."""
+        if (kind, key) not in self._searches_unchecked:
+            return True
+        self._searches_unchecked.discard((kind, key))
+        memo: dict[Any, Any] = self._may_write if kind == "write" else self._reach
+        files = self._search_files(kind, key)
+        if files is None:
+            memo.pop(key, None)
+            return False
+        for path in files:
+            self._stale(path)
+        return key in memo
+
+    def _search_files(self, kind: str, key: Any) -> frozenset[str] | None:
+        """The files a name search's answer read (None: not recorded), worked out once."""
+        known = self._searched_files.get((kind, key))
+        if known is None:
+            deps = self._may_write_deps if kind == "write" else self._reach_deps
+            record = deps.get(key)
+            if record is None:
+                return None
+            known = self._searched_files[(kind, key)] = frozenset(_files((record,)))
+        return known
+
+    def _forget_searches(self, full: str | None) -> None:
+        """Forget what name searches learnt from file ``full``: the answers whose search read
+        it (None: every answer)."""
+        pairs: tuple[tuple[str, dict[Any, Any], dict[Any, Any]], ...] = (
+            ("write", self._may_write, self._may_write_deps),
+            ("reach", self._reach, self._reach_deps),
+        )
+        for kind, memo, deps in pairs:
+            if full is None:
+                memo.clear()
+                deps.clear()
+                continue
+            for key in list(memo):
+                files = self._search_files(kind, key)
+                if files is None or full in files:
+                    del memo[key]
+                    deps.pop(key, None)
+                    self._searched_files.pop((kind, key), None)
+        if full is None:
+            self._searched_files.clear()
 
     def _uses_at(
         self, item: tuple[str, str]
@@ -1918,12 +1981,10 @@ class Project:
         self._fresh.clear()
         self._importers = None
         self.run_number += 1  # facts that depend on the run's files are asked again
-        # what name searches learnt skips the modules behind it: searched again, each module
-        # checked against the disk (its outline is kept while it is unchanged)
-        self._may_write.clear()
-        self._reach.clear()
-        self._may_write_deps.clear()
-        self._reach_deps.clear()
+        # what name searches learnt skips the modules behind it: the modules each answer read
+        # are checked against the disk when the run first uses it (`_search_fresh`)
+        self._searches_unchecked = {("write", key) for key in self._may_write}
+        self._searches_unchecked.update(("reach", key) for key in self._reach)
         self._listings.clear()
         self._checked.clear()
 
