@@ -541,6 +541,7 @@ def lint_paths(
 
         all_rules()
         collector.startup_over()  # before the pool forks: its workers share what is frozen
+        collector.many_files(len(todo))  # (the workers keep what it sets too)
     linted = _linted(todo, options)
     given = {os.path.normpath(os.path.abspath(s if isinstance(s, str) else s.path)) for s in slots}
     followed: dict[str, None] = {}

@@ -246,11 +246,11 @@ class Cache:
             raise OSError("a link: never written through")
         _write_atomic(target, payload)
         self._touched.add(name)
-        self._tables[name] = True
+        # (not read into `_pairs`: a run rarely reads an entry it wrote, and then reads the
+        # table from disk; its pairs held twice stayed to the end of a whole tree's first run)
         for dep, pair in zip(content, pairs):
             self._ids[pair] = dep
             self._table_of[dep] = name
-            self._pairs[dep] = pair
         return name
 
     def _entry_path(self, key: str) -> tuple[str, str, str]:

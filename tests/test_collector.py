@@ -75,14 +75,16 @@ def test_paused_restores_the_state_it_found():
     assert gc.isenabled()
 
 
-# The C allocator (glibc): a lint process fixes its trim and mapping thresholds once start-up
-# is over, so memory a lint freed goes back to the system (see distlint.collector).
+# The C allocator (glibc): a command-line run about to lint many files fixes its trim and
+# mapping thresholds, so memory a lint freed goes back to the system (see distlint.collector).
 ALLOCATOR = """
 import sys
 from distlint import collector
-if sys.argv[1] == "lint-process":
+mode, count = sys.argv[1], int(sys.argv[2])
+if mode == "command-line":
     collector.pause_startup()
     collector.startup_over()
+collector.many_files(count)
 def resident():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096
@@ -95,10 +97,14 @@ print("KEPT", (resident() - before) >> 20)
 """
 
 
-def _kept_after_free(mode: str) -> int:
+def _kept_after_free(mode: str, count: int) -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     proc = subprocess.run(
-        [sys.executable, "-c", ALLOCATOR, mode], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-c", ALLOCATOR, mode, str(count)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("KEPT ")]
     assert lines, proc.stdout + proc.stderr
@@ -109,9 +115,12 @@ def _kept_after_free(mode: str) -> int:
     not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
     reason="mallopt's thresholds are glibc's",
 )
-def test_a_lint_process_gives_freed_memory_back():
-    assert _kept_after_free("library") >= 12  # glibc's default: the 16 MiB stay resident
-    assert _kept_after_free("lint-process") <= 2
+def test_a_command_line_run_of_many_files_gives_freed_memory_back():
+    many = collector.MANY_FILES
+    assert _kept_after_free("command-line", many) <= 2
+    # glibc's default, which the others keep: the 16 MiB stay resident
+    assert _kept_after_free("command-line", many - 1) >= 12
+    assert _kept_after_free("library", many) >= 12
 
 
 class _FakeLibc:
@@ -123,24 +132,35 @@ class _FakeLibc:
         return 1
 
 
-def test_the_thresholds_are_set_once_start_up_is_over(monkeypatch):
+@pytest.fixture
+def libc(monkeypatch):
     import ctypes
 
-    libc = _FakeLibc()
-    monkeypatch.setattr(ctypes, "CDLL", lambda name: libc)
+    fake = _FakeLibc()
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: fake)
     for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"):
         monkeypatch.delenv(name, raising=False)
-    collector._return_freed_memory()
+    return fake
+
+
+def test_the_thresholds_are_set_for_a_command_line_run_of_many_files(libc, monkeypatch):
+    monkeypatch.setattr(collector, "_command_line", True)
+    collector.many_files(collector.MANY_FILES - 1)
+    assert libc.calls == []
+    collector.many_files(collector.MANY_FILES)
     assert libc.calls == [(-1, 128 << 10), (-3, 128 << 10)]
 
 
-def test_thresholds_the_user_set_are_left_alone(monkeypatch):
-    import ctypes
+def test_a_library_caller_keeps_its_allocator(libc, monkeypatch):
+    monkeypatch.setattr(collector, "_command_line", False)
+    collector.many_files(100_000)
+    assert libc.calls == []
 
-    libc = _FakeLibc()
-    monkeypatch.setattr(ctypes, "CDLL", lambda name: libc)
+
+def test_thresholds_the_user_set_are_left_alone(libc, monkeypatch):
+    monkeypatch.setattr(collector, "_command_line", True)
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "1048576")
-    collector._return_freed_memory()
+    collector.many_files(collector.MANY_FILES)
     assert libc.calls == []
 
 
@@ -148,6 +168,7 @@ def test_a_c_library_without_mallopt_is_left_alone(monkeypatch):
     import ctypes
 
     monkeypatch.setattr(ctypes, "CDLL", lambda name: object())  # (macOS: no mallopt)
+    monkeypatch.setattr(collector, "_command_line", True)
     for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"):
         monkeypatch.delenv(name, raising=False)
-    collector._return_freed_memory()  # nothing raised
+    collector.many_files(collector.MANY_FILES)  # nothing raised
