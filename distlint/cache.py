@@ -656,6 +656,7 @@ class AnswerStore:
         self.scope = scope
         self.directory = os.path.join(cache.directory, _ANSWERS)
         self._trimmed = False
+        self._made: set[str] = set()  # folders made (or found, not links) by this process
 
     def _where(self, key: tuple[Any, ...]) -> tuple[str, str]:
         text = json.dumps(list(key), separators=(",", ":"))
@@ -777,9 +778,11 @@ class AnswerStore:
             shared = self._deps_path(name)
             for path, data in ((shared, payload_deps), (target, payload)):
                 folder = os.path.dirname(path)
-                os.makedirs(folder, exist_ok=True)
-                if os.path.islink(folder) or os.path.islink(os.path.dirname(folder)):
-                    return False
+                if folder not in self._made:
+                    os.makedirs(folder, exist_ok=True)
+                    if os.path.islink(folder) or os.path.islink(os.path.dirname(folder)):
+                        return False
+                    self._made.add(folder)
                 if path is shared and os.path.isfile(shared):
                     os.utime(shared)  # (recently used: trimmed last)
                     continue
