@@ -777,18 +777,24 @@ class AnswerStore:
                 self.trim()
             shared = self._deps_path(name)
             for path, data in ((shared, payload_deps), (target, payload)):
-                folder = os.path.dirname(path)
-                if folder not in self._made:
-                    os.makedirs(folder, exist_ok=True)
-                    if os.path.islink(folder) or os.path.islink(os.path.dirname(folder)):
-                        return False
-                    self._made.add(folder)
+                if not self._folder_ready(os.path.dirname(path)):
+                    return False
                 if path is shared and os.path.isfile(shared):
                     os.utime(shared)  # (recently used: trimmed last)
                     continue
                 _write_atomic(path, data)
         except OSError:
             return False  # a read-only or full disk: answered without the store
+        return True
+
+    def _folder_ready(self, folder: str) -> bool:
+        """``folder`` made (once per process); False when it or its parent is a link (never
+        written through)."""
+        if folder not in self._made:
+            os.makedirs(folder, exist_ok=True)
+            if os.path.islink(folder) or os.path.islink(os.path.dirname(folder)):
+                return False
+            self._made.add(folder)
         return True
 
     def trim(self, budget: int | None = None) -> None:
