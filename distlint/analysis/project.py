@@ -1891,23 +1891,22 @@ class Project:
         """path -> digest now of what a frame consulted, the paths imports looked at grouped
         by folder (one dependency each: see `_GROUP`)."""
         out: dict[str, str] = {}
-        groups: dict[str, list[tuple[str, str]]] = {}
+        groups: dict[str, list[tuple[str, str, str]]] = {}  # folder -> its triples
         digest_of = self._digest_of
         for p in paths:
             if type(p) is tuple:
-                folder, name, found = p
-                held = groups.get(folder)
+                held = groups.get(p[0])
                 if held is None:
-                    groups[folder] = [(name, found)]
+                    groups[p[0]] = [p]
                 else:
-                    held.append((name, found))
+                    held.append(p)
             elif p != exclude:
                 digest = digest_of(p)
                 out[p] = digest if digest is not None else "missing"
         for folder, looked in groups.items():
-            looked.sort()
-            names = "|".join(name for name, _ in looked)
-            out[folder + _GROUP + names + ">"] = "exists " + "".join(f for _, f in looked)
+            looked.sort()  # (one folder: by name, then found)
+            names = "|".join([name for _, name, _ in looked])
+            out[folder + _GROUP + names + ">"] = "exists " + "".join([f for _, _, f in looked])
         return out
 
     def listing_digest(self, folder: str) -> str:
