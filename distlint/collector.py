@@ -1,4 +1,5 @@
-"""When Python's cyclic garbage collector runs in distlint.
+"""When Python's cyclic garbage collector runs in distlint, and when its C allocator gives
+freed memory back.
 
 distlint breaks the reference cycles of its own analysis (``Index.release``), so what it
 allocates dies by reference counting; a collection finds next to nothing and costs a walk of
