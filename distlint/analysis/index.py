@@ -358,6 +358,11 @@ class Scope:
         self.bindings.setdefault(assignment.key, []).append(assignment)
         self.orders.setdefault(assignment.key, []).append(assignment.order)
 
+    def renumbered(self) -> None:
+        """``orders`` again from the bindings (their numbers or order changed: an edit's
+        index, see distlint.analysis.reindex)."""
+        self.orders = {key: [a.order for a in found] for key, found in self.bindings.items()}
+
     @property
     def enclosing_class(self) -> Scope | None:
         """For a method scope: the class scope it is defined in."""
@@ -414,6 +419,14 @@ class Index:
         # Dotted targets: `args.lr = ...`, `self.lr = ...` (key 'self.lr@Class'), `cfg["lr"] = ...`
         self.attr_assignments: dict[str, list[Assignment]] = {}
         self.returns: dict[cst.CSTNode, list[cst.Return]] = {}
+        # type -> the positions in `_nodes` of the nodes of exactly that type (nodes_of;
+        # sorted once asked)
+        self._by_type: dict[type, list[int]] | None = None
+        self._new_answers()
+        self._build()
+
+    def _new_answers(self) -> None:
+        """Empty memos of what is asked of the index (not of the walk's own state)."""
         # Memos keyed by id(node) (a CST node's __hash__ is a Python call), each entry holding
         # its node: the `is` check makes a reused id (a node a rule built, since freed) a miss.
         self._qual_cache: dict[int, tuple[cst.CSTNode, str | None]] = {}
@@ -423,16 +436,22 @@ class Index:
         self._children_cache: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
         self._flow: Flow | None = None
         self._nodes_cache: dict[tuple[type, ...], list[cst.CSTNode]] = {}
-        # type -> the positions in `_nodes` of the nodes of exactly that type (nodes_of;
-        # sorted once asked)
-        self._by_type: dict[type, list[int]] | None = None
         self._call_orders: list[int] | None = None  # the order of each call (calls_inside)
         self._owners: dict[str, int] | None = None
         self._binder_ids: dict[str, set[int]] | None = None
         self._calls_by_name: dict[str, list[cst.Call]] | None = (
             None  # callee name -> calls, built on demand
         )
-        self._build()
+
+    def forget_answers(self) -> list[Any]:
+        """Start every memo of answers afresh (the module changed under the walk's state: an
+        edit's index, see distlint.analysis.reindex); returns what they held (the Facts, the
+        dataflow, the memos keyed by node), for the caller to free."""
+        held = [self.__dict__.pop("_facts", None), self._flow, self._qual_cache]
+        held += [self._qual_of_bindings, self._bindings_cache, self._values_cache]
+        held.append(self._children_cache)
+        self._new_answers()
+        return held
 
     # ---------------------------------------------------------------- construction
     def _build(

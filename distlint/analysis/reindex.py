@@ -152,7 +152,7 @@ def _apply(index: Index, edit: Edit, plan: _Plan) -> None:
     _in_walk_order(index, sizes[:3], touched)
     if delta:
         for scope in index.scopes:
-            scope.orders = {key: [a.order for a in found] for key, found in scope.bindings.items()}
+            scope.renumbered()
 
 
 def _retyped(
@@ -301,15 +301,11 @@ def _in_walk_order(index: Index, grew: list[int], touched: dict[int, set[Any]]) 
     index.calls = _spliced(index.calls, grew[0], order)
     index.loops = _spliced(index.loops, grew[1], order)
     index.scopes = _spliced(index.scopes, grew[2], lambda scope: order(scope.node))
-    moved = touched.get(id(index.functions))
-    if moved is not None:
-        index.functions = _regrouped(index.functions, order, moved)
-    moved = touched.get(id(index.classes))
-    if moved is not None:
-        index.classes = _regrouped(index.classes, order, moved)
-    moved = touched.get(id(index.returns))
-    if moved is not None:
-        index.returns = _regrouped(index.returns, order, moved)
+    for name in ("functions", "classes", "returns"):  # (tables of nodes)
+        table = getattr(index, name)
+        moved = touched.get(id(table))
+        if moved is not None:
+            setattr(index, name, _regrouped(table, order, moved))
     rank = _TieBreak(index)
     moved = touched.get(id(index.attr_assignments))
     if moved is not None:
@@ -318,7 +314,7 @@ def _in_walk_order(index: Index, grew: list[int], touched: dict[int, set[Any]]) 
         moved = touched.get(id(scope))
         if moved is not None:
             scope.bindings = _regrouped(scope.bindings, _BY_ORDER, moved, rank)
-            scope.orders = {key: [a.order for a in found] for key, found in scope.bindings.items()}
+            scope.renumbered()
 
 
 def _spliced(items: list[Any], old: int, order: Callable[[Any], int]) -> list[Any]:
@@ -402,28 +398,7 @@ class _TieBreak:
 def _forget_answers(index: Index) -> None:
     """Drop every answer the index memoised from its old text (freed once the language
     server's reply is sent: :func:`distlint.collector.free`)."""
-    old = index.__dict__
-    dropped = _Dropped([old.pop("_facts", None), index._flow])
-    for name in _ANSWERS:
-        dropped.held.append(old[name])
-        old[name] = {}
-    index._flow = None
-    index._nodes_cache = {}
-    index._call_orders = None
-    index._owners = None
-    index._binder_ids = None
-    index._calls_by_name = None
-    free(dropped)
-
-
-# the memos of an index keyed by the ids of its nodes (see Index.__init__)
-_ANSWERS = (
-    "_qual_cache",
-    "_qual_of_bindings",
-    "_bindings_cache",
-    "_values_cache",
-    "_children_cache",
-)
+    free(_Dropped(index.forget_answers()))
 
 
 class _Dropped:
