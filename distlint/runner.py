@@ -18,7 +18,6 @@ from distlint import guard
 from distlint.analysis import Index
 from distlint.analysis.facts import Facts, facts_for
 from distlint.analysis.project import Project
-from distlint.analysis.reindex import index_for
 from distlint.collector import free
 from distlint.collector import paused as collector_paused
 from distlint.config import Config
@@ -203,6 +202,8 @@ def _first_round(
     if reused is not None:
         module, offsets = reused
         assert document is not None
+        from distlint.analysis.reindex import index_for  # (an editor's lint only)
+
         index = index_for(document, module, text)  # the document's, made from its last one
     elif known is not None:
         module, index = known
